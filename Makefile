@@ -1,0 +1,39 @@
+# Every user-facing target first installs what is missing (idempotent).
+VENV := .venv
+PY := $(VENV)/bin/python
+TESTBED := $(VENV)/bin/testbed
+S ?= default
+
+.PHONY: setup run scenario test test-unit bench p4info clean help
+
+help:
+	@echo "make run        install what is missing, run the default scenario, print the report path"
+	@echo "make test       install what is missing, run the whole test suite"
+	@echo "make scenario S=NAME   run scenarios/NAME.yaml"
+	@echo "make bench      run the benchmarks and print their figures"
+	@echo "make p4info     regenerate the committed P4Info files of p4src/"
+	@echo "make clean      remove what killed runs left behind"
+
+setup:
+	@bash scripts/install-deps.sh
+
+run: setup
+	@$(TESTBED) run scenarios/default.yaml
+
+scenario: setup
+	@$(TESTBED) run scenarios/$(S).yaml
+
+test: setup
+	@$(PY) -m pytest -q
+
+test-unit: setup
+	@$(PY) -m pytest -q tests/unit
+
+bench: setup
+	@$(PY) -m benchmarks
+
+p4info: setup
+	@$(PY) -m testbed.p4model.tools.regen_p4info p4src
+
+clean: setup
+	@$(TESTBED) clean

@@ -1,0 +1,55 @@
+"""The `testbed` command.
+
+Each subcommand lives in its own module exposing `register(subparsers)`;
+the module sets `func` on its parser.  Adding a command is one line in
+COMMAND_MODULES, so layers stay independent of each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from testbed import __version__
+from testbed.errors import TestbedError
+
+COMMAND_MODULES = [
+    "testbed.p4model.commands",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="testbed",
+        description=(
+            "Network research testbed for AI-training fabrics: P4 switches "
+            "(builtin or bmv2), cell spraying vs ECMP, credit-based and ECN-based "
+            "transports, fat-tree fabrics in Mininet, YAML scenarios and reports."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"testbed {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TestbedError as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("testbed: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
