@@ -1,0 +1,72 @@
+"""`testbed` subcommands of the builtin P4 target: p4info, stf, p4check.
+
+Implementations live beside their modules; they are imported only when the
+command runs so that `testbed --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _add_program_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                        help="extra directory for #include lookups")
+    parser.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]",
+                        help="preprocessor definition, as for p4c")
+
+
+def parse_defines(items: list[str]) -> dict[str, str]:
+    defines = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        defines[name] = value if value else "1"
+    return defines
+
+
+def _run_p4info(args) -> int:
+    from testbed.p4model.p4info import main
+
+    return main(args)
+
+
+def _run_stf(args) -> int:
+    from testbed.p4model.stf import main
+
+    return main(args)
+
+
+def _run_check(args) -> int:
+    from testbed.p4model.pipeline import load
+
+    for program in args.programs:
+        load(program, include_dirs=args.include, defines=parse_defines(args.define))
+        print(f"{program}: ok")
+    return 0
+
+
+def register(sub) -> None:
+    p4info = sub.add_parser(
+        "p4info", help="write the P4Runtime P4Info of a P4 program (p4c-compatible names and ids)",
+        description="Generate the P4Info of a v1model program as p4c would, in text protobuf.")
+    p4info.add_argument("program", help="P4-16 source file")
+    p4info.add_argument("-o", "--output", help="write here instead of standard output (.txtpb, .json or .bin)")
+    _add_program_options(p4info)
+    p4info.set_defaults(func=_run_p4info)
+
+    stf = sub.add_parser(
+        "stf", help="run p4c/bmv2-format STF tests against the builtin target",
+        description="Load PROGRAM on the builtin target and run each STF file against it; "
+                    "prints expected-vs-received diffs and ends with 'N passed, N failed'.")
+    stf.add_argument("program", help="P4-16 source file")
+    stf.add_argument("tests", nargs="+", help="STF test files")
+    stf.add_argument("-v", "--verbose", action="store_true", help="print every packet in and out")
+    _add_program_options(stf)
+    stf.set_defaults(func=_run_stf)
+
+    check = sub.add_parser(
+        "p4check", help="load P4 programs on the builtin target and report the first error",
+        description="Parse, type-check and compile each program; print 'ok' or one error line.")
+    check.add_argument("programs", nargs="+", help="P4-16 source files")
+    _add_program_options(check)
+    check.set_defaults(func=_run_check)
