@@ -1,0 +1,507 @@
+"""The traffic manager: egress queues, link rate and link delay of one switch.
+
+Why it exists: the builtin switch must queue packets exactly as bmv2's
+simple_switch does (so P4 programs that read enq_qdepth or deq_timedelta
+behave the same on both targets), and, because this kernel has no netem, it
+is also where each link's rate, buffer and propagation delay are modelled.
+
+Model (all times are integer nanoseconds from the switch's Clock; metadata
+timestamps are microseconds since switch start, i.e. ``ns // 1000``):
+
+Stage 1, queues (bmv2 QueueingLogicPriRL, reproduced):
+  * one FIFO per (egress port, priority), priorities 0..N-1 (N =
+    ``priority_queues``, default 1); a packet whose priority is >= N is
+    dropped and counted in the port's ``dropped_priority``;
+  * depth limit in packets (default 64) and optionally in bytes; a packet
+    that does not fit is tail-dropped (``dropped_full``);
+  * per-queue rate in packets/s (default 0 = unlimited).  The packet's
+    *eligible* time is fixed at enqueue: ``eligible = max(now, last + 1/rate)``
+    where ``last`` is the previous eligible time of that queue.  Changing a
+    rate therefore affects packets enqueued afterwards, as in bmv2.
+    ``set_queue_rate <pps> <port>`` sets every priority queue of the port to
+    that rate (bmv2 does the same), so it is not a port total.
+
+Stage 2, the port (the link, a shared non-preemptive server):
+  * the port serves one packet at a time.  When it is free at time t, it
+    takes the head of the *highest-priority* queue whose head is eligible at
+    t; that moment is the packet's dequeue time (deq_timedelta,
+    egress_global_timestamp, deq_qdepth all refer to it).  If no head is
+    eligible the port idles until the earliest eligible head.
+  * with a port rate of R bits/s (default 0 = unlimited) a packet of L
+    bytes occupies the port for ceil(L*8/R) seconds; the next dequeue on
+    that port is no earlier.  A high-priority packet that arrives while
+    lower-priority packets wait is served next (after the packet already on
+    the wire): priority decides at service time, while per-queue pps
+    shaping stays fixed at enqueue, which is exactly where bmv2 fixes it.
+    With an unlimited port rate the port is infinitely fast and every packet
+    leaves at its eligible time, the bmv2 behaviour.
+  * the packet reaches the far end of the link, and should be written to
+    the wire by the switch, at ``transmit_at = dequeue + L*8/R + delay``
+    (serialisation then propagation).  ``transmit_at`` never decreases per
+    port, so a delay change can never reorder packets.
+
+The model is evaluated lazily but exactly: ``enqueue`` first advances its
+port to just before ``now`` in model time (departures strictly earlier than
+the arrival happen first; at equal times the arrival is counted first, so a
+burst at one instant sees enq_qdepth 0, 1, 2, ...), and ``dequeue_ready``
+serves every port up to ``now``.  The times and depths reported therefore
+do not depend on how late the event loop calls in.  How late
+it did call in is measured separately (``fidelity``: dequeue lag = call time
+minus scheduled dequeue time).
+
+Packets are opaque; only their length in bytes is used (the length at
+enqueue; egress may change it afterwards, which the TM does not see).
+Metadata widths (enq_timestamp 32 bits, etc.) are applied by the v1model
+layer when it assigns these values.  Not thread-safe: one thread (the
+switch's event loop) owns it; see tm_control for the control path.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, NamedTuple
+
+from testbed.errors import TestbedError
+from testbed.p4model.clock import Clock
+from testbed.p4model.tm.lag import LagStats
+
+DEFAULT_DEPTH = 64
+MAX_DEPTH = (1 << 19) - 1  # enq_qdepth/deq_qdepth are 19-bit fields
+MAX_PRIORITY_QUEUES = 8  # standard_metadata.priority is 3 bits
+MAX_PORT = 510  # egress_port is 9 bits and 511 is the drop port
+DROP_FULL = "queue_full"
+DROP_PRIORITY = "priority"
+_NEVER = -(1 << 62)  # "no previous departure": max(now, _NEVER + interval) == now
+
+
+class TMConfigError(TestbedError):
+    """A traffic-manager setting or port/priority outside what the model supports."""
+
+
+class EnqueueResult(NamedTuple):
+    accepted: bool
+    enq_qdepth: int  # packets in the queue before this one (0 if dropped for priority)
+    enq_timestamp_us: int
+    drop_reason: str | None = None  # DROP_FULL, DROP_PRIORITY or None
+
+
+class Departure(NamedTuple):
+    port: int
+    priority: int
+    packet: Any
+    length: int
+    enq_ts_us: int
+    enq_qdepth: int
+    deq_ts_us: int  # use as egress_global_timestamp
+    deq_qdepth: int
+    deq_timedelta_us: int  # deq_ts_us - enq_ts_us, so the metadata adds up
+    transmit_at_ns: int  # write to the wire at this time
+    deq_ns: int  # scheduled dequeue time (model time)
+
+
+class _Queue:
+    __slots__ = (
+        "items", "limit", "byte_limit", "interval_ns", "rate_pps", "last_ns", "bytes",
+        "max_depth", "enqueued", "dequeued", "dropped_full", "enq_bytes", "deq_bytes",
+        "drop_bytes",
+    )
+
+    def __init__(self, limit: int, byte_limit: int, rate_pps: float) -> None:
+        # item: (eligible_ns, enq_ns, enq_us, enq_qdepth, length, packet)
+        self.items: deque = deque()
+        self.limit = limit
+        self.byte_limit = byte_limit
+        self.rate_pps = rate_pps
+        self.interval_ns = _interval_ns(rate_pps)
+        self.last_ns = _NEVER
+        self.bytes = 0
+        self.max_depth = 0
+        self.enqueued = self.dequeued = self.dropped_full = 0
+        self.enq_bytes = self.deq_bytes = self.drop_bytes = 0
+
+
+class _Port:
+    __slots__ = (
+        "number", "queues", "rate_bps", "delay_ns", "free_ns", "last_tx_ns", "next_ns",
+        "dropped_priority", "dropped_priority_bytes",
+    )
+
+    def __init__(self, number: int, queues: list[_Queue], rate_bps: int, delay_ns: int) -> None:
+        self.number = number
+        self.queues = queues
+        self.rate_bps = rate_bps
+        self.delay_ns = delay_ns
+        self.free_ns = 0  # the port is busy until then
+        self.last_tx_ns = 0  # transmit_at of the previous departure
+        self.next_ns: int | None = None  # next scheduled dequeue, None when empty
+        self.dropped_priority = 0
+        self.dropped_priority_bytes = 0
+
+
+def _interval_ns(rate_pps: float) -> int:
+    return 0 if rate_pps == 0 else max(1, round(1e9 / rate_pps))
+
+
+class TrafficManager:
+    """Egress queues of one switch; see the module docstring for the semantics."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        priority_queues: int = 1,
+        depth: int = DEFAULT_DEPTH,
+        rate_pps: float = 0,
+        port_rate_bps: int = 0,
+        port_delay_us: float = 0,
+        ports: list[int] | tuple[int, ...] = (),
+    ) -> None:
+        if not isinstance(priority_queues, int) or not 1 <= priority_queues <= MAX_PRIORITY_QUEUES:
+            raise TMConfigError(
+                f"priority_queues must be an integer in 1..{MAX_PRIORITY_QUEUES}, got {priority_queues!r}"
+            )
+        self._clock = clock
+        self.priority_queues = priority_queues
+        self._default = {
+            "limit": _check_depth(depth),
+            "byte_limit": 0,
+            "rate_pps": _check_rate_pps(rate_pps),
+            "rate_bps": _check_rate_bps(port_rate_bps),
+            "delay_ns": _delay_ns(port_delay_us),
+        }
+        self._ports: dict[int, _Port] = {}
+        self._busy: dict[int, _Port] = {}  # ports with queued packets
+        self._pending: list[Departure] = []  # departed while enqueue advanced a port
+        self._now = 0
+        self.dequeue_lag = LagStats()
+        for number in ports:
+            self._port(number)
+
+    # ---- packet path -------------------------------------------------
+
+    def enqueue(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
+                length: int | None = None) -> EnqueueResult:
+        """Queue `packet` (length defaults to len(packet)) for `port` at `priority`."""
+        if now_ns is None:
+            now_ns = self._clock.now_ns()
+        if now_ns < self._now:
+            now_ns = self._now
+        else:
+            self._now = now_ns
+        p = self._ports.get(port)
+        if p is None:
+            p = self._port(port)
+        elif p.next_ns is not None and p.next_ns < now_ns:
+            # departures strictly before now; at equal times arrivals come first
+            self._run_port(p, now_ns - 1, self._pending)
+        if length is None:
+            length = len(packet)
+        enq_us = now_ns // 1000
+        queues = p.queues
+        if not 0 <= priority < len(queues):
+            p.dropped_priority += 1
+            p.dropped_priority_bytes += length
+            return EnqueueResult(False, 0, enq_us, DROP_PRIORITY)
+        q = queues[priority]
+        items = q.items
+        depth = len(items)
+        if depth >= q.limit or (q.byte_limit and q.bytes + length > q.byte_limit):
+            q.dropped_full += 1
+            q.drop_bytes += length
+            return EnqueueResult(False, depth, enq_us, DROP_FULL)
+        eligible = q.last_ns + q.interval_ns
+        if eligible < now_ns:
+            eligible = now_ns
+        q.last_ns = eligible
+        items.append((eligible, now_ns, enq_us, depth, length, packet))
+        q.bytes += length
+        q.enqueued += 1
+        q.enq_bytes += length
+        if depth >= q.max_depth:
+            q.max_depth = depth + 1
+        start = p.free_ns if p.free_ns > eligible else eligible
+        if p.next_ns is None:
+            p.next_ns = start
+            self._busy[port] = p
+        elif start < p.next_ns:
+            p.next_ns = start
+        return EnqueueResult(True, depth, enq_us, None)
+
+    def next_event_ns(self) -> int | None:
+        """Earliest time at which dequeue_ready has work (may be in the past), or None."""
+        best = None
+        if self._pending:
+            best = min(d.deq_ns for d in self._pending)
+        for p in self._busy.values():
+            if best is None or p.next_ns < best:
+                best = p.next_ns
+        return best
+
+    def dequeue_ready(self, now_ns: int | None = None) -> list[Departure]:
+        """All packets whose scheduled dequeue time is <= now, in order per port."""
+        if now_ns is None:
+            now_ns = self._clock.now_ns()
+        if now_ns < self._now:
+            now_ns = self._now
+        else:
+            self._now = now_ns
+        out = self._pending
+        self._pending = []
+        for p in list(self._busy.values()):
+            if p.next_ns <= now_ns:
+                self._run_port(p, now_ns, out)
+        record = self.dequeue_lag.record
+        for d in out:
+            record(now_ns - d.deq_ns)
+        return out
+
+    def _run_port(self, p: _Port, until_ns: int, out: list[Departure]) -> None:
+        """Serve port `p` in model time up to `until_ns`, appending departures to `out`."""
+        queues = p.queues
+        rate = p.rate_bps
+        delay = p.delay_ns
+        free = p.free_ns
+        last_tx = p.last_tx_ns
+        number = p.number
+        single = queues[0] if len(queues) == 1 else None
+        next_ns = None
+        while True:
+            if single is not None:
+                q = single
+                if not q.items:
+                    break
+                head = q.items[0][0]
+                t = free if free > head else head
+                if t > until_ns:
+                    next_ns = t
+                    break
+                prio = 0
+            else:
+                head = None
+                for q in queues:
+                    if q.items:
+                        e = q.items[0][0]
+                        if head is None or e < head:
+                            head = e
+                if head is None:
+                    break
+                t = free if free > head else head
+                if t > until_ns:
+                    next_ns = t
+                    break
+                prio = len(queues) - 1
+                while True:
+                    q = queues[prio]
+                    if q.items and q.items[0][0] <= t:
+                        break
+                    prio -= 1
+            items = q.items
+            _, _, enq_us, enq_depth, length, packet = items.popleft()
+            q.bytes -= length
+            q.dequeued += 1
+            q.deq_bytes += length
+            free = t + (length * 8_000_000_000 + rate - 1) // rate if rate else t
+            at = free + delay
+            if at < last_tx:
+                at = last_tx
+            last_tx = at
+            deq_us = t // 1000
+            out.append(Departure(number, prio, packet, length, enq_us, enq_depth, deq_us,
+                                 len(items), deq_us - enq_us, at, t))
+        p.free_ns = free
+        p.last_tx_ns = last_tx
+        p.next_ns = next_ns
+        if next_ns is None:
+            self._busy.pop(number, None)
+
+    def _advance(self) -> None:
+        """Bring every port to the clock's now before a setting changes or is read."""
+        now_ns = max(self._clock.now_ns(), self._now)
+        self._now = now_ns
+        for p in list(self._busy.values()):
+            if p.next_ns < now_ns:
+                self._run_port(p, now_ns - 1, self._pending)
+
+    # ---- configuration ----------------------------------------------
+
+    def _port(self, number: int) -> _Port:
+        _check_port(number)
+        d = self._default
+        queues = [_Queue(d["limit"], d["byte_limit"], d["rate_pps"]) for _ in range(self.priority_queues)]
+        p = _Port(number, queues, d["rate_bps"], d["delay_ns"])
+        self._ports[number] = p
+        return p
+
+    def _select_queues(self, port: int | None, priority: int | None) -> list[_Queue]:
+        if port is None:
+            if priority is not None:
+                raise TMConfigError("a priority was given without a port; give both or neither")
+            return [q for p in self._ports.values() for q in p.queues]
+        p = self._ports.get(port) or self._port(port)
+        if priority is None:
+            return list(p.queues)
+        if not isinstance(priority, int) or not 0 <= priority < self.priority_queues:
+            raise TMConfigError(
+                f"priority {priority!r} does not exist: this switch has {self.priority_queues} "
+                f"priority queue(s), 0..{self.priority_queues - 1}"
+            )
+        return [p.queues[priority]]
+
+    def _select_ports(self, port: int | None) -> list[_Port]:
+        if port is None:
+            return list(self._ports.values())
+        return [self._ports.get(port) or self._port(port)]
+
+    def set_queue_rate(self, pps: float, port: int | None = None, priority: int | None = None) -> int:
+        """bmv2 set_queue_rate: packets/s (0 = unlimited) for all / one port's / one queue(s)."""
+        pps = _check_rate_pps(pps)
+        self._advance()
+        if port is None:
+            self._default["rate_pps"] = pps
+        queues = self._select_queues(port, priority)
+        for q in queues:
+            q.rate_pps = pps
+            q.interval_ns = _interval_ns(pps)
+        return len(queues)
+
+    def set_queue_depth(self, packets: int, port: int | None = None, priority: int | None = None) -> int:
+        """bmv2 set_queue_depth: limit in packets; queued packets above a new limit stay."""
+        packets = _check_depth(packets)
+        self._advance()
+        if port is None:
+            self._default["limit"] = packets
+        queues = self._select_queues(port, priority)
+        for q in queues:
+            q.limit = packets
+        return len(queues)
+
+    def set_queue_depth_bytes(self, nbytes: int, port: int | None = None, priority: int | None = None) -> int:
+        """Extra limit in bytes (0 = none); a packet is dropped if either limit is exceeded."""
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise TMConfigError(f"a byte limit must be an integer >= 0 (0 = none), got {nbytes!r}")
+        self._advance()
+        if port is None:
+            self._default["byte_limit"] = nbytes
+        queues = self._select_queues(port, priority)
+        for q in queues:
+            q.byte_limit = nbytes
+        return len(queues)
+
+    def set_port_rate_bps(self, bps: int, port: int | None = None) -> int:
+        """Link rate in bits/s (0 = unlimited); the packet on the wire keeps its old timing."""
+        bps = _check_rate_bps(bps)
+        self._advance()
+        if port is None:
+            self._default["rate_bps"] = bps
+        ports = self._select_ports(port)
+        for p in ports:
+            p.rate_bps = bps
+        return len(ports)
+
+    def set_port_delay_us(self, delay_us: float, port: int | None = None) -> int:
+        """Propagation delay in µs for packets dequeued from now on (never reorders)."""
+        delay_ns = _delay_ns(delay_us)
+        self._advance()
+        if port is None:
+            self._default["delay_ns"] = delay_ns
+        ports = self._select_ports(port)
+        for p in ports:
+            p.delay_ns = delay_ns
+        return len(ports)
+
+    # ---- statistics --------------------------------------------------
+
+    def queue_stats(self, port: int | None = None) -> list[dict]:
+        """Per-queue occupancy, limits and counters (lengths in bytes, rates as set)."""
+        if port is not None:
+            _check_port(port)
+        self._advance()
+        rows = []
+        for number in sorted(self._ports):
+            if port is not None and number != port:
+                continue
+            p = self._ports[number]
+            for prio, q in enumerate(p.queues):
+                rows.append({
+                    "port": number,
+                    "priority": prio,
+                    "depth": len(q.items),
+                    "bytes": q.bytes,
+                    "max_depth": q.max_depth,
+                    "limit_packets": q.limit,
+                    "limit_bytes": q.byte_limit,
+                    "rate_pps": q.rate_pps,
+                    "enqueued": q.enqueued,
+                    "dequeued": q.dequeued,
+                    "dropped_full": q.dropped_full,
+                    "enqueued_bytes": q.enq_bytes,
+                    "dequeued_bytes": q.deq_bytes,
+                    "dropped_bytes": q.drop_bytes,
+                })
+        return rows
+
+    def port_stats(self, port: int | None = None) -> list[dict]:
+        """Per-port link settings and drops that belong to no queue."""
+        if port is not None:
+            _check_port(port)
+        self._advance()
+        return [
+            {
+                "port": n,
+                "rate_bps": p.rate_bps,
+                "delay_us": p.delay_ns / 1000,
+                "depth": sum(len(q.items) for q in p.queues),
+                "dropped_priority": p.dropped_priority,
+                "dropped_priority_bytes": p.dropped_priority_bytes,
+            }
+            for n, p in sorted(self._ports.items())
+            if port is None or n == port
+        ]
+
+    def stats(self) -> dict:
+        """Everything: queues, ports, totals and the fidelity measure."""
+        queues = self.queue_stats()
+        ports = self.port_stats()
+        totals = {
+            key: sum(row[key] for row in queues)
+            for key in ("depth", "bytes", "enqueued", "dequeued", "dropped_full",
+                        "enqueued_bytes", "dequeued_bytes", "dropped_bytes")
+        }
+        totals["dropped_priority"] = sum(row["dropped_priority"] for row in ports)
+        return {
+            "priority_queues": self.priority_queues,
+            "now_us": self._now // 1000,
+            "totals": totals,
+            "fidelity": {"dequeue": self.dequeue_lag.summary()},
+            "ports": ports,
+            "queues": queues,
+        }
+
+
+def _check_port(port: Any) -> int:
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= MAX_PORT:
+        raise TMConfigError(f"egress port must be an integer in 0..{MAX_PORT} (511 is the drop port), got {port!r}")
+    return port
+
+
+def _check_depth(packets: Any) -> int:
+    if not isinstance(packets, int) or isinstance(packets, bool) or not 0 <= packets <= MAX_DEPTH:
+        raise TMConfigError(f"queue depth must be an integer number of packets in 0..{MAX_DEPTH}, got {packets!r}")
+    return packets
+
+
+def _check_rate_pps(pps: Any) -> float:
+    if isinstance(pps, bool) or not isinstance(pps, (int, float)) or not 0 <= pps < float("inf"):
+        raise TMConfigError(f"queue rate must be a number of packets/s >= 0 (0 = unlimited), got {pps!r}")
+    return pps
+
+
+def _check_rate_bps(bps: Any) -> int:
+    if not isinstance(bps, int) or isinstance(bps, bool) or bps < 0:
+        raise TMConfigError(f"port rate must be an integer number of bits/s >= 0 (0 = unlimited), got {bps!r}")
+    return bps
+
+
+def _delay_ns(delay_us: Any) -> int:
+    if isinstance(delay_us, bool) or not isinstance(delay_us, (int, float)) or not 0 <= delay_us < 1e12:
+        raise TMConfigError(f"port delay must be a number of microseconds >= 0, got {delay_us!r}")
+    return round(delay_us * 1000)
