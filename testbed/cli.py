@@ -16,6 +16,7 @@ from testbed.errors import TestbedError
 
 COMMAND_MODULES = [
     "testbed.p4model.commands",
+    "testbed.p4model.tm_commands",
 ]
 
 
