@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 python3-venv python3-dev)
+# Mininet and the tools its hosts use; shellcheck and vagrant let the tests
+# check the lab VM's files (the VM itself cannot boot here).
+debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 python3-venv python3-dev
+                 shellcheck vagrant)
 missing=()
 for pkg in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
