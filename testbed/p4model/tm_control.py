@@ -171,7 +171,8 @@ class ControlServer:
         return host, port
 
     def start(self) -> "ControlServer":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="tm-control", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="tm-control", daemon=True)
         self._thread.start()
         return self
 

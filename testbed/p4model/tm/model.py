@@ -44,7 +44,8 @@ The model is evaluated lazily but exactly: ``enqueue`` first advances its
 port to just before ``now`` in model time (departures strictly earlier than
 the arrival happen first; at equal times the arrival is counted first, so a
 burst at one instant sees enq_qdepth 0, 1, 2, ...), and ``dequeue_ready``
-serves every port up to ``now``.  The times and depths reported therefore
+serves every port up to and including ``now`` (a port's choice made then is
+final: an arrival later in the same nanosecond waits for the next one).  The times and depths reported therefore
 do not depend on how late the event loop calls in.  How late
 it did call in is measured separately (``fidelity``: dequeue lag = call time
 minus scheduled dequeue time).
