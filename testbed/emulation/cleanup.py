@@ -1,0 +1,93 @@
+"""Remove what a run's manifest lists, and nothing else.
+
+Processes are killed only when their pid still belongs to the process the
+run started (same kernel start time); interfaces and namespaces only when
+they still exist under the recorded name.  Cleaning is idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed.emulation.manifest import Manifest, process_start_time, registered_manifests
+
+
+@dataclass
+class CleanReport:
+    killed: list[str] = field(default_factory=list)
+    interfaces: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.killed or self.interfaces or self.namespaces)
+
+
+def _same_process(pid: int, start_time: int) -> bool:
+    return process_start_time(pid) == start_time
+
+
+def _kill(manifest: Manifest, report: CleanReport, deadline_s: float = 3.0) -> None:
+    alive = [p for p in manifest.processes if _same_process(p.pid, p.start_time)]
+    for record in alive:
+        try:
+            os.kill(record.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and any(_same_process(p.pid, p.start_time) for p in alive):
+        time.sleep(0.05)
+    for record in alive:
+        if _same_process(record.pid, record.start_time):
+            try:
+                os.kill(record.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        report.killed.append(f"{record.role} (pid {record.pid})")
+
+
+def _interface_exists(name: str) -> bool:
+    return Path(f"/sys/class/net/{name}").exists()
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+def clean_manifest(manifest: Manifest) -> CleanReport:
+    report = CleanReport()
+    _kill(manifest, report)
+    for name in manifest.interfaces:
+        if _interface_exists(name):
+            result = _run(["ip", "link", "delete", name])
+            if result.returncode == 0 or not _interface_exists(name):
+                report.interfaces.append(name)
+            else:
+                report.problems.append(f"cannot delete interface {name}: {result.stderr.strip()}")
+    existing_ns = set(_run(["ip", "netns", "list"]).stdout.split())
+    for name in manifest.namespaces:
+        if name in existing_ns:
+            result = _run(["ip", "netns", "delete", name])
+            if result.returncode == 0:
+                report.namespaces.append(name)
+            else:
+                report.problems.append(f"cannot delete namespace {name}: {result.stderr.strip()}")
+    if not report.problems:
+        manifest.finished = True
+        manifest.save()
+        manifest.unregister()
+    return report
+
+
+def clean_all() -> list[tuple[Manifest, CleanReport]]:
+    """Clean every registered run that has not been cleaned."""
+    results = []
+    for path in registered_manifests():
+        manifest = Manifest.load(path)
+        results.append((manifest, clean_manifest(manifest)))
+    return results

@@ -1,0 +1,125 @@
+"""The run manifest: what a run is about to create, written before it does.
+
+`testbed clean` must remove exactly what runs created and nothing else,
+also after `kill -9` of the run.  So every run records, before creating
+anything, the interfaces and named namespaces it will make, and adds each
+process it starts (pid plus its kernel start time, so that a recycled pid
+is never killed).  A copy of the manifest's path is registered in
+REGISTRY_DIR so `testbed clean` finds runs wherever their results live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+REGISTRY_DIR = Path(os.environ.get("TESTBED_REGISTRY", "/run/testbed/manifests"))
+
+
+class ManifestError(TestbedError):
+    """A manifest that cannot be written or read."""
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` in clock ticks (field 22 of
+    /proc/PID/stat), or None when the process does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name (field 2) may contain spaces and parentheses.
+    after_name = stat[stat.rindex(")") + 2:].split()
+    return int(after_name[19])
+
+
+@dataclass
+class ProcessRecord:
+    pid: int
+    start_time: int
+    role: str
+    argv: list[str]
+
+
+@dataclass
+class Manifest:
+    """Everything one run creates.  Interfaces are root-namespace names
+    (deleting one end of a veth deletes the pair); host namespaces belong to
+    the host processes and vanish with them."""
+
+    run_id: str
+    path: Path
+    interfaces: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    processes: list[ProcessRecord] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+    finished: bool = False
+
+    # -- persistence ---------------------------------------------------------
+    def save(self) -> None:
+        """Write atomically so a crash never leaves half a manifest."""
+        data = asdict(self)
+        data["path"] = str(self.path)
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, indent=2))
+            os.replace(tmp, self.path)
+        except OSError as error:
+            raise ManifestError(f"cannot write run manifest {self.path}: {error.strerror}") from None
+        self._register()
+
+    def _register(self) -> None:
+        try:
+            REGISTRY_DIR.mkdir(parents=True, exist_ok=True)
+            (REGISTRY_DIR / f"{self.run_id}.path").write_text(str(self.path.resolve()))
+        except OSError as error:
+            raise ManifestError(f"cannot register run manifest in {REGISTRY_DIR}: {error.strerror}") from None
+
+    def unregister(self) -> None:
+        (REGISTRY_DIR / f"{self.run_id}.path").unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path) -> "Manifest":
+        try:
+            data = json.loads(Path(path).read_text())
+            processes = [ProcessRecord(**p) for p in data.pop("processes", [])]
+            data["path"] = Path(data["path"])
+            return cls(processes=processes, **data)
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            raise ManifestError(f"cannot read run manifest {path}: {error}") from None
+
+    # -- recording -----------------------------------------------------------
+    def plan_interfaces(self, names: list[str]) -> None:
+        """Record interfaces before they are created."""
+        self.interfaces.extend(n for n in names if n not in self.interfaces)
+        self.save()
+
+    def plan_namespaces(self, names: list[str]) -> None:
+        self.namespaces.extend(n for n in names if n not in self.namespaces)
+        self.save()
+
+    def add_process(self, pid: int, role: str, argv: list[str]) -> None:
+        start = process_start_time(pid)
+        if start is None:
+            return  # already gone: nothing to clean
+        self.processes.append(ProcessRecord(pid, start, role, list(argv)))
+        self.save()
+
+
+def registered_manifests() -> list[Path]:
+    """Manifests of runs that have not been cleaned (registry entries)."""
+    if not REGISTRY_DIR.is_dir():
+        return []
+    paths = []
+    for entry in sorted(REGISTRY_DIR.glob("*.path")):
+        target = Path(entry.read_text().strip())
+        if target.exists():
+            paths.append(target)
+        else:
+            entry.unlink(missing_ok=True)  # its run directory was deleted
+    return paths
