@@ -1,0 +1,63 @@
+"""Default values, scaled down per REFERENCE.md (keep the ratios, not the
+microseconds).  Values that depend on the fabric are expressed relative to
+the bandwidth-delay product (BDP, in cells) and computed in `resolve`.
+"""
+
+from __future__ import annotations
+
+import math
+
+DURATION_S = 20.0
+SEED = 1
+
+LEAF_SPINE = {"leaves": 4, "spines": 2, "hosts_per_leaf": 2, "uplinks_per_spine": 1,
+              "dual_homed": False}
+FAT_TREE = {"k": 4, "dual_homed": False}
+
+RATE_MBPS = 20.0
+# 1 ms per link: at 20 Mbit/s and 1024-byte cells a leaf-spine BDP is ~23
+# cells and a k=4 fat-tree's ~34, the 16-32 cell range of real fabrics.
+DELAY_US = 1000.0
+BUFFER_BDP = 2.0  # egress queue depth, in BDPs
+
+TARGET = "auto"
+PROGRAM = "p4src/fabric.p4"
+LOG_LEVEL = "warn"
+
+LOAD_BALANCING = "ecmp"
+LB_ALIASES = {"spray": "spray_entropy"}
+CELL_SIZE = 1024
+ENTROPY_VALUES = 32
+
+# Wire overhead of a cell: Ethernet 14 + IPv4 20 + UDP 8 + cell header 24.
+CELL_OVERHEAD_BYTES = 14 + 20 + 8 + 24
+ACK_BODY_BYTES = 8
+
+ECN_K_BDP = 0.5  # DCTCP guideline K > BDP/7
+ECN_KMIN_BDP = 0.2  # DCQCN scaled
+ECN_KMAX_BDP = 1.0
+ECN_PMAX = 0.2
+
+BURST_CREDITS = 2
+QUEUE_CREDITS = 8
+
+REORDER_WINDOW_BDP = 2.0
+RTO_LOW_RTT = 5.0
+RTO_HIGH_RTT = 15.0
+
+TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125}
+DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
+         "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
+DCQCN_BYTE_COUNTER_BDP = 5.0  # bytes of one increase timer period at line rate
+
+PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
+                       "all_to_all": 64 * 1024, "ring_allreduce": 1024 * 1024}
+
+
+def ecn_mode(cc: str) -> str:
+    """DCQCN needs RED-style marking to react to; the others run without ECN."""
+    return "red" if cc == "dcqcn" else "none"
+
+
+def cells(bdp_cells: int, fraction: float) -> int:
+    return max(1, math.ceil(bdp_cells * fraction))

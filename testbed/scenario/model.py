@@ -1,0 +1,191 @@
+"""The typed, resolved scenario: frozen dataclasses with every default filled.
+
+Units are in the field names.  Sizes in cells or packets are counts of
+fixed-length cells (one cell = one packet on the wire); `*_rtt` fields are
+multiples of `derived.base_rtt_us`; `*_bdp` fields multiples of
+`derived.bdp_cells`.  `to_dict()` is what a run writes as its resolved
+scenario, so it holds plain YAML/JSON types only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from testbed.topo import FatTreeSpec, LeafSpineSpec, Topology, build_topology
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    rate_mbps: float
+    delay_us: float
+    buffer_packets: int  # egress queue depth of the switch port driving this link
+
+
+@dataclass(frozen=True)
+class Links:
+    host: LinkParams  # host <-> ToR links (both directions)
+    fabric: LinkParams  # switch <-> switch links
+
+    def for_tier(self, tier: str) -> LinkParams:
+        return self.host if tier == "host" else self.fabric
+
+
+@dataclass(frozen=True)
+class Switch:
+    target: str  # auto | builtin | bmv2
+    program: str  # path of the P4 program, relative to the repository root
+    priority_queues: int
+    pcap: bool
+    log_level: str
+
+
+@dataclass(frozen=True)
+class Ecn:
+    mode: str  # none | step | red
+    k_cells: int  # step: mark when the queue exceeds this
+    kmin_cells: int  # red: marking starts above this
+    kmax_cells: int  # red: marking probability reaches pmax here, 1 above
+    pmax: float
+
+
+@dataclass(frozen=True)
+class Credits:
+    enabled: bool
+    rate_fraction: float  # of the link rate, per egress port
+    burst_credits: int  # token bucket depth
+    queue_credits: int  # credit queue depth; excess credits are dropped
+
+
+@dataclass(frozen=True)
+class Fabric:
+    load_balancing: str  # ecmp | spray_rr | spray_entropy | spray_random ('spray' resolved)
+    cell_size: int  # DATA cell body, bytes
+    entropy_values: int
+    ecn: Ecn
+    credits: Credits
+
+
+@dataclass(frozen=True)
+class Tita:
+    max_outstanding_bdp: float
+    initial_w: float
+    target_loss_factor: float
+
+
+@dataclass(frozen=True)
+class Dcqcn:
+    g: float
+    r_ai_fraction: float  # additive increase, fraction of the host link rate
+    hyper_factor: float  # R_HAI = hyper_factor * R_AI
+    timer_rtt: float  # rate-increase and alpha timers
+    byte_counter_bytes: int
+    cnp_interval_rtt: float
+    fast_recovery_steps: int
+
+
+@dataclass(frozen=True)
+class Transport:
+    cc: str  # tita | dcqcn | none
+    reorder_window_cells: int
+    rto_low_rtt: float
+    rto_high_rtt: float
+    tita: Tita
+    dcqcn: Dcqcn
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One workload phase; fields a kind does not use are None or empty."""
+
+    kind: str
+    name: str
+    start_s: float
+    hosts: tuple[str, ...]  # the selected hosts ('all' resolved), in rank order
+    count: int  # pingall: pings per pair; others: messages per flow (ring: iterations)
+    message_bytes: int | None = None
+    senders: tuple[str, ...] = ()  # incast
+    receiver: str | None = None  # incast
+    pairs: tuple[tuple[str, str], ...] = ()  # permutation: (sender, receiver), seeded
+    cross_tor: bool | None = None  # permutation
+    zipf_s: float | None = None  # all_to_all destination skew (0 = uniform)
+
+
+@dataclass(frozen=True)
+class Fault:
+    at_s: float
+    kind: str  # link_down | link_up | host_down
+    target: str  # a link name (h1-leaf1, leaf1-spine2, leaf1-spine2/2) or a host
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Quantities computed from the topology and link parameters."""
+
+    cell_wire_bytes: int  # Ethernet + IPv4 + UDP + cell header + body
+    credit_wire_bytes: int  # a control cell on the wire
+    path_host_links: int  # links of the longest host-to-host shortest path, by tier
+    path_fabric_links: int
+    base_rtt_us: float  # that path, there and back: propagation + one cell + one ACK
+    bdp_cells: int  # host link rate x base RTT, in cells
+    bdp_bytes: int
+    oversubscription: float  # ToR host-facing over fabric-facing capacity
+
+
+@dataclass(frozen=True)
+class VariantAxis:
+    key: str  # as written: 'load_balancing' or 'fabric.ecn.mode'
+    path: tuple[str | int, ...]  # the field it sets
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    file: str
+    duration_s: float
+    seed: int
+    topology: LeafSpineSpec | FatTreeSpec
+    links: Links
+    switch: Switch
+    fabric: Fabric
+    transport: Transport
+    workload: tuple[Phase, ...]
+    faults: tuple[Fault, ...]
+    variants: tuple[VariantAxis, ...]  # the matrix (empty in an expanded variant)
+    variant: tuple[tuple[str, Any], ...]  # the assignments this variant applied
+    derived: Derived
+    _origin: Any = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def topo(self) -> Topology:
+        """The built topology (computed once per scenario)."""
+        return build_topology(self.topology)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the run directory (YAML/JSON safe)."""
+        out = _plain(self)
+        out["variants"] = {axis.key: list(axis.values) for axis in self.variants}
+        out["variant"] = dict(self.variant)
+        return out
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # 'load_balancing=spray' or 'load_balancing=spray,cc=tita'; 'base' if none
+    assignments: tuple[tuple[str, Any], ...]
+    scenario: Scenario
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name))
+                for f in dataclasses.fields(value) if not f.name.startswith("_")}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,287 @@
+"""Schema-valid data -> a resolved `Scenario`: defaults, derived values and
+the cross-field checks that need the topology or the BDP.
+
+Every failure is raised at the line of the field to change.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from typing import Any
+
+from testbed.scenario import defaults as d
+from testbed.scenario.errors import ScenarioError
+from testbed.scenario.model import (
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, Phase, Scenario, Switch,
+    Tita, Transport, VariantAxis,
+)
+from testbed.scenario.source import DataPath, SourceMap
+from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
+
+
+def get(data: dict, path: DataPath, default: Any = None) -> Any:
+    node: Any = data
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return default
+    return node
+
+
+def resolve(data: dict, smap: SourceMap, variants: tuple[VariantAxis, ...] = (),
+            variant: tuple = ()) -> Scenario:
+    r = _Resolver(data, smap)
+    return r.scenario(variants, variant)
+
+
+class _Resolver:
+    def __init__(self, data: dict, smap: SourceMap):
+        self.data = data
+        self.smap = smap
+
+    def get(self, path: DataPath, default: Any = None) -> Any:
+        return get(self.data, path, default)
+
+    def fail(self, path: DataPath, message: str, key: bool = False) -> ScenarioError:
+        return self.smap.error(path, message, key=key)
+
+    # -- sections -----------------------------------------------------------
+    def scenario(self, variants, variant) -> Scenario:
+        duration = float(self.get(("duration_s",), d.DURATION_S))
+        seed = int(self.get(("seed",), d.SEED))
+        spec, topo = self.topology()
+        cell_size = int(self.get(("fabric", "cell_size"), d.CELL_SIZE))
+        cc = self.get(("transport", "cc"), "none")
+        links_raw = self.link_params()
+        derived = self.derived(topo, links_raw, cell_size)
+        buffer = d.cells(derived.bdp_cells, d.BUFFER_BDP)
+        links = Links(*(LinkParams(p["rate_mbps"], p["delay_us"], p.get("buffer_packets", buffer))
+                        for p in (links_raw["host"], links_raw["fabric"])))
+        fabric = self.fabric(cell_size, cc, derived, links)
+        switch = self.switch(fabric)
+        transport = self.transport(cc, derived)
+        workload = tuple(self.phase(i, topo, duration, seed)
+                         for i in range(len(self.get(("workload",), []))))
+        faults = tuple(self.fault(i, topo, duration) for i in range(len(self.get(("faults",), []))))
+        return Scenario(
+            name=self.get(("name",)) or _default_name(self.smap.file),
+            description=self.get(("description",), ""),
+            file=self.smap.file, duration_s=duration, seed=seed, topology=spec, links=links,
+            switch=switch, fabric=fabric, transport=transport, workload=workload, faults=faults,
+            variants=variants, variant=variant, derived=derived,
+        )
+
+    def topology(self):
+        raw = self.get(("topology",))
+        defaults = d.LEAF_SPINE if raw["kind"] == "leaf_spine" else d.FAT_TREE
+        fields = {**defaults, **raw}
+        try:
+            spec = spec_from_dict(fields)
+            topo = build_topology(spec)
+        except TopoError as error:
+            raise self.fail(("topology",), str(error), key=True) from None
+        if len(topo.hosts) < 2:
+            raise self.fail(("topology",), f"has {len(topo.hosts)} host; a workload needs two",
+                            key=True)
+        return spec, topo
+
+    def link_params(self) -> dict[str, dict]:
+        top = {k: v for k, v in self.get(("links",), {}).items() if k not in ("host", "fabric")}
+        base = {"rate_mbps": d.RATE_MBPS, "delay_us": d.DELAY_US, **top}
+        return {tier: {**base, **self.get(("links", tier), {})} for tier in ("host", "fabric")}
+
+    def derived(self, topo: Topology, links: dict, cell_size: int) -> Derived:
+        cell_wire = cell_size + d.CELL_OVERHEAD_BYTES
+        ack_wire = d.CELL_OVERHEAD_BYTES + d.ACK_BODY_BYTES
+        path = topo.paths(topo.hosts[0], topo.hosts[-1])[0]
+        tiers = [topo.link(name).tier for name in path.links]
+        rtt_us = 0.0
+        for tier in tiers:
+            p = links[tier]
+            rtt_us += 2 * p["delay_us"] + (cell_wire + ack_wire) * 8 / p["rate_mbps"]
+        host_rate = links["host"]["rate_mbps"]
+        bdp_bytes = math.ceil(host_rate * rtt_us / 8)  # Mbit/s x us = bits
+        spec = topo.spec
+        if spec.kind == "leaf_spine":
+            over = (spec.hosts_per_leaf * host_rate) / (
+                spec.spines * spec.uplinks_per_spine * links["fabric"]["rate_mbps"])
+        else:
+            over = host_rate / links["fabric"]["rate_mbps"]
+        given = self.get(("topology", "oversubscription"))
+        if given is not None and abs(given - over) > 1e-6 * max(1.0, over):
+            raise self.fail(("topology", "oversubscription"),
+                            f"{given:g} does not match the topology, whose ToRs have "
+                            f"{over:g}:1 host-facing over spine-facing capacity; "
+                            "change hosts_per_leaf, spines, uplinks_per_spine or the link rates, "
+                            "or drop the key")
+        return Derived(
+            cell_wire_bytes=cell_wire, credit_wire_bytes=d.CELL_OVERHEAD_BYTES,
+            path_host_links=tiers.count("host"), path_fabric_links=tiers.count("fabric"),
+            base_rtt_us=round(rtt_us, 3), bdp_cells=max(1, math.ceil(bdp_bytes / cell_wire)),
+            bdp_bytes=bdp_bytes, oversubscription=round(over, 6),
+        )
+
+    def fabric(self, cell_size: int, cc: str, derived: Derived, links: Links) -> Fabric:
+        lb = self.get(("fabric", "load_balancing"), d.LOAD_BALANCING)
+        ecn = self.ecn(cc, derived, links)
+        credit = derived.credit_wire_bytes
+        credits = Credits(
+            enabled=self.get(("fabric", "credits", "enabled"), cc == "tita"),
+            rate_fraction=self.get(("fabric", "credits", "rate_fraction"),
+                                   round(credit / (credit + derived.cell_wire_bytes), 6)),
+            burst_credits=self.get(("fabric", "credits", "burst_credits"), d.BURST_CREDITS),
+            queue_credits=self.get(("fabric", "credits", "queue_credits"), d.QUEUE_CREDITS),
+        )
+        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size,
+                      self.get(("fabric", "entropy_values"), d.ENTROPY_VALUES), ecn, credits)
+
+    def ecn(self, cc: str, derived: Derived, links: Links) -> Ecn:
+        raw = self.get(("fabric", "ecn"), {})
+        mode = raw.get("mode", d.ecn_mode(cc))
+        for key, used_by in (("k_cells", "step"), ("kmin_cells", "red"), ("kmax_cells", "red"),
+                             ("pmax", "red")):
+            if key in raw and mode != used_by:
+                raise self.fail(("fabric", "ecn", key),
+                                f"applies to ECN mode {used_by}, but the mode is {mode}", key=True)
+        bdp = derived.bdp_cells
+        ecn = Ecn(mode, raw.get("k_cells", d.cells(bdp, d.ECN_K_BDP)),
+                  raw.get("kmin_cells", d.cells(bdp, d.ECN_KMIN_BDP)),
+                  raw.get("kmax_cells", d.cells(bdp, d.ECN_KMAX_BDP)),
+                  raw.get("pmax", d.ECN_PMAX))
+        if mode == "red" and ecn.kmin_cells >= ecn.kmax_cells:
+            at = "kmin_cells" if "kmin_cells" in raw else "kmax_cells"
+            raise self.fail(("fabric", "ecn", at), f"kmin_cells ({ecn.kmin_cells}) must be below "
+                            f"kmax_cells ({ecn.kmax_cells})")
+        buffer = min(links.host.buffer_packets, links.fabric.buffer_packets)
+        top = {"step": "k_cells", "red": "kmax_cells"}.get(mode)
+        if top and getattr(ecn, top) > buffer:
+            raise self.fail(("fabric", "ecn", top), f"{getattr(ecn, top)} exceeds the egress "
+                            f"buffer of {buffer} packets, so the queue could never reach it")
+        return ecn
+
+    def switch(self, fabric: Fabric) -> Switch:
+        queues = self.get(("switch", "priority_queues"), 2 if fabric.credits.enabled else 1)
+        if fabric.credits.enabled and queues < 2:
+            raise self.fail(("switch", "priority_queues"),
+                            f"is {queues}, but credits need 2 (they bypass data in the high queue)")
+        return Switch(self.get(("switch", "target"), d.TARGET),
+                      self.get(("switch", "program"), d.PROGRAM), queues,
+                      self.get(("switch", "pcap"), False),
+                      self.get(("switch", "log_level"), d.LOG_LEVEL))
+
+    def transport(self, cc: str, derived: Derived) -> Transport:
+        low = self.get(("transport", "rto_low_rtt"), d.RTO_LOW_RTT)
+        high = self.get(("transport", "rto_high_rtt"), d.RTO_HIGH_RTT)
+        if low >= high:
+            at = "rto_high_rtt" if self.get(("transport", "rto_high_rtt")) is not None else "rto_low_rtt"
+            raise self.fail(("transport", at),
+                            f"rto_low_rtt ({low:g}) must be below rto_high_rtt ({high:g})")
+        dcqcn = {**d.DCQCN,
+                 "byte_counter_bytes": math.ceil(derived.bdp_bytes * d.DCQCN_BYTE_COUNTER_BDP),
+                 **self.get(("transport", "dcqcn"), {})}
+        return Transport(
+            cc=cc,
+            reorder_window_cells=self.get(("transport", "reorder_window_cells"),
+                                          d.cells(derived.bdp_cells, d.REORDER_WINDOW_BDP)),
+            rto_low_rtt=low, rto_high_rtt=high,
+            tita=Tita(**{**d.TITA, **self.get(("transport", "tita"), {})}),
+            dcqcn=Dcqcn(**dcqcn),
+        )
+
+    # -- workload and faults ------------------------------------------------
+    def phase(self, i: int, topo: Topology, duration: float, seed: int) -> Phase:
+        at: DataPath = ("workload", i)
+        raw = self.get(at)
+        kind = raw["kind"]
+        start = float(raw.get("start_s", 0.0))
+        if start >= duration:
+            raise self.fail(at + ("start_s",), f"{start:g} is not before the end of the run "
+                            f"(duration_s {duration:g})")
+        hosts = self.hosts(at + ("hosts",), raw.get("hosts", "all"), topo)
+        fields: dict[str, Any] = {}
+        if kind != "pingall":
+            fields["message_bytes"] = raw.get("message_bytes", d.PHASE_MESSAGE_BYTES[kind])
+        if kind == "incast":
+            fields.update(self.incast(at, raw, hosts, topo))
+        elif kind == "permutation":
+            cross = raw.get("cross_tor", True)
+            fields.update(cross_tor=cross,
+                          pairs=self.permutation(at, hosts, topo, cross, f"{seed}:{i}"))
+        elif kind == "all_to_all":
+            fields["zipf_s"] = float(raw.get("zipf_s", 0.0))
+        return Phase(kind=kind, name=raw.get("name", f"{i + 1}-{kind}"), start_s=start,
+                     hosts=hosts, count=raw.get("count", 1), **fields)
+
+    def hosts(self, at: DataPath, selection: Any, topo: Topology) -> tuple[str, ...]:
+        if selection == "all":
+            return tuple(topo.hosts)
+        for j, name in enumerate(selection):
+            self.known_host(at + (j,), name, topo)
+        return tuple(selection)
+
+    def known_host(self, at: DataPath, name: str, topo: Topology) -> None:
+        if name not in topo.nodes or not topo.nodes[name].is_host:
+            raise self.fail(at, f"'{name}' is not a host of this topology "
+                            f"(hosts are h1..h{len(topo.hosts)})")
+
+    def incast(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology) -> dict:
+        receiver = raw.get("receiver", hosts[0])
+        self.known_host(at + ("receiver",), receiver, topo)
+        others = [h for h in hosts if h != receiver]
+        senders = raw.get("senders", len(others))
+        if isinstance(senders, int):
+            if senders > len(others):
+                raise self.fail(at + ("senders",), f"{senders} senders asked for, but only "
+                                f"{len(others)} hosts besides the receiver are selected")
+            near = set(topo.tors_of(receiver))
+            # remote hosts first, so the incast crosses the fabric
+            others.sort(key=lambda h: bool(near & set(topo.tors_of(h))))
+            senders = others[:senders]
+        else:
+            for j, name in enumerate(senders):
+                self.known_host(at + ("senders", j), name, topo)
+                if name == receiver:
+                    raise self.fail(at + ("senders", j), f"'{name}' is the receiver; "
+                                    "a host does not send an incast to itself")
+        return {"receiver": receiver, "senders": tuple(senders)}
+
+    def permutation(self, at: DataPath, hosts: tuple[str, ...], topo: Topology, cross: bool,
+                    seed: str) -> tuple[tuple[str, str], ...]:
+        rng = random.Random(f"permutation:{seed}")
+        tor = {h: tuple(topo.tors_of(h)) for h in hosts}
+        order = list(hosts)
+        for _ in range(2000):
+            rng.shuffle(order)
+            pairs = tuple(zip(hosts, order))
+            if all(s != r and (not cross or tor[s] != tor[r]) for s, r in pairs):
+                return pairs
+        raise self.fail(at + ("kind",), "found no permutation sending every selected host to a "
+                        "host on another ToR; select more hosts or set cross_tor: false")
+
+    def fault(self, i: int, topo: Topology, duration: float) -> Fault:
+        at: DataPath = ("faults", i)
+        raw = self.get(at)
+        if raw["at_s"] >= duration:
+            raise self.fail(at + ("at_s",), f"{raw['at_s']:g} is not before the end of the run "
+                            f"(duration_s {duration:g})")
+        target = raw["target"]
+        if raw["kind"] == "host_down":
+            self.known_host(at + ("target",), target, topo)
+        else:
+            try:
+                topo.link(target)
+            except TopoError:
+                example = ", ".join(link.name for link in (topo.links[0], topo.links[-1]))
+                raise self.fail(at + ("target",), f"'{target}' is not a link of this topology "
+                                f"(links are named like {example}; see testbed show)") from None
+        return Fault(float(raw["at_s"]), raw["kind"], target)
+
+
+def _default_name(file: str) -> str:
+    stem = os.path.splitext(os.path.basename(file))[0]
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in stem) or "scenario"

@@ -1,0 +1,177 @@
+"""The JSON Schema of a scenario file (draft 2020-12, checked by jsonschema).
+
+The schema checks shape, types and ranges; defaults and cross-field rules
+(thresholds against the buffer, host names against the topology) live in
+`resolve` and `checks`, because they depend on derived quantities such as
+the bandwidth-delay product.  `x-message` is our own keyword: when present
+it replaces jsonschema's wording for a failed value check.
+"""
+
+from __future__ import annotations
+
+LOAD_BALANCING = ["ecmp", "spray", "spray_rr", "spray_entropy", "spray_random"]
+CC = ["tita", "dcqcn", "none"]
+TARGETS = ["auto", "builtin", "bmv2"]
+LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
+ECN_MODES = ["none", "step", "red"]
+PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce"]
+FAULT_KINDS = ["link_down", "link_up", "host_down"]
+
+
+def _int(minimum: int, maximum: int | None = None) -> dict:
+    schema = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def _num(minimum: float = 0, maximum: float | None = None, exclusive: bool = True) -> dict:
+    schema = {"type": "number", ("exclusiveMinimum" if exclusive else "minimum"): minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def _obj(properties: dict, **extra) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": properties, **extra}
+
+
+BOOL = {"type": "boolean"}
+TEXT = {"type": "string", "minLength": 1}
+
+LINK_PARAMS = {
+    "rate_mbps": _num(0, 100_000),
+    "delay_us": _num(0, 10_000_000, exclusive=False),
+    "buffer_packets": _int(1, 1_000_000),
+}
+
+LEAF_SPINE = _obj({
+    "kind": {},
+    "leaves": _int(1, 255),
+    "spines": _int(1, 255),
+    "hosts_per_leaf": _int(1, 254),
+    "uplinks_per_spine": _int(1, 64),
+    "oversubscription": _num(0),
+    "dual_homed": BOOL,
+})
+
+FAT_TREE = _obj({
+    "kind": {},
+    "k": {"type": "integer", "minimum": 2, "maximum": 254, "multipleOf": 2,
+          "x-message": "must be an even integer (the fat-tree arity k)"},
+    "dual_homed": BOOL,
+})
+
+HOST_SELECTION = {
+    "type": ["string", "array"],
+    "pattern": "^all$",
+    "items": {"type": "string"},
+    "minItems": 2,
+    "uniqueItems": True,
+    "x-message": "must be 'all' or a list of at least two distinct host names",
+}
+
+_COMMON_PHASE = {"kind": {}, "name": TEXT, "start_s": _num(0, exclusive=False),
+                 "hosts": HOST_SELECTION}
+_MESSAGE = {"message_bytes": _int(1, 1 << 40), "count": _int(1, 1_000_000)}
+PHASES = {
+    "pingall": {"count": _int(1, 1000)},
+    "incast": {**_MESSAGE,
+               "senders": {"type": ["integer", "array"], "minimum": 1, "items": {"type": "string"},
+                           "minItems": 1, "uniqueItems": True,
+                           "x-message": "must be a number of senders or a list of host names"},
+               "receiver": TEXT},
+    "permutation": {**_MESSAGE, "cross_tor": BOOL},
+    "all_to_all": {**_MESSAGE, "zipf_s": _num(0, 10, exclusive=False)},
+    "ring_allreduce": dict(_MESSAGE),
+}
+
+PHASE = {
+    "type": "object",
+    "required": ["kind"],
+    "properties": {"kind": {"enum": PHASE_KINDS}},
+    "allOf": [
+        {"if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+         "then": _obj({**_COMMON_PHASE, **fields})}
+        for kind, fields in PHASES.items()
+    ],
+}
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    **_obj({
+        "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                 "x-message": "may use only letters, digits, '_', '.' and '-' (it names the run directory)"},
+        "description": {"type": "string"},
+        "duration_s": _num(0, 86_400),
+        "seed": _int(0, 2**32 - 1),
+        "topology": {
+            "type": "object",
+            "required": ["kind"],
+            "properties": {"kind": {"enum": ["leaf_spine", "fat_tree"]}},
+            "allOf": [
+                {"if": {"required": ["kind"], "properties": {"kind": {"const": "leaf_spine"}}},
+                 "then": LEAF_SPINE},
+                {"if": {"required": ["kind"], "properties": {"kind": {"const": "fat_tree"}}},
+                 "then": FAT_TREE},
+            ],
+        },
+        "links": _obj({**LINK_PARAMS, "host": _obj(LINK_PARAMS), "fabric": _obj(LINK_PARAMS)}),
+        "switch": _obj({
+            "target": {"enum": TARGETS},
+            "program": TEXT,
+            "priority_queues": _int(1, 8),
+            "pcap": BOOL,
+            "log_level": {"enum": LOG_LEVELS},
+        }),
+        "fabric": _obj({
+            "load_balancing": {"enum": LOAD_BALANCING},
+            "cell_size": _int(256, 1500),
+            "entropy_values": _int(1, 65536),
+            "ecn": _obj({
+                "mode": {"enum": ECN_MODES},
+                "k_cells": _int(1),
+                "kmin_cells": _int(0),
+                "kmax_cells": _int(1),
+                "pmax": _num(0, 1),
+            }),
+            "credits": _obj({
+                "enabled": BOOL,
+                "rate_fraction": {**_num(0), "exclusiveMaximum": 1},
+                "burst_credits": _int(1, 1024),
+                "queue_credits": _int(1, 1024),
+            }),
+        }),
+        "transport": _obj({
+            "cc": {"enum": CC},
+            "reorder_window_cells": _int(1, 1 << 20),
+            "rto_low_rtt": _num(0, 10_000),
+            "rto_high_rtt": _num(0, 10_000),
+            "tita": _obj({
+                "max_outstanding_bdp": _num(0, 100),
+                "initial_w": _num(0, 1),
+                "target_loss_factor": {**_num(0), "exclusiveMaximum": 1},
+            }),
+            "dcqcn": _obj({
+                "g": _num(0, 1),
+                "r_ai_fraction": _num(0, 1),
+                "hyper_factor": _num(0, 1000),
+                "timer_rtt": _num(0, 10_000),
+                "byte_counter_bytes": _int(1),
+                "cnp_interval_rtt": _num(0, 10_000),
+                "fast_recovery_steps": _int(0, 1000),
+            }),
+        }),
+        "workload": {"type": "array", "minItems": 1, "items": PHASE},
+        "faults": {"type": "array", "items": _obj(
+            {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT},
+            required=["at_s", "kind", "target"])},
+        "variants": {
+            "type": "object",
+            "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.([a-z_][a-z0-9_]*|[0-9]+))*$",
+                              "x-message": "is not a field name or dotted path such as fabric.cell_size"},
+            "additionalProperties": {"type": "array", "minItems": 1,
+                                     "x-message": "must be a list of at least one value to try"},
+        },
+    }, required=["topology", "workload"]),
+}
