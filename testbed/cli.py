@@ -17,6 +17,7 @@ from testbed.errors import TestbedError
 COMMAND_MODULES = [
     "testbed.p4model.commands",
     "testbed.p4model.tm_commands",
+    "testbed.scenario.commands",
 ]
 
 

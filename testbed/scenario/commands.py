@@ -1,0 +1,89 @@
+"""`testbed validate FILE...` and `testbed show FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from testbed.scenario.errors import ScenarioError
+from testbed.scenario.load import load_scenario
+from testbed.scenario.model import Scenario
+from testbed.scenario.variants import expand_variants
+from testbed.topo.render import describe
+
+
+def register(subparsers) -> None:
+    validate = subparsers.add_parser(
+        "validate", help="check scenario files; print 'FILE: ok (N variants)' or 'file:line: error'")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.set_defaults(func=run_validate)
+    show = subparsers.add_parser(
+        "show", help="print a scenario's resolved settings and its topology: counts, ports, "
+                     "addresses, example path sets")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(func=run_show)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    failed = 0
+    for file in args.files:
+        try:
+            scenario = load_scenario(file)
+        except ScenarioError as error:
+            print(error, file=sys.stderr)
+            failed += 1
+            continue
+        n = len(expand_variants(scenario))
+        print(f"{file}: ok ({n} variant{'s' if n != 1 else ''})")
+    return 1 if failed else 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.file)
+    print(summary(scenario))
+    print()
+    print(describe(scenario.topo))
+    return 0
+
+
+def summary(s: Scenario) -> str:
+    d, f, t = s.derived, s.fabric, s.transport
+    lines = [
+        f"scenario {s.name}: {s.description}".rstrip(": "),
+        f"duration {s.duration_s:g} s, seed {s.seed}, switch target {s.switch.target} "
+        f"({s.switch.program}, {s.switch.priority_queues} priority queue(s))",
+        f"links: host {_link(s.links.host)}; fabric {_link(s.links.fabric)}",
+        f"base RTT {d.base_rtt_us / 1000:.2f} ms over {d.path_host_links}+{d.path_fabric_links} "
+        f"links, BDP {d.bdp_cells} cells ({d.bdp_bytes} B), oversubscription {d.oversubscription:g}:1",
+        f"fabric: {f.load_balancing}, {f.cell_size} B cells, {f.entropy_values} entropy values, "
+        f"ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}",
+        f"transport: cc {t.cc}, reorder window {t.reorder_window_cells} cells, "
+        f"RTO {t.rto_low_rtt:g}/{t.rto_high_rtt:g} RTT",
+        "workload:",
+    ]
+    for p in s.workload:
+        size = f", {p.message_bytes} B x {p.count}" if p.message_bytes else f", x {p.count}"
+        extra = ""
+        if p.kind == "incast":
+            extra = f", {len(p.senders)}:1 into {p.receiver}"
+        elif p.kind == "permutation":
+            extra = ", " + " ".join(f"{a}->{b}" for a, b in p.pairs)
+        lines.append(f"  at {p.start_s:g} s {p.name}: {len(p.hosts)} hosts{size}{extra}")
+    for fault in s.faults:
+        lines.append(f"  fault at {fault.at_s:g} s: {fault.kind} {fault.target}")
+    variants = expand_variants(s)
+    lines.append(f"variants ({len(variants)}): " + ", ".join(v.name for v in variants))
+    return "\n".join(lines)
+
+
+def _link(p) -> str:
+    return f"{p.rate_mbps:g} Mbit/s, {p.delay_us:g} us, {p.buffer_packets} packets"
+
+
+def _ecn(s: Scenario) -> str:
+    e = s.fabric.ecn
+    if e.mode == "step":
+        return f"step K={e.k_cells} cells"
+    if e.mode == "red":
+        return f"red {e.kmin_cells}-{e.kmax_cells} cells pmax {e.pmax:g}"
+    return "off"
