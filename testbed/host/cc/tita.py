@@ -1,0 +1,238 @@
+"""TiTa-style receiver-driven credits with ExpressPass feedback.
+
+The receiver learns a sender's demand from CREDIT_REQUEST (bytes queued),
+then paces credits: the host as a whole never exceeds one credit per
+(data + credit) frame time at its link rate, never has more than about one
+BDP of credits outstanding across all its senders, and each flow is paced at
+its own ExpressPass rate. Switches drop credits that would overload a link
+(credit limiting); the receiver sees the loss because data echoes the credit
+sequence number, and adapts the flow's rate once per RTT:
+loss > target -> rate = measured * (1 + target), w halves; else w grows and
+rate moves toward the maximum. Data takes the credit's entropy so it
+returns on the credit's path (reversed), which is what makes switch credit
+limiting protect core links, not only the last hop.
+
+Demand bookkeeping: a request sets demand to the announced cells; each
+credit issued consumes one; a credit that is lost (detected by gap or by
+timeout) or a NACK adds one back; CREDIT_STOP clears it.
+"""
+
+from __future__ import annotations
+
+import random
+
+from testbed.host import wire
+from testbed.host.cc.base import ReceiverCC, SenderCC
+from testbed.host.config import TransportConfig
+
+MAX_FLOWS = 4096
+MAX_DEMAND_CELLS = 1 << 24
+
+
+class TitaSender(SenderCC):
+    """Sender half: data only on credit; requests and stops demand."""
+
+    credit_gated = True
+
+    def __init__(self, cfg: TransportConfig, now: float) -> None:
+        self.rtt = cfg.rtt_s
+        self.retry = cfg.tita.request_retry_rtt * cfg.rtt_s
+        self.last_request = float("-inf")
+        self.last_credit = float("-inf")
+        self.last_stop = float("-inf")
+        self.credits_received = 0
+        self.credits_wasted = 0
+        self.requests_sent = 0
+        self.stops_sent = 0
+
+    def retry_deadline(self) -> float:
+        return max(self.last_request, self.last_credit) + self.retry
+
+
+class _CreditFlow:
+    __slots__ = (
+        "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time",
+        "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
+        "total_used",
+    )
+
+    def __init__(self, src: str, flow_id: int, rate: float, w: float, now: float, rtt: float) -> None:
+        self.src = src
+        self.flow_id = flow_id
+        self.demand = 0
+        self.outstanding: dict[int, float] = {}  # credit seq -> issue time, in issue order
+        self.next_seq = 1  # 0 means "unscheduled" in DATA
+        self.rate = rate
+        self.w = w
+        self.next_time = now
+        self.period_end = now + rtt
+        self.used = 0
+        self.lost = 0
+        self.good_rounds = 0
+        self.issued = 0
+        self.entropy = 0
+        self.total_lost = 0
+        self.total_used = 0
+
+
+class TitaReceiver(ReceiverCC):
+    """Receiver half: one credit scheduler per host across all its senders."""
+
+    def __init__(self, cfg: TransportConfig) -> None:
+        p = cfg.tita
+        self.cfg = cfg
+        self.rtt = cfg.rtt_s
+        self.max_rate = cfg.max_credit_rate
+        self.interval = 1 / self.max_rate
+        self.min_rate = self.max_rate * p.min_rate_fraction
+        self.budget = max(1, round(p.outstanding_bdp * cfg.bdp_cells))
+        self.timeout = p.credit_timeout_rtt * cfg.rtt_s
+        self.skew = 0.5 * cfg.rtt_s
+        self.p = p
+        self.rng = random.Random(cfg.seed)
+        self.flows: dict[tuple[str, int], _CreditFlow] = {}
+        self._order: list[tuple[str, int]] = []
+        self._rr = 0
+        self.host_next = 0.0
+        self.outstanding = 0
+        self.peak_outstanding = 0
+        self.credits_sent = 0
+        self.credits_lost = 0
+
+    # -- events ---------------------------------------------------------
+    def _flow(self, now: float, src: str, flow_id: int) -> _CreditFlow | None:
+        key = (src, flow_id)
+        flow = self.flows.get(key)
+        if flow is None:
+            if len(self.flows) >= MAX_FLOWS:
+                return None
+            flow = _CreditFlow(src, flow_id, self.max_rate, self.p.initial_w, now, self.rtt)
+            self.flows[key] = flow
+            self._order.append(key)
+        return flow
+
+    def on_control(self, now, src, cell):
+        if cell.type == wire.CREDIT_REQUEST:
+            flow = self._flow(now, src, cell.flow_id)
+            if flow is not None:
+                flow.demand = min(MAX_DEMAND_CELLS, -(-cell.aux // self.cfg.cell_size))
+        elif cell.type == wire.CREDIT_STOP:
+            flow = self.flows.get((src, cell.flow_id))
+            if flow is not None:
+                # The sender has nothing left: retire its credits without
+                # counting them as lost, so they are not re-issued.
+                flow.demand = 0
+                self.outstanding -= len(flow.outstanding)
+                flow.outstanding.clear()
+        return []
+
+    def on_data(self, now, src, cell, ce):
+        flow = self.flows.get((src, cell.flow_id))
+        if flow is None or cell.credit_seq == 0:
+            return []
+        issued_at = flow.outstanding.pop(cell.credit_seq, None)
+        if issued_at is None:
+            return []  # stale or duplicate echo, or a credit already declared lost
+        self.outstanding -= 1
+        flow.used += 1
+        flow.total_used += 1
+        # Credits issued well before this one and still unanswered were dropped.
+        cutoff = issued_at - self.skew
+        for seq in [s for s, t in flow.outstanding.items() if s < cell.credit_seq and t < cutoff]:
+            self._lose(flow, seq)
+        return []
+
+    def on_nack_sent(self, src, flow_id, count):
+        flow = self.flows.get((src, flow_id))
+        if flow is not None:
+            flow.demand = min(MAX_DEMAND_CELLS, flow.demand + count)
+
+    def _lose(self, flow: _CreditFlow, seq: int) -> None:
+        del flow.outstanding[seq]
+        self.outstanding -= 1
+        flow.lost += 1
+        flow.total_lost += 1
+        self.credits_lost += 1
+        flow.demand = min(MAX_DEMAND_CELLS, flow.demand + 1)
+
+    # -- feedback (ExpressPass, once per RTT) ----------------------------
+    def _feedback(self, flow: _CreditFlow, now: float) -> None:
+        period = self.rtt
+        if now >= flow.period_end:
+            total = flow.used + flow.lost
+            if total:
+                loss = flow.lost / total
+                target = (1 - flow.rate / self.max_rate) * 0.125
+                if loss > target:
+                    measured = flow.used / period
+                    flow.rate = measured * (1 + target)
+                    flow.w = max(flow.w / 2, self.p.min_w)
+                    flow.good_rounds = 0
+                else:
+                    flow.good_rounds += 1
+                    if flow.good_rounds >= 2:
+                        flow.w = min(flow.w + 0.05, self.p.max_w)
+                    flow.rate = flow.w * self.max_rate + (1 - flow.w) * flow.rate
+                flow.rate = min(self.max_rate, max(self.min_rate, flow.rate))
+            flow.used = flow.lost = 0
+            flow.period_end += period
+            if flow.period_end <= now:  # idle for a while: restart the clock
+                flow.period_end = now + period
+
+    # -- pacing ----------------------------------------------------------
+    def poll(self, now):
+        out: list[tuple[str, wire.CellPacket]] = []
+        for flow in self.flows.values():
+            if flow.outstanding:
+                expired = [s for s, t in flow.outstanding.items() if now - t >= self.timeout]
+                for seq in expired:
+                    self._lose(flow, seq)
+            if now >= flow.period_end:
+                self._feedback(flow, now)
+        n = len(self._order)
+        while n and now >= self.host_next and self.outstanding < self.budget:
+            chosen = None
+            for i in range(n):
+                key = self._order[(self._rr + i) % n]
+                flow = self.flows[key]
+                if flow.demand > 0 and flow.next_time <= now:
+                    chosen = flow
+                    self._rr = (self._rr + i + 1) % n
+                    break
+            if chosen is None:
+                break
+            out.append((chosen.src, self._issue(chosen, now)))
+        return out
+
+    def _issue(self, flow: _CreditFlow, now: float) -> wire.CellPacket:
+        seq = flow.next_seq
+        flow.next_seq = (flow.next_seq + 1) & wire.U32 or 1
+        flow.outstanding[seq] = now
+        flow.demand -= 1
+        flow.issued += 1
+        self.outstanding += 1
+        self.peak_outstanding = max(self.peak_outstanding, self.outstanding)
+        self.credits_sent += 1
+        jitter = 1 + self.p.jitter * (2 * self.rng.random() - 1)
+        flow.next_time = max(flow.next_time, now) + jitter / flow.rate
+        self.host_next = max(self.host_next, now) + self.interval
+        entropy = flow.entropy % self.cfg.entropy_values
+        flow.entropy += 1
+        return wire.CellPacket(type=wire.CREDIT, flow_id=flow.flow_id, credit_seq=seq, entropy=entropy)
+
+    def deadline(self) -> float | None:
+        times = []
+        for flow in self.flows.values():
+            if flow.outstanding:
+                times.append(next(iter(flow.outstanding.values())) + self.timeout)
+                times.append(flow.period_end)
+            if flow.demand > 0 and self.outstanding < self.budget:
+                times.append(max(flow.next_time, self.host_next))
+        return min(times) if times else None
+
+    def stats(self) -> dict:
+        return {
+            "credits_sent": self.credits_sent,
+            "credits_lost": self.credits_lost,
+            "peak_outstanding_credits": self.peak_outstanding,
+        }

@@ -1,0 +1,118 @@
+"""Transport parameters, scaled as in REFERENCE.md ("keep the ratios").
+
+Everything that is a time is derived from the base RTT and everything that
+is a size from the BDP in cells, so a scenario that changes the link rate or
+delay keeps DCQCN thresholds, RTOs and credit budgets at the same ratios.
+Times are seconds (float), rates bits per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from testbed.errors import TestbedError
+from testbed.host import wire
+
+CC_NAMES = ("tita", "dcqcn", "none")
+
+
+class ConfigError(TestbedError):
+    """A transport parameter out of its valid range."""
+
+
+@dataclass(frozen=True)
+class DcqcnParams:
+    """DCQCN constants (REFERENCE.md), times in RTTs and sizes in BDPs."""
+
+    g: float = 1 / 256
+    cnp_interval_rtt: float = 1.0  # N: at most one CNP per flow per interval
+    alpha_timer_rtt: float = 5.0  # K
+    increase_timer_rtt: float = 5.0  # T
+    byte_counter_bdp: float = 50.0  # B
+    fast_recovery_steps: int = 5  # F
+    rate_ai_fraction: float = 0.001  # R_AI as a fraction of the link
+    hai_factor: float = 10.0  # R_HAI = hai_factor * R_AI
+    min_rate_fraction: float = 0.001
+
+
+@dataclass(frozen=True)
+class TitaParams:
+    """Credit scheduling (ExpressPass feedback + per-receiver budget)."""
+
+    outstanding_bdp: float = 1.0  # credits in flight per receiver, in BDPs
+    initial_w: float = 1 / 16
+    max_w: float = 0.5
+    min_w: float = 0.01
+    jitter: float = 0.1  # credits jittered +-10%
+    credit_timeout_rtt: float = 3.0  # an unanswered credit counts as lost after this
+    request_retry_rtt: float = 4.0  # re-announce demand if no credit came for this long
+    min_rate_fraction: float = 0.01
+
+
+@dataclass(frozen=True)
+class TransportConfig:
+    """Per-host transport settings; derived values are properties."""
+
+    cc: str = "tita"
+    cell_size: int = 1024
+    link_rate_bps: float = 20e6
+    bdp_cells: int = 16
+    base_rtt_s: float | None = None  # default: bdp_cells cell times at link rate
+    reorder_window_cells: int | None = None  # default: 2 BDP
+    entropy_values: int = 32
+    rto_low_rtt: float = 5.0
+    rto_high_rtt: float = 15.0
+    rto_low_max_inflight: int = 3  # IRN: few cells in flight -> low RTO
+    nack_delay_rtt: float = 1.0  # a hole older than this is NACKed
+    max_message_bytes: int = 1 << 30
+    seed: int = 1
+    dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+    tita: TitaParams = field(default_factory=TitaParams)
+
+    def __post_init__(self) -> None:
+        if self.cc not in CC_NAMES:
+            raise ConfigError(f"congestion control {self.cc!r} is not one of {', '.join(CC_NAMES)}")
+        if not 16 <= self.cell_size <= 9000:
+            raise ConfigError(f"cell size {self.cell_size} B is outside 16..9000 B")
+        if self.link_rate_bps <= 0:
+            raise ConfigError(f"link rate {self.link_rate_bps} bit/s must be positive")
+        if self.bdp_cells < 1:
+            raise ConfigError(f"BDP of {self.bdp_cells} cells must be at least 1")
+        if self.window < 2:
+            raise ConfigError(f"reorder window of {self.window} cells must be at least 2")
+        if not 1 <= self.entropy_values <= 65536:
+            raise ConfigError(f"entropy values {self.entropy_values} outside 1..65536")
+
+    def with_(self, **changes) -> "TransportConfig":
+        return replace(self, **changes)
+
+    @property
+    def data_wire_bytes(self) -> int:
+        return wire.wire_bytes(self.cell_size, wire.DATA)
+
+    @property
+    def credit_wire_bytes(self) -> int:
+        return wire.wire_bytes(self.cell_size, wire.CREDIT)
+
+    @property
+    def cell_time_s(self) -> float:
+        """Serialisation time of one DATA cell at the link rate."""
+        return self.data_wire_bytes * 8 / self.link_rate_bps
+
+    @property
+    def rtt_s(self) -> float:
+        if self.base_rtt_s is not None:
+            return self.base_rtt_s
+        return self.bdp_cells * self.cell_time_s
+
+    @property
+    def window(self) -> int:
+        """Cells a sender may have beyond the cumulative ack (= receiver's reorder window)."""
+        if self.reorder_window_cells is not None:
+            return self.reorder_window_cells
+        return 2 * self.bdp_cells
+
+    @property
+    def max_credit_rate(self) -> float:
+        """Credits per second that fill a link with data plus the credits themselves (ExpressPass)."""
+        return self.link_rate_bps / 8 / (self.data_wire_bytes + self.credit_wire_bytes)

@@ -1,0 +1,236 @@
+"""The sans-IO host transport: all flows of one host behind one paced NIC.
+
+Drivers feed it datagrams (`receive`) and the clock (`poll`), send what
+`poll` returns and call `poll` again at `next_deadline()`. It never reads a
+clock, a socket or a random source of its own, so the same object runs in
+the simulated network (virtual time) and in the UDP agent (wall time).
+
+Anything a peer sends that is malformed or unexpected (unknown flow, wrong
+peer, ack for cells never sent) is counted in `errors` and dropped: bad
+input can neither crash the host nor reach a delivered message.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Callable
+
+from testbed.host import wire
+from testbed.host.cc import make_receiver_cc
+from testbed.host.config import TransportConfig
+from testbed.host.pacing import Pacer
+from testbed.host.receiver import Delivered, ReceiverFlow
+from testbed.host.sender import OutMessage, SenderFlow
+
+MAX_RECEIVER_FLOWS = 4096
+ECN_MASK = 0x03
+ECN_CE = 0x03
+ECT0 = 0x02
+
+
+@dataclass(slots=True)
+class Transmit:
+    """One datagram to send: destination, UDP payload, and whether it is ECT(0)."""
+
+    dst: str
+    data: bytes
+    ect: bool
+
+
+class Endpoint:
+    def __init__(
+        self,
+        name: str,
+        cfg: TransportConfig,
+        on_delivered: Callable[[Delivered], None] | None = None,
+        on_acked: Callable[[str, OutMessage], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.nic = Pacer(cfg.link_rate_bps)
+        self.rcc = make_receiver_cc(cfg)
+        self.senders: dict[str, SenderFlow] = {}
+        self._by_flow_id: dict[int, SenderFlow] = {}
+        self.receivers: dict[tuple[str, int], ReceiverFlow] = {}
+        self._control: deque[tuple[str, wire.CellPacket]] = deque()
+        self._credited: deque[tuple[str, bytes]] = deque()
+        self._rr = 0
+        self._salt = zlib.crc32(name.encode()) & 0xFFFF
+        self.on_delivered = on_delivered or (lambda d: self.delivered.append(d))
+        self.on_acked = on_acked or (lambda dst, m: self.acked.append((dst, m)))
+        self.delivered: list[Delivered] = []
+        self.acked: list[tuple[str, OutMessage]] = []
+        self.errors: Counter[str] = Counter()
+        self.counters: Counter[str] = Counter()
+
+    # -- application ---------------------------------------------------------
+    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes) -> OutMessage:
+        flow = self.senders.get(dst)
+        if flow is None:
+            flow_id = (self._salt << 16) | (len(self.senders) + 1)
+            flow = SenderFlow(self.cfg, dst, flow_id, now, salt=self._salt)
+            self.senders[dst] = flow
+            self._by_flow_id[flow_id] = flow
+        msg = flow.enqueue(now, msg_id, payload)
+        if flow.cc.credit_gated:
+            self._control.append((dst, flow.request(now)))
+        return msg
+
+    def idle(self) -> bool:
+        """True when every message this host sent has been acknowledged."""
+        return all(f.unfinished == 0 for f in self.senders.values())
+
+    # -- network in -----------------------------------------------------------
+    def receive(self, now: float, src: str, data: bytes, tos: int = 0) -> None:
+        try:
+            cell = wire.decode(data, self.cfg.cell_size)
+        except wire.MalformedCell:
+            self.errors["malformed"] += 1
+            return
+        self.counters[f"rx_{cell.type_name}"] += 1
+        if cell.type == wire.DATA:
+            self._on_data(now, src, cell, (tos & ECN_MASK) == ECN_CE)
+        elif cell.type in (wire.CREDIT_REQUEST, wire.CREDIT_STOP):
+            if self.cfg.cc != "tita":
+                self.errors["unexpected_credit_control"] += 1
+                return
+            for dst, out in self.rcc.on_control(now, src, cell):
+                self._control.append((dst, out))
+        else:
+            flow = self._by_flow_id.get(cell.flow_id)
+            if flow is None or flow.dst != src:
+                self.errors["unknown_flow"] += 1
+                return
+            if cell.type == wire.ACK:
+                if cell.has(wire.FLAG_ECE):
+                    self.counters["ece_acks"] += 1
+                for msg in flow.on_ack(now, cell):
+                    self.on_acked(flow.dst, msg)
+            elif cell.type == wire.NACK:
+                flow.on_nack(now, cell)
+            elif cell.type == wire.CNP:
+                flow.cc.on_cnp(now)
+            elif cell.type == wire.CREDIT:
+                self._on_credit(now, flow, cell)
+
+    def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool) -> None:
+        key = (src, cell.flow_id)
+        flow = self.receivers.get(key)
+        if flow is None:
+            if len(self.receivers) >= MAX_RECEIVER_FLOWS:
+                self.errors["too_many_flows"] += 1
+                return
+            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id)
+        if ce:
+            self.counters["ce_cells"] += 1
+        for dst, out in self.rcc.on_data(now, src, cell, ce):
+            self._control.append((dst, out))
+        ack, delivered = flow.on_data(now, cell, ce)
+        self._control.append((src, ack))
+        for d in delivered:
+            self.on_delivered(d)
+
+    def _on_credit(self, now: float, flow: SenderFlow, cell: wire.CellPacket) -> None:
+        if not flow.cc.credit_gated:
+            self.errors["unexpected_credit"] += 1
+            return
+        cc = flow.cc
+        cc.last_credit = now
+        cc.credits_received += 1
+        data = flow.build(now, credit_seq=cell.credit_seq, entropy=cell.entropy)
+        if data is not None:
+            self._credited.append((flow.dst, data))
+            return
+        cc.credits_wasted += 1
+        if flow.backlog_cells() == 0 and now - cc.last_stop >= self.cfg.rtt_s:
+            cc.last_stop = now
+            cc.stops_sent += 1
+            self._control.append((flow.dst, flow.control(wire.CREDIT_STOP)))
+
+    # -- time and network out ---------------------------------------------------
+    def poll(self, now: float) -> list[Transmit]:
+        """Service due timers, then hand the NIC every packet it may send by `now`."""
+        out: list[Transmit] = []
+        for _ in range(4):  # sending can move a timer (e.g. RTO level); settle it now
+            self._service_timers(now)
+            while self.nic.ready(now):
+                tx = self._next_packet(now)
+                if tx is None:
+                    break
+                self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD)
+                out.append(tx)
+            due = self.next_deadline()
+            if due is None or due > now:
+                break
+        return out
+
+    def _service_timers(self, now: float) -> None:
+        for flow in self.senders.values():
+            due = flow.deadline()
+            if due is not None and now >= due:
+                for cell in flow.on_timer(now):
+                    self._control.append((flow.dst, cell))
+        for rflow in self.receivers.values():
+            nacks = rflow.nacks_due(now)
+            if nacks:
+                self.rcc.on_nack_sent(rflow.src, rflow.flow_id, len(nacks))
+                self._control.extend((rflow.src, n) for n in nacks)
+        self._control.extend(self.rcc.poll(now))
+
+    def _next_packet(self, now: float) -> Transmit | None:
+        if self._control:
+            dst, cell = self._control.popleft()
+            return Transmit(dst, wire.encode(cell), False)
+        if self._credited:
+            dst, data = self._credited.popleft()
+            return Transmit(dst, data, True)
+        flows = list(self.senders.values())
+        n = len(flows)
+        for i in range(n):
+            flow = flows[(self._rr + i) % n]
+            if flow.cc.credit_gated or not flow.sendable() or flow.cc.next_send_time() > now:
+                continue
+            data = flow.build(now)
+            if data is None:
+                continue
+            self._rr = (self._rr + i + 1) % n
+            flow.cc.on_sent(now, len(data) + wire.FRAME_OVERHEAD)
+            return Transmit(flow.dst, data, True)
+        return None
+
+    def next_deadline(self) -> float | None:
+        """When `poll` must next be called (None: only when a datagram arrives)."""
+        times = []
+        if self._control or self._credited:
+            times.append(self.nic.next_free)
+        for flow in self.senders.values():
+            due = flow.deadline()
+            if due is not None:
+                times.append(due)
+            if not flow.cc.credit_gated and flow.sendable():
+                times.append(max(self.nic.next_free, flow.cc.next_send_time()))
+        for rflow in self.receivers.values():
+            due = rflow.deadline()
+            if due is not None:
+                times.append(due)
+        due = self.rcc.deadline()
+        if due is not None:
+            times.append(max(due, self.nic.next_free) if self._control else due)
+        return min(times) if times else None
+
+    # -- metrics ------------------------------------------------------------------
+    def stats(self) -> dict:
+        s = {
+            "retransmissions": sum(f.window.retransmissions for f in self.senders.values()),
+            "timeouts": sum(f.window.timeouts for f in self.senders.values()),
+            "nacks_received": sum(f.window.nacks for f in self.senders.values()),
+            "nacks_sent": sum(f.nacks_sent for f in self.receivers.values()),
+            "corrupt_messages": sum(f.corrupt for f in self.receivers.values()),
+            "cnps_received": sum(getattr(f.cc, "cnps", 0) for f in self.senders.values()),
+            "credits_wasted": sum(getattr(f.cc, "credits_wasted", 0) for f in self.senders.values()),
+            "errors": dict(self.errors),
+        }
+        s.update(self.rcc.stats())
+        return s

@@ -1,0 +1,151 @@
+"""One incoming flow (one peer -> this host): reorder, acknowledge, reassemble.
+
+Cells enter the bounded reorder buffer; the in-order run is reassembled into
+messages, each checked against its CRC-32 trailer before the application
+sees it. A message whose cells disagree (msg_id, length, LAST flag) or whose
+checksum fails is counted as corrupt and never delivered. Every DATA cell is
+answered by an ACK (cumulative psn + 64-bit SACK); holes that persist for
+the NACK delay are NACKed, which tolerates the reordering of sprayed cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from testbed.host import segment, wire
+from testbed.host.config import TransportConfig
+from testbed.host.reorder import ReorderBuffer, Verdict
+
+NACKS_PER_ROUND = 8
+
+
+@dataclass
+class MsgReorder:
+    """Reordering seen by one message's cells."""
+
+    first_cell_s: float
+    cells_out_of_order: int = 0
+    max_ooo_distance_cells: int = 0
+    peak_buffer_cells: int = 0
+    window_overflows: int = 0
+    duplicates: int = 0
+    ce_cells: int = 0
+
+
+@dataclass
+class Delivered:
+    src: str
+    flow_id: int
+    msg_id: int
+    payload: bytes = field(repr=False)
+    delivered_s: float
+    cells: int
+    reorder: MsgReorder
+
+
+@dataclass
+class _Assembly:
+    msg_id: int
+    framed_len: int
+    ncells: int
+    bodies: list[bytes] = field(default_factory=list)
+    consistent: bool = True
+
+
+class ReceiverFlow:
+    def __init__(self, cfg: TransportConfig, src: str, flow_id: int) -> None:
+        self.cfg = cfg
+        self.src = src
+        self.flow_id = flow_id
+        self.buf = ReorderBuffer(cfg.window)
+        self.nack_delay = cfg.nack_delay_rtt * cfg.rtt_s
+        self._asm: _Assembly | None = None
+        self._stats: dict[int, MsgReorder] = {}
+        self.hole_since: float | None = None
+        self.last_nack = float("-inf")
+        self.delivered = 0
+        self.corrupt = 0
+        self.nacks_sent = 0
+        self.unattributed_overflows = 0
+
+    def _stats_for(self, now: float, msg_id: int) -> MsgReorder:
+        st = self._stats.get(msg_id)
+        if st is None:
+            if len(self._stats) > 4 * self.cfg.window:  # garbage msg_ids must not grow memory
+                self._stats.pop(next(iter(self._stats)))
+            st = self._stats[msg_id] = MsgReorder(first_cell_s=now)
+        return st
+
+    def on_data(self, now: float, cell: wire.CellPacket, ce: bool) -> tuple[wire.CellPacket, list[Delivered]]:
+        verdict, distance = self.buf.offer(cell.psn, cell)
+        delivered: list[Delivered] = []
+        if verdict is Verdict.ACCEPTED:
+            st = self._stats_for(now, cell.msg_id)
+            if distance > 0:
+                st.cells_out_of_order += 1
+                st.max_ooo_distance_cells = max(st.max_ooo_distance_cells, distance)
+            st.peak_buffer_cells = max(st.peak_buffer_cells, len(self.buf))
+            st.ce_cells += ce
+            for _, ready in self.buf.pop_ready():
+                done = self._assemble(now, ready)
+                if done is not None:
+                    delivered.append(done)
+        elif verdict is Verdict.OVERFLOW:
+            st = self._stats.get(cell.msg_id)
+            if st is not None:
+                st.window_overflows += 1
+            else:
+                self.unattributed_overflows += 1
+        elif verdict is Verdict.DUPLICATE:
+            st = self._stats.get(cell.msg_id)
+            if st is not None:
+                st.duplicates += 1
+        if len(self.buf):
+            if self.hole_since is None or verdict is Verdict.ACCEPTED and distance == 0:
+                self.hole_since = now
+        else:
+            self.hole_since = None
+        ack = wire.CellPacket(
+            type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
+            flags=wire.FLAG_ECE if ce else 0, body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
+        )
+        return ack, delivered
+
+    def _assemble(self, now: float, cell: wire.CellPacket) -> Delivered | None:
+        asm = self._asm
+        if asm is None:
+            ncells = segment.cell_count(cell.aux, self.cfg.cell_size)
+            asm = self._asm = _Assembly(cell.msg_id, cell.aux, ncells)
+            if cell.aux > self.cfg.max_message_bytes:
+                asm.consistent = False
+        elif cell.msg_id != asm.msg_id or cell.aux != asm.framed_len:
+            asm.consistent = False
+        asm.bodies.append(cell.body)
+        last = cell.has(wire.FLAG_LAST)
+        full = len(asm.bodies) >= asm.ncells
+        if not (last or full):
+            return None
+        self._asm = None
+        stats = self._stats.pop(asm.msg_id, None) or MsgReorder(first_cell_s=now)
+        payload = None
+        if asm.consistent and last and full:
+            payload = segment.unframe(segment.reassemble(asm.bodies, asm.framed_len))
+        if payload is None:
+            self.corrupt += 1
+            return None
+        self.delivered += 1
+        return Delivered(self.src, self.flow_id, asm.msg_id, payload, now, asm.ncells, stats)
+
+    def deadline(self) -> float | None:
+        if self.hole_since is None:
+            return None
+        return max(self.hole_since, self.last_nack) + self.nack_delay
+
+    def nacks_due(self, now: float) -> list[wire.CellPacket]:
+        due = self.deadline()
+        if due is None or now < due:
+            return []
+        self.last_nack = now
+        holes = self.buf.holes(NACKS_PER_ROUND)
+        self.nacks_sent += len(holes)
+        return [wire.CellPacket(type=wire.NACK, flow_id=self.flow_id, psn=p) for p in holes]

@@ -1,0 +1,117 @@
+"""Sender-side reliability: cumulative ack + SACK, NACK, two-level RTO.
+
+Tracks every cell between the cumulative ack (`base`) and the next new psn.
+A cell is retransmitted when the receiver NACKs it or when it has been
+unacknowledged for the RTO: the low RTO when only a few cells are in flight
+(a lost tail cannot be detected by later arrivals), the high RTO otherwise
+(IRN's two levels). At most `window` cells are beyond the cumulative ack,
+which is the receiver's reorder window, so the receiver never has to drop
+for lack of room when the sender behaves.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class SendWindow:
+    def __init__(self, window: int, rto_low: float, rto_high: float, low_max_inflight: int,
+                 min_retx_gap: float) -> None:
+        self.window = window
+        self.rto_low = rto_low
+        self.rto_high = rto_high
+        self.low_max_inflight = low_max_inflight
+        self.min_retx_gap = min_retx_gap
+        self.base = 0
+        self.next_psn = 0
+        self._last_sent: dict[int, float] = {}  # psn -> last transmission time (unacked only)
+        self._retx: deque[int] = deque()
+        self._in_retx: set[int] = set()
+        self.retransmissions = 0
+        self.timeouts = 0
+        self.nacks = 0
+        self.bogus_acks = 0
+
+    # -- sending ---------------------------------------------------------
+    def inflight(self) -> int:
+        return len(self._last_sent) - len(self._in_retx)
+
+    def pending_retx(self) -> int:
+        return len(self._retx)
+
+    def can_send_new(self, end_psn: int) -> bool:
+        return self.next_psn < end_psn and self.next_psn < self.base + self.window
+
+    def has_sendable(self, end_psn: int) -> bool:
+        return bool(self._retx) or self.can_send_new(end_psn)
+
+    def take(self, now: float, end_psn: int) -> tuple[int, bool] | None:
+        """Next psn to transmit (retransmissions first) and whether it is a retransmission."""
+        while self._retx:
+            psn = self._retx.popleft()
+            self._in_retx.discard(psn)
+            if psn in self._last_sent:
+                self._last_sent[psn] = now
+                self.retransmissions += 1
+                return psn, True
+        if self.can_send_new(end_psn):
+            psn = self.next_psn
+            self.next_psn += 1
+            self._last_sent[psn] = now
+            return psn, False
+        return None
+
+    # -- feedback --------------------------------------------------------
+    def on_ack(self, cum: int, sack: int, sack_bits: int) -> list[int] | None:
+        """Newly acknowledged psns, or None if the ack claims cells never sent."""
+        if cum > self.next_psn:
+            self.bogus_acks += 1
+            return None
+        acked = []
+        if cum > self.base:
+            for psn in range(self.base, cum):
+                if self._last_sent.pop(psn, None) is not None:
+                    acked.append(psn)
+                    self._in_retx.discard(psn)
+            self.base = cum
+        i = 0
+        while sack and i < sack_bits:
+            if sack & 1:
+                psn = cum + 1 + i
+                if psn < self.next_psn and self._last_sent.pop(psn, None) is not None:
+                    acked.append(psn)
+                    self._in_retx.discard(psn)
+            sack >>= 1
+            i += 1
+        return acked
+
+    def on_nack(self, now: float, psn: int) -> bool:
+        """Queue psn for retransmission; False if it needs none (acked, queued, or just resent)."""
+        sent = self._last_sent.get(psn)
+        if sent is None or psn in self._in_retx or now - sent < self.min_retx_gap:
+            return False
+        self.nacks += 1
+        self._queue(psn)
+        return True
+
+    def _queue(self, psn: int) -> None:
+        self._retx.append(psn)
+        self._in_retx.add(psn)
+
+    # -- timer -----------------------------------------------------------
+    def rto(self) -> float:
+        return self.rto_low if self.inflight() <= self.low_max_inflight else self.rto_high
+
+    def deadline(self) -> float | None:
+        waiting = [t for p, t in self._last_sent.items() if p not in self._in_retx]
+        return min(waiting) + self.rto() if waiting else None
+
+    def on_timer(self, now: float) -> int:
+        """Queue every cell unacknowledged for the RTO; returns how many."""
+        rto = self.rto()
+        expired = [p for p, t in self._last_sent.items() if p not in self._in_retx and t + rto <= now]
+        for psn in sorted(expired):
+            self._queue(psn)
+        if expired:
+            self.timeouts += 1
+        return len(expired)

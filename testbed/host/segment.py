@@ -1,0 +1,47 @@
+"""Messages <-> fixed-size cells, with a CRC-32 trailer for end-to-end checks.
+
+The transport appends CRC-32 (zlib) of the application bytes to every
+message, so the receiver can prove that what it hands to the application is
+byte for byte what was sent, whatever happened to the cells on the way
+(duplicates, injected garbage, reordering). The DATA header's `aux` field
+carries the framed length (payload + 4-byte trailer); the last cell is
+zero-padded to the configured cell size, which is what switches check.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+TRAILER_LEN = 4
+
+
+def frame(payload: bytes) -> bytes:
+    """Application bytes + CRC-32 trailer (big-endian)."""
+    return payload + zlib.crc32(payload).to_bytes(TRAILER_LEN, "big")
+
+
+def unframe(framed: bytes) -> bytes | None:
+    """Application bytes if the trailer matches, else None."""
+    if len(framed) < TRAILER_LEN:
+        return None
+    payload, trailer = framed[:-TRAILER_LEN], framed[-TRAILER_LEN:]
+    if zlib.crc32(payload).to_bytes(TRAILER_LEN, "big") != trailer:
+        return None
+    return payload
+
+
+def cell_count(framed_len: int, cell_size: int) -> int:
+    return max(1, -(-framed_len // cell_size))
+
+
+def cell_body(framed: bytes, index: int, cell_size: int) -> bytes:
+    """Body of cell `index`, zero-padded to cell_size."""
+    chunk = framed[index * cell_size : (index + 1) * cell_size]
+    if len(chunk) < cell_size:
+        chunk = chunk + bytes(cell_size - len(chunk))
+    return chunk
+
+
+def reassemble(bodies: list[bytes], framed_len: int) -> bytes:
+    """Concatenate cell bodies and drop the padding."""
+    return b"".join(bodies)[:framed_len]

@@ -1,0 +1,140 @@
+"""One outgoing flow (this host -> one peer): messages, cells, reliability, CC.
+
+Messages are queued back to back in one psn space; each cell is built when
+it is actually sent (so a retransmission re-reads the message bytes and
+gets a fresh entropy value). Congestion control decides when: rate-paced
+for `none`/`dcqcn`, one cell per credit for `tita`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from testbed.host import segment, wire
+from testbed.host.cc import make_sender_cc
+from testbed.host.config import TransportConfig
+from testbed.host.reliability import SendWindow
+
+
+@dataclass
+class OutMessage:
+    msg_id: int
+    framed: bytes
+    payload_bytes: int
+    first_psn: int
+    ncells: int
+    start_s: float
+    acked_cells: int = 0
+    retransmissions: int = 0
+    done_s: float | None = None
+
+
+class SenderFlow:
+    def __init__(self, cfg: TransportConfig, dst: str, flow_id: int, now: float, salt: int) -> None:
+        self.cfg = cfg
+        self.dst = dst
+        self.flow_id = flow_id
+        rtt = cfg.rtt_s
+        self.window = SendWindow(
+            cfg.window, cfg.rto_low_rtt * rtt, cfg.rto_high_rtt * rtt, cfg.rto_low_max_inflight,
+            min_retx_gap=0.5 * rtt,
+        )
+        self.cc = make_sender_cc(cfg, now)
+        self._msgs: list[OutMessage] = []
+        self._firsts: list[int] = []
+        self.end_psn = 0
+        self._entropy = salt
+        self.cells_sent = 0
+        self.unfinished = 0
+
+    # -- application side --------------------------------------------------
+    def enqueue(self, now: float, msg_id: int, payload: bytes) -> OutMessage:
+        framed = segment.frame(payload)
+        if len(framed) > wire.U32:
+            raise ValueError(f"message of {len(payload)} B does not fit the 32-bit length field")
+        ncells = segment.cell_count(len(framed), self.cfg.cell_size)
+        if self.end_psn + ncells > wire.U32:
+            raise ValueError("flow exhausted its 32-bit psn space")
+        msg = OutMessage(msg_id, framed, len(payload), self.end_psn, ncells, now)
+        self._msgs.append(msg)
+        self._firsts.append(msg.first_psn)
+        self.end_psn += ncells
+        self.unfinished += 1
+        return msg
+
+    def backlog_cells(self) -> int:
+        return self.window.pending_retx() + (self.end_psn - self.window.next_psn)
+
+    def sendable(self) -> bool:
+        return self.window.has_sendable(self.end_psn)
+
+    def _message_of(self, psn: int) -> OutMessage:
+        return self._msgs[bisect.bisect_right(self._firsts, psn) - 1]
+
+    # -- building cells ----------------------------------------------------
+    def build(self, now: float, credit_seq: int = 0, entropy: int | None = None) -> bytes | None:
+        taken = self.window.take(now, self.end_psn)
+        if taken is None:
+            return None
+        psn, retx = taken
+        msg = self._message_of(psn)
+        index = psn - msg.first_psn
+        flags = wire.FLAG_LAST if index == msg.ncells - 1 else 0
+        if retx:
+            flags |= wire.FLAG_RETX
+            msg.retransmissions += 1
+        if entropy is None:
+            entropy = self._entropy % self.cfg.entropy_values
+            self._entropy += 1
+        cell = wire.CellPacket(
+            type=wire.DATA, flags=flags, entropy=entropy, flow_id=self.flow_id, msg_id=msg.msg_id,
+            psn=psn, credit_seq=credit_seq, aux=len(msg.framed),
+            body=segment.cell_body(msg.framed, index, self.cfg.cell_size),
+        )
+        self.cells_sent += 1
+        return wire.encode(cell)
+
+    def control(self, cell_type: int, aux: int = 0) -> wire.CellPacket:
+        return wire.CellPacket(type=cell_type, flow_id=self.flow_id, aux=min(aux, wire.U32))
+
+    def request(self, now: float) -> wire.CellPacket:
+        self.cc.last_request = now
+        self.cc.requests_sent += 1
+        return self.control(wire.CREDIT_REQUEST, self.backlog_cells() * self.cfg.cell_size)
+
+    # -- feedback ------------------------------------------------------------
+    def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:
+        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS)
+        done = []
+        for psn in acked or ():
+            msg = self._message_of(psn)
+            msg.acked_cells += 1
+            if msg.acked_cells == msg.ncells:
+                msg.done_s = now
+                msg.framed = b""  # release the bytes
+                self.unfinished -= 1
+                done.append(msg)
+        return done
+
+    def on_nack(self, now: float, cell: wire.CellPacket) -> None:
+        self.window.on_nack(now, cell.psn)
+
+    def deadline(self) -> float | None:
+        times = [t for t in (self.window.deadline(), self.cc.deadline()) if t is not None]
+        if self.cc.credit_gated and self.backlog_cells():
+            times.append(self.cc.retry_deadline())
+        return min(times) if times else None
+
+    def on_timer(self, now: float) -> list[wire.CellPacket]:
+        """Service RTO and CC timers; returns control cells (credit requests) to send."""
+        out = []
+        requeued = 0
+        deadline = self.window.deadline()
+        if deadline is not None and now >= deadline:
+            requeued = self.window.on_timer(now)
+        self.cc.on_timer(now)
+        if self.cc.credit_gated and self.backlog_cells():
+            if requeued or now >= self.cc.retry_deadline():
+                out.append(self.request(now))
+        return out

@@ -1,0 +1,180 @@
+"""Encode and decode the cell header defined in p4src/README.md.
+
+The field list is data (CELL_FIELDS) so that the scapy layer, the P4 header
+and this codec can be compared field by field by a test instead of by eye.
+Decoding is strict: anything that the README does not allow raises
+MalformedCell naming the offending field, so the transport can count and
+drop it instead of acting on garbage.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from testbed.errors import TestbedError
+
+CELL_UDP_PORT = 4793
+HEADER_LEN = 24
+VERSION = 1
+SACK_BYTES = 8
+SACK_BITS = SACK_BYTES * 8
+
+# (name, width in bits), in wire order, exactly as in p4src/README.md.
+CELL_FIELDS: list[tuple[str, int]] = [
+    ("version", 4),
+    ("type", 4),
+    ("flags", 8),
+    ("entropy", 16),
+    ("flow_id", 32),
+    ("msg_id", 32),
+    ("psn", 32),
+    ("credit_seq", 32),
+    ("aux", 32),
+]
+
+DATA = 0
+CREDIT = 1
+CREDIT_REQUEST = 2
+ACK = 3
+NACK = 4
+CNP = 5
+CREDIT_STOP = 6
+TYPE_NAMES = {
+    DATA: "DATA",
+    CREDIT: "CREDIT",
+    CREDIT_REQUEST: "CREDIT_REQUEST",
+    ACK: "ACK",
+    NACK: "NACK",
+    CNP: "CNP",
+    CREDIT_STOP: "CREDIT_STOP",
+}
+
+FLAG_LAST = 0x01
+FLAG_RETX = 0x02
+FLAG_ECE = 0x04
+FLAGS_KNOWN = FLAG_LAST | FLAG_RETX | FLAG_ECE
+
+# Ethernet + IPv4 + UDP bytes around every cell: what a link serialises.
+FRAME_OVERHEAD = 14 + 20 + 8
+
+_STRUCT = struct.Struct("!BBHIIIII")
+U32 = 0xFFFFFFFF
+
+
+class MalformedCell(TestbedError):
+    """A datagram on the cell port that does not follow p4src/README.md."""
+
+
+@dataclass(slots=True)
+class CellPacket:
+    """One decoded cell: header fields plus body (payload or SACK bitmap)."""
+
+    type: int
+    flow_id: int = 0
+    msg_id: int = 0
+    psn: int = 0
+    credit_seq: int = 0
+    aux: int = 0
+    flags: int = 0
+    entropy: int = 0
+    body: bytes = field(default=b"", repr=False)
+    version: int = VERSION
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES.get(self.type, str(self.type))
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
+
+
+def expected_body_len(cell_type: int, cell_size: int) -> int:
+    """Body length the README prescribes for a cell type."""
+    if cell_type == DATA:
+        return cell_size
+    if cell_type == ACK:
+        return SACK_BYTES
+    return 0
+
+
+def encode(cell: CellPacket) -> bytes:
+    """Header + body bytes; raises MalformedCell if a field does not fit its width."""
+    for name, width in CELL_FIELDS:
+        value = getattr(cell, name)
+        if not isinstance(value, int) or value < 0 or value >> width:
+            raise MalformedCell(f"cell field {name}={value!r} does not fit in {width} bits")
+    head = _STRUCT.pack(
+        (cell.version << 4) | cell.type,
+        cell.flags,
+        cell.entropy,
+        cell.flow_id,
+        cell.msg_id,
+        cell.psn,
+        cell.credit_seq,
+        cell.aux,
+    )
+    return head + cell.body
+
+
+def decode(data: bytes, cell_size: int | None = None) -> CellPacket:
+    """Parse one UDP payload; with cell_size, DATA bodies must be exactly that long."""
+    if len(data) < HEADER_LEN:
+        raise MalformedCell(f"cell header truncated: {len(data)} bytes, need {HEADER_LEN}")
+    b0, flags, entropy, flow_id, msg_id, psn, credit_seq, aux = _STRUCT.unpack_from(data)
+    version, cell_type = b0 >> 4, b0 & 0x0F
+    if version != VERSION:
+        raise MalformedCell(f"cell field version={version}, expected {VERSION}")
+    if cell_type not in TYPE_NAMES:
+        raise MalformedCell(f"cell field type={cell_type} is not a known cell type")
+    if flags & ~FLAGS_KNOWN:
+        raise MalformedCell(f"cell field flags=0x{flags:02x} sets reserved bits")
+    body = bytes(data[HEADER_LEN:])
+    if cell_type == DATA:
+        if cell_size is not None and len(body) != cell_size:
+            raise MalformedCell(
+                f"cell field body: DATA body is {len(body)} bytes, cell size is {cell_size}"
+            )
+        if aux == 0:
+            raise MalformedCell("cell field aux=0: a DATA cell must carry its message length")
+    elif len(body) != expected_body_len(cell_type, 0):
+        raise MalformedCell(
+            f"cell field body: {TYPE_NAMES[cell_type]} body is {len(body)} bytes, "
+            f"expected {expected_body_len(cell_type, 0)}"
+        )
+    return CellPacket(
+        type=cell_type,
+        flow_id=flow_id,
+        msg_id=msg_id,
+        psn=psn,
+        credit_seq=credit_seq,
+        aux=aux,
+        flags=flags,
+        entropy=entropy,
+        body=body,
+        version=version,
+    )
+
+
+def sack_encode(bits: int) -> bytes:
+    """SACK bitmap body: bit i (LSB first) = psn cum+1+i received."""
+    return (bits & ((1 << SACK_BITS) - 1)).to_bytes(SACK_BYTES, "little")
+
+
+def sack_decode(body: bytes) -> int:
+    return int.from_bytes(body, "little")
+
+
+def wire_bytes(cell_size: int, cell_type: int = DATA) -> int:
+    """Bytes a link carries for one cell of this type (Ethernet/IP/UDP included)."""
+    return FRAME_OVERHEAD + HEADER_LEN + expected_body_len(cell_type, cell_size)
+
+
+def __getattr__(name: str):
+    # The scapy layer is imported lazily: scapy takes a second to import and
+    # the agent's data path does not need it.
+    if name == "Cell":
+        from testbed.host.scapy_cell import Cell
+
+        return Cell
+    raise AttributeError(name)

@@ -1,0 +1,151 @@
+"""Pure workload generation: parameters + seed -> list of messages.
+
+Each message names its source, destination, size, earliest start and the
+messages that must have been delivered *to its source* first (so ring
+all-reduce steps are dependent, as in a real collective). msg_ids are
+numbered per (src, dst) flow in list order. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+
+from testbed.errors import TestbedError
+
+
+class WorkloadError(TestbedError):
+    """Workload parameters that cannot produce traffic."""
+
+
+@dataclass(frozen=True)
+class MessageSpec:
+    src: str
+    dst: str
+    msg_id: int
+    size_bytes: int
+    start_us: float = 0.0
+    deps: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) delivered to src first
+    collective: str | None = None
+    collective_kind: str | None = None  # "allreduce" | "alltoall" | "incast" | "permutation"
+    collective_bytes: int = 0  # S, bytes per rank, for bus bandwidth
+    ranks: int = 0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["deps"] = [list(x) for x in self.deps]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "MessageSpec":
+        d = dict(d)
+        d["deps"] = tuple((str(a), int(b)) for a, b in d.get("deps", ()))
+        return cls(**d)
+
+
+@dataclass
+class _Numberer:
+    next_id: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def __call__(self, src: str, dst: str) -> int:
+        key = (src, dst)
+        n = self.next_id.get(key, 0)
+        self.next_id[key] = n + 1
+        return n
+
+
+def _check(hosts: list[str], size: int, minimum: int = 2) -> None:
+    if len(hosts) < minimum:
+        raise WorkloadError(f"workload needs at least {minimum} hosts, got {len(hosts)}: {hosts}")
+    if len(set(hosts)) != len(hosts):
+        raise WorkloadError(f"workload hosts repeat: {hosts}")
+    if size < 1:
+        raise WorkloadError(f"message size {size} B must be at least 1 B")
+
+
+def incast(senders: list[str], receiver: str, size_bytes: int, start_us: float = 0.0,
+           messages_per_sender: int = 1, gap_us: float = 0.0, name: str = "incast") -> list[MessageSpec]:
+    """N:1: every sender sends `messages_per_sender` messages to one receiver."""
+    _check(senders + [receiver], size_bytes)
+    ids = _Numberer()
+    out = []
+    for k in range(messages_per_sender):
+        for s in senders:
+            out.append(MessageSpec(s, receiver, ids(s, receiver), size_bytes, start_us + k * gap_us,
+                                   collective=name, collective_kind="incast"))
+    return out
+
+
+def permutation(hosts: list[str], size_bytes: int, seed: int, start_us: float = 0.0,
+                name: str = "permutation") -> list[MessageSpec]:
+    """Every host sends to exactly one other host and receives from one (a derangement)."""
+    _check(hosts, size_bytes)
+    rng = random.Random(seed)
+    while True:
+        perm = hosts[:]
+        rng.shuffle(perm)
+        if all(a != b for a, b in zip(hosts, perm)):
+            break
+    return [MessageSpec(a, b, 0, size_bytes, start_us, collective=name, collective_kind="permutation")
+            for a, b in zip(hosts, perm)]
+
+
+def all_to_all(hosts: list[str], size_bytes: int, seed: int = 0, zipf_s: float = 0.0,
+               start_us: float = 0.0, name: str = "alltoall") -> list[MessageSpec]:
+    """Each rank sends S(N-1)/N bytes spread over the others; zipf_s > 0 skews it toward popular ranks."""
+    _check(hosts, size_bytes)
+    n = len(hosts)
+    order = hosts[:]
+    random.Random(seed).shuffle(order)
+    weight = {h: 1.0 / (i + 1) ** zipf_s for i, h in enumerate(order)}
+    out = []
+    for src in hosts:
+        others = [d for d in hosts if d != src]
+        total = sum(weight[d] for d in others)
+        budget = size_bytes * (n - 1) / n
+        for dst in others:
+            size = max(1, round(budget * weight[dst] / total))
+            out.append(MessageSpec(src, dst, 0, size, start_us, collective=name,
+                                   collective_kind="alltoall", collective_bytes=size_bytes, ranks=n))
+    return out
+
+
+def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,
+                   name: str = "allreduce") -> list[MessageSpec]:
+    """2(N-1) dependent steps; in each, rank i sends S/N to rank i+1 after receiving step-1 from i-1."""
+    _check(hosts, size_bytes)
+    n = len(hosts)
+    chunk = max(1, -(-size_bytes // n))
+    out = []
+    for step in range(2 * (n - 1)):
+        for i, src in enumerate(hosts):
+            dst = hosts[(i + 1) % n]
+            prev = hosts[(i - 1) % n]
+            deps = ((prev, step - 1),) if step else ()
+            out.append(MessageSpec(src, dst, step, chunk, start_us, deps, collective=name,
+                                   collective_kind="allreduce", collective_bytes=size_bytes, ranks=n))
+    return out
+
+
+def combine(*workloads: list[MessageSpec]) -> list[MessageSpec]:
+    """Concatenate workloads, renumbering msg_ids per flow and rewriting dependencies."""
+    ids = _Numberer()
+    out = []
+    for wl in workloads:
+        mapping: dict[tuple[str, str, int], int] = {}
+        for m in wl:
+            mapping[(m.src, m.dst, m.msg_id)] = ids(m.src, m.dst)
+        for m in wl:
+            deps = tuple((s, mapping[(s, m.src, mid)]) for s, mid in m.deps)
+            out.append(MessageSpec(**{**m.__dict__, "msg_id": mapping[(m.src, m.dst, m.msg_id)],
+                                      "deps": deps}))
+    return out
+
+
+def payload(seed: int, src: str, dst: str, msg_id: int, size: int) -> bytes:
+    """The deterministic bytes of a message, so a receiver can verify them independently."""
+    return random.Random(f"{seed}/{src}/{dst}/{msg_id}").randbytes(size)
+
+
+def for_host(messages: list[MessageSpec], host: str) -> list[MessageSpec]:
+    return [m for m in messages if m.src == host]
