@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "testbed.p4model.commands",
     "testbed.p4model.tm_commands",
     "testbed.scenario.commands",
+    "testbed.host.commands",
 ]
 
 

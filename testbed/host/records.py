@@ -22,7 +22,6 @@ class RecordsError(TestbedError):
 def sent_record(src: str, dst: str, spec, msg, acked_s: float) -> dict:
     return {
         "kind": "message_sent", "src": src, "dst": dst, "msg_id": spec.msg_id,
-        "flow_id": msg.flow_id if hasattr(msg, "flow_id") else None,
         "bytes": msg.payload_bytes, "cells": msg.ncells, "start_us": msg.start_s * 1e6,
         "acked_us": acked_s * 1e6, "fct_us": (acked_s - msg.start_s) * 1e6,
         "retransmissions": msg.retransmissions, "collective": spec.collective,

@@ -1,0 +1,191 @@
+"""The UDP driver: runs an Endpoint and a WorkloadRunner on a real socket.
+
+One socket bound to (addr, 4793) sends and receives every cell. IP_RECVTOS
+gives each datagram's TOS byte (so CE marks reach DCQCN); IP_TOS is set to
+ECT(0) for DATA and to not-ECT for control cells. A selectors loop sleeps
+until the earlier of the next datagram and the endpoint's next deadline.
+The agent stops when its own messages are acknowledged and every message
+addressed to it has been delivered, then lingers for a grace period so
+peers' last retransmissions still get answered; SIGTERM stops it early.
+Nothing a peer sends can raise out of the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import TestbedError
+from testbed.host import records
+from testbed.host.app import WorkloadRunner
+from testbed.host.config import TransportConfig
+from testbed.host.endpoint import ECT0, Endpoint
+from testbed.host.wire import CELL_UDP_PORT
+from testbed.host.workloads import MessageSpec
+
+MAX_BATCH = 256
+MAX_SLEEP_S = 0.05
+
+
+class AgentError(TestbedError):
+    """The agent cannot start: bad files or an address it cannot bind."""
+
+
+@dataclass
+class AgentResult:
+    exit_code: int
+    delivered: int
+    acked: int
+    reason: str
+
+
+def load_peers(path: Path) -> dict[str, str]:
+    """JSON object name -> IPv4 address (optionally under a "peers" key)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentError(f"peers file {path} cannot be read as JSON: {e}") from None
+    data = data.get("peers", data) if isinstance(data, dict) else data
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise AgentError(f"peers file {path} must map host names to addresses, got {type(data).__name__}")
+    return dict(data)
+
+
+def load_workload(path: Path) -> tuple[int, list[MessageSpec]]:
+    """JSON {"seed": int, "messages": [MessageSpec...]} shared by all hosts of a run."""
+    try:
+        data = json.loads(Path(path).read_text())
+        specs = [MessageSpec.from_json(m) for m in data["messages"]]
+        return int(data.get("seed", 1)), specs
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise AgentError(f"workload file {path} is not a valid workload: {e!r}") from None
+
+
+class Agent:
+    def __init__(self, name: str, addr: str, peers: dict[str, str], specs: list[MessageSpec],
+                 cfg: TransportConfig, records_dir: Path, seed: int, port: int = CELL_UDP_PORT,
+                 grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None) -> None:
+        self.name = name
+        self.addr = addr
+        self.port = port
+        self.peers = dict(peers)
+        self.peers.setdefault(name, addr)
+        self.by_addr = {a: n for n, a in self.peers.items()}
+        self.cfg = cfg
+        self.records_dir = Path(records_dir)
+        self.grace_s = grace_s
+        self.timeout_s = timeout_s
+        self.epoch = time.time() if epoch is None else epoch
+        missing = sorted({s.dst for s in specs if s.src == name} - set(self.peers))
+        if missing:
+            raise AgentError(f"workload sends from {name} to {missing}, which the peers file does not list")
+        self.expected_in = {(s.src, s.msg_id) for s in specs if s.dst == name}
+        self.ep = Endpoint(addr, cfg)
+        self.runner = WorkloadRunner(name, self.ep, specs, seed, addr_of=self.peers.__getitem__,
+                                     name_of=lambda a: self.by_addr.get(a, a))
+        self.stop = False
+        self.unknown_peer = 0
+        self.socket_errors = 0
+        self._tos = None
+        self.sock = self._open()
+
+    def _open(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            sock.bind((self.addr, self.port))
+        except OSError as e:
+            sock.close()
+            raise AgentError(f"cannot bind UDP {self.addr}:{self.port}: {e.strerror}") from None
+        sock.setblocking(False)
+        return sock
+
+    def now(self) -> float:
+        return time.time() - self.epoch
+
+    def _send(self, dst: str, data: bytes, ect: bool) -> None:
+        tos = ECT0 if ect else 0
+        try:
+            if tos != self._tos:
+                self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+                self._tos = tos
+            self.sock.sendto(data, (dst, self.port))
+        except OSError:
+            self.socket_errors += 1  # peer gone (ICMP unreachable) or buffer full: like a loss
+
+    def _receive_batch(self) -> None:
+        for _ in range(MAX_BATCH):
+            try:
+                data, anc, _flags, src = self.sock.recvmsg(65535, socket.CMSG_SPACE(4))
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.socket_errors += 1
+                continue
+            if src[0] not in self.by_addr or src[0] == self.addr:
+                self.unknown_peer += 1
+                continue
+            tos = 0
+            for level, kind, value in anc:
+                if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value:
+                    tos = value[0]
+            self.ep.receive(self.now(), src[0], data, tos)
+
+    def _done(self) -> bool:
+        return self.runner.finished() and self.expected_in <= self.runner.received
+
+    def run(self) -> AgentResult:
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ)
+        finished_at = None
+        reason = "timeout"
+        try:
+            while not self.stop:
+                now = self.now()
+                self.runner.poll(now)
+                for tx in self.ep.poll(now):
+                    self._send(tx.dst, tx.data, tx.ect)
+                if finished_at is None and self._done():
+                    finished_at = now
+                if finished_at is not None and now - finished_at >= self.grace_s:
+                    reason = "done"
+                    break
+                if now >= self.timeout_s:
+                    break
+                due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now)) if t is not None]
+                wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
+                if sel.select(wait):
+                    self._receive_batch()
+            else:
+                reason = "stopped"
+        finally:
+            sel.close()
+            self.sock.close()
+            self.write_records(reason)
+        code = 0 if reason in ("done", "stopped") else 3
+        acked = sum(1 for r in self.runner.records if r["kind"] == "message_sent")
+        return AgentResult(code, len(self.runner.received), acked, reason)
+
+    def write_records(self, reason: str) -> None:
+        records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
+        stats = self.ep.stats()
+        stats.update({
+            "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
+            "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
+            "messages_pending": len(self.runner.pending),
+            "messages_expected_missing": len(self.expected_in - self.runner.received),
+        })
+        (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
+
+
+def install_sigterm(agent: Agent) -> None:
+    def handler(signum, frame):
+        agent.stop = True
+
+    signal.signal(signal.SIGTERM, handler)

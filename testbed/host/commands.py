@@ -1,0 +1,59 @@
+"""`testbed host`: run the cell-transport agent inside one (Mininet) host."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from testbed.host.config import CC_NAMES, TransportConfig
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "host", help="run the host agent (cell transport + workload) in this host",
+        description="Send this host's part of a workload over UDP/4793 cells and write records.",
+    )
+    p.add_argument("--name", required=True, help="this host's name in the peers and workload files")
+    p.add_argument("--addr", required=True, help="IPv4 address to bind (port 4793)")
+    p.add_argument("--port", type=int, default=4793, help="UDP port of every agent (default 4793)")
+    p.add_argument("--peers-file", required=True, type=Path, help="JSON: host name -> address")
+    p.add_argument("--workload-file", required=True, type=Path,
+                   help='JSON: {"seed": N, "messages": [...]}, shared by all hosts')
+    p.add_argument("--cc", choices=CC_NAMES, default="tita")
+    p.add_argument("--cell-size", type=int, default=1024, help="DATA body bytes (what switches check)")
+    p.add_argument("--link-rate-mbps", type=float, default=20.0, help="host link rate; NIC pacing cap")
+    p.add_argument("--bdp-cells", type=int, default=16)
+    p.add_argument("--base-rtt-us", type=float, default=None,
+                   help="base RTT; default: BDP cells at the link rate")
+    p.add_argument("--reorder-window-cells", type=int, default=None, help="default 2 BDP")
+    p.add_argument("--entropy-values", type=int, default=32)
+    p.add_argument("--records", required=True, type=Path, help="run directory for records")
+    p.add_argument("--seed", type=int, default=None, help="default: the workload file's seed")
+    p.add_argument("--epoch", type=float, default=None,
+                   help="UNIX time of t=0 shared by all agents of a run (default: now)")
+    p.add_argument("--grace-s", type=float, default=1.0)
+    p.add_argument("--timeout-s", type=float, default=600.0)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from testbed.host.agent import Agent, install_sigterm, load_peers, load_workload
+
+    cfg = TransportConfig(
+        cc=args.cc, cell_size=args.cell_size, link_rate_bps=args.link_rate_mbps * 1e6,
+        bdp_cells=args.bdp_cells,
+        base_rtt_s=None if args.base_rtt_us is None else args.base_rtt_us / 1e6,
+        reorder_window_cells=args.reorder_window_cells, entropy_values=args.entropy_values,
+    )
+    seed, specs = load_workload(args.workload_file)
+    agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
+                  args.seed if args.seed is not None else seed, port=args.port,
+                  grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch)
+    install_sigterm(agent)
+    result = agent.run()
+    if result.exit_code:
+        print(f"testbed host {args.name}: stopped by {result.reason} after {args.timeout_s} s with "
+              f"{result.acked} messages acknowledged, {result.delivered} delivered; see "
+              f"{args.records / (args.name + '.stats.json')}", file=sys.stderr)
+    return result.exit_code
