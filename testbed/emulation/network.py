@@ -1,0 +1,160 @@
+"""The Mininet realisation of a Topology.
+
+Hosts are Mininet hosts (a shell in its own network namespace).  Switches
+are not Mininet-managed processes: their interfaces live in the root
+namespace and a separate switch process (builtin or bmv2) opens them, as
+bmv2 does under Mininet.  Links are plain veth pairs: rate, buffer and
+delay are modelled by the switches' traffic managers (this kernel has no
+netem), and each host NIC is paced to its link rate with `tbf`.
+
+Addressing: every host NIC gets the host's address; routes for the fabric
+(10.0.0.0/8) leave through the first NIC (the second, on dual-homed hosts,
+has a higher metric and takes over on failure); neighbours are static
+(every other host's address -> the MAC of the ToR port the NIC plugs into),
+so no ARP crosses the fabric and the switches only route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.errors import TestbedError
+from testbed.topo.model import Topology
+
+FABRIC_PREFIX = "10.0.0.0/8"
+
+
+class NetworkError(TestbedError):
+    """A host or link that could not be set up; names the command and its output."""
+
+
+def switch_interface(switch: str, port: int) -> str:
+    return f"{switch}-eth{port}"
+
+
+def host_interface(host: str, nic_port: int) -> str:
+    return f"{host}-eth{nic_port - 1}"
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """tbf settings of a host NIC: never faster than its link."""
+
+    rate_mbps: float
+    burst_bytes: int = 16 * 1024
+    latency_ms: int = 50
+
+    def tc_args(self, interface: str) -> list[str]:
+        return ["tc", "qdisc", "replace", "dev", interface, "root", "tbf",
+                "rate", f"{self.rate_mbps}mbit", "burst", str(self.burst_bytes),
+                "latency", f"{self.latency_ms}ms"]
+
+
+def interface_names(topology: Topology) -> list[str]:
+    """Every root-namespace interface the network creates (switch sides of
+    all links, and host sides until Mininet moves them into the hosts)."""
+    names = []
+    for link in topology.links:
+        for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+            if topology.node(node).is_host:
+                names.append(host_interface(node, port))
+            else:
+                names.append(switch_interface(node, port))
+    return names
+
+
+class FabricNetwork:
+    """Builds and tears down the Mininet network of one run."""
+
+    def __init__(self, topology: Topology, pacing: Pacing | None) -> None:
+        self.topology = topology
+        self.pacing = pacing
+        self.net = None
+
+    def build(self) -> None:
+        from mininet.net import Mininet
+        from mininet.node import Host, Switch
+
+        class RootNamespaceSwitch(Switch):
+            """A switch whose forwarding is done by an external process."""
+
+            def __init__(self, name, **params):
+                params["inNamespace"] = False
+                super().__init__(name, **params)
+
+            def start(self, controllers):
+                pass
+
+            def stop(self, deleteIntfs=True):
+                super().stop(deleteIntfs)
+
+        net = Mininet(topo=None, build=False, controller=None, switch=RootNamespaceSwitch,
+                      host=Host, autoSetMacs=False, autoStaticArp=False, waitConnected=False)
+        self.net = net
+        t = self.topology
+        for name in t.hosts:
+            net.addHost(name, ip=None)
+        for name in t.switches:
+            net.addSwitch(name, dpid=f"{t.node(name).device_id:016x}")
+        for link in t.links:
+            ends = []
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                name = host_interface(node, port) if t.node(node).is_host else switch_interface(node, port)
+                ends.append((node, port, name, t.port(node, port).mac))
+            (n1, p1, i1, m1), (n2, p2, i2, m2) = ends
+            net.addLink(n1, n2, port1=p1, port2=p2, intfName1=i1, intfName2=i2,
+                        addr1=m1, addr2=m2)
+        net.build()
+        for name in t.switches:
+            for port in t.ports(name):
+                interface = switch_interface(name, port.number)
+                # Per-interface settings vanish with the interface: nothing global is changed.
+                run_in(net[name], ["sysctl", "-qw", f"net.ipv6.conf.{interface}.disable_ipv6=1"],
+                       what=f"disable IPv6 on {interface}")
+                run_in(net[name], ["ip", "link", "set", interface, "up"], what=f"bring up {interface}")
+        for name in t.hosts:
+            self._configure_host(name)
+
+    def _configure_host(self, name: str) -> None:
+        t = self.topology
+        host = self.net[name]
+        ip = t.node(name).ip
+        run_in(host, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                      "net.ipv6.conf.default.disable_ipv6=1"], what=f"disable IPv6 in {name}")
+        batch = []
+        for index, port in enumerate(t.ports(name)):
+            interface = host_interface(name, port.number)
+            tor_mac = t.port(port.peer, port.peer_port).mac
+            batch.append(f"addr add {ip}/32 dev {interface}")
+            batch.append(f"link set {interface} up")
+            batch.append(f"route add {FABRIC_PREFIX} dev {interface} src {ip} metric {index + 1}")
+            for other in t.hosts:
+                if other != name:
+                    batch.append(f"neigh replace {t.node(other).ip} lladdr {tor_mac} dev {interface} nud permanent")
+            if self.pacing is not None:
+                run_in(host, self.pacing.tc_args(interface), what=f"pace {interface}")
+        run_in(host, ["ip", "-batch", "-"], stdin="\n".join(batch) + "\n", what=f"configure host {name}")
+
+    def host(self, name: str):
+        return self.net[name]
+
+    def host_pids(self) -> dict[str, int]:
+        return {name: self.net[name].pid for name in self.topology.hosts}
+
+    def stop(self) -> None:
+        if self.net is not None:
+            self.net.stop()
+            self.net = None
+
+
+def run_in(node, argv: list[str], what: str, stdin: str | None = None) -> str:
+    """Run argv in a node's namespace (no shell); raise NetworkError with its output on failure."""
+    import subprocess
+
+    process = node.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    output, _ = process.communicate(stdin)
+    if process.returncode != 0:
+        raise NetworkError(f"cannot {what}: {' '.join(argv)} exited with {process.returncode}: "
+                           f"{output.strip()}")
+    return output

@@ -1,0 +1,168 @@
+"""Starting switch processes for either target with one argv shape.
+
+The builtin target (`python -m testbed.p4model.switch`) takes the same
+command line as bmv2's `simple_switch_grpc`: common options before `--`,
+target options after it.  So the only difference between the targets is
+the executable and what the controller pushes as the device config.
+
+A switch is ready when its process is alive and its P4Runtime port accepts
+TCP connections; that is polled on a deadline, never slept for.  A switch
+that dies first raises SwitchStartError with its exit code and log tail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+BMV2_BINARY = "simple_switch_grpc"
+BMV2_COMPILER = "p4c-bm2-ss"
+
+
+class SwitchStartError(TestbedError):
+    """A switch process that could not be started or died during start-up."""
+
+
+def bmv2_available() -> bool:
+    return shutil.which(BMV2_BINARY) is not None and shutil.which(BMV2_COMPILER) is not None
+
+
+def resolve_target(target: str) -> str:
+    """`auto` means bmv2 where both its binaries exist, otherwise builtin."""
+    if target == "auto":
+        return "bmv2" if bmv2_available() else "builtin"
+    if target == "bmv2" and not bmv2_available():
+        raise SwitchStartError(
+            f"switch.target is bmv2 but {BMV2_BINARY} and {BMV2_COMPILER} are not both on PATH; "
+            "use target: auto or builtin, or run in the Vagrant lab")
+    if target not in ("builtin", "bmv2"):
+        raise SwitchStartError(f"unknown switch target {target!r} (expected auto, builtin or bmv2)")
+    return target
+
+
+@dataclass
+class SwitchConfig:
+    """Everything needed to start one switch process."""
+
+    name: str
+    target: str  # builtin | bmv2 (already resolved)
+    device_id: int
+    grpc_port: int
+    thrift_port: int
+    ports: dict[int, str]  # port number -> interface name
+    log_file: Path
+    cpu_port: int | None = None
+    priority_queues: int = 1
+    pcap_dir: Path | None = None
+    log_level: str = "info"
+    tm_commands: list[str] = field(default_factory=list)
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def argv(self) -> list[str]:
+        if self.target == "bmv2":
+            executable = [BMV2_BINARY]
+        else:
+            executable = [sys.executable, "-m", "testbed.p4model.switch"]
+        common = []
+        for number, interface in sorted(self.ports.items()):
+            common += ["-i", f"{number}@{interface}"]
+        common += ["--device-id", str(self.device_id), "--thrift-port", str(self.thrift_port),
+                   "--log-file", str(self.log_file), "--log-level", self.log_level]
+        if self.pcap_dir is not None:
+            common += ["--pcap", str(self.pcap_dir)]
+        common += ["--no-p4"]
+        target = ["--grpc-server-addr", self.grpc_addr, "--priority-queues", str(self.priority_queues)]
+        if self.cpu_port is not None:
+            target += ["--cpu-port", str(self.cpu_port)]
+        if self.target == "builtin":
+            for command in self.tm_commands:
+                target += ["--tm", command]
+        return executable + common + ["--"] + target
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+class SwitchProcess:
+    """One running switch; `start()` returns at once, `wait_ready()` polls."""
+
+    def __init__(self, config: SwitchConfig) -> None:
+        self.config = config
+        self.process: subprocess.Popen | None = None
+        self._stdout_path = config.log_file.with_suffix(".stdout")
+
+    def start(self) -> int:
+        self.config.log_file.parent.mkdir(parents=True, exist_ok=True)
+        if self.config.pcap_dir is not None:
+            self.config.pcap_dir.mkdir(parents=True, exist_ok=True)
+        argv = self.config.argv()
+        with open(self._stdout_path, "wb") as out:
+            try:
+                self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            except OSError as error:
+                raise SwitchStartError(f"cannot start switch {self.config.name} ({argv[0]}): "
+                                       f"{error.strerror}") from None
+        return self.process.pid
+
+    def wait_ready(self, deadline: float) -> None:
+        """Poll until the gRPC port accepts connections; raise with evidence on failure."""
+        assert self.process is not None, "start() first"
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise SwitchStartError(
+                    f"switch {self.config.name} exited with code {code} during start-up; "
+                    f"log {self.config.log_file}:\n{log_tail(self.config.log_file)}\n"
+                    f"{log_tail(self._stdout_path)}")
+            if _port_open(self.config.grpc_port):
+                return
+            if time.monotonic() > deadline:
+                raise SwitchStartError(
+                    f"switch {self.config.name} did not open its gRPC port {self.config.grpc_port} "
+                    f"in time; log {self.config.log_file}:\n{log_tail(self._stdout_path)}")
+            time.sleep(0.05)
+
+    def stop(self, timeout_s: float = 5.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.terminate()
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def start_all(switches: list[SwitchProcess], timeout_s: float = 60.0, on_started=None) -> None:
+    """Start every switch at once, then wait for all: start-up runs in parallel."""
+    for switch in switches:
+        pid = switch.start()
+        if on_started is not None:
+            on_started(switch, pid)
+    deadline = time.monotonic() + timeout_s
+    for switch in switches:
+        switch.wait_ready(deadline)

@@ -1,0 +1,39 @@
+"""Both targets start from one argv shape: common options, `--`, target options."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.emulation import switches
+from testbed.emulation.switches import SwitchConfig, SwitchStartError, resolve_target
+
+
+def config(target):
+    return SwitchConfig(name="leaf1", target=target, device_id=3, grpc_port=9561, thrift_port=9092,
+                        ports={2: "leaf1-eth2", 1: "leaf1-eth1"}, log_file=Path("/tmp/l.log"),
+                        cpu_port=255, priority_queues=2, tm_commands=["set_port_rate_bps 20000000"])
+
+
+def test_builtin_and_bmv2_share_the_argv_shape():
+    builtin, bmv2 = config("builtin").argv(), config("bmv2").argv()
+    assert builtin[:3] == [sys.executable, "-m", "testbed.p4model.switch"]
+    assert bmv2[0] == "simple_switch_grpc"
+    # everything but the executable and our TM extras is identical
+    assert builtin[3:builtin.index("--tm")] == bmv2[1:]
+    common, target = bmv2[1:bmv2.index("--")], bmv2[bmv2.index("--") + 1:]
+    assert common[:4] == ["-i", "1@leaf1-eth1", "-i", "2@leaf1-eth2"], "ports in ascending order"
+    assert "--no-p4" in common and "--device-id" in common and "--thrift-port" in common
+    assert target == ["--grpc-server-addr", "127.0.0.1:9561", "--priority-queues", "2", "--cpu-port", "255"]
+    assert builtin[-2:] == ["--tm", "set_port_rate_bps 20000000"]
+
+
+def test_target_resolution(monkeypatch):
+    monkeypatch.setattr(switches, "bmv2_available", lambda: False)
+    assert resolve_target("auto") == "builtin"
+    with pytest.raises(SwitchStartError, match="simple_switch_grpc"):
+        resolve_target("bmv2")
+    with pytest.raises(SwitchStartError, match="unknown switch target"):
+        resolve_target("tofino")
+    monkeypatch.setattr(switches, "bmv2_available", lambda: True)
+    assert resolve_target("auto") == "bmv2"
