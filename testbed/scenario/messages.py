@@ -53,9 +53,11 @@ def schema_errors(data: Any, smap: SourceMap) -> list[ScenarioError]:
     """All schema violations, first line first."""
     found = []
     for error in VALIDATOR.iter_errors(data):
-        found.extend(_explain(error, smap))
-    found.sort(key=lambda e: (e.line or 0))
-    return found
+        missing = error.validator == "required"
+        found.extend((missing, e) for e in _explain(error, smap))
+    # A misspelt key also makes the real key missing: report the typo first.
+    found.sort(key=lambda pair: (pair[0], pair[1].line or 0))
+    return [e for _, e in found]
 
 
 def _explain(error: ValidationError, smap: SourceMap) -> list[ScenarioError]:

@@ -101,7 +101,9 @@ def parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
-        problem = " ".join(x for x in (error.context, error.problem) if x)
+        problem = error.problem or "malformed document"
+        if error.context:
+            problem += f" ({error.context})"
         raise ScenarioError(file, line, f"invalid YAML: {problem}") from None
     except yaml.YAMLError as error:
         raise ScenarioError(file, None, f"invalid YAML: {error}") from None

@@ -1,0 +1,92 @@
+"""`testbed validate` and `testbed show`, and the shipped scenarios."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed import cli
+from testbed.scenario import expand_variants, load_scenario
+from testbed.scenario.schema import SCHEMA
+
+ROOT = Path(__file__).parents[3]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+
+def test_shipped_scenarios_validate(capsys):
+    assert {p.name for p in SCENARIOS} >= {"default.yaml", "incast.yaml"}
+    assert cli.main(["validate", *map(str, SCENARIOS)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{SCENARIOS[0]}: ok ({len(expand_variants(load_scenario(SCENARIOS[0])))} variants)"
+    assert len(out) == len(SCENARIOS)
+
+
+def test_default_and_incast_are_what_the_brief_asks():
+    default = load_scenario(ROOT / "scenarios" / "default.yaml")
+    assert default.switch.target == "builtin" and default.links.host.rate_mbps == 20
+    assert [p.kind for p in default.workload] == ["pingall", "permutation"]
+    assert [v.name for v in expand_variants(default)] == ["load_balancing=ecmp", "load_balancing=spray"]
+    incast = load_scenario(ROOT / "scenarios" / "incast.yaml")
+    assert [v.name for v in expand_variants(incast)] == ["cc=tita", "cc=dcqcn", "cc=none"]
+    phase = incast.workload[-1]
+    assert phase.kind == "incast" and len(phase.senders) in (4, 7, 8)
+
+
+def test_validate_mixes_ok_and_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topology: {kind: leaf_spine}\nworkload: [{kind: pingal}]\n")
+    assert cli.main(["validate", str(SCENARIOS[0]), str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip().endswith("ok (2 variants)")
+    assert err.strip() == f"{bad}:2: workload[0].kind: 'pingal' is not one of: pingall, incast, " \
+                          "permutation, all_to_all, ring_allreduce"
+
+
+def test_show_prints_counts_ports_addresses_and_paths(capsys):
+    assert cli.main(["show", str(ROOT / "scenarios" / "default.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "8 hosts, 6 switches (4 leaf, 2 spine), 16 links (8 host, 8 fabric)" in out
+    assert re.search(r"leaf1\s+id 1\s+grpc 9559\s+1:h1:1 2:h2:1 3:spine1:1 4:spine2:1", out)
+    assert "h8    10.4.0.2" in out
+    assert "h1 -> h8: 2 path(s) of 4 links" in out
+    assert "variants (2): load_balancing=ecmp, load_balancing=spray" in out
+
+
+def test_show_of_a_bad_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topology: {kind: fat_tree, k: 3}\nworkload: [{kind: pingall}]\n")
+    assert cli.main(["show", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}:1: topology.k: 3 must be an even integer" in err
+
+
+def _leaf_fields(schema, prefix=""):
+    for key, sub in schema.get("properties", {}).items():
+        if key == "kind" and not sub:
+            continue
+        yield prefix + key
+        yield from _leaf_fields(sub, prefix + key + ".")
+    for branch in schema.get("allOf", []):
+        yield from _leaf_fields(branch.get("then", {}), prefix)
+    if isinstance(schema.get("items"), dict):
+        yield from _leaf_fields(schema["items"], prefix)
+
+
+def test_readme_documents_every_field_and_its_examples_validate(tmp_path):
+    readme = (ROOT / "scenarios" / "README.md").read_text()
+    missing = sorted({f.split(".")[-1] for f in _leaf_fields(SCHEMA)} - set(re.findall(r"`([a-z_]+)`", readme)))
+    assert not missing, f"scenarios/README.md does not document: {missing}"
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    assert any("topology:" in b and "workload:" in b for b in blocks), "no complete example"
+    for i, block in enumerate(blocks):
+        # fragments are completed with the two required sections, then must load
+        data = yaml.safe_load(block)
+        data.setdefault("topology", {"kind": "leaf_spine"})
+        data.setdefault("workload", [{"kind": "pingall"}])
+        path = tmp_path / f"example{i}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        try:
+            load_scenario(path)
+        except Exception as error:
+            pytest.fail(f"README example {i + 1} does not load: {error}")
