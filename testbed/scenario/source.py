@@ -8,6 +8,7 @@ which `safe_load` silently collapses to the last one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,10 +137,15 @@ class _Walker:
 
     def _scalar(self, node: ScalarNode) -> Any:
         try:
-            return self.constructor.construct_object(node, deep=True)
+            value = self.constructor.construct_object(node, deep=True)
         except yaml.YAMLError as error:
             raise ScenarioError(self.smap.file, node.start_mark.line + 1,
                                 f"invalid YAML value: {getattr(error, 'problem', error)}") from None
+        if isinstance(value, float) and math.isnan(value):
+            # NaN compares false with every bound, so range checks would pass it
+            raise ScenarioError(self.smap.file, node.start_mark.line + 1,
+                                f"'{node.value}' is not a number that can be used")
+        return value
 
     def _mapping(self, node: MappingNode, path: DataPath) -> dict:
         seen: dict[Any, int] = {}
