@@ -252,14 +252,29 @@ class _Resolver:
 
     def permutation(self, at: DataPath, hosts: tuple[str, ...], topo: Topology, cross: bool,
                     seed: str) -> tuple[tuple[str, str], ...]:
+        """A seeded random permutation without fixed points (and, with `cross`,
+        without same-ToR pairs): shuffle, then repair bad pairs by swapping
+        receivers with a random partner that keeps both pairs good."""
         rng = random.Random(f"permutation:{seed}")
         tor = {h: tuple(topo.tors_of(h)) for h in hosts}
+        n = len(hosts)
+
+        def good(i: int, receiver: str) -> bool:
+            return hosts[i] != receiver and not (cross and tor[hosts[i]] == tor[receiver])
+
         order = list(hosts)
-        for _ in range(2000):
-            rng.shuffle(order)
-            pairs = tuple(zip(hosts, order))
-            if all(s != r and (not cross or tor[s] != tor[r]) for s, r in pairs):
-                return pairs
+        rng.shuffle(order)
+        for _ in range(100):
+            bad = [i for i in range(n) if not good(i, order[i])]
+            if not bad:
+                return tuple(zip(hosts, order))
+            for i in bad:
+                if good(i, order[i]):
+                    continue
+                partners = [j for j in range(n) if good(i, order[j]) and good(j, order[i])]
+                if partners:
+                    j = rng.choice(partners)
+                    order[i], order[j] = order[j], order[i]
         raise self.fail(at + ("kind",), "found no permutation sending every selected host to a "
                         "host on another ToR; select more hosts or set cross_tor: false")
 

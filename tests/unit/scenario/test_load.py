@@ -134,3 +134,19 @@ def test_unreadable_file_is_one_line(tmp_path):
         load_scenario(tmp_path / "missing.yaml")
     assert str(caught.value).startswith(f"{tmp_path / 'missing.yaml'}: cannot read")
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("topology", ["{kind: fat_tree, k: 8}", "{kind: leaf_spine, leaves: 2, hosts_per_leaf: 5}",
+                                      "{kind: leaf_spine, dual_homed: true}"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_permutations_cross_the_fabric_at_any_size(topology, seed):
+    s = parse_scenario(f"seed: {seed}\ntopology: {topology}\nworkload: [{{kind: permutation}}]\n")
+    pairs = s.workload[0].pairs
+    assert sorted(a for a, _ in pairs) == sorted(b for _, b in pairs) == sorted(s.topo.hosts)
+    assert all(s.topo.tors_of(a) != s.topo.tors_of(b) for a, b in pairs)
+
+
+def test_permutation_within_a_tor_when_allowed():
+    s = parse_scenario("topology: {kind: leaf_spine}\n"
+                       "workload: [{kind: permutation, hosts: [h1, h2], cross_tor: false}]\n")
+    assert s.workload[0].pairs == (("h1", "h2"), ("h2", "h1"))
