@@ -51,7 +51,7 @@ DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt"
 DCQCN_BYTE_COUNTER_BDP = 5.0  # bytes of one increase timer period at line rate
 
 PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
-                       "all_to_all": 64 * 1024, "ring_allreduce": 1024 * 1024}
+                       "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024}
 
 
 def ecn_mode(cc: str) -> str:

@@ -105,7 +105,7 @@ class Phase:
     start_s: float
     hosts: tuple[str, ...]  # the selected hosts ('all' resolved), in rank order
     count: int  # pingall: pings per pair; others: messages per flow (ring: iterations)
-    message_bytes: int | None = None
+    message_bytes: int | None = None  # per flow; all_to_all and ring: each rank's buffer S
     senders: tuple[str, ...] = ()  # incast
     receiver: str | None = None  # incast
     pairs: tuple[tuple[str, str], ...] = ()  # permutation: (sender, receiver), seeded
