@@ -510,9 +510,18 @@ class _LpmMatcher:
 
 
 class _PriorityMatcher:
-    """Ternary/range/optional tables.  Rows sorted by (-priority, seq).
-    Every non-range key is a slice of one concatenated integer: the row
-    matches when (K & mask) == value and every range holds."""
+    """Ternary/range/optional tables (and tables with several lpm keys),
+    by tuple-space search.  Every non-range key is a slice of one
+    concatenated integer K; an entry is a (mask, value) pair over K plus
+    range checks.  Entries are bucketed by mask, then by value, so a probe
+    is one dict lookup per distinct mask (ACL-style tables have few).  The
+    mask groups are visited best-first and the search stops as soon as no
+    remaining group can beat the best match found.
+
+    Rank (an int, smaller wins): larger priority first; with priority 0
+    (multi-lpm tables) more mask bits first; then older first."""
+
+    _SEQ_BITS = 48
 
     def __init__(self, fields: list) -> None:
         self._fields = fields
@@ -522,15 +531,14 @@ class _PriorityMatcher:
             offsets.append(total)
             total += f.width
         self._offsets = list(reversed(offsets))
-        self._range_idx = [i for i, f in enumerate(fields) if f.match_kind == "range"]
-        self._rows: list = []       # (sort key, mask, value, ranges, entry)
-        self._n = len(fields)
-        if self._n == 1:
-            self.lookup = self._lookup_one
-        elif not self._range_idx:
-            self.lookup = self._lookup_masked
-        else:
-            self.lookup = self._lookup_ranges
+        self._total = total
+        self._spec_bits = max(16, total.bit_length() + 1)
+        self._widths = [f.width for f in fields]
+        self._groups: dict = {}     # mask -> {value: [(rank, ranges, entry), ...]}
+        self._best: dict = {}       # mask -> best rank in that group
+        self._order: list = []      # [(best rank, mask, buckets)] best first
+        self._compiled: dict = {}   # id(entry) -> (mask, value, rank)
+        self.lookup = self._lookup_one if len(fields) == 1 else self._lookup_multi
 
     def _compile(self, entry: TableEntry):
         mask = 0
@@ -556,54 +564,71 @@ class _PriorityMatcher:
             shift = self._offsets[i]
             mask |= m << shift
             value |= v << shift
-        return mask, value, tuple(ranges)
+        spec = 0 if entry.priority else self._total - bin(mask).count("1")
+        rank = ((((1 << 32) - entry.priority) << self._spec_bits | spec)
+                << self._SEQ_BITS) | entry.seq
+        return mask, value, tuple(ranges), rank
 
     def add(self, entry: TableEntry) -> None:
-        mask, value, ranges = self._compile(entry)
-        # lpm-only multi-key tables have no priorities: longer total
-        # prefix first (priority 0 for everyone otherwise).
-        insort(self._rows, ((-entry.priority, -bin(mask).count("1") if not entry.priority else 0,
-                             entry.seq), mask, value, ranges, entry),
-               key=lambda row: row[0])
+        mask, value, ranges, rank = self._compile(entry)
+        self._compiled[id(entry)] = (mask, value, rank)
+        buckets = self._groups.setdefault(mask, {})
+        insort(buckets.setdefault(value, []), (rank, ranges, entry), key=lambda r: r[0])
+        best = self._best.get(mask)
+        if best is None or rank < best:
+            self._best[mask] = rank
+            self._reorder()
 
     def remove(self, entry: TableEntry) -> None:
-        for i, row in enumerate(self._rows):
-            if row[4] is entry:
-                del self._rows[i]
-                return
+        compiled = self._compiled.pop(id(entry), None)
+        if compiled is None:
+            return
+        mask, value, rank = compiled
+        buckets = self._groups[mask]
+        rows = buckets[value]
+        rows[:] = [row for row in rows if row[2] is not entry]
+        if not rows:
+            del buckets[value]
+        if not buckets:
+            del self._groups[mask]
+            del self._best[mask]
+        elif rank == self._best[mask]:
+            self._best[mask] = min(r[0][0] for r in buckets.values())
+        else:
+            return
+        self._reorder()
 
-    def _concat(self, key: tuple) -> int:
+    def _reorder(self) -> None:
+        """The mask groups, best first (few: one per distinct mask)."""
+        self._order = sorted(((self._best[mask], mask, buckets)
+                              for mask, buckets in self._groups.items()),
+                             key=lambda g: g[0])
+
+    def _lookup_multi(self, key: tuple):
         k = 0
-        for f, v in zip(self._fields, key):
-            k = (k << f.width) | v
-        return k
+        for width, v in zip(self._widths, key):
+            k = (k << width) | v
+        return self._search(k, key)
 
     def _lookup_one(self, key: tuple):
-        k = key[0]
-        for _s, mask, value, ranges, entry in self._rows:
-            if k & mask == value:
-                if ranges:
-                    _i, lo, hi = ranges[0]
-                    if not lo <= k <= hi:
-                        continue
-                return entry
-        return None
+        return self._search(key[0], key)
 
-    def _lookup_masked(self, key: tuple):
-        k = self._concat(key)
-        for _s, mask, value, _r, entry in self._rows:
-            if k & mask == value:
-                return entry
-        return None
-
-    def _lookup_ranges(self, key: tuple):
-        k = self._concat(key)
-        for _s, mask, value, ranges, entry in self._rows:
-            if k & mask != value:
+    def _search(self, k: int, key: tuple):
+        best = None
+        best_rank = 0
+        for group_rank, mask, buckets in self._order:
+            if best is not None and group_rank > best_rank:
+                break
+            rows = buckets.get(k & mask)
+            if rows is None:
                 continue
-            for i, lo, hi in ranges:
-                if not lo <= key[i] <= hi:
+            for rank, ranges, entry in rows:
+                if best is not None and rank > best_rank:
                     break
-            else:
-                return entry
-        return None
+                for i, lo, hi in ranges:
+                    if not lo <= key[i] <= hi:
+                        break
+                else:
+                    best, best_rank = entry, rank
+                    break
+        return best

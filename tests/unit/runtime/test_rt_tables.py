@@ -345,3 +345,42 @@ def test_indirect_table_with_profile():
     prof.delete_group(10)
     t.modify(TableEntry((1,), member_id=2))
     prof.delete_member(1)
+
+
+def _matches(match, key):
+    (tv, tm), (lo, hi), opt = match
+    return key[0] & tm == tv and lo <= key[1] <= hi and (opt is None or opt == key[2])
+
+
+@settings(max_examples=80)
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([0, 0xC, 0xF, 0x3]),
+                          st.integers(0, 15), st.integers(0, 15),
+                          st.one_of(st.none(), st.integers(0, 3)),
+                          st.integers(1, 6), st.booleans()),
+                max_size=40),
+       st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(0, 3)),
+                min_size=1, max_size=20))
+def test_mixed_kinds_with_deletes_equal_bruteforce(ops, keys):
+    """ternary + range + optional, inserts interleaved with deletes: the
+    lookup is always the max-priority (then oldest) matching entry."""
+    t = table([MatchField("t", "ternary", 4), MatchField("r", "range", 4),
+               MatchField("o", "optional", 2)])
+    live = []   # (match, priority, tag) in insertion order
+    tag = 0
+    for v, m, a, b, opt, prio, delete in ops:
+        match = ((v & m, m), (min(a, b), max(a, b)), opt)
+        existing = [x for x in live if x[0] == match and x[1] == prio]
+        if delete and existing:
+            t.delete(match, prio)
+            live.remove(existing[0])
+        elif not existing:
+            tag += 1
+            t.insert(TableEntry(match, priority=prio, action=fwd(tag)))
+            live.append((match, prio, tag))
+    for key in keys:
+        best = None
+        for match, prio, tg in live:       # oldest first: keep the first max
+            if _matches(match, key) and (best is None or prio > best[0]):
+                best = (prio, tg)
+        got = t.lookup(key)
+        assert (got.action == fwd(best[1])) if best else got is None
