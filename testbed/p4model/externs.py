@@ -138,23 +138,23 @@ class MeterState:
     runs it.
 
     bmv2 keeps, per rate, an integer token count capped at the burst size
-    and refills it from a single time origin: tokens_since_origin =
-    floor(microseconds_since_origin * rate_per_microsecond), and a packet
-    adds the increase since the previous packet.  The peak bucket is
+    and refills it from a single time origin (the switch start; here the
+    clock's zero): tokens_since_origin = floor(microseconds_since_origin *
+    rate_per_microsecond), and a packet adds the increase since the
+    previous packet (since configuration, for the first).  The peak bucket is
     tested first: short -> RED (nothing taken); else its tokens are taken
     and the committed bucket is tested: short -> YELLOW; else taken ->
     GREEN.  Configuring fills both buckets.  Unconfigured -> GREEN.
     Rates are per second (packets or bytes as the meter's kind), bursts in
     packets or bytes, as in a P4Runtime MeterConfig."""
 
-    __slots__ = ("kind", "clock", "_origin_ns", "_config", "_rates")
+    __slots__ = ("kind", "clock", "_config", "_rates")
 
     def __init__(self, kind: str, clock: Optional[Clock] = None) -> None:
         if kind not in ("packets", "bytes"):
             raise ValueError(f"bad meter kind {kind!r}")
         self.kind = kind
         self.clock = clock if clock is not None else MonotonicClock()
-        self._origin_ns = self.clock.now_ns()
         self._config = None
         # per rate, peak first: [rate_per_us, burst, tokens, tokens_last, colour]
         self._rates = None
@@ -185,7 +185,7 @@ class MeterState:
         rates = self._rates
         if rates is None:
             return GREEN
-        micros = (self.clock.now_ns() - self._origin_ns) // 1000
+        micros = self.clock.now_ns() // 1000
         need = 1 if self.kind == "packets" else packet_length_bytes
         for rate in rates:
             since_origin = int(micros * rate[0])

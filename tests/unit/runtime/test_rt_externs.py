@@ -161,3 +161,31 @@ def test_random_source_inclusive_and_seeded():
     assert values == [b.uniform(3, 5) for _ in range(300)]
     assert set(values) == {3, 4, 5}
     assert a.uniform(9, 9) == 9
+
+
+def test_meter_tokens_accrue_on_clock_whole_units_as_bmv2():
+    """bmv2 counts tokens as floor(us_since_origin * rate): at 1 packet/s a
+    token arrives at each whole second of the clock, whenever the last
+    packet was."""
+    clock = ManualClock()
+    cell = MeterState("packets", clock)
+    cell.set_config(1, 1, 1, 1)
+    clock.set_ns(600_000_000)
+    assert cell.execute(64) == GREEN          # buckets start full
+    clock.set_ns(1_100_000_000)
+    assert cell.execute(64) == GREEN          # token of second 1
+    clock.set_ns(1_900_000_000)
+    assert cell.execute(64) == RED            # no new whole second
+    clock.set_ns(2_000_000_000)
+    assert cell.execute(64) == GREEN
+
+
+def test_meter_reconfigure_refills_buckets():
+    clock = ManualClock()
+    cell = MeterState("packets", clock)
+    cell.set_config(1, 1, 1, 1)
+    assert cell.execute(64) == GREEN
+    assert cell.execute(64) == RED
+    cell.set_config(1, 1, 1, 1)
+    assert cell.get_config() == (1, 1, 1, 1)
+    assert cell.execute(64) == GREEN
