@@ -146,14 +146,16 @@ class Table:
     # -------------------------------------------------------------- entries
 
     def _install_const(self, entries: list) -> None:
-        """Const (program-given) entries.  In a priority table entries
-        without an explicit priority get n, n-1, ..., 1 in listed order,
-        so the earlier listed wins, as p4c's bmv2 back end does."""
+        """Program-given entries (`const entries` or `entries`).  In a
+        priority table entries without an explicit priority get n, n-1,
+        ..., 1 in listed order, so the earlier listed wins, as p4c's bmv2
+        back end does.  They are const (kept by clear(), read back with
+        is_const) only when the table's entries are const."""
         n = len(entries)
         for i, entry in enumerate(entries):
             if self.needs_priority and not entry.priority:
                 entry.priority = n - i
-            entry.is_const = True
+            entry.is_const = self.entries_are_const
             self._check_entry(entry, const=True)
             ident = self._ident(entry.match, entry.priority)
             if ident in self._by_id:

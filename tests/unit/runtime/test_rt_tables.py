@@ -209,12 +209,18 @@ def test_const_table_refuses_writes():
     assert len(t) == 1
 
 
-def test_clear_keeps_const_entries():
+def test_non_const_initial_entries_are_writable():
+    """`entries = {...}` without const: initial entries the control plane
+    may modify and delete, not flagged const."""
     t = Table("c", [MatchField("a", "exact", 8)], ["fwd", "NoAction"], NOP, False, 16,
               const_entries=[TableEntry((1,), action=fwd(1))], entries_are_const=False)
+    assert not t.lookup((1,)).is_const
     t.insert(TableEntry((2,), action=fwd(2)))
+    t.modify(TableEntry((1,), action=fwd(3)))
+    assert t.lookup((1,)).action == fwd(3)
+    t.delete((1,))
     t.clear()
-    assert t.lookup((1,)) is not None and t.lookup((2,)) is None
+    assert len(t) == 0
 
 
 @settings(max_examples=60)
