@@ -95,9 +95,14 @@ class P4InfoIndex:
 
     @staticmethod
     def match_field(table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
+        """By full name, else by last name component (so `dstAddr` finds `hdr.ipv4.dstAddr`)."""
         for field in table.match_fields:
-            if field.name == name or field.name.split(".")[-1] == name:
+            if field.name == name:
                 return field
+        short = name.split(".")[-1]
+        matches = [f for f in table.match_fields if f.name.split(".")[-1] == short]
+        if len(matches) == 1:
+            return matches[0]
         raise P4InfoError(f"table {table.preamble.name} has no match field {name!r} "
                           f"(it has: {', '.join(f.name for f in table.match_fields)})")
 

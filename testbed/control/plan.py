@@ -1,0 +1,122 @@
+"""What every switch of a fabric must be told, computed from topology + scenario.
+
+A pure function of its inputs (no switches, no sockets) so it is tested
+directly; `testbed.control.apply` pushes a plan to running switches.  The
+tables and their meaning are the contract in p4src/README.md.
+
+Routing: one /32 route per destination host, to a next-hop group whose
+members are the equal-cost egress ports towards it (the topology's
+shortest paths), in port order.  Port numbers grow with the neighbour's
+index on every switch, so member i of a leaf's uplink group is the same
+spine on every leaf: a cell that reuses its credit's entropy value then
+retraces the credit's path in reverse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from testbed.control.p4runtime_client import TableEntrySpec
+from testbed.topo.model import Topology
+
+CELL_UDP_OVERHEAD = 8 + 24  # UDP header + cell header in front of a DATA body
+CELL_MODES = {"ecmp": 0, "spray_rr": 1, "spray_entropy": 2, "spray_random": 3}
+DATA_PRIORITY, CREDIT_PRIORITY = 0, 1
+PMAX_SCALE = 65536
+
+
+@dataclass
+class MeterSetting:
+    meter: str
+    index: int
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+@dataclass
+class SwitchPlan:
+    """Everything one switch needs after its pipeline is set."""
+
+    switch: str
+    entries: list[TableEntrySpec] = field(default_factory=list)
+    meters: list[MeterSetting] = field(default_factory=list)
+    tm_commands: list[str] = field(default_factory=list)  # traffic-manager control lines
+    groups: dict[tuple[int, ...], int] = field(default_factory=dict)  # member ports -> group id
+
+
+def _group_id(plan: SwitchPlan, ports: tuple[int, ...], cell_mode: int, neighbour_macs: dict[int, str]) -> int:
+    if ports in plan.groups:
+        return plan.groups[ports]
+    group = len(plan.groups) + 1
+    plan.groups[ports] = group
+    plan.entries.append(TableEntrySpec("FabricIngress.groups", {"group_id": group}, "FabricIngress.set_group",
+                                       {"size": len(ports), "cell_mode": cell_mode}))
+    for member, port in enumerate(ports):
+        plan.entries.append(TableEntrySpec(
+            "FabricIngress.group_members", {"group_id": group, "member": member},
+            "FabricIngress.set_next_hop", {"port": port, "next_hop_mac": neighbour_macs[port]}))
+    return group
+
+
+def _link_params(scenario, tier: str):
+    return scenario.links.host if tier == "host" else scenario.links.fabric
+
+
+def credit_rate_pps(link_rate_mbps: float, scenario) -> int:
+    """Credits per second a port may send: the link's credit share over the
+    credit frame size (ExpressPass: credit/(credit+data) of the link rate)."""
+    bits = scenario.derived.credit_wire_bytes * 8
+    return max(1, int(link_rate_mbps * 1e6 * scenario.fabric.credits.rate_fraction / bits))
+
+
+def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
+    plan = SwitchPlan(switch)
+    fabric = scenario.fabric
+    cell_mode = CELL_MODES[fabric.load_balancing]
+    ports = topology.ports(switch)
+    neighbour_macs = {p.number: topology.port(p.peer, p.peer_port).mac for p in ports}
+
+    plan.entries.append(TableEntrySpec("FabricIngress.cell_config", {}, "FabricIngress.set_cell_size",
+                                       {"data_udp_length": CELL_UDP_OVERHEAD + fabric.cell_size},
+                                       is_default=True))
+    for host in topology.hosts:
+        members = tuple(topology.next_hops(switch, host))
+        group = _group_id(plan, members, cell_mode, neighbour_macs)
+        plan.entries.append(TableEntrySpec("FabricIngress.ipv4_routes",
+                                           {"dstAddr": (topology.node(host).ip, 32)},
+                                           "FabricIngress.route_to_group", {"group_id": group}))
+
+    for port in ports:
+        plan.entries.append(TableEntrySpec("FabricEgress.port_macs", {"egress_port": port.number},
+                                           "FabricEgress.set_source_mac", {"mac": port.mac}))
+        ecn = fabric.ecn
+        if ecn.mode == "step":
+            plan.entries.append(TableEntrySpec("FabricEgress.ecn_config",
+                                               {"egress_port": port.number},
+                                               "FabricEgress.mark_step", {"k": ecn.k_cells}))
+        elif ecn.mode == "red":
+            pmax = min(PMAX_SCALE - 1, int(round(ecn.pmax * PMAX_SCALE)))
+            plan.entries.append(TableEntrySpec("FabricEgress.ecn_config",
+                                               {"egress_port": port.number},
+                                               "FabricEgress.mark_red",
+                                               {"kmin": ecn.kmin_cells, "kmax": ecn.kmax_cells, "pmax": pmax}))
+        link = _link_params(scenario, port.tier)
+        rate_bps = int(link.rate_mbps * 1e6)
+        plan.tm_commands += [
+            f"set_port_rate_bps {rate_bps} {port.number}",
+            f"set_port_delay_us {int(link.delay_us)} {port.number}",
+            f"set_queue_depth {link.buffer_packets} {port.number} {DATA_PRIORITY}",
+        ]
+        if fabric.credits.enabled:
+            credits = fabric.credits
+            rate = credit_rate_pps(link.rate_mbps, scenario)
+            plan.meters.append(MeterSetting("FabricIngress.credit_meter", port.number, rate,
+                                            credits.burst_credits, rate, credits.burst_credits))
+            plan.tm_commands.append(f"set_queue_depth {credits.queue_credits} {port.number} {CREDIT_PRIORITY}")
+    return plan
+
+
+def plan_fabric(topology: Topology, scenario) -> dict[str, SwitchPlan]:
+    return {switch: plan_switch(topology, scenario, switch) for switch in topology.switches}

@@ -1,0 +1,84 @@
+"""The controller's plan: routes, groups, ECN, credits and link settings per switch."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from testbed.control.plan import CELL_MODES, credit_rate_pps, plan_fabric, plan_switch
+from testbed.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def default():
+    return load_scenario(ROOT / "scenarios" / "default.yaml")
+
+
+def entries(plan, table):
+    return [e for e in plan.entries if e.table == table]
+
+
+def test_leaf_routes_remote_hosts_over_both_spines_in_spine_order(default):
+    topology = default.topo
+    plan = plan_switch(topology, default, "leaf1")
+    routes = {e.match["dstAddr"][0]: e.params["group_id"] for e in entries(plan, "FabricIngress.ipv4_routes")}
+    assert len(routes) == len(topology.hosts)
+    remote = [h for h in topology.hosts if "leaf1" not in topology.tors_of(h)]
+    uplinks = tuple(topology.next_hops("leaf1", remote[0]))
+    assert len(uplinks) == 2
+    assert {routes[topology.node(h).ip] for h in remote} == {plan.groups[uplinks]}, "one shared uplink group"
+    members = entries(plan, "FabricIngress.group_members")
+    uplink_members = sorted((e.match["member"], e.params["port"]) for e in members
+                            if e.match["group_id"] == plan.groups[uplinks])
+    spines = [topology.port("leaf1", port).peer for _, port in uplink_members]
+    assert spines == sorted(spines), "member i is the same spine on every leaf"
+    local = [h for h in topology.hosts if "leaf1" in topology.tors_of(h)]
+    for host in local:
+        group = routes[topology.node(host).ip]
+        (ports,) = [p for p, g in plan.groups.items() if g == group]
+        assert len(ports) == 1 and topology.port("leaf1", ports[0]).peer == host
+
+
+def test_next_hop_mac_is_the_neighbours_port_mac(default):
+    topology = default.topo
+    plan = plan_switch(topology, default, "spine1")
+    for e in entries(plan, "FabricIngress.group_members"):
+        port = topology.port("spine1", e.params["port"])
+        assert e.params["next_hop_mac"] == topology.port(port.peer, port.peer_port).mac
+
+
+@pytest.mark.parametrize("mode", sorted(CELL_MODES))
+def test_cell_mode_follows_load_balancing(default, mode):
+    scenario = dataclasses.replace(default, fabric=dataclasses.replace(default.fabric, load_balancing=mode))
+    plan = plan_switch(scenario.topo, scenario, "leaf2")
+    assert {e.params["cell_mode"] for e in entries(plan, "FabricIngress.groups")} == {CELL_MODES[mode]}
+
+
+def test_ecn_credit_and_link_settings(default):
+    fabric = dataclasses.replace(
+        default.fabric,
+        ecn=dataclasses.replace(default.fabric.ecn, mode="red", kmin_cells=5, kmax_cells=20, pmax=0.2),
+        credits=dataclasses.replace(default.fabric.credits, enabled=True))
+    scenario = dataclasses.replace(default, fabric=fabric)
+    plan = plan_switch(scenario.topo, scenario, "leaf1")
+    ports = [p.number for p in scenario.topo.ports("leaf1")]
+    red = entries(plan, "FabricEgress.ecn_config")
+    assert sorted(e.match["egress_port"] for e in red) == ports
+    assert red[0].action == "FabricEgress.mark_red" and red[0].params == {"kmin": 5, "kmax": 20, "pmax": 13107}
+    assert [m.index for m in plan.meters] == ports
+    rate = credit_rate_pps(scenario.links.host.rate_mbps, scenario)
+    # credits at the credit share of the link: about one per data cell the reverse link can carry
+    cells_per_s = scenario.links.host.rate_mbps * 1e6 / (scenario.derived.cell_wire_bytes * 8)
+    assert 0.8 * cells_per_s < rate < 1.05 * cells_per_s
+    assert plan.meters[0].cburst == fabric.credits.burst_credits
+    assert f"set_queue_depth {fabric.credits.queue_credits} {ports[0]} 1" in plan.tm_commands
+    assert f"set_port_rate_bps {int(scenario.links.host.rate_mbps * 1e6)} {ports[0]}" in plan.tm_commands
+
+
+def test_no_ecn_entries_when_off_and_a_plan_for_every_switch(default):
+    plans = plan_fabric(default.topo, default)
+    assert set(plans) == set(default.topo.switches)
+    if default.fabric.ecn.mode == "none":
+        assert not any(entries(p, "FabricEgress.ecn_config") for p in plans.values())
