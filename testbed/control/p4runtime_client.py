@@ -202,6 +202,16 @@ class P4RuntimeClient:
         entry.data.bitstring = encode_value(value, width, f"register {name}[{index}]")
         self.write([update])
 
+    def write_meter(self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        meter = self._need_index().meter(name)
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+        entry = update.entity.meter_entry
+        entry.meter_id = meter.preamble.id
+        entry.index.index = index
+        entry.config.cir, entry.config.cburst = cir, cburst
+        entry.config.pir, entry.config.pburst = pir, pburst
+        self.write([update])
+
     def set_multicast_group(self, group_id: int, ports: list[int]) -> None:
         update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
         group = update.entity.packet_replication_engine_entry.multicast_group_entry
