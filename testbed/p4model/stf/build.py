@@ -23,6 +23,7 @@ Mapping notes (reference harness -> P4Runtime):
 
 from __future__ import annotations
 
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.control_plane import encode_value
@@ -32,7 +33,9 @@ from testbed.p4model.stf.parser import Command
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
-_KINDS = {1: "exact", 2: "lpm", 3: "ternary", 4: "range", 5: "optional"}
+_KINDS = {p4info_pb2.MatchField.EXACT: "exact", p4info_pb2.MatchField.LPM: "lpm",
+          p4info_pb2.MatchField.TERNARY: "ternary", p4info_pb2.MatchField.RANGE: "range",
+          p4info_pb2.MatchField.OPTIONAL: "optional"}
 
 
 class BuildError(Exception):
