@@ -14,7 +14,7 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
 from testbed.errors import TestbedError
-from testbed.p4model.p4info.generate import generate
+from testbed.p4model.p4info.builder import generate
 
 __all__ = ["generate", "main", "render", "parse", "write", "read", "format_for"]
 
