@@ -133,10 +133,14 @@ class Generator:
             for child in view.children:
                 if isinstance(child, ir.TableDecl):
                     self._add(nm.TABLE, child.cp_name, child.annotations, child.loc)
-                    for inst, prefix in ((child.implementation, nm.ACTION_PROFILE),
-                                         (child.counters, nm.DIRECT_COUNTER),
-                                         (child.meters, nm.DIRECT_METER)):
+                    for inst, prefix, prop in ((child.implementation, nm.ACTION_PROFILE, "implementation"),
+                                               (child.counters, nm.DIRECT_COUNTER, "counters"),
+                                               (child.meters, nm.DIRECT_METER, "meters")):
                         if inst is not None and not self._declared(inst):
+                            if not inst.cp_name:
+                                raise P4Error(inst.loc, f"table {child.cp_name}: the '{prop}' property "
+                                                        "constructs an instance without a @name "
+                                                        "annotation, which P4Runtime cannot name")
                             self.symbols.add(prefix, inst.cp_name)
                 else:
                     self._collect_extern(child)
@@ -299,7 +303,9 @@ class Generator:
     def _default_args(self, call, ref: ir.ActionRef) -> None:
         action = ref.action
         ids = dict(zip((id(p) for p in action.params), self._param_ids(action)))
-        for param, arg in zip(action.data_params(), ref.args):
+        params = action.data_params()
+        args = list(ref.args) + [p.default for p in params[len(ref.args):]]
+        for param, arg in zip(params, args):
             value = _const_int(arg)
             if value is None:
                 raise P4Error(ref.loc, f"default action {action.cp_name}: argument for "

@@ -230,3 +230,20 @@ def test_render_and_parse_round_trip():
     for fmt in ("text", "json", "binary"):
         assert parse(render(info, fmt), fmt) == info
     assert render(info).startswith(b"# proto-file: p4/config/v1/p4info.proto")
+
+
+def test_default_action_arguments_fall_back_to_parameter_defaults():
+    a = action("Ing.add", [("va", ir.BitT(32)), ("vb", ir.BitT(32))])
+    a.params[1].default = const(0)
+    t = table("Ing.t", [], [a], ir.ActionRef(a, [const(10)]), const_default=True)
+    info = generate(program(control("Ing", [a, t], apply_all(t))))
+    args = info.tables[0].initial_default_action.arguments
+    assert [(x.param_id, x.value) for x in args] == [(1, b"\x00\x00\x00\x0a"), (2, b"\x00\x00\x00\x00")]
+
+
+def test_anonymous_in_place_profile_is_an_error():
+    a = action("Ing.a")
+    anonymous = instance("action_profile", "", [const(4)])
+    t = table("Ing.t", [], [a], None, implementation=anonymous)
+    with pytest.raises(P4Error, match="without a @name"):
+        generate(program(control("Ing", [a, t], apply_all(t))))
