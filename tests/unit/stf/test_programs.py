@@ -11,7 +11,21 @@ ROOT = Path(__file__).resolve().parents[3]
 PROGRAMS = ROOT / "tests" / "p4programs"
 DATA = Path(__file__).resolve().parent / "data"
 
-pytest.importorskip("testbed.p4model.pipeline", reason="the pipeline (compiler) has not landed")
+
+
+def _missing_part():
+    """The part of the target not written yet, if any (these tests need all)."""
+    try:
+        from testbed.p4model.frontend import load_program  # noqa: F401
+        from testbed.p4model.p4info import generate  # noqa: F401
+        from testbed.p4model.pipeline import load  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing_part() is not None,
+                                reason=f"builtin target incomplete: {_missing_part()}")
 
 
 def testbed_stf(*args):
