@@ -1,0 +1,121 @@
+"""`testbed run`, `testbed clean` and `testbed shell`."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise TestbedError(f"{what} needs root (network namespaces, Mininet); run it with sudo")
+
+
+def run_command(args) -> int:
+    from testbed.emulation.run import VariantRun
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.telemetry.report import write_report
+    from testbed.telemetry.summary import summarize_variant
+
+    scenario = load_scenario(args.scenario)
+    variants = expand_variants(scenario)
+    if args.variant:
+        chosen = [v for v in variants if v.name in args.variant]
+        unknown = set(args.variant) - {v.name for v in chosen}
+        if unknown:
+            raise TestbedError(f"{args.scenario}: no variant named {', '.join(sorted(unknown))} "
+                               f"(variants: {', '.join(v.name for v in variants)})")
+        variants = chosen
+    _need_root("testbed run")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(args.runs_dir) / scenario.name / stamp
+    run_dirs, summaries = {}, {}
+    for number, variant in enumerate(variants, start=1):
+        prefix = f"[{number}/{len(variants)} {variant.name}]"
+        print(f"{prefix} starting", flush=True)
+        run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
+        started = time.monotonic()
+        VariantRun(variant, run_dir, REPO_ROOT,
+                   progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
+        run_dirs[variant.name] = run_dir
+        summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo)
+        print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
+    report = write_report(scenario, run_dirs, summaries, out_dir)
+    print(f"report: {report}")
+    return 0
+
+
+def clean_command(args) -> int:
+    from testbed.emulation.cleanup import clean_all
+
+    results = clean_all()
+    if not results:
+        print("nothing to clean: no run left anything behind")
+    for manifest, report in results:
+        what = ", ".join(filter(None, [
+            f"{len(report.killed)} processes" if report.killed else "",
+            f"{len(report.interfaces)} interfaces" if report.interfaces else "",
+            f"{len(report.namespaces)} namespaces" if report.namespaces else ""])) or "nothing left"
+        print(f"{manifest.run_id}: removed {what}")
+        for problem in report.problems:
+            print(f"  problem: {problem}")
+    return 1 if any(r.problems for _, r in results) else 0
+
+
+def shell_command(args) -> int:
+    """p4runtime-shell attached to a switch of a running scenario (by name or address)."""
+    from testbed.emulation.manifest import Manifest, registered_manifests
+
+    address, device_id = args.switch, args.device_id
+    if ":" not in address:
+        for path in registered_manifests():
+            for process in Manifest.load(path).processes:
+                if process.role == f"switch {address}":
+                    argv = process.argv
+                    address = argv[argv.index("--grpc-server-addr") + 1]
+                    device_id = int(argv[argv.index("--device-id") + 1])
+                    break
+            if ":" in address:
+                break
+        else:
+            raise TestbedError(f"no running switch named {args.switch!r} (is a scenario running? "
+                               "give HOST:PORT to attach to any switch)")
+    import p4runtime_sh.shell as sh
+
+    # Election id above the run's controller (0, 1): the shell becomes primary so its user can
+    # write entries; the run's telemetry only reads, which needs no arbitration.
+    sh.setup(device_id=device_id, grpc_addr=address, election_id=(0, 2))
+    try:
+        from IPython import embed
+
+        embed(user_ns={name: getattr(sh, name) for name in dir(sh) if not name.startswith("_")})
+    finally:
+        sh.teardown()
+    return 0
+
+
+def register(sub) -> None:
+    run = sub.add_parser("run", help="run a scenario: every variant on a fresh fabric, then a report",
+                         description="Build the fabric of a YAML scenario in Mininet, run its workload for "
+                                     "each variant, and write a side-by-side report (needs root).")
+    run.add_argument("scenario", help="scenario YAML file")
+    run.add_argument("--variant", action="append", help="run only this variant (repeatable), e.g. load_balancing=spray")
+    run.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    run.set_defaults(func=run_command)
+
+    clean = sub.add_parser("clean", help="remove what killed runs left behind (only what their manifests list)",
+                           description="Kill the processes and delete the interfaces and namespaces that "
+                                       "unfinished runs recorded in their manifests; nothing else is touched.")
+    clean.set_defaults(func=clean_command)
+
+    shell = sub.add_parser("shell", help="open p4runtime-shell on a switch of a running scenario",
+                           description="Attach p4runtime-shell to SWITCH (a switch name of a running "
+                                       "scenario, or HOST:PORT).")
+    shell.add_argument("switch", help="switch name (e.g. leaf1) or gRPC address HOST:PORT")
+    shell.add_argument("--device-id", type=int, default=1, help="device id when SWITCH is an address")
+    shell.set_defaults(func=shell_command)

@@ -1,0 +1,262 @@
+"""One variant of a scenario, from nothing to results and back to nothing.
+
+Order (ARCHITECTURE.md, "A run"): manifest first, then the Mininet network,
+the switch processes (in parallel, readiness polled), the controller
+(pipelines and plans, in parallel), a ping-all check, the host agents, and
+telemetry throughout.  Teardown runs whatever happened: from a `with`
+block, and from SIGTERM/SIGINT turned into an exception.  A run that is
+killed with -9 leaves its manifest for `testbed clean`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
+from testbed.control.p4runtime_client import P4RuntimeClient
+from testbed.control.plan import plan_fabric
+from testbed.emulation.manifest import Manifest
+from testbed.emulation.network import FabricNetwork, Pacing, interface_names
+from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
+from testbed.emulation.workload import scenario_messages
+from testbed.errors import TestbedError
+from testbed.host.workloads import for_host
+from testbed.telemetry.collector import Collector
+
+CPU_PORT = 255
+AGENT_MARGIN_S = 30.0
+
+
+class RunError(TestbedError):
+    """A run that could not complete; names the step and the evidence."""
+
+
+class Interrupted(RunError):
+    pass
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(f"run interrupted by signal {signal.Signals(signum).name}")
+
+
+@dataclass
+class RunResult:
+    variant: str
+    run_dir: Path
+    target: str
+    pingall: dict = field(default_factory=dict)
+    agents: dict = field(default_factory=dict)  # host -> exit code
+    notes: list[str] = field(default_factory=list)
+    tm_stats: dict = field(default_factory=dict)  # switch -> traffic-manager statistics
+
+
+class VariantRun:
+    """Runs one variant in `run_dir`; use as a context manager or call run()."""
+
+    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print) -> None:
+        self.variant = variant
+        self.scenario = variant.scenario
+        self.run_dir = run_dir
+        self.repo_root = repo_root
+        self.progress = progress
+        self.manifest = Manifest(run_id=f"{self.scenario.name}-{run_dir.name}-{os.getpid()}",
+                                 path=run_dir / "manifest.json")
+        self.network: FabricNetwork | None = None
+        self.switches: list[SwitchProcess] = []
+        self.clients: dict[str, P4RuntimeClient] = {}
+        self.agents: dict[str, subprocess.Popen] = {}
+        self.collector: Collector | None = None
+        self.result = RunResult(variant.name, run_dir, target="")
+
+    # -- the steps ---------------------------------------------------------------
+    def run(self) -> RunResult:
+        previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._prepare()
+            self._build_network()
+            self._start_switches()
+            self._configure()
+            self._pingall()
+            self._traffic()
+        finally:
+            try:
+                self.teardown()
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+        return self.result
+
+    def _prepare(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "scenario.resolved.yaml").write_text(
+            yaml.safe_dump(self.scenario.to_dict(), sort_keys=False))
+        self.result.target = resolve_target(self.scenario.switch.target)
+        topology = self.scenario.topo
+        self.manifest.plan_interfaces(interface_names(topology))
+
+    def _build_network(self) -> None:
+        self.progress(f"building the network: {self.scenario.topo.counts.switches} switches, "
+                      f"{self.scenario.topo.counts.hosts} hosts")
+        self.network = FabricNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps))
+        try:
+            self.network.build()
+        finally:
+            if self.network.net is not None:
+                for name, pid in self.network.host_pids().items():
+                    self.manifest.add_process(pid, f"host {name}", ["mininet host", name])
+
+    def _switch_config(self, name: str) -> SwitchConfig:
+        topology = self.scenario.topo
+        node = topology.node(name)
+        from testbed.emulation.network import switch_interface
+
+        switch = self.scenario.switch
+        return SwitchConfig(
+            name=name, target=self.result.target, device_id=node.device_id, grpc_port=node.grpc_port,
+            thrift_port=node.thrift_port,
+            ports={p.number: switch_interface(name, p.number) for p in topology.ports(name)},
+            log_file=self.run_dir / "logs" / f"{name}.log", cpu_port=CPU_PORT,
+            priority_queues=switch.priority_queues,
+            pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level)
+
+    def _start_switches(self) -> None:
+        self.progress(f"starting {len(self.scenario.topo.switches)} {self.result.target} switches")
+        self.switches = [SwitchProcess(self._switch_config(n)) for n in self.scenario.topo.switches]
+        start_all(self.switches, on_started=lambda s, pid: self.manifest.add_process(
+            pid, f"switch {s.config.name}", s.config.argv()))
+
+    def _configure(self) -> None:
+        self.progress("configuring switches over P4Runtime")
+        scenario = self.scenario
+        program = (self.repo_root / scenario.switch.program).resolve()
+        config = build_pipeline_config(self.result.target, program, self.run_dir / "build")
+        plans = plan_fabric(scenario.topo, scenario)
+        jobs = []
+        for switch in self.switches:
+            c = switch.config
+            client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id)
+            self.clients[c.name] = client
+            jobs.append((client, config, plans[c.name]))
+        configure_all(jobs)
+        for switch in self.switches:
+            self.result.notes += apply_tm(self.result.target, plans[switch.config.name], switch.config.thrift_port,
+                                          scenario.derived.cell_wire_bytes)
+
+    def _pingall(self) -> None:
+        if not any(p.kind == "pingall" for p in self.scenario.workload):
+            return
+        topology = self.scenario.topo
+        self.progress("ping-all connectivity check")
+        failed = []
+        pings = {}
+        for src in topology.hosts:
+            for dst in topology.hosts:
+                if src != dst:
+                    pings[(src, dst)] = self.network.host(src).popen(
+                        ["ping", "-c", "1", "-W", "2", "-q", topology.node(dst).ip],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for pair, process in pings.items():
+            if process.wait() != 0:
+                failed.append(f"{pair[0]}->{pair[1]}")
+        self.result.pingall = {"pairs": len(pings), "failed": failed}
+        if failed:
+            raise RunError(f"ping-all failed for {len(failed)} of {len(pings)} pairs "
+                           f"(first: {', '.join(failed[:5])}); switch logs in {self.run_dir / 'logs'}")
+
+    def _traffic(self) -> None:
+        scenario = self.scenario
+        messages = scenario_messages(scenario)
+        if not messages:
+            return
+        topology = scenario.topo
+        agent_dir = self.run_dir / "agents"
+        records = self.run_dir / "records"
+        agent_dir.mkdir(exist_ok=True)
+        records.mkdir(exist_ok=True)
+        (agent_dir / "peers.json").write_text(json.dumps({h: topology.node(h).ip for h in topology.hosts}))
+        (agent_dir / "workload.json").write_text(json.dumps(
+            {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
+        epoch = time.time() + 1.0
+        self.collector = Collector(list(self.clients.values()), epoch).start()
+        busy = sorted({m.src for m in messages} | {m.dst for m in messages})
+        self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
+                      f"load balancing={scenario.fabric.load_balancing}")
+        derived = scenario.derived
+        for host in busy:
+            argv = [sys.executable, "-m", "testbed.cli", "host", "--name", host, "--addr", topology.node(host).ip,
+                    "--peers-file", str(agent_dir / "peers.json"),
+                    "--workload-file", str(agent_dir / "workload.json"),
+                    "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
+                    "--link-rate-mbps", str(scenario.links.host.rate_mbps),
+                    "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),
+                    "--reorder-window-cells", str(scenario.transport.reorder_window_cells),
+                    "--entropy-values", str(scenario.fabric.entropy_values),
+                    "--records", str(records), "--epoch", str(epoch),
+                    "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
+            log = open(agent_dir / f"{host}.log", "wb")
+            process = self.network.host(host).popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root)
+            log.close()
+            self.agents[host] = process
+            self.manifest.add_process(process.pid, f"agent {host}", argv)
+        deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
+        for host, process in self.agents.items():
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                self.result.agents[host] = process.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                self.result.agents[host] = process.wait()
+                self.result.notes.append(f"agent {host} did not finish in time and was stopped")
+        failed = {h: c for h, c in self.result.agents.items() if c != 0}
+        if failed:
+            self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
+                f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    # -- teardown ------------------------------------------------------------------
+    def _collect_tm_stats(self) -> None:
+        if self.result.target != "builtin":
+            return
+        from testbed.p4model.tm_control import SwitchControlClient
+
+        for switch in self.switches:
+            try:
+                with SwitchControlClient("127.0.0.1", switch.config.thrift_port, timeout_s=3) as control:
+                    self.result.tm_stats[switch.config.name] = {
+                        "tm": control.tm_stats(), "queues": control.queue_stats()}
+            except Exception as error:  # telemetry must never block teardown
+                self.result.notes.append(f"{switch.config.name}: traffic-manager statistics unavailable ({error})")
+
+    def teardown(self) -> None:
+        for process in self.agents.values():
+            if process.poll() is None:
+                process.terminate()
+        if self.collector is not None:
+            self.collector.stop()
+            self.collector.write(self.run_dir / "telemetry.jsonl")
+            self.result.notes += sorted(set(self.collector.errors))[:5]
+        self._collect_tm_stats()
+        for client in self.clients.values():
+            client.close()
+        for switch in self.switches:
+            code = switch.stop()
+            if code not in (0, None, -signal.SIGTERM):
+                self.result.notes.append(f"switch {switch.config.name} exited with code {code}: "
+                                         f"{log_tail(switch.config.log_file, 3)}")
+        if self.network is not None:
+            self.network.stop()
+        self.manifest.finished = True
+        self.manifest.save()
+        self.manifest.unregister()
+        (self.run_dir / "result.json").write_text(json.dumps({
+            "variant": self.result.variant, "target": self.result.target, "pingall": self.result.pingall,
+            "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats},
+            indent=2, default=str))

@@ -1,0 +1,145 @@
+"""One variant's figures, computed only from what its run directory holds.
+
+Inputs: `records/*.jsonl` (host agents), `telemetry.jsonl` (switch counters
+over time), `result.json` (ping-all, traffic-manager statistics, notes),
+`scenario.resolved.yaml`.  Every figure names its unit in its key.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import yaml
+
+from testbed.host.records import read_jsonl
+
+# A switch whose dequeues ran this much behind schedule (p99) produced
+# timings the CPU, not the modelled link, decided.
+FIDELITY_P99_LAG_US = 1000.0
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _records(run_dir: Path) -> list[dict]:
+    out = []
+    for path in sorted((run_dir / "records").glob("*.jsonl")):
+        out += read_jsonl(path)
+    return out
+
+
+def _telemetry(run_dir: Path) -> list[dict]:
+    path = run_dir / "telemetry.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def port_utilisation(samples: list[dict], topology, scenario: dict) -> dict[str, float]:
+    """Share of link capacity each switch egress port carried while traffic
+    flowed: bytes between the first and last sample with any change, over
+    that time at the link's rate.  Keyed 'switch:port->neighbour'."""
+    by_switch: dict[str, list[dict]] = {}
+    for sample in samples:
+        by_switch.setdefault(sample["switch"], []).append(sample)
+    links = scenario["links"]
+    out = {}
+    for switch, series in by_switch.items():
+        series.sort(key=lambda s: s["t_s"])
+        ports = {p for s in series for p in s["tx"]}
+        for port in ports:
+            points = [(s["t_s"], s["tx"].get(port, {"bytes": 0})["bytes"]) for s in series]
+            moving = [i for i in range(1, len(points)) if points[i][1] != points[i - 1][1]]
+            if not moving:
+                continue
+            first, last = points[moving[0] - 1], points[moving[-1]]
+            seconds = last[0] - first[0]
+            if seconds <= 0:
+                continue
+            port_info = topology.port(switch, int(port))
+            rate = links["host" if port_info.tier == "host" else "fabric"]["rate_mbps"] * 1e6
+            out[f"{switch}:{port}->{port_info.peer}"] = (last[1] - first[1]) * 8 / seconds / rate
+    return out
+
+
+def jain_fairness(values: list[float]) -> float | None:
+    if not values or not any(values):
+        return None
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def summarize_variant(run_dir: Path, topology) -> dict:
+    scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
+    result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    records = _records(run_dir)
+    samples = _telemetry(run_dir)
+    sent = [r for r in records if r["kind"] == "message_sent"]
+    delivered = [r for r in records if r["kind"] == "message_delivered"]
+    fct_ms = [r["fct_us"] / 1000 for r in sent]
+    summary: dict = {"variant": result.get("variant"), "target": result.get("target")}
+    summary["messages_sent"] = len(sent)
+    summary["messages_delivered"] = len(delivered)
+    summary["messages_verified"] = sum(1 for r in delivered if r["verified"])
+    summary["fct_p50_ms"] = _percentile(fct_ms, 50)
+    summary["fct_p99_ms"] = _percentile(fct_ms, 99)
+    summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
+    if delivered:
+        start = min(r["first_cell_us"] for r in delivered)
+        end = max(r["delivered_us"] for r in delivered)
+        total = sum(r["bytes"] for r in delivered)
+        summary["goodput_mbps"] = total * 8 / max(1e-9, (end - start)) if end > start else None
+        summary["cells_out_of_order"] = sum(r["cells_out_of_order"] for r in delivered)
+        summary["max_ooo_distance_cells"] = max(r["max_ooo_distance_cells"] for r in delivered)
+        summary["peak_reorder_buffer_cells"] = max(r["peak_reorder_buffer_cells"] for r in delivered)
+        summary["ce_cells"] = sum(r["ce_cells"] for r in delivered)
+
+    last_per_switch = {}
+    for sample in samples:
+        last_per_switch[sample["switch"]] = sample
+    drops: dict[str, int] = {}
+    for sample in last_per_switch.values():
+        for reason, packets in sample["drops_packets"].items():
+            drops[reason] = drops.get(reason, 0) + packets
+    queue_drops = 0
+    fidelity_lag = []
+    tm_peaks = []
+    for switch, stats in (result.get("tm_stats") or {}).items():
+        for queue in stats.get("queues", []):
+            queue_drops += queue.get("dropped_full", 0)
+            tm_peaks.append(queue.get("max_depth", 0))
+        lag = stats.get("tm", {}).get("fidelity", {}).get("dequeue", {})
+        if lag.get("p99_lag_us") is not None:
+            fidelity_lag.append((lag["p99_lag_us"], switch))
+    if queue_drops:
+        drops["queue_full"] = queue_drops
+    summary["switch_drops_packets"] = drops
+    summary["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_per_switch.values())
+    # The program's register sees enq_qdepth; the traffic manager its own peak: report the larger.
+    peaks = [v for s in samples for v in s["max_qdepth_packets"].values()] + tm_peaks
+    summary["max_queue_depth_packets"] = max(peaks) if peaks else 0
+
+    utilisation = port_utilisation(samples, topology, scenario)
+    uplinks = {k: v for k, v in utilisation.items()
+               if topology.node(k.split(":")[0]).kind in ("leaf", "edge")
+               and not topology.node(k.split("->")[1]).is_host}
+    summary["uplink_utilisation"] = dict(sorted(uplinks.items()))
+    if uplinks:
+        values = list(uplinks.values())
+        summary["uplink_utilisation_min"] = min(values)
+        summary["uplink_utilisation_max"] = max(values)
+        summary["uplink_utilisation_stdev"] = statistics.pstdev(values)
+        summary["uplink_jain_fairness"] = jain_fairness(values)
+    summary["pingall"] = result.get("pingall")
+    summary["notes"] = result.get("notes", [])
+    worst = max(fidelity_lag, default=None)
+    summary["fidelity"] = {"worst_p99_dequeue_lag_us": worst[0] if worst else None,
+                           "switch": worst[1] if worst else None,
+                           "behind_real_time": bool(worst and worst[0] > FIDELITY_P99_LAG_US)}
+    return summary
