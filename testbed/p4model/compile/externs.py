@@ -1,0 +1,366 @@
+"""Code generation for extern calls: packet_in/packet_out methods, v1model
+extern objects (register, counter, meter, direct_*), and v1model/core
+extern functions (hash, checksums, clone, resubmit, digest, ...).
+
+Semantics follow bmv2 simple_switch; the decisions these calls request
+(clone, resubmit, recirculate, truncate, digest) are written into the
+per-packet context `RT.pkt` and carried out by testbed/p4model/v1model.py.
+"""
+
+from __future__ import annotations
+
+from testbed.p4model import hashing
+from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
+from testbed.p4model.compile.types import is_composite, scalar_type, width_of
+from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.frontend import ir
+
+
+def enum_member(e: ir.Expr) -> str:
+    """Name of an enum constant argument (e.g. HashAlgorithm.crc16)."""
+    t = ir.strip_newtype(e.type)
+    if isinstance(e, ir.Const) and isinstance(t, ir.EnumT):
+        if t.underlying is None and 0 <= e.value < len(t.members):
+            return t.members[e.value]
+        for name, value in t.values.items():
+            if value == e.value:
+                return name
+    raise P4Error(e.loc, "expected an enum constant here")
+
+
+class ExternMixin:
+    """Extern call generation (needs ExprMixin/StmtMixin and the compiler's
+    object registry: self.objects, self.add_global, self.error_code)."""
+
+    # ------------------------------------------------------------- methods
+
+    def call_extern_method(self, e: ir.ExternMethodCall, want: bool) -> str:
+        tt = ir.strip_newtype(e.target.type)
+        if not isinstance(tt, ir.ExternT):
+            raise P4Unsupported(e.loc, "method call on a non-extern value")
+        kind = tt.decl.name
+        handler = getattr(self, f"m_{kind}_{e.method.name}", None)
+        if handler is None:
+            raise P4Unsupported(e.loc, f"extern method {kind}.{e.method.name}")
+        return handler(e, want)
+
+    # packet_in
+
+    def m_packet_in_extract(self, e, want):
+        target = e.args[0]
+        is_next = isinstance(target, ir.Member) and target.name == "next" \
+            and isinstance(ir.strip_newtype(target.base.type), ir.StackT)
+        if len(e.args) == 1:
+            if is_next:
+                self.emit(f"{self.ex(target.base)}._extract_next(pk)")
+            else:
+                self.emit(f"{self.ex(target)}._extract(pk)")
+        else:
+            bits = self.ex(e.args[1])
+            if is_next:
+                self.emit(f"{self.ex(target.base)}._extract_next_vb(pk, {bits})")
+            else:
+                self.emit(f"{self.ex(target)}._extract_vb(pk, {bits})")
+        return "None"
+
+    def m_packet_in_lookahead(self, e, want):
+        t = e.type_args[0] if e.type_args else e.type
+        st = ir.strip_newtype(t)
+        if isinstance(st, ir.HeaderT):
+            cls = self.types.class_of(st)
+            return f"_lookahead_hdr(pk, {cls}(), {(st.bit_width() + 7) // 8})"
+        w = width_of(t)
+        raw = f"_lookahead(pk, {w})"
+        sc = scalar_type(t)
+        if isinstance(sc, ir.BoolT):
+            return f"({raw} == 1)"
+        if isinstance(sc, ir.BitT) and sc.signed:
+            return wrap(raw, sc)
+        return raw
+
+    def m_packet_in_advance(self, e, want):
+        self.emit(f"_advance(pk, {self.ex(e.args[0])})")
+        return "None"
+
+    def m_packet_in_length(self, e, want):
+        return "pk.end"
+
+    # packet_out
+
+    def m_packet_out_emit(self, e, want):
+        arg = e.args[0]
+        self.emit(f"{self.ex(arg)}._emit({self.ex(e.target)})")
+        return "None"
+
+    # register / counter / meter
+
+    def m_register_read(self, e, want):
+        reg = self.ex(e.target)
+        t = self.tmp("rv")
+        self.emit(f"{t} = {reg}.read({self.ex(e.args[1])})")
+        self.emit(f"if {t} is not None:")
+        self.src.indent()
+        rt = scalar_type(e.args[0].type)
+        value = t
+        if isinstance(rt, ir.BitT) and rt.signed:
+            value = wrap(t, rt)
+        elif isinstance(rt, ir.BoolT):
+            value = f"({t} == 1)"
+        self.assign(e.args[0], value)
+        self.src.dedent()
+        return "None"
+
+    def m_register_write(self, e, want):
+        value = to_unsigned(self.ex(e.args[1]), e.args[1].type)
+        self.emit(f"{self.ex(e.target)}.write({self.ex(e.args[0])}, {value})")
+        return "None"
+
+    def m_counter_count(self, e, want):
+        self.emit(f"{self.ex(e.target)}.count({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+        return "None"
+
+    def m_meter_execute_meter(self, e, want):
+        t = self.tmp("c")
+        self.emit(f"{t} = {self.ex(e.target)}.execute({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+        self.assign(e.args[1], t, ir.BitT(32))
+        return "None"
+
+    def m_direct_counter_count(self, e, want):
+        return "None"   # bmv2 counts on every hit of the owning table
+
+    def m_direct_meter_read(self, e, want):
+        inst = e.target.target if isinstance(e.target, ir.InstanceRef) else None
+        key = id(inst)
+        self.assign(e.args[0], f"RT.pkt.dm.get({key}, 0)", ir.BitT(32))
+        return "None"
+
+    # ---------------------------------------------------------- functions
+
+    def call_extern_function(self, e: ir.ExternFunctionCall, want: bool) -> str:
+        name = e.decl.name
+        handler = getattr(self, f"f_{name}", None)
+        if handler is None:
+            raise P4Unsupported(e.loc, f"extern function {name}")
+        return handler(e, want)
+
+    def _sm(self, e) -> str:
+        return self.ex(e.args[0]) if e.args else "RT.pkt.sm"
+
+    def f_mark_to_drop(self, e, want):
+        sm = self._sm(e)
+        self.emit(f"{sm}.egress_spec = DROP_PORT; {sm}.mcast_grp = 0")
+        return "None"
+
+    def f_verify(self, e, want):
+        self.emit(f"if not {self.ex(e.args[0])}: raise ParseError({self.ex(e.args[1])})")
+        return "None"
+
+    def _fail(self, e, what):
+        msg = f"{e.loc}: {what} failed"
+        self.emit(f"if not {self.ex(e.args[0])}: raise PacketAbort({msg!r})")
+        return "None"
+
+    def f_assert(self, e, want):
+        return self._fail(e, "assert")
+
+    def f_assume(self, e, want):
+        return self._fail(e, "assume")
+
+    def f_log_msg(self, e, want):
+        values = "[]"
+        if len(e.args) > 1:
+            values = "[" + ", ".join(code for code, _, _ in self.flatten(e.args[1])) + "]"
+        self.emit(f"_log_msg({self.ex(e.args[0])}, {values})")
+        return "None"
+
+    def f_random(self, e, want):
+        self.assign(e.args[0], f"RNG.uniform({self.ex(e.args[1])}, {self.ex(e.args[2])})",
+                    ir.IntLitT())
+        return "None"
+
+    def f_truncate(self, e, want):
+        self.emit(f"RT.pkt.truncate = {self.ex(e.args[0])}")
+        return "None"
+
+    def f_digest(self, e, want):
+        data = e.args[1]
+        t = ir.strip_newtype(e.type_args[0] if e.type_args else data.type)
+        name = getattr(t, "name", "digest")
+        values = ", ".join(to_unsigned(code, ft) for code, _, ft in self.flatten(data, guards=False))
+        self.emit(f"RT.pkt.digest = ({name!r}, ({values},))" if values else f"RT.pkt.digest = ({name!r}, ())")
+        return "None"
+
+    # clone / resubmit / recirculate
+
+    def f_clone(self, e, want):
+        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = NO_FIELDS")
+        return "None"
+
+    def f_clone3(self, e, want):
+        fl = self.field_list_from_data(e.args[2])
+        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
+        return "None"
+
+    def f_clone_preserving_field_list(self, e, want):
+        fl = self.field_list_from_index(e.args[2])
+        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
+        return "None"
+
+    def f_resubmit(self, e, want):
+        fl = self.field_list_from_data(e.args[0]) if e.args else "NO_FIELDS"
+        self.emit(f"RT.pkt.resubmit = {fl}")
+        return "None"
+
+    def f_resubmit_preserving_field_list(self, e, want):
+        self.emit(f"RT.pkt.resubmit = {self.field_list_from_index(e.args[0])}")
+        return "None"
+
+    def f_recirculate(self, e, want):
+        fl = self.field_list_from_data(e.args[0]) if e.args else "NO_FIELDS"
+        self.emit(f"RT.pkt.recirculate = {fl}")
+        return "None"
+
+    def f_recirculate_preserving_field_list(self, e, want):
+        self.emit(f"RT.pkt.recirculate = {self.field_list_from_index(e.args[0])}")
+        return "None"
+
+    # hash and checksums
+
+    def hasher(self, algo_expr: ir.Expr) -> str:
+        algo = enum_member(algo_expr)
+        if algo not in hashing.ALGORITHMS:
+            raise P4Unsupported(algo_expr.loc, f"hash algorithm {algo} (bmv2 has none such)")
+        return self.add_global("HF", hashing.make_hasher(algo), kind="hash", label=algo)
+
+    def f_hash(self, e, want):
+        result, algo, base, data, max_ = e.args
+        hf = self.hasher(algo)
+        h = f"{hf}({self.pack(data)})"
+        b = self.ex(base)
+        if isinstance(max_, ir.Const):
+            if max_.value == 0:
+                value = b
+            else:
+                value = f"{b} + {h} % {max_.value}"
+        else:
+            value = f"_hash_reduce({h}, {b}, {self.ex(max_)})"
+        self.assign(result, value, ir.IntLitT())
+        return "None"
+
+    def _checksum_guard(self, field: ir.Expr) -> str:
+        if isinstance(field, ir.Member) and isinstance(ir.strip_newtype(field.base.type), ir.HeaderT):
+            return f" and {self.ex(field.base)}._valid"
+        return ""
+
+    def _verify(self, e, payload: bool):
+        cond, data, field, algo = e.args
+        hf = self.hasher(algo)
+        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
+        w = width_of(field.type)
+        self.emit(f"if {self.ex(cond)}{self._checksum_guard(field)}:")
+        self.src.indent()
+        self.emit(f"if ({hf}({packed}) & {mask(w)}) != {to_unsigned(self.ex(field), field.type)}:"
+                  " RT.pkt.sm.checksum_error = 1")
+        self.src.dedent()
+        return "None"
+
+    def _update(self, e, payload: bool):
+        cond, data, field, algo = e.args
+        hf = self.hasher(algo)
+        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
+        self.emit(f"if {self.ex(cond)}:")
+        self.src.indent()
+        self.assign(field, f"{hf}({packed})", ir.IntLitT())
+        self.src.dedent()
+        return "None"
+
+    def f_verify_checksum(self, e, want):
+        return self._verify(e, False)
+
+    def f_verify_checksum_with_payload(self, e, want):
+        return self._verify(e, True)
+
+    def f_update_checksum(self, e, want):
+        return self._update(e, False)
+
+    def f_update_checksum_with_payload(self, e, want):
+        return self._update(e, True)
+
+    # ------------------------------------------------------------ packing
+
+    def flatten(self, e: ir.Expr, guards: bool = True, guard: str | None = None):
+        """The scalar leaves of a data argument as (code, guard, type):
+        guard is the code of the validity of the header holding the leaf
+        (None when not in a header) so invalid headers can be skipped."""
+        t = ir.strip_newtype(e.type)
+        if isinstance(e, ir.ListExpr):
+            out = []
+            for item in e.items:
+                out += self.flatten(item, guards, guard)
+            return out
+        if isinstance(e, ir.StructExpr):
+            out = []
+            for value in e.fields.values():
+                out += self.flatten(value, guards, guard)
+            return out
+        if isinstance(t, (ir.StructLikeT, ir.StackT)):
+            code = self.ex(e)
+            return self._flatten_value(code, t, guard)
+        if isinstance(e, ir.Member) and isinstance(ir.strip_newtype(e.base.type), ir.HeaderT):
+            guard = f"{self.ex(e.base)}._valid"
+        return [(self.ex(e), guard, e.type)]
+
+    def _flatten_value(self, code: str, t: ir.Type, guard):
+        t = ir.strip_newtype(t)
+        if isinstance(t, ir.HeaderT):
+            return [(f"{code}.{f.name}", f"{code}._valid", f.type) for f in t.fields]
+        if isinstance(t, ir.StructLikeT):
+            out = []
+            for f in t.fields:
+                out += self._flatten_value(f"{code}.{f.name}", f.type, guard)
+            return out
+        if isinstance(t, ir.StackT):
+            out = []
+            for i in range(t.size):
+                out += self._flatten_value(f"{code}.elems[{i}]", t.element, guard)
+            return out
+        return [(code, guard, t)]
+
+    def pack(self, data: ir.Expr) -> str:
+        """Code of the bytes of a field list, packed MSB-first and padded
+        at the end (hashing.pack_fields), skipping invalid headers."""
+        leaves = self.flatten(data)
+        for _, _, t in leaves:
+            if isinstance(ir.strip_newtype(t), ir.VarbitT):
+                raise P4Unsupported(data.loc, "varbit field in a hash/checksum field list")
+        guards = {g for _, g, _ in leaves}
+        if len(guards) == 1 and None not in guards:
+            # one header (the common checksum case): inline, or nothing if invalid
+            g = guards.pop()
+            inline = self._pack_inline([(c, None, t) for c, _, t in leaves])
+            return f"({inline} if {g} else b'')"
+        if not any(guards):
+            return self._pack_inline(leaves)
+        fl = self.tmp("fl")
+        self.emit(f"{fl} = []")
+        for code, g, t in leaves:
+            item = f"{fl}.append(({to_unsigned(code, t)}, {width_of(t)}))"
+            self.emit(f"if {g}: {item}" if g else item)
+        return f"pack_fields({fl})"
+
+    def _pack_inline(self, leaves) -> str:
+        total = sum(width_of(t) for _, _, t in leaves)
+        if total == 0:
+            return "b''"
+        pad = -total % 8
+        parts = []
+        shift = total + pad
+        for code, _, t in leaves:
+            w = width_of(t)
+            shift -= w
+            v = to_unsigned(code, t)
+            sc = scalar_type(t)
+            if not (isinstance(sc, ir.BitT) and not sc.signed):
+                v = f"({v} & {mask(w)})"
+            parts.append(f"({v} << {shift})" if shift else v)
+        return f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"

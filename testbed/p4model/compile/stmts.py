@@ -1,0 +1,280 @@
+"""Statements and the calling convention of actions, functions and
+sub-blocks.
+
+Calling convention (copy-in/copy-out, P4-16 section 6.8):
+* `in` scalars are passed by value; `in` composites as a copy;
+* `inout`/`out` composites by reference (the callee works on the caller's
+  object; `out` ones are reset to zero/invalid at entry);
+* `inout`/`out` scalars are passed in (out: as zero) and the callee
+  returns their final values, which the caller assigns back;
+* a function's return value comes first in the returned tuple; one
+  returned value is returned bare.
+Actions additionally receive the enclosing control's composite params
+first (`FuncCtx.ctl_args`); a control's scalar params and its locals live
+in one per-instance frame object, shared by its apply body and actions.
+"""
+
+from __future__ import annotations
+
+from testbed.p4model.compile.types import is_composite, scalar_type
+from testbed.p4model.errors import P4Unsupported
+from testbed.p4model.frontend import ir
+
+
+class FuncCtx:
+    """What the generator needs to know about the Python function it is
+    writing: variable bindings, the control's pass-through args, how
+    `return` is spelled."""
+
+    def __init__(self, env: dict, ctl_args: list[str] = (), outs: list[str] = (),
+                 returns_value: bool = False, kind: str = "action") -> None:
+        self.env = dict(env)
+        self.ctl_args = list(ctl_args)
+        self.outs = list(outs)             # python names of scalar out/inout params
+        self.returns_value = returns_value
+        self.kind = kind                   # 'action' | 'function' | 'control' | 'parser' | 'toplevel'
+        self._n = 0
+
+    def tmp(self, stem: str) -> str:
+        self._n += 1
+        return f"_{stem}{self._n}"
+
+    def local(self, var, stem: str) -> str:
+        self._n += 1
+        name = f"v{self._n}_{stem}"
+        self.env[id(var)] = name
+        return name
+
+    def return_code(self, value: str | None) -> str:
+        parts = ([value if value is not None else "None"] if self.returns_value else []) + self.outs
+        if not parts:
+            return "return"
+        if len(parts) == 1:
+            return f"return {parts[0]}"
+        return "return (" + ", ".join(parts) + ")"
+
+
+def param_convention(params: list[ir.Param]):
+    """Split params: names of scalar params that are returned (out/inout)."""
+    return [p for p in params if p.direction in ("out", "inout") and not is_composite(p.type)]
+
+
+class StmtMixin:
+    """Statement generation; relies on ExprMixin and the call methods."""
+
+    def block(self, stmts) -> None:
+        """Emit statements; an empty block gets `pass`."""
+        before = len(self.src.lines)
+        for st in stmts:
+            self.stmt(st)
+        if all(line.strip().startswith("#") for line in self.src.lines[before:]):
+            self.emit("pass")
+
+    def stmt(self, st: ir.Stmt) -> None:
+        method = getattr(self, "st_" + type(st).__name__, None)
+        if method is None:
+            raise P4Unsupported(st.loc, f"statement {type(st).__name__}")
+        self.src.loc(st.loc)
+        method(st)
+
+    def st_Block(self, st: ir.Block) -> None:
+        for s in st.stmts:
+            self.stmt(s)
+
+    def st_EmptyStmt(self, st) -> None:
+        pass
+
+    def st_Assign(self, st: ir.Assign) -> None:
+        rhs = st.rhs
+        if isinstance(rhs, (ir.StructExpr, ir.ListExpr)) and is_composite(st.lhs.type) \
+                and not isinstance(ir.strip_newtype(st.lhs.type), ir.TupleT):
+            # build then copy in place (the target keeps its identity)
+            self.assign(st.lhs, self.ex(rhs), rhs.type)
+            return
+        self.assign(st.lhs, self.ex(rhs), rhs.type)
+
+    def st_CallStmt(self, st: ir.CallStmt) -> None:
+        call = st.call
+        if isinstance(call, ir.BuiltinCall):
+            self.stmt_builtin(call)
+        elif isinstance(call, ir.ExternMethodCall):
+            self.call_extern_method(call, want=False)
+        elif isinstance(call, ir.ExternFunctionCall):
+            self.call_extern_function(call, want=False)
+        elif isinstance(call, ir.ActionCall):
+            self.call_action(call, want=False)
+        elif isinstance(call, ir.FunctionCall):
+            self.call_function(call, want=False)
+        elif isinstance(call, ir.TableApply):
+            self.emit(self.call_table(call))
+        elif isinstance(call, ir.SubApply):
+            self.call_sub(call, want=False)
+        elif isinstance(call, ir.Member) and isinstance(call.base, ir.TableApply):
+            self.emit(self.call_table(call.base))
+        else:
+            raise P4Unsupported(st.loc, f"call statement {type(call).__name__}")
+
+    def st_VarDeclStmt(self, st: ir.VarDeclStmt) -> None:
+        var = st.var
+        name = self.fc.env.get(id(var))
+        if name is None:
+            name = self.fc.local(var, var.name)
+            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), ir.TupleT):
+                self.emit(f"{name} = {self.types.zero(var.type)}")
+                if st.init is not None:
+                    self.emit(f"{name}._set({self.ex(st.init)})")
+                return
+            if st.init is None:
+                self.emit(f"{name} = {self.types.zero(var.type)}")
+            else:
+                init = self.ex(st.init)
+                if isinstance(ir.strip_newtype(var.type), ir.TupleT):
+                    init = f"_copy_list({init})"
+                self.emit(f"{name} = {init}")
+            return
+        # a frame-held local (control/parser level): re-initialise in place
+        if st.init is None:
+            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), ir.TupleT):
+                self.emit(f"{name}._reset()")
+            else:
+                self.emit(f"{name} = {self.types.zero(var.type)}")
+        else:
+            self.assign(ir.VarRef(var, type=var.type, loc=st.loc), self.ex(st.init), st.init.type)
+
+    def st_If(self, st: ir.If) -> None:
+        self.emit(f"if {self.ex(st.cond)}:")
+        self.src.indent()
+        self.block([st.then])
+        self.src.dedent()
+        if st.otherwise is not None:
+            self.emit("else:")
+            self.src.indent()
+            self.block([st.otherwise])
+            self.src.dedent()
+
+    def st_Switch(self, st: ir.Switch) -> None:
+        expr = st.expr
+        on_action = isinstance(expr, ir.Member) and isinstance(expr.base, ir.TableApply) \
+            and expr.name == "action_run"
+        v = self.tmp("sw")
+        self.emit(f"{v} = {self.ex(expr)}")
+        pending: list = []
+        first = True
+        default_body = None
+        for case in st.cases:
+            pending.extend(case.labels)
+            if case.body is None:
+                continue
+            labels, pending = pending, []
+            if "default" in labels:
+                if len(labels) == 1 or True:
+                    # default (possibly with fall-through labels into it) runs last
+                    default_body = case.body
+                    extra = [lab for lab in labels if lab != "default"]
+                    if not extra:
+                        continue
+                    labels = extra
+            conds = []
+            for lab in labels:
+                if on_action:
+                    conds.append(f"{v} == {lab.cp_name!r}" if isinstance(lab, ir.ActionDecl)
+                                 else f"{v} == {self.ex(lab)}")
+                else:
+                    conds.append(f"{v} == {self.ex(lab)}")
+            self.emit(("if " if first else "elif ") + " or ".join(conds) + ":")
+            first = False
+            self.src.indent()
+            self.block(case.body.stmts)
+            self.src.dedent()
+        if default_body is not None:
+            if first:
+                self.block(default_body.stmts)
+            else:
+                self.emit("else:")
+                self.src.indent()
+                self.block(default_body.stmts)
+                self.src.dedent()
+
+    def st_Exit(self, st) -> None:
+        self.emit("raise ExitControl")
+
+    def st_Return(self, st: ir.Return) -> None:
+        value = self.ex(st.value) if st.value is not None else None
+        if value is not None and st.value is not None and is_composite(st.value.type):
+            value = self.types.copy(st.value.type, value)
+        self.emit(self.fc.return_code(value))
+
+    # ---------------------------------------------------------------- calls
+
+    def gen_call(self, fn: str, params: list[ir.Param], args: list[ir.Expr],
+                 prefix: list[str], returns_value: bool, want: bool) -> str:
+        """Emit a call with copy-in/copy-out; returns the value's code."""
+        codes = list(prefix)
+        outs = []
+        for p, a in zip(params, args):
+            composite = is_composite(p.type)
+            if p.direction in ("out", "inout"):
+                if composite:
+                    if isinstance(a, ir.DontCare):
+                        codes.append(self.types.zero(p.type))
+                    else:
+                        codes.append(self.ex(a))
+                else:
+                    if p.direction == "inout" and not isinstance(a, ir.DontCare):
+                        codes.append(self.ex(a))
+                    else:
+                        codes.append(self.types.zero(p.type))
+                    outs.append((a, p.type))
+            else:
+                code = self.ex(a)
+                codes.append(self.types.copy(a.type, code) if composite else code)
+        call = f"{fn}({', '.join(codes)})"
+        n = int(returns_value) + len(outs)
+        if n == 0:
+            if want:
+                return call
+            self.emit(call)
+            return "None"
+        if not outs:
+            if want:
+                return call
+            self.emit(call)
+            return "None"
+        t = self.tmp("r")
+        self.emit(f"{t} = {call}")
+        if n == 1:
+            self.assign(outs[0][0], t, outs[0][1])
+            return "None"
+        base = int(returns_value)
+        for i, (a, ptype) in enumerate(outs):
+            self.assign(a, f"{t}[{base + i}]", ptype)
+        return f"{t}[0]" if returns_value else "None"
+
+    def call_action(self, e: ir.ActionCall, want: bool) -> str:
+        fn = self.action_fn(e.action, e.loc)
+        prefix = self.ctl_args_for(e.action)
+        return self.gen_call(fn, e.action.params, e.args, prefix, False, want)
+
+    def call_function(self, e: ir.FunctionCall, want: bool) -> str:
+        fn = self.function_fn(e.function)
+        returns = not isinstance(e.function.return_type, ir.VoidT)
+        return self.gen_call(fn, e.function.params, e.args, [], returns, want)
+
+    def call_sub(self, e: ir.SubApply, want: bool) -> str:
+        fn, params = self.sub_block_fn(e.instance, e.loc)
+        prefix = ["pk"] if self.fc.kind == "parser" and isinstance(e.instance.type, ir.ParserT) else []
+        # the packet_in param of a sub-parser is passed as our cursor
+        if prefix:
+            params = [p for p in params if not self._is_packet_param(p)]
+            args = [a for p, a in zip(e.instance.type.decl.params, e.args) if not self._is_packet_param(p)]
+        else:
+            args = e.args
+        return self.gen_call(fn, params, args, prefix, False, want)
+
+    @staticmethod
+    def _is_packet_param(p: ir.Param) -> bool:
+        t = ir.strip_newtype(p.type)
+        return isinstance(t, ir.ExternT) and t.decl.name in ("packet_in", "packet_out")
+
+    def scalar_value_type(self, t):
+        return scalar_type(t)

@@ -1,0 +1,379 @@
+"""Python classes for the program's headers, structs, unions and stacks.
+
+Every P4 composite type becomes one generated class with `__slots__`
+(fields as Python ints/bools, headers with a `_valid` flag), so a field
+access is one attribute load.  Widths are static, so extraction of a
+fixed-width header is one `int.from_bytes` and a shift/mask per field, and
+emission the reverse.  Scalar representation:
+
+* bit<W>: int in [0, 2^W); int<W>: Python int in [-2^(W-1), 2^(W-1));
+* bool: Python bool; enums/error: int (member index or serializable value);
+* varbit<M>: a tuple (current width, value);
+* tuples/lists: Python lists.
+"""
+
+from __future__ import annotations
+
+from testbed.p4model.compile.emitter import Names, Source
+from testbed.p4model.errors import P4Unsupported
+from testbed.p4model.frontend import ir
+
+
+def scalar_type(t: ir.Type) -> ir.Type:
+    """The execution type: new types and serializable enums as their base."""
+    t = ir.strip_newtype(t)
+    if isinstance(t, ir.EnumT) and t.underlying is not None:
+        return t.underlying
+    return t
+
+
+def is_composite(t: ir.Type) -> bool:
+    t = ir.strip_newtype(t)
+    return isinstance(t, (ir.StructLikeT, ir.StackT, ir.TupleT))
+
+
+def width_of(t: ir.Type) -> int:
+    t = scalar_type(t)
+    if isinstance(t, ir.BitT):
+        return t.width
+    if isinstance(t, ir.BoolT):
+        return 1
+    w = t.bit_width()
+    if w is None:
+        raise ValueError(f"type {t} has no fixed width")
+    return w
+
+
+class TypeClasses:
+    """Generates (once per type) the Python class of each composite type."""
+
+    def __init__(self, src: Source, names: Names, oob_code: int, too_short_code: int,
+                 header_too_short_code: int) -> None:
+        self.src = src
+        self.names = names
+        self.classes: dict[int, str] = {}
+        self._stack_classes: dict[tuple, str] = {}
+        self.oob_code = oob_code
+        self.too_short_code = too_short_code
+        self.header_too_short_code = header_too_short_code
+
+    # ---------------------------------------------------------------- values
+
+    def zero(self, t: ir.Type) -> str:
+        """Source of a fresh zero/invalid value of type t."""
+        t = ir.strip_newtype(t)
+        if isinstance(t, (ir.StructLikeT, ir.StackT)):
+            return f"{self.class_of(t)}()"
+        if isinstance(t, ir.TupleT):
+            return "[" + ", ".join(self.zero(e) for e in t.elements) + "]"
+        if isinstance(t, ir.BoolT):
+            return "False"
+        if isinstance(t, ir.VarbitT):
+            return "(0, 0)"
+        if isinstance(t, ir.StringT):
+            return "''"
+        return "0"
+
+    def copy(self, t: ir.Type, code: str) -> str:
+        """Source of an independent copy of the value `code` of type t."""
+        t = ir.strip_newtype(t)
+        if isinstance(t, (ir.StructLikeT, ir.StackT)):
+            return f"{code}._copy()"
+        if isinstance(t, ir.TupleT):
+            return f"_copy_list({code})"
+        return code
+
+    # --------------------------------------------------------------- classes
+
+    def class_of(self, t: ir.Type) -> str:
+        t = ir.strip_newtype(t)
+        if isinstance(t, ir.StackT):
+            key = (id(t.element), t.size)
+            if key not in self._stack_classes:
+                elem_cls = self.class_of(t.element)
+                name = self.names.new(f"Stack_{elem_cls}_{t.size}")
+                self._stack_classes[key] = name
+                self._gen_stack(name, elem_cls, t.size)
+            return self._stack_classes[key]
+        if id(t) not in self.classes:
+            if isinstance(t, ir.HeaderT):
+                name = self.names.new(f"H_{t.name}")
+                self.classes[id(t)] = name
+                self._gen_header(name, t)
+            elif isinstance(t, ir.UnionT):
+                name = self.names.new(f"U_{t.name}")
+                self.classes[id(t)] = name
+                self._gen_union(name, t)
+            elif isinstance(t, ir.StructT):
+                name = self.names.new(f"S_{t.name}")
+                self.classes[id(t)] = name
+                self._gen_struct(name, t)
+            else:
+                raise P4Unsupported(None, f"value of type {t}")
+        return self.classes[id(t)]
+
+    def _field_init(self, fields) -> list[str]:
+        return [f"self.{f.name} = {self.zero(f.type)}" for f in fields]
+
+    def _gen_common(self, name: str, fields, has_valid: bool, extra_slots=()) -> None:
+        """__init__, _reset, _copy, _set, _eq, _fields for any composite."""
+        s = self.src
+        slots = (["_valid"] if has_valid else []) + [f.name for f in fields] + list(extra_slots)
+        for f in fields:   # make sure nested classes exist before this one
+            if is_composite(f.type):
+                self.class_of(f.type) if not isinstance(ir.strip_newtype(f.type), ir.TupleT) else None
+        s.line(f"class {name}:")
+        s.indent()
+        s.line(f"__slots__ = {tuple(slots)!r}")
+        s.line("def __init__(self):")
+        s.indent()
+        body = (["self._valid = False"] if has_valid else []) + self._field_init(fields)
+        for line in body or ["pass"]:
+            s.line(line)
+        s.dedent()
+        s.line("_reset = __init__")
+        # copy
+        s.line("def _copy(self):")
+        s.indent()
+        s.line(f"n = {name}.__new__({name})")
+        if has_valid:
+            s.line("n._valid = self._valid")
+        for f in fields:
+            s.line(f"n.{f.name} = {self.copy(f.type, 'self.' + f.name)}")
+        s.line("return n")
+        s.dedent()
+        # set (in-place assignment)
+        s.line("def _set(self, o):")
+        s.indent()
+        if has_valid:
+            s.line("self._valid = o._valid")
+        for f in fields:
+            ft = ir.strip_newtype(f.type)
+            if isinstance(ft, (ir.StructLikeT, ir.StackT)):
+                s.line(f"self.{f.name}._set(o.{f.name})")
+            elif isinstance(ft, ir.TupleT):
+                s.line(f"self.{f.name} = _copy_list(o.{f.name})")
+            else:
+                s.line(f"self.{f.name} = o.{f.name}")
+        if not fields and not has_valid:
+            s.line("pass")
+        s.dedent()
+        # equality
+        s.line("def _eq(self, o):")
+        s.indent()
+        parts = []
+        for f in fields:
+            ft = ir.strip_newtype(f.type)
+            if isinstance(ft, (ir.StructLikeT, ir.StackT)):
+                parts.append(f"self.{f.name}._eq(o.{f.name})")
+            else:
+                parts.append(f"self.{f.name} == o.{f.name}")
+        cond = " and ".join(parts) or "True"
+        if has_valid:
+            s.line("if self._valid != o._valid: return False")
+            s.line("if not self._valid: return True")
+        s.line(f"return {cond}")
+        s.dedent()
+        s.line(f"_fields = {tuple(f.name for f in fields)!r}")
+
+    def _gen_struct(self, name: str, t: ir.StructT) -> None:
+        s = self.src
+        self._gen_common(name, t.fields, has_valid=False)
+        self._gen_emit_children(t.fields)
+        s.dedent()
+        s.blank()
+
+    def _gen_union(self, name: str, t: ir.UnionT) -> None:
+        s = self.src
+        self._gen_common(name, t.fields, has_valid=False)
+        s.line("def _isvalid(self):")
+        s.indent()
+        s.line("return " + (" or ".join(f"self.{f.name}._valid" for f in t.fields) or "False"))
+        s.dedent()
+        self._gen_emit_children(t.fields)
+        s.line("def _extract(self, cur):")   # only reached through stacks of unions
+        s.indent()
+        s.line("raise PacketAbort('extract of a header union')")
+        s.dedent()
+        s.dedent()
+        s.blank()
+
+    def _gen_emit_children(self, fields) -> None:
+        s = self.src
+        comp = [f for f in fields if isinstance(ir.strip_newtype(f.type), (ir.StructLikeT, ir.StackT))]
+        s.line("def _emit(self, out):")
+        s.indent()
+        for f in comp:
+            s.line(f"self.{f.name}._emit(out)")
+        if not comp:
+            s.line("pass")
+        s.dedent()
+        s.line("def _nbytes(self):")
+        s.indent()
+        s.line("return " + (" + ".join(f"self.{f.name}._nbytes()" for f in comp) or "0"))
+        s.dedent()
+
+    def _gen_stack(self, name: str, elem_cls: str, size: int) -> None:
+        s = self.src
+        s.line(f"class {name}(HeaderStack):")
+        s.indent()
+        s.line("__slots__ = ()")
+        s.line(f"size = {size}")
+        s.line(f"_oob_code = {self.oob_code}")
+        s.line("def __init__(self):")
+        s.indent()
+        s.line(f"self.elems = [{elem_cls}() for _ in range({size})]")
+        s.line("self.nxt = 0")
+        s.dedent()
+        s.line("_reset = __init__")
+        s.dedent()
+        s.blank()
+
+    # ---------------------------------------------------------------- header
+
+    def _gen_header(self, name: str, t: ir.HeaderT) -> None:
+        s = self.src
+        self._gen_common(name, t.fields, has_valid=True)
+        fixed_bits = t.bit_width()
+        varbit = [f for f in t.fields if isinstance(ir.strip_newtype(f.type), ir.VarbitT)]
+        if len(varbit) > 1:
+            raise P4Unsupported(t.loc, f"header {t.name} with more than one varbit field")
+        s.line(f"_NBITS = {fixed_bits}")
+        # zero fields (setValid on an invalid header)
+        s.line("def _zero(self):")
+        s.indent()
+        for line in self._field_init(t.fields) or ["pass"]:
+            s.line(line)
+        s.dedent()
+        if varbit:
+            self._gen_varbit_header(t, varbit[0])
+        else:
+            self._gen_fixed_header(t, fixed_bits)
+        s.line("def _emit(self, out):")
+        s.indent()
+        s.line("if self._valid: out.append(self._bytes())")
+        s.dedent()
+        s.dedent()
+        s.blank()
+
+    def _field_read(self, f, shift: str, width: int) -> str:
+        ft = scalar_type(f.type)
+        raw = f"(v >> {shift}) & {hex((1 << width) - 1)}" if shift != "0" else f"v & {hex((1 << width) - 1)}"
+        if isinstance(ft, ir.BoolT):
+            return f"({raw}) == 1"
+        if isinstance(ft, ir.BitT) and ft.signed:
+            half = 1 << (width - 1)
+            return f"(({raw}) ^ {hex(half)}) - {hex(half)}"
+        if not isinstance(ft, (ir.BitT, ir.EnumT, ir.ErrorT)):
+            raise P4Unsupported(f.loc, f"header field of type {f.type}")
+        return raw
+
+    def _field_write(self, f, width: int) -> str:
+        ft = scalar_type(f.type)
+        if isinstance(ft, ir.BitT) and ft.signed:
+            return f"(self.{f.name} & {hex((1 << width) - 1)})"
+        if isinstance(ft, ir.BoolT):
+            return f"(1 if self.{f.name} else 0)"
+        return f"self.{f.name}"
+
+    def _gen_fixed_header(self, t: ir.HeaderT, bits: int) -> None:
+        s = self.src
+        nbytes = (bits + 7) // 8
+        pad = nbytes * 8 - bits   # p4c refuses non-byte headers for bmv2; be lenient
+        s.line(f"_NB = {nbytes}")
+        s.line("def _nbytes(self):")
+        s.indent()
+        s.line(f"return {nbytes} if self._valid else 0")
+        s.dedent()
+        s.line("def _extract(self, cur):")
+        s.indent()
+        s.line("o = cur.off")
+        s.line(f"e = o + {nbytes}")
+        s.line(f"if e > cur.end: raise ParseError({self.too_short_code})")
+        s.line("v = int.from_bytes(cur.data[o:e], 'big')" + (f" >> {pad}" if pad else ""))
+        s.line("cur.off = e")
+        self._gen_unpack(t.fields, bits)
+        s.line("self._valid = True")
+        s.dedent()
+        # lookahead helper: a header value built from bytes without consuming
+        s.line("def _load(self, data):")
+        s.indent()
+        s.line("v = int.from_bytes(data, 'big')" + (f" >> {pad}" if pad else ""))
+        self._gen_unpack(t.fields, bits)
+        s.line("self._valid = True")
+        s.dedent()
+        s.line("def _bytes(self):")
+        s.indent()
+        parts = []
+        shift = bits
+        for f in t.fields:
+            w = width_of(f.type)
+            shift -= w
+            val = self._field_write(f, w)
+            parts.append(f"({val} << {shift + pad})" if shift + pad else val)
+        expr = " | ".join(parts) or "0"
+        s.line(f"return ({expr}).to_bytes({nbytes}, 'big')")
+        s.dedent()
+
+    def _gen_unpack(self, fields, bits: int) -> None:
+        shift = bits
+        for f in fields:
+            w = width_of(f.type)
+            shift -= w
+            if w == 0:
+                self.src.line(f"self.{f.name} = 0")
+                continue
+            self.src.line(f"self.{f.name} = {self._field_read(f, str(shift), w)}")
+
+    def _gen_varbit_header(self, t: ir.HeaderT, vb_field) -> None:
+        s = self.src
+        idx = t.fields.index(vb_field)
+        before, after = t.fields[:idx], t.fields[idx + 1:]
+        bits_after = sum(width_of(f.type) for f in after)
+        bits_before = sum(width_of(f.type) for f in before)
+        max_w = ir.strip_newtype(vb_field.type).max_width
+        s.line("def _nbytes(self):")
+        s.indent()
+        s.line(f"return ({bits_before + bits_after} + self.{vb_field.name}[0]) // 8 if self._valid else 0")
+        s.dedent()
+        s.line("def _extract(self, cur):")
+        s.indent()
+        s.line("self._extract_vb(cur, 0)")
+        s.dedent()
+        s.line("def _extract_vb(self, cur, vb):")
+        s.indent()
+        s.line(f"if vb > {max_w} or vb < 0: raise ParseError({self.header_too_short_code})")
+        s.line(f"total = {bits_before + bits_after} + vb")
+        s.line("o = cur.off")
+        s.line("e = o + (total + 7) // 8")
+        s.line(f"if e > cur.end: raise ParseError({self.too_short_code})")
+        s.line("v = int.from_bytes(cur.data[o:e], 'big') >> ((8 - total % 8) % 8)")
+        s.line("cur.off = e")
+        shift = bits_after
+        for f in after:
+            w = width_of(f.type)
+            shift -= w
+            s.line(f"self.{f.name} = {self._field_read(f, str(shift), w)}")
+        s.line(f"self.{vb_field.name} = (vb, (v >> {bits_after}) & ((1 << vb) - 1))")
+        shift = bits_before
+        for f in before:
+            w = width_of(f.type)
+            shift -= w
+            s.line(f"self.{f.name} = {self._field_read(f, f'({shift + bits_after} + vb)', w)}")
+        s.line("self._valid = True")
+        s.dedent()
+        s.line("def _bytes(self):")
+        s.indent()
+        s.line(f"vw, vv = self.{vb_field.name}")
+        s.line("acc = 0")
+        for f in before:
+            w = width_of(f.type)
+            s.line(f"acc = (acc << {w}) | {self._field_write(f, w)}")
+        s.line("acc = (acc << vw) | vv")
+        for f in after:
+            w = width_of(f.type)
+            s.line(f"acc = (acc << {w}) | {self._field_write(f, w)}")
+        s.line(f"total = {bits_before + bits_after} + vw")
+        s.line("pad = (8 - total % 8) % 8")
+        s.line("return (acc << pad).to_bytes((total + pad) // 8, 'big')")
+        s.dedent()

@@ -1,0 +1,133 @@
+"""A loaded P4 program ready to forward packets: the front end's IR
+compiled to Python (testbed/p4model/compile) and run with simple_switch
+semantics (testbed/p4model/v1model.py), plus the state objects a control
+plane writes (tables, externs, PRE, digests, value sets).
+
+No packet may make the pipeline raise: any exception a packet causes
+(a failed assert, a bug) is logged with the P4 source location when it
+is known, counted in `stats`, and the packet dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+
+from testbed.p4model.clock import Clock, MonotonicClock
+from testbed.p4model.compile import compile_program
+from testbed.p4model.externs import DigestQueue, RandomSource
+from testbed.p4model.frontend import ir
+from testbed.p4model.packet import PacketAbort
+from testbed.p4model.pre import PacketReplicationEngine
+from testbed.p4model.v1model import (DROP_PORT, MAX_PASSES, EgressJob, EgressResult, QueueMeta,
+                                     V1Switch)
+
+log = logging.getLogger("testbed.p4model.pipeline")
+
+__all__ = ["load", "Pipeline", "EgressJob", "EgressResult", "QueueMeta"]
+
+
+def load(path, clock: Clock | None = None, include_dirs=(), defines=None, seed=None,
+         drop_port: int = DROP_PORT) -> "Pipeline":
+    """Parse, check and compile a P4 program; raises P4Error (one line,
+    file:line:col) when it cannot be loaded."""
+    from testbed.p4model.frontend import load_program
+
+    program = load_program(Path(path), include_dirs=list(include_dirs), defines=defines)
+    return Pipeline(program, clock=clock, seed=seed, drop_port=drop_port)
+
+
+class Pipeline:
+    """One program instance: `process` for an ideal queue, `ingress` /
+    `egress` for the traffic-manager hand-off."""
+
+    def __init__(self, program: ir.Program, clock: Clock | None = None, seed=None,
+                 drop_port: int = DROP_PORT, max_passes: int = MAX_PASSES) -> None:
+        self.program = program
+        self.clock = clock if clock is not None else MonotonicClock()
+        self.rng = RandomSource(seed)
+        self.compiled = compile_program(program, self.clock, self.rng, drop_port)
+        c = self.compiled
+        self.tables = c.tables
+        self.registers = c.registers
+        self.counters = c.counters
+        self.meters = c.meters
+        self.action_profiles = c.action_profiles
+        self.direct_counters = c.direct_counters
+        self.direct_meters = c.direct_meters
+        self.value_sets = c.value_sets
+        self.hashers = c.hashers
+        self.pre = PacketReplicationEngine()
+        self.digests = DigestQueue()
+        self.cpu_port: int | None = None
+        self.drop_port = drop_port
+        self.switch = V1Switch(c, self.pre, self.digests, self.clock, drop_port, max_passes)
+        self.stats = self.switch.stats
+
+    @property
+    def source(self) -> str:
+        """The generated Python source (for debugging)."""
+        return self.compiled.source
+
+    # ------------------------------------------------------------ packets
+
+    def process(self, port: int, data: bytes) -> list:
+        """The whole switch with an ideal queue (zero delay, unlimited
+        rate): returns the transmitted (port, bytes) in departure order."""
+        out: list = []
+        queue = self.ingress(port, data)
+        i = 0
+        while i < len(queue):
+            job = queue[i]
+            i += 1
+            now = self.clock.now_us()
+            result = self.egress(job, QueueMeta(now, 0, 0, 0, now))
+            out.extend(result.packets)
+            queue.extend(result.jobs)
+        return out
+
+    def packet_out(self, data: bytes) -> list:
+        """Inject a P4Runtime PacketOut: received on the CPU port."""
+        if self.cpu_port is None:
+            raise ValueError("no CPU port configured for PacketOut")
+        return self.process(self.cpu_port, data)
+
+    def ingress(self, port: int, data: bytes) -> list:
+        """Receive a packet: parser, verify, ingress, after-ingress.
+        Returns the EgressJobs for the traffic manager (job.port,
+        job.priority say where to queue them)."""
+        self.stats["received"] += 1
+        try:
+            return self.switch.ingress(port, bytes(data))
+        except Exception as exc:  # noqa: BLE001 - never let a packet stop the switch
+            self._packet_failed(exc, "ingress", port)
+            return []
+
+    def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
+        """Egress + deparse of one dequeued job. queue_meta: QueueMeta, a
+        tm.Departure, a dict or a tuple (enq_timestamp, enq_qdepth,
+        deq_timedelta, deq_qdepth[, egress_global_timestamp])."""
+        try:
+            return self.switch.egress(job, queue_meta)
+        except Exception as exc:  # noqa: BLE001
+            self._packet_failed(exc, "egress", job.port)
+            return EgressResult([], [])
+
+    def _packet_failed(self, exc: Exception, where: str, port: int) -> None:
+        self.stats["errors"] += 1
+        self.stats["dropped"] += 1
+        if isinstance(exc, PacketAbort):
+            log.error("packet dropped in %s (port %d): %s", where, port, exc)
+            return
+        loc = self._locate(exc)
+        log.error("packet dropped in %s (port %d): %s%s: %s", where, port,
+                  f"{loc}: " if loc else "", type(exc).__name__, exc)
+
+    def _locate(self, exc: Exception):
+        """The P4 source location of the generated line that raised."""
+        loc = None
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            if frame.f_code.co_filename == self.compiled.filename:
+                loc = self.compiled.loc_for_line(lineno) or loc
+        return loc

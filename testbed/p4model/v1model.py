@@ -1,0 +1,298 @@
+"""The v1model architecture as bmv2 simple_switch runs it.
+
+Receive -> parser -> verify_checksum -> ingress -> after-ingress decisions
+(I2E clone, digest, resubmit, multicast, drop, enqueue) -> [queue] ->
+egress -> after-egress decisions (E2E clone, drop, deparse with
+compute_checksum first, recirculate, transmit truncated).
+
+Facts mirrored from simple_switch.cpp (ingress_thread/egress_thread):
+* every new packet's metadata is zero; ingress_port, packet_length,
+  instance_type and ingress_global_timestamp are set on receive;
+* an I2E clone re-parses the original bytes (ingress_port kept for the
+  parse), then its metadata is reset except the preserved field list and
+  instance_type = 1; a resubmit restarts ingress with the original bytes,
+  metadata reset except the field list, instance_type = 6; a recirculated
+  packet re-enters ingress with the deparsed bytes, metadata reset except
+  the field list, instance_type = 4 (so ingress_port is 0 unless preserved);
+* multicast sets instance_type = 5 and egress_rid per copy, copying the
+  whole PHV; a unicast packet is enqueued with instance_type = 0;
+* in egress, egress_spec starts at a value different from the drop port;
+  the packet_length register is the received length, adjusted by every
+  setValid/setInvalid of the ingress pipeline;
+* an E2E clone copies the headers as modified by egress, resets the
+  metadata except the field list, instance_type = 2, and goes back to the
+  egress queue of the session's port.
+bmv2 loops forever on a packet that always recirculates/resubmits; we
+bound the passes (MAX_PASSES) and drop with a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from testbed.p4model.packet import Cursor, ExitControl, PacketAbort, PacketContext, ParseError
+
+log = logging.getLogger("testbed.p4model.v1model")
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
+DROP_PORT = 511
+MAX_PASSES = 64
+
+
+@dataclass(eq=False)
+class EgressJob:
+    """A packet between ingress and egress (what the traffic manager
+    queues): its PHV objects, unparsed payload and bmv2 registers."""
+
+    port: int
+    priority: int
+    hdr: object
+    meta: object
+    sm: object
+    payload: bytes
+    length: int            # bmv2's packet-length register (egress packet_length)
+    ingress_length: int    # length counters/meters count
+    passes: int = 0        # resubmit/recirculation passes so far (loop guard)
+    truncate: int = 0      # clone session packet_length_bytes (0: none)
+
+
+class QueueMeta(NamedTuple):
+    """Queueing metadata the traffic manager hands to egress."""
+
+    enq_timestamp: int = 0
+    enq_qdepth: int = 0
+    deq_timedelta: int = 0
+    deq_qdepth: int = 0
+    egress_global_timestamp: int | None = None
+
+
+class EgressResult(NamedTuple):
+    """What one egress pass produced: packets to transmit (port, bytes),
+    and new jobs to enqueue (E2E clones; egress jobs of recirculated
+    packets, whose ingress already ran)."""
+
+    packets: list
+    jobs: list
+
+
+def _queue_meta(q) -> QueueMeta:
+    if q is None:
+        return QueueMeta()
+    if isinstance(q, QueueMeta):
+        return q
+    if hasattr(q, "enq_ts_us"):    # tm.Departure
+        return QueueMeta(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, q.deq_ts_us)
+    if isinstance(q, dict):
+        return QueueMeta(**q)
+    return QueueMeta(*q)
+
+
+class V1Switch:
+    """Runs a CompiledProgram with simple_switch semantics."""
+
+    def __init__(self, compiled, pre, digests, clock, drop_port: int = DROP_PORT,
+                 max_passes: int = MAX_PASSES) -> None:
+        self.c = compiled
+        self.pre = pre
+        self.digests = digests
+        self.clock = clock
+        self.drop_port = drop_port
+        self.max_passes = max_passes
+        self.rt = compiled.rt
+        b = compiled.blocks
+        self._parser = b["parser"]
+        self._verify = b["verify_checksum"]
+        self._ingress = b["ingress"]
+        self._egress = b["egress"]
+        self._compute = b["compute_checksum"]
+        self._deparser = b["deparser"]
+        self._H = compiled.hdr_class
+        self._M = compiled.meta_class
+        self._SM = compiled.sm_class
+        self._fields = compiled.field_list_fns
+        self.stats = {"received": 0, "transmitted": 0, "dropped": 0, "errors": 0,
+                      "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
+                      "replicas": 0}
+
+    # ------------------------------------------------------------ ingress
+
+    def _parse(self, data: bytes, hdr, meta, sm, ctx) -> None:
+        cur = Cursor(data)
+        try:
+            self._parser(cur, hdr, meta, sm)
+        except ParseError as err:
+            sm.parser_error = err.code
+        ctx.payload = data[cur.off:]
+
+    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
+                preserve=None, passes: int = 0) -> list:
+        """Receive `data` on `port` and run the ingress side; returns the
+        EgressJobs to queue (after-ingress decisions done). `preserve`
+        (for resubmit/recirculation) is (field_list_fn, old_meta, old_sm)."""
+        jobs: list = []
+        while True:
+            resubmit = self._ingress_pass(port, data, instance_type, preserve, passes, jobs)
+            if resubmit is None:
+                return jobs
+            passes += 1
+            self.stats["resubmits"] += 1
+            if passes >= self.max_passes:
+                self.stats["loop_drops"] += 1
+                log.warning("packet resubmitted %d times: dropped (bmv2 would loop forever)", passes)
+                return jobs
+            instance_type, preserve = RESUBMIT, resubmit
+
+    def _new_phv(self, port, length, instance_type, preserve):
+        hdr, meta, sm = self._H(), self._M(), self._SM()
+        if preserve is not None:
+            fn, old_meta, old_sm = preserve
+            fn(old_meta, old_sm, meta, sm)
+        else:
+            sm.ingress_port = port
+            sm.ingress_global_timestamp = self.clock.now_us() & 0xFFFFFFFFFFFF
+        sm.instance_type = instance_type
+        sm.packet_length = length
+        return hdr, meta, sm
+
+    def _ingress_pass(self, port, data, instance_type, preserve, passes, jobs):
+        rt = self.rt
+        length = len(data)
+        hdr, meta, sm = self._new_phv(port, length, instance_type, preserve)
+        ctx = PacketContext(length, sm)
+        rt.pkt = ctx
+        self._parse(data, hdr, meta, sm, ctx)
+        try:
+            self._verify(hdr, meta)
+        except ExitControl:
+            pass
+        self._ingress(hdr, meta, sm)
+        # I2E clone: the received bytes re-parsed, metadata reset but the list
+        if ctx.clone_session is not None:
+            self._ingress_clone(ctx, port, data, meta, sm, passes, jobs)
+        if ctx.digest is not None:
+            self.digests.push(*ctx.digest)
+        if ctx.resubmit is not None:
+            return (ctx.resubmit, meta, sm)
+        mgid = sm.mcast_grp
+        if mgid:
+            sm.instance_type = REPLICATION
+            self._multicast(hdr, meta, sm, ctx.payload, ctx.length, length, mgid, passes, jobs)
+            return None
+        if sm.egress_spec == self.drop_port:
+            self.stats["dropped"] += 1
+            return None
+        sm.instance_type = NORMAL
+        jobs.append(EgressJob(sm.egress_spec, sm.priority, hdr, meta, sm, ctx.payload,
+                              ctx.length, length, passes))
+        return None
+
+    def _ingress_clone(self, ctx, port, data, meta, sm, passes, jobs) -> None:
+        session = self.pre.clone_session(ctx.clone_session & 0x7FFF)
+        fields = ctx.clone_fields
+        if session is None:
+            return
+        for instance, out_port in session.replicas:
+            chdr, cmeta, csm = self._H(), self._M(), self._SM()
+            csm.ingress_port = port
+            cctx = PacketContext(len(data), csm)
+            self.rt.pkt = cctx
+            self._parse(data, chdr, cmeta, csm, cctx)
+            cmeta, csm = self._M(), self._SM()     # reset metadata, keep the list
+            fields(meta, sm, cmeta, csm)
+            csm.instance_type = INGRESS_CLONE
+            csm.egress_rid = instance
+            csm.packet_length = len(data)
+            self.stats["clones"] += 1
+            jobs.append(EgressJob(out_port, 0, chdr, cmeta, csm, cctx.payload, len(data), len(data),
+                                  passes, session.packet_length_bytes))
+        self.rt.pkt = ctx
+
+    def _multicast(self, hdr, meta, sm, payload, length, ingress_length, mgid, passes, jobs) -> None:
+        for rid, port in self.pre.group(mgid):
+            sm.egress_rid = rid
+            self.stats["replicas"] += 1
+            jobs.append(EgressJob(port, sm.priority, hdr._copy(), meta._copy(), sm._copy(),
+                                  payload, length, ingress_length, passes))
+
+    # ------------------------------------------------------------- egress
+
+    def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
+        """Run egress and the deparser for one dequeued job."""
+        q = _queue_meta(queue_meta)
+        sm = job.sm
+        hdr, meta = job.hdr, job.meta
+        sm.egress_port = job.port
+        sm.egress_spec = 0 if self.drop_port != 0 else 1
+        sm.packet_length = job.length & 0xFFFFFFFF
+        sm.enq_timestamp = q.enq_timestamp & 0xFFFFFFFF
+        sm.enq_qdepth = q.enq_qdepth & 0x7FFFF
+        sm.deq_timedelta = q.deq_timedelta & 0xFFFFFFFF
+        sm.deq_qdepth = q.deq_qdepth & 0x7FFFF
+        ts = q.egress_global_timestamp
+        sm.egress_global_timestamp = (self.clock.now_us() if ts is None else ts) & 0xFFFFFFFFFFFF
+        ctx = PacketContext(job.ingress_length, sm)
+        ctx.length = job.length
+        ctx.payload = job.payload
+        self.rt.pkt = ctx
+        self._egress(hdr, meta, sm)
+        packets, jobs = [], []
+        if ctx.clone_session is not None:
+            self._egress_clone(ctx, job, jobs)
+        if sm.egress_spec == self.drop_port:
+            self.stats["dropped"] += 1
+            return EgressResult(packets, jobs)
+        data = self.deparse(hdr, meta, ctx)
+        if ctx.recirculate is not None:
+            passes = job.passes + 1
+            self.stats["recirculations"] += 1
+            if passes >= self.max_passes:
+                self.stats["loop_drops"] += 1
+                log.warning("packet recirculated %d times: dropped (bmv2 would loop forever)", passes)
+                return EgressResult(packets, jobs)
+            jobs.extend(self.ingress(0, data, RECIRC, (ctx.recirculate, meta, sm), passes))
+            return EgressResult(packets, jobs)
+        limit = job.truncate
+        if ctx.truncate and (not limit or ctx.truncate < limit):
+            limit = ctx.truncate
+        if limit and len(data) > limit:
+            data = data[:limit]
+        self.stats["transmitted"] += 1
+        packets.append((job.port, data))
+        return EgressResult(packets, jobs)
+
+    def deparse(self, hdr, meta, ctx) -> bytes:
+        try:
+            self._compute(hdr, meta)
+        except ExitControl:
+            pass
+        out: list = []
+        self._deparser(out, hdr)
+        out.append(bytes(ctx.payload))
+        return b"".join(out)
+
+    def _egress_clone(self, ctx, job, jobs) -> None:
+        session = self.pre.clone_session(ctx.clone_session & 0x7FFF)
+        if session is None:
+            return
+        for instance, port in session.replicas:
+            cmeta, csm = self._M(), self._SM()
+            ctx.clone_fields(job.meta, job.sm, cmeta, csm)
+            csm.instance_type = EGRESS_CLONE
+            csm.egress_rid = instance
+            self.stats["clones"] += 1
+            jobs.append(EgressJob(port, 0, job.hdr._copy(), cmeta, csm, ctx.payload, ctx.length,
+                                  job.ingress_length, job.passes, session.packet_length_bytes))
+
+
+def run_guarded(fn, on_error):
+    """Call fn(); a PacketAbort or any other exception from a packet is
+    reported through on_error(exc) instead of propagating."""
+    try:
+        return fn()
+    except PacketAbort as exc:
+        on_error(exc)
+    except Exception as exc:  # noqa: BLE001 - a packet must never stop the switch
+        on_error(exc)
+    return None
