@@ -198,6 +198,27 @@ def _check_weight(weight: int, where: str) -> None:
                                       f"weight 1 (each member at most once per group)")
 
 
+def _flatten_member(pseudo: "_Table", match: tuple) -> tuple:
+    """A value-set member as the parser compares it: (value, mask) over the
+    select keys concatenated in order, first key most significant."""
+    value = mask = 0
+    for f, item in zip(pseudo.fields, match):
+        full = (1 << f.width) - 1
+        if f.kind == "exact":
+            v, m = item, full
+        elif f.kind == "ternary":
+            v, m = item
+        elif f.kind == "lpm":
+            v, m = item[0], (full >> (f.width - item[1])) << (f.width - item[1]) if item[1] else 0
+        elif f.kind == "optional":
+            v, m = (0, 0) if item is None else (item, full)
+        else:
+            raise _error("UNIMPLEMENTED", f"{pseudo.name}: range members are not supported")
+        value = (value << f.width) | v
+        mask = (mask << f.width) | m
+    return value, mask
+
+
 def _register_width(register: p4info_pb2.Register) -> int:
     spec = register.type_spec
     if spec.HasField("bitstring"):
@@ -1282,7 +1303,11 @@ class ControlPlane:
         for member in entry.members:
             holder = p4runtime_pb2.TableEntry(match=member.match)
             members.append(self._match_key(pseudo, holder))
-        self._runtime("value_sets", name).set_members(members)
+        flat = [_flatten_member(pseudo, m) for m in members]
+        runtime = self._runtime("value_sets", name)
+        runtime.clear()
+        for value, mask in flat:
+            runtime.add(value, mask)
         self._value_sets[vs.preamble.id] = [(pseudo, m) for m in members]
 
     def _read_value_sets(self, request: p4runtime_pb2.ValueSetEntry) -> list:

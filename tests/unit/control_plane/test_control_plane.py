@@ -298,3 +298,29 @@ def test_unset_update_type_and_extern(switch):
         cp.write(p4runtime_pb2.Update(entity=entity(fwd_entry(b"\x01"))))
     assert info.value.code == "INVALID_ARGUMENT"
     assert refused(cp, "INSERT", "extern_entry { }") == "UNIMPLEMENTED"
+
+
+def test_value_set_members_are_flattened_for_the_parser():
+    from fake_switch import make_p4info, make_pipeline
+
+    from testbed.p4model.control_plane import ControlPlane
+    from testbed.p4model.packet import ValueSet
+
+    info = make_p4info()
+    text_format.Parse('value_sets { preamble { id: 50331649 name: "P.pvs" } '
+                      'match { id: 1 name: "f1" bitwidth: 8 match_type: EXACT } '
+                      'match { id: 2 name: "f2" bitwidth: 8 match_type: TERNARY } size: 2 }', info)
+    pipeline = make_pipeline()
+    pipeline.value_sets = {"P.pvs": ValueSet("P.pvs", 2, 16)}
+    cp = ControlPlane(pipeline, info)
+    write(cp, "MODIFY", 'value_set_entry { value_set_id: 50331649 '
+                        'members { match { field_id: 1 exact { value: "\\x0a" } } '
+                        '          match { field_id: 2 ternary { value: "\\x10" mask: "\\xf0" } } } }')
+    assert pipeline.value_sets["P.pvs"].members == [(0x0a10, 0xfff0)]
+    assert pipeline.value_sets["P.pvs"].matches(0x0a1f)
+    [read] = cp.read(entity("value_set_entry { value_set_id: 50331649 }"))
+    assert len(read.value_set_entry.members[0].match) == 2
+    three = 'members { match { field_id: 1 exact { value: "\\x01" } } } ' * 3
+    assert refused(cp, "MODIFY", f"value_set_entry {{ value_set_id: 50331649 {three} }}") == "RESOURCE_EXHAUSTED"
+    assert pipeline.value_sets["P.pvs"].members == [(0x0a10, 0xfff0)]      # unchanged
+    assert refused(cp, "INSERT", "value_set_entry { value_set_id: 50331649 }") == "INVALID_ARGUMENT"
