@@ -60,7 +60,10 @@ def read(path: str | Path) -> p4info_pb2.P4Info:
 
 def generate_file(program_path: str | Path, include_dirs=(), defines=None) -> p4info_pb2.P4Info:
     """Load a program with the front end and generate its P4Info."""
-    from testbed.p4model.frontend import load_program
+    try:
+        from testbed.p4model.frontend import load_program
+    except ImportError as e:
+        raise TestbedError(f"{program_path}: the P4 front end is not available ({e})") from None
 
     return generate(load_program(program_path, include_dirs=list(include_dirs), defines=defines))
 
