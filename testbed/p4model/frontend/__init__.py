@@ -1,0 +1,57 @@
+"""The front end of the builtin P4-16 target: preprocess -> parse -> typed IR.
+
+    from testbed.p4model.frontend import load_program
+    program = load_program("prog.p4", include_dirs=["inc"], defines={"X": "1"})
+
+Every problem in the program raises P4Error (one line, `file:line:col:
+message`); constructs the target does not implement raise P4Unsupported
+(`file:line:col: unsupported: <construct>`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testbed.p4model.errors import P4Error
+from testbed.p4model.frontend import ir
+
+__all__ = ["load_program", "load_source", "ir"]
+
+
+def load_program(path, include_dirs=(), defines=None) -> ir.Program:
+    """Load a P4-16 v1model program from a file into the typed IR."""
+    from testbed.p4model.frontend.lower import lower
+    from testbed.p4model.frontend.parser import parse_source
+    from testbed.p4model.frontend.preprocess import preprocess
+
+    source = preprocess(Path(path), include_dirs, defines)
+    tree = parse_source(source)
+    try:
+        return lower(tree, source)
+    except P4Error:
+        raise
+    except RecursionError:
+        raise P4Error(None, f"{path}: program nested too deeply") from None
+
+
+def load_source(text: str, name: str = "<input>.p4", include_dirs=(), defines=None) -> ir.Program:
+    """Load a program given as text (tests, tools); `#include "x"` resolves
+    relative to the current directory."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / Path(name).name
+        p.write_text(text)
+        try:
+            return load_program(p, include_dirs, defines)
+        except P4Error as e:
+            raise _rename(e, str(p), name) from None
+
+
+def _rename(e: P4Error, tmp: str, name: str) -> P4Error:
+    loc = e.loc
+    if loc is not None and getattr(loc, "file", None) == tmp:
+        loc = ir.Loc(name, loc.line, loc.col)
+    new = type(e).__new__(type(e))
+    P4Error.__init__(new, loc, e.message)
+    return new

@@ -205,6 +205,9 @@ class StructLikeT(Type):
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:   # compact: types are shared by many nodes
+        return f"{type(self).__name__}({self.name!r})"
+
 
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
@@ -296,6 +299,9 @@ class ExternT(Type):
 
     def __str__(self) -> str:
         return self.decl.name
+
+    def __repr__(self) -> str:
+        return f"ExternT({self.decl.name!r}, {self.type_args!r})"
 
 
 @dataclass(eq=False)
@@ -995,3 +1001,33 @@ class Program:
             if isinstance(decl, kind) and getattr(decl, "name", None) == name:
                 return decl
         return None
+
+
+# --------------------------------------------------------------------------
+# Added by the front end (contract extensions, see docs/p4model-contracts.md)
+
+
+@dataclass(frozen=True)
+class TypeParamT(Type):
+    """An unbound type parameter (`T` in `extern register<T>` or in
+    `extern void hash<O, T, D, M>(...)`).  Appears only inside generic
+    declarations (extern methods/functions, package and parser/control type
+    declarations); every use in a program body is substituted by the bound
+    type (ExternT.type_args, ExternMethodCall/ExternFunctionCall.type_args)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class PackageT(Type):
+    """Type of a package instance (`main`)."""
+
+    decl: "PackageDecl"
+
+
+def type_str(t: Optional[Type]) -> str:
+    """Readable P4 spelling of a type for error messages."""
+    return "<unknown>" if t is None else str(t)

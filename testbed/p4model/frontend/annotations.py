@@ -1,0 +1,132 @@
+"""Annotations: raw bodies -> ir.Annotation, and the @name rules.
+
+P4 annotation bodies are unparsed token lists; we keep the raw text and,
+when the body is a plain list of literals/names (the common case:
+`@name("x")`, `@id(3)`, `@field_list(1, 2)`), the parsed values, because
+P4Info and the compiler need them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from testbed.p4model.frontend import ir
+
+_TOKEN = re.compile(r'\s*(?:("(?:\\.|[^"\\])*")|([0-9][0-9A-Za-z_]*)|([A-Za-z_.][A-Za-z0-9_.]*)|(,)|(=))')
+
+
+def _literal(tok: str):
+    from testbed.p4model.frontend.types import parse_int_literal
+
+    try:
+        return parse_int_literal(tok, None).value
+    except Exception:  # noqa: BLE001 - a body that is not a literal stays raw
+        return None
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", r"\1", s[1:-1])
+
+
+def parse_values(body: str):
+    """`"a", 3, x` -> ["a", 3, "x"]; None when the body is anything else."""
+    if not body.strip():
+        return []
+    values = []
+    pos = 0
+    expect_value = True
+    while pos < len(body):
+        if not body[pos:].strip():
+            break
+        m = _TOKEN.match(body, pos)
+        if not m:
+            return None
+        s, num, ident, comma, eq = m.groups()
+        pos = m.end()
+        if comma:
+            if expect_value:
+                return None
+            expect_value = True
+            continue
+        if eq or not expect_value:
+            return None
+        if s is not None:
+            values.append(_unescape(s))
+        elif num is not None:
+            v = _literal(num)
+            if v is None:
+                return None
+            values.append(v)
+        else:
+            values.append(ident)
+        expect_value = False
+    if expect_value and values:
+        return None
+    return values
+
+
+def parse_kv(body: str):
+    """`k = v, k2 = "s"` -> {"k": v, "k2": "s"}; None if not key=value pairs."""
+    result = {}
+    for part in _split_commas(body):
+        if "=" not in part:
+            return None
+        k, _, v = part.partition("=")
+        k = k.strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", k):
+            return None
+        vals = parse_values(v)
+        if vals is None or len(vals) != 1:
+            return None
+        result[k] = vals[0]
+    return result
+
+
+def _split_commas(body: str):
+    parts, cur, in_str = [], [], False
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == '"':
+            in_str = not in_str
+        elif c == "\\" and in_str:
+            cur.append(body[i:i + 2])
+            i += 2
+            continue
+        if c == "," and not in_str:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return parts
+
+
+def make_annotation(name: str, body: str | None, structured: bool, loc) -> ir.Annotation:
+    if body is None:
+        return ir.Annotation(name, "", [], None, loc)
+    if structured:
+        kv = parse_kv(body)
+        args = None if kv is not None else parse_values(body)
+        return ir.Annotation(name, body, args, kv, loc)
+    return ir.Annotation(name, body, parse_values(body), None, loc)
+
+
+def name_annotation(annotations: list[ir.Annotation]) -> str | None:
+    a = ir.find_annotation(annotations, "name")
+    if a is not None and a.args and isinstance(a.args[0], str):
+        return a.args[0]
+    return None
+
+
+def control_plane_name(annotations: list[ir.Annotation], local: str, prefix: str) -> str:
+    """p4c's rule: `@name(".x")` is global (`x`), `@name("x")` replaces the
+    local name under the enclosing prefix, else prefix + local name."""
+    given = name_annotation(annotations)
+    if given is not None:
+        if given.startswith("."):
+            return given[1:]
+        return prefix + given
+    return prefix + local

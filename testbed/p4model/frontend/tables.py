@@ -1,0 +1,284 @@
+"""Tables and keysets: properties checked and lowered to ir.TableDecl.
+
+Keysets are shared by parser `select` cases and table `entries`; both
+coerce each keyset element to the type of its key.
+"""
+
+from __future__ import annotations
+
+from lark import Token, Tree
+
+from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.frontend import ir
+from testbed.p4model.frontend import types as T
+from testbed.p4model.frontend.annotations import control_plane_name, name_annotation
+from testbed.p4model.frontend.expressions import ValueSetName, tok_value
+
+_KNOWN_PROPERTIES = {"default_action", "size", "implementation", "counters", "meters",
+                     "support_timeout", "idle_timeout", "max_group_size", "selector_size_semantics",
+                     "psa_direct_counter", "psa_direct_meter", "psa_implementation",
+                     "psa_empty_group_action", "psa_idle_timeout", "largest_priority_wins",
+                     "priority_delta"}
+
+
+class TableLowering:
+
+    # ------------------------------------------------------------ keysets
+
+    def keyset(self, t, keys, ctx, allow_value_set=False):
+        """One keyset (select case or table entry) for `keys`."""
+        loc = self.loc(t, ctx)
+        if isinstance(t, Tree) and t.data == "tuple_keyset":
+            if len(t.children) != len(keys):
+                raise P4Error(loc, f"the keyset has {len(t.children)} elements, there are {len(keys)} keys")
+            return ir.KeysetTuple([self.simple_keyset(c, k.type, ctx, allow_value_set)
+                                   for c, k in zip(t.children, keys)], loc=loc)
+        if len(keys) == 1:
+            return self.simple_keyset(t, keys[0].type, ctx, allow_value_set)
+        ks = self.simple_keyset(t, None, ctx, allow_value_set)
+        if isinstance(ks, (ir.KeysetDefault, ir.KeysetValueSet)):
+            return ks
+        raise P4Error(loc, f"the keyset has 1 element, there are {len(keys)} keys")
+
+    def simple_keyset(self, t, ktype, ctx, allow_value_set):
+        loc = self.loc(t, ctx)
+        data = t.data if isinstance(t, Tree) else ""
+        if data in ("keyset_default", "keyset_dontcare"):
+            return ir.KeysetDefault(type=ktype, loc=loc)
+        if data == "keyset_mask":
+            v = self.keyset_const(t.children[0], ktype, ctx)
+            m = self.keyset_const(t.children[1], ktype, ctx)
+            return ir.KeysetMask(v, m, type=ktype, loc=loc)
+        if data == "keyset_range":
+            lo = self.keyset_const(t.children[0], ktype, ctx)
+            hi = self.keyset_const(t.children[1], ktype, ctx)
+            return ir.KeysetRange(lo, hi, type=ktype, loc=loc)
+        if data in ("name_expr", "dot_name_expr") and allow_value_set:
+            e = self._expr(t, ctx)
+            if isinstance(e, ValueSetName):
+                vs = e.target
+                if ktype is not None and not (T.assignable(vs.element_type, ktype)
+                                              or isinstance(ir.strip_newtype(vs.element_type), ir.StructT)):
+                    raise P4Error(loc, f"value_set {vs.name} of {ir.type_str(vs.element_type)} "
+                                       f"does not match key type {ir.type_str(ktype)}")
+                return ir.KeysetValueSet(vs, type=vs.element_type, loc=loc)
+        return self.keyset_const(t, ktype, ctx)
+
+    def keyset_const(self, t, ktype, ctx):
+        e = self.expr(t, ctx, ktype)
+        if not isinstance(e, ir.Const):
+            raise P4Error(self.loc(t, ctx), "keyset values must be compile-time constants")
+        return e
+
+    # -------------------------------------------------------------- tables
+
+    def table_decl(self, t, ctx) -> ir.TableDecl:
+        anns, rest = self.split_annotations(t.children, ctx)
+        loc = self.loc(t, ctx)
+        name = tok_value(rest[0])
+        table = ir.TableDecl(name, [], [], None, annotations=anns,
+                             cp_name=control_plane_name(anns, name, ctx.prefix), loc=loc)
+        seen = set()
+        props = rest[1:]
+        # actions first: default_action and entries refer to them
+        order = sorted(props, key=lambda p: 0 if p.data in ("key_prop", "actions_prop") else 1)
+        for p in order:
+            pname = self.property_name(p)
+            if pname in seen:
+                raise P4Error(self.loc(p, ctx), f"table {name}: property '{pname}' given twice")
+            seen.add(pname)
+            getattr(self, "_p_" + p.data)(table, p, ctx)
+        if "actions" not in seen:
+            raise P4Error(loc, f"table {name} has no 'actions' property")
+        if table.default_action is None:
+            noaction = self.top.lookup("NoAction")
+            if not isinstance(noaction, ir.ActionDecl):
+                raise P4Error(loc, f"table {name} has no default_action and NoAction is not declared")
+            table.default_action = ir.ActionRef(noaction, [], [], loc)
+            table.default_is_implicit = True
+        ctx.scope.declare(name, table, loc)
+        return table
+
+    def property_name(self, p) -> str:
+        if p.data == "key_prop":
+            return "key"
+        if p.data == "actions_prop":
+            return "actions"
+        if p.data == "entries_prop":
+            return "entries"
+        for ch in p.children:
+            if isinstance(ch, Token) and ch.type == "IDENTIFIER":
+                return str(ch)
+        return "?"
+
+    def _p_key_prop(self, table, p, ctx):
+        names = set()
+        for k in p.children:
+            kloc = self.loc(k, ctx)
+            expr_tree, kind_tree = k.children[0], k.children[1]
+            anns = self.annotations(k.children[2], ctx) if len(k.children) > 2 else []
+            e = self.expr(expr_tree, ctx)
+            st = T.value_type(e.type)
+            if not isinstance(st, (ir.BitT, ir.BoolT, ir.ErrorT, ir.EnumT)) and not isinstance(st, ir.VarbitT):
+                raise P4Error(kloc, f"table {table.name}: key of type {ir.type_str(e.type)} cannot be matched")
+            if isinstance(e.type, ir.IntLitT):
+                raise P4Error(kloc, f"table {table.name}: key needs a width")
+            kind = tok_value(kind_tree)
+            if kind not in self.match_kind_type.members:
+                raise P4Error(self.loc(kind_tree, ctx), f"unknown match kind '{kind}'")
+            kname = name_annotation(anns) or self.text(expr_tree)
+            if kname in names:
+                raise P4Error(kloc, f"table {table.name}: duplicate key '{kname}'")
+            names.add(kname)
+            table.keys.append(ir.KeyElement(e, kind, kname, anns, kloc))
+        lpm = [k for k in table.keys if k.match_kind == "lpm"]
+        if len(lpm) > 1:
+            raise P4Error(lpm[1].loc, f"table {table.name} has more than one lpm key")
+
+    def _p_actions_prop(self, table, p, ctx):
+        seen = set()
+        for item in p.children:
+            anns, rest = self.split_annotations(item.children, ctx)
+            ref = self.action_ref(rest[0], ctx, directional_only=True, anns=anns)
+            if id(ref.action) in seen:
+                raise P4Error(ref.loc, f"table {table.name}: action {ref.action.name} listed twice")
+            seen.add(id(ref.action))
+            table.actions.append(ref)
+
+    def action_ref(self, t, ctx, directional_only, anns=None, table=None) -> ir.ActionRef:
+        """`a`, `a(x)`, `.a(1, 2)`: the action, its arguments bound."""
+        loc = self.loc(t, ctx)
+        name_tree = t.children[0]
+        scope = ctx.scope.top() if name_tree.data == "dot_name" else ctx.scope
+        name = tok_value(name_tree)
+        action = scope.lookup(name)
+        if not isinstance(action, ir.ActionDecl):
+            raise P4Error(loc, f"'{name}' is not an action" if action is not None else f"unknown action '{name}'")
+        args = list(t.children[1].children) if len(t.children) > 1 else []
+        if directional_only:
+            dparams = [p for p in action.params if p.direction != ""]
+            if args and len(args) != len(dparams):
+                raise P4Error(loc, f"action {name}: the actions list binds {len(args)} argument(s), "
+                                   f"it has {len(dparams)} directional parameter(s)")
+            if not args and dparams:
+                raise P4Error(loc, f"action {name}: its directional parameters must be bound in the actions list")
+            bound = self.bind_args(dparams, args, ctx, loc, f"action {name}", {}) if args else []
+            return ir.ActionRef(action, bound, anns or [], loc)
+        bound = self.bind_args(action.params, args, ctx, loc, f"action {name}", {}) if (args or action.params) else []
+        data = [a for a, p in zip(bound, action.params) if p.direction == ""]
+        for a in data:
+            if not isinstance(a, ir.Const):
+                raise P4Error(a.loc, f"action {name}: action data must be compile-time constants here")
+        return ir.ActionRef(action, data, anns or [], loc)
+
+    def _listed(self, table, action, loc, what):
+        for r in table.actions:
+            if r.action is action:
+                return r
+        raise P4Error(loc, f"table {table.name}: {what} {action.name} is not in the actions list")
+
+    def _p_entries_prop(self, table, p, ctx):
+        anns, rest = self.split_annotations(p.children, ctx)
+        is_const = bool(rest) and isinstance(rest[0], Tree) and rest[0].data == "const_mod"
+        if is_const:
+            rest = rest[1:]
+        table.entries_are_const = is_const
+        if not table.keys:
+            raise P4Error(self.loc(p, ctx), f"table {table.name} has entries but no key")
+        keys = [k.expr for k in table.keys]
+        for e in rest:
+            ch = list(e.children)
+            eloc = self.loc(e, ctx)
+            priority = None
+            if ch and isinstance(ch[0], Tree) and ch[0].data == "entry_priority":
+                pv = self.expr(ch[0].children[0], ctx)
+                if not isinstance(pv, ir.Const) or not isinstance(pv.value, int) or pv.value < 0:
+                    raise P4Error(eloc, "entry priority must be a non-negative constant")
+                priority = pv.value
+                ch = ch[1:]
+            ks = self.keyset(ch[0], keys, ctx)
+            ref = self.action_ref(ch[1], ctx, directional_only=False)
+            self._listed(table, ref.action, ref.loc, "entry action")
+            if any(ir.find_annotation(r.annotations, "defaultonly") for r in table.actions if r.action is ref.action):
+                raise P4Error(ref.loc, f"table {table.name}: action {ref.action.name} is @defaultonly")
+            eanns = self.annotations(ch[2], ctx) if len(ch) > 2 else []
+            items = ks.items if isinstance(ks, ir.KeysetTuple) else (
+                [ks] if len(keys) == 1 else [ks] * len(keys))
+            for item, k in zip(items, table.keys):
+                self.check_entry_key(item, k, table, eloc)
+            table.entries.append(ir.TableEntryDecl(list(items), ref, priority,
+                                                   is_const or e.data == "const_entry", eanns, eloc))
+
+    def check_entry_key(self, item, key, table, loc):
+        kind = key.match_kind
+        if isinstance(item, ir.KeysetMask) and kind not in ("ternary", "lpm"):
+            raise P4Error(loc, f"table {table.name}: a mask (&&&) needs a ternary or lpm key, "
+                               f"'{key.name}' is {kind}")
+        if isinstance(item, ir.KeysetRange) and kind != "range":
+            raise P4Error(loc, f"table {table.name}: a range (..) needs a range key, '{key.name}' is {kind}")
+        if isinstance(item, ir.KeysetDefault) and kind == "exact":
+            raise P4Error(loc, f"table {table.name}: '_'/default cannot match the exact key '{key.name}'")
+
+    def _p_custom_prop(self, table, p, ctx):
+        anns, rest = self.split_annotations(p.children, ctx)
+        is_const = isinstance(rest[0], Tree) and rest[0].data == "const_mod"
+        if is_const:
+            rest = rest[1:]
+        pname = str(rest[0])
+        value_tree = rest[1]
+        loc = self.loc(p, ctx)
+        if pname == "default_action":
+            self.default_action(table, value_tree, is_const, ctx, loc)
+        elif pname == "size":
+            v = self.expr(value_tree, ctx)
+            if not isinstance(v, ir.Const) or not isinstance(v.value, int) or isinstance(v.value, bool) or v.value < 0:
+                raise P4Error(loc, f"table {table.name}: size must be a non-negative constant")
+            table.size = v.value
+        elif pname == "implementation":
+            inst = self.instance_property(value_tree, ctx, loc, table, ("action_profile", "action_selector"))
+            table.implementation = inst
+        elif pname == "counters":
+            table.counters = self.instance_property(value_tree, ctx, loc, table, ("direct_counter",))
+        elif pname == "meters":
+            table.meters = self.instance_property(value_tree, ctx, loc, table, ("direct_meter",))
+        elif pname in ("support_timeout", "idle_timeout"):
+            v = self.expr(value_tree, ctx)
+            if not isinstance(v, ir.Const) or not isinstance(v.value, bool):
+                raise P4Error(loc, f"table {table.name}: {pname} must be true or false")
+            table.idle_timeout = v.value
+            table.properties[pname] = v
+        else:
+            try:
+                table.properties[pname] = self.expr(value_tree, ctx)
+            except P4Error:
+                table.properties[pname] = ir.Const(self.text(value_tree), type=ir.StringT(), loc=loc)
+
+    def instance_property(self, tree, ctx, loc, table, kinds) -> ir.Instance:
+        e = self._expr(tree, ctx)
+        inst = e if isinstance(e, ir.Instance) else (e.target if isinstance(e, ir.InstanceRef) else None)
+        if inst is None or not isinstance(inst.type, ir.ExternT) or inst.type.decl.name not in kinds:
+            raise P4Error(loc, f"table {table.name}: expected an instance of {' or '.join(kinds)}")
+        if not inst.cp_name:
+            # an anonymous instance in a table property is named after the table (p4c)
+            inst.name = table.name
+            inst.cp_name = table.cp_name
+        return inst
+
+    def default_action(self, table, tree, is_const, ctx, loc):
+        if tree.data == "call_expr":
+            callee, args_tree = tree.children
+        else:
+            callee, args_tree = tree, None
+        if callee.data not in ("name_expr", "dot_name_expr"):
+            raise P4Error(loc, f"table {table.name}: default_action must name an action")
+        name_node = Tree("prefixed_non_type_name" if callee.data == "name_expr" else "dot_name",
+                         [callee.children[0]], callee.meta)
+        fake = Tree("action_ref", [name_node] + ([args_tree] if args_tree is not None else []), tree.meta)
+        ref = self.action_ref(fake, ctx, directional_only=False)
+        listed = self._listed(table, ref.action, loc, "default action")
+        if ir.find_annotation(listed.annotations, "tableonly"):
+            raise P4Error(loc, f"table {table.name}: action {ref.action.name} is @tableonly")
+        if args_tree is None and ref.action.data_params():
+            raise P4Error(loc, f"table {table.name}: default action {ref.action.name} needs its arguments")
+        table.default_action = ref
+        table.default_is_const = is_const

@@ -1,0 +1,244 @@
+/* v1model.p4: the v1model architecture (bmv2 simple_switch), written for
+ * the testbed's builtin target from the public v1model interface: the same
+ * extern and function names, parameter lists and enum member orders as the
+ * file shipped with p4c, so programs written for p4c load unchanged.
+ *
+ * V1MODEL_VERSION selects the interface generation exactly as with p4c:
+ * from 20200408 on, PortId_t exists and counter/meter/register take the
+ * index type as a type parameter. */
+
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
+
+#include "core.p4"
+
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
+#endif
+
+match_kind {
+    range,     /// lo <= key <= hi
+    selector,  /// key used to select an action-selector member
+    optional   /// exact match or wildcard
+}
+
+const bit<32> __v1model_version = V1MODEL_VERSION;
+
+#if V1MODEL_VERSION >= 20200408
+typedef bit<9>  PortId_t;
+#endif
+
+@metadata @name("standard_metadata")
+struct standard_metadata_t {
+#if V1MODEL_VERSION >= 20200408
+    PortId_t    ingress_port;
+    PortId_t    egress_spec;
+    PortId_t    egress_port;
+#else
+    bit<9>      ingress_port;
+    bit<9>      egress_spec;
+    bit<9>      egress_port;
+#endif
+    bit<32>     instance_type;
+    bit<32>     packet_length;
+    @alias("queueing_metadata.enq_timestamp")    bit<32> enq_timestamp;
+    @alias("queueing_metadata.enq_qdepth")       bit<19> enq_qdepth;
+    @alias("queueing_metadata.deq_timedelta")    bit<32> deq_timedelta;
+    @alias("queueing_metadata.deq_qdepth")       bit<19> deq_qdepth;
+    @alias("intrinsic_metadata.ingress_global_timestamp") bit<48> ingress_global_timestamp;
+    @alias("intrinsic_metadata.egress_global_timestamp")  bit<48> egress_global_timestamp;
+    @alias("intrinsic_metadata.mcast_grp")       bit<16> mcast_grp;
+    @alias("intrinsic_metadata.egress_rid")      bit<16> egress_rid;
+    /// 1 when a verify_checksum() found a wrong checksum.
+    bit<1>      checksum_error;
+    /// Error produced by the parser.
+    error       parser_error;
+    @alias("intrinsic_metadata.priority")        bit<3> priority;
+}
+
+enum CounterType {
+    packets,
+    bytes,
+    packets_and_bytes
+}
+
+enum MeterType {
+    packets,
+    bytes
+}
+
+/// Indexed packet/byte counters.
+#if V1MODEL_VERSION >= 20200408
+extern counter<I>
+#else
+extern counter
+#endif
+{
+    counter(bit<32> size, CounterType type);
+#if V1MODEL_VERSION >= 20200408
+    void count(in I index);
+#else
+    void count(in bit<32> index);
+#endif
+}
+
+/// A counter with one cell per entry of the table it is attached to.
+extern direct_counter {
+    direct_counter(CounterType type);
+    void count();
+}
+
+#define V1MODEL_METER_COLOR_GREEN  0
+#define V1MODEL_METER_COLOR_YELLOW 1
+#define V1MODEL_METER_COLOR_RED    2
+
+/// Indexed two-rate three-colour meters.
+#if V1MODEL_VERSION >= 20200408
+extern meter<I>
+#else
+extern meter
+#endif
+{
+    meter(bit<32> size, MeterType type);
+#if V1MODEL_VERSION >= 20200408
+    void execute_meter<T>(in I index, out T result);
+#else
+    void execute_meter<T>(in bit<32> index, out T result);
+#endif
+}
+
+/// A meter with one cell per entry of the table it is attached to.
+extern direct_meter<T> {
+    direct_meter(MeterType type);
+    void read(out T result);
+}
+
+/// An array of registers.
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I>
+#else
+extern register<T>
+#endif
+{
+    register(bit<32> size);
+#if V1MODEL_VERSION >= 20200408
+    @noSideEffects
+    void read(out T result, in I index);
+    void write(in I index, in T value);
+#else
+    @noSideEffects
+    void read(out T result, in bit<32> index);
+    void write(in bit<32> index, in T value);
+#endif
+}
+
+/// Table implementation: entries point at shared members.
+extern action_profile {
+    action_profile(bit<32> size);
+}
+
+/// result = a uniformly random value in [lo, hi].
+extern void random<T>(out T result, in T lo, in T hi);
+
+/// Send `data` to the control plane (a digest list).
+extern void digest<T>(in bit<32> receiver, in T data);
+
+enum HashAlgorithm {
+    crc32,
+    crc32_custom,
+    crc16,
+    crc16_custom,
+    random,
+    identity,
+    csum16,
+    xor16
+}
+
+/// egress_spec = drop port, mcast_grp = 0.
+@pure
+extern void mark_to_drop();
+@pure
+extern void mark_to_drop(inout standard_metadata_t standard_metadata);
+
+/// result = base + (H(data) mod max), or base when max is 0.
+@pure
+extern void hash<O, T, D, M>(out O result, in HashAlgorithm algo, in T base, in D data, in M max);
+
+/// Table implementation: entries point at groups of members chosen by a hash.
+extern action_selector {
+    action_selector(HashAlgorithm algorithm, bit<32> size, bit<32> outputWidth);
+}
+
+enum CloneType {
+    I2E,
+    E2E
+}
+
+@deprecated("Please use verify_checksum/update_checksum instead.")
+extern Checksum16 {
+    Checksum16();
+    bit<16> get<D>(in D data);
+}
+
+extern void verify_checksum<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
+@pure
+extern void update_checksum<T, O>(in bool condition, in T data, inout O checksum, HashAlgorithm algo);
+extern void verify_checksum_with_payload<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
+@noSideEffects
+extern void update_checksum_with_payload<T, O>(in bool condition, in T data, inout O checksum, HashAlgorithm algo);
+
+extern void clone(in CloneType type, in bit<32> session);
+
+@deprecated("Please use 'resubmit_preserving_field_list' instead")
+extern void resubmit<T>(in T data);
+extern void resubmit_preserving_field_list(bit<8> index);
+
+@deprecated("Please use 'recirculate_preserving_field_list' instead")
+extern void recirculate<T>(in T data);
+extern void recirculate_preserving_field_list(bit<8> index);
+
+@deprecated("Please use 'clone_preserving_field_list' instead")
+extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
+extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
+
+extern void truncate(in bit<32> length);
+
+extern void assert(in bool check);
+extern void assume(in bool check);
+
+extern void log_msg(string msg);
+extern void log_msg<T>(string msg, in T data);
+
+parser Parser<H, M>(packet_in b,
+                    out H parsedHdr,
+                    inout M meta,
+                    inout standard_metadata_t standard_metadata);
+
+control VerifyChecksum<H, M>(inout H hdr,
+                             inout M meta);
+
+@pipeline
+control Ingress<H, M>(inout H hdr,
+                      inout M meta,
+                      inout standard_metadata_t standard_metadata);
+
+@pipeline
+control Egress<H, M>(inout H hdr,
+                     inout M meta,
+                     inout standard_metadata_t standard_metadata);
+
+control ComputeChecksum<H, M>(inout H hdr,
+                              inout M meta);
+
+@deparser
+control Deparser<H>(packet_out b, in H hdr);
+
+package V1Switch<H, M>(Parser<H, M> p,
+                       VerifyChecksum<H, M> vr,
+                       Ingress<H, M> ig,
+                       Egress<H, M> eg,
+                       ComputeChecksum<H, M> ck,
+                       Deparser<H> dep
+                       );
+
+#endif  /* _V1_MODEL_P4_ */
