@@ -61,9 +61,19 @@ class Pipeline:
         self.pre = PacketReplicationEngine()
         self.digests = DigestQueue()
         self.cpu_port: int | None = None
-        self.drop_port = drop_port
         self.switch = V1Switch(c, self.pre, self.digests, self.clock, drop_port, max_passes)
         self.stats = self.switch.stats
+
+    @property
+    def drop_port(self) -> int:
+        """The port that means "drop" in egress_spec (511 unless the switch
+        was started with another, as simple_switch --drop-port)."""
+        return self.switch.drop_port
+
+    @drop_port.setter
+    def drop_port(self, port: int) -> None:
+        self.switch.drop_port = port
+        self.compiled.namespace["DROP_PORT"] = port
 
     @property
     def source(self) -> str:

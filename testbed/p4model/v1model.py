@@ -178,14 +178,14 @@ class V1Switch:
         mgid = sm.mcast_grp
         if mgid:
             sm.instance_type = REPLICATION
-            self._multicast(hdr, meta, sm, ctx.payload, ctx.length, length, mgid, passes, jobs)
+            self._multicast(hdr, meta, sm, ctx, length, mgid, passes, jobs)
             return None
         if sm.egress_spec == self.drop_port:
             self.stats["dropped"] += 1
             return None
         sm.instance_type = NORMAL
         jobs.append(EgressJob(sm.egress_spec, sm.priority, hdr, meta, sm, ctx.payload,
-                              ctx.length, length, passes))
+                              ctx.length, length, passes, ctx.truncate))
         return None
 
     def _ingress_clone(self, ctx, port, data, meta, sm, passes, jobs) -> None:
@@ -209,12 +209,12 @@ class V1Switch:
                                   passes, session.packet_length_bytes))
         self.rt.pkt = ctx
 
-    def _multicast(self, hdr, meta, sm, payload, length, ingress_length, mgid, passes, jobs) -> None:
+    def _multicast(self, hdr, meta, sm, ctx, ingress_length, mgid, passes, jobs) -> None:
         for rid, port in self.pre.group(mgid):
             sm.egress_rid = rid
             self.stats["replicas"] += 1
             jobs.append(EgressJob(port, sm.priority, hdr._copy(), meta._copy(), sm._copy(),
-                                  payload, length, ingress_length, passes))
+                                  ctx.payload, ctx.length, ingress_length, passes, ctx.truncate))
 
     # ------------------------------------------------------------- egress
 

@@ -673,7 +673,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         itself, or a wrapper binding the directional args of the list."""
         action = ref.action
         directional = [p for p in action.params if p.direction != ""]
-        if not directional:
+        if not directional and self.ctl_args_for(action) == list(ctl_args):
             return self.action_fn(action, ref.loc)
         fn = self.names.new("tact_" + py_ident(action.cp_name))
         data = action.data_params()
