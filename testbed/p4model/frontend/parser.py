@@ -199,7 +199,7 @@ class P4PostLex:
                 if (decl_context and before is not None and close > 0 and after in ("(", "{")
                         and (before.value in _DECL_KEYWORDS or before.value == "extern"
                              or before.type == "TYPE_IDENTIFIER" or before.value in _TYPE_END_VALUES
-                             or before.type == "R_ANGLE_SHIFT" or before.value == "abstract")
+                             or before.type == "_R_ANGLE_SHIFT" or before.value == "abstract")
                         and before.type not in ("STRING_LITERAL", "INTEGER")):
                     # type parameter list of a declaration: `extern void f<T>(...)`
                     names = set()
@@ -215,9 +215,9 @@ class P4PostLex:
                         follow = toks[i + 2].value if i + 2 < n else ""
                         starts_type = follow not in (".", "(")
                     if starts_type:
-                        t = Token.new_borrow_pos("L_ANGLE_ARGS", "<", t)
+                        t = Token.new_borrow_pos("_L_ANGLE_ARGS", "<", t)
             elif v == ">" and i + 1 < n and toks[i + 1].value == ">" and toks[i + 1].start_pos == t.end_pos:
-                t = Token.new_borrow_pos("R_ANGLE_SHIFT", ">", t)
+                t = Token.new_borrow_pos("_R_ANGLE_SHIFT", ">", t)
             out.append(t)
             i += 1
         return out
@@ -231,15 +231,15 @@ def _lark() -> Lark:
     global _PARSER
     if _PARSER is None:
         _PARSER = Lark(GRAMMAR_PATH.read_text(), parser="lalr", lexer="basic",
-                       postlex=_POSTLEX, propagate_positions=True, maybe_placeholders=False,
-                       start=["start", "annotation_args"] if False else "start")
+                       postlex=_POSTLEX, propagate_positions=True, maybe_placeholders=False, cache=True,
+                       start="start")
     return _PARSER
 
 
 _READABLE = {
     "TYPE_IDENTIFIER": "a type name", "IDENTIFIER": "a name", "INTEGER": "an integer",
     "STRING_LITERAL": "a string", "ANNOTATION_NAME": "an annotation", "$END": "end of file",
-    "R_ANGLE_SHIFT": "'>'", "L_ANGLE_ARGS": "'<'", "COMPOUND_OP": "'+='",
+    "_R_ANGLE_SHIFT": "'>'", "_L_ANGLE_ARGS": "'<'", "COMPOUND_OP": "'+='",
 }
 
 
