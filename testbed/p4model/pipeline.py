@@ -87,14 +87,21 @@ class Pipeline:
         rate): returns the transmitted (port, bytes) in departure order."""
         out: list = []
         queue = self.ingress(port, data)
+        egress = self.switch.egress
+        now_us = self.clock.now_us
         i = 0
         while i < len(queue):
             job = queue[i]
             i += 1
-            now = self.clock.now_us()
-            result = self.egress(job, QueueMeta(now, 0, 0, 0, now))
-            out.extend(result.packets)
-            queue.extend(result.jobs)
+            now = now_us()
+            try:
+                packets, jobs = egress(job, QueueMeta(now, 0, 0, 0, now))
+            except Exception as exc:  # noqa: BLE001 - never let a packet stop the switch
+                self._packet_failed(exc, "egress", job.port)
+                continue
+            out += packets
+            if jobs:
+                queue += jobs
         return out
 
     def packet_out(self, data: bytes) -> list:

@@ -78,10 +78,10 @@ class EgressResult(NamedTuple):
 
 
 def _queue_meta(q) -> QueueMeta:
+    if q.__class__ is QueueMeta:
+        return q
     if q is None:
         return QueueMeta()
-    if isinstance(q, QueueMeta):
-        return q
     if hasattr(q, "enq_ts_us"):    # tm.Departure
         return QueueMeta(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, q.deq_ts_us)
     if isinstance(q, dict):

@@ -86,6 +86,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.blocks_fn: dict = {}           # id(Instance) -> (fn, params)
         self.tables_fn: dict = {}           # id(TableDecl) -> fn
         self.field_lists: dict = {}         # key -> fn name
+        self._chain_args = None             # set while writing an acyclic parser
         self.out = CompiledProgram("", {}, self.rt, {}, None, None, None)
         self.defs: list[Source] = []
 
@@ -367,6 +368,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         state_args = ["pk"] + [env[id(p)] for p in decl.params
                                if is_composite(p.type)]
         state_fns = {s.name: self.names.new(f"ps_{stem}_{s.name}") for s in decl.states}
+        # an acyclic state graph cannot loop: states then call their successor
+        # directly (no driver loop, no step counter)
+        outer_chain = self._chain_args
+        self._chain_args = None if self._has_cycle(decl) else ", ".join(state_args)
         for state in decl.states:
             saved = self._begin_def()
             self.fc = FuncCtx(env, [], [], kind="parser")
@@ -389,15 +394,19 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self._entry(decl, env, frame, scalars, composites, local_vars, toplevel)
         if "start" not in state_fns:
             raise P4Error(decl.loc, f"parser {decl.name} has no start state")
-        self.emit(f"st = {state_fns['start']}")
-        self.emit("n = 0")
-        self.emit("while st is not None:")
-        self.src.indent()
-        self.emit("n += 1")
-        self.emit(f"if n > {PARSER_STATE_LIMIT}: raise PacketAbort("
-                  f"{str(decl.loc) + ': parser ' + decl.name + ' does not terminate'!r})")
-        self.emit(f"st = st({', '.join(state_args)})")
-        self.src.dedent()
+        if self._chain_args is not None:
+            self.emit(f"{state_fns['start']}({self._chain_args})")
+        else:
+            self.emit(f"st = {state_fns['start']}")
+            self.emit("n = 0")
+            self.emit("while st is not None:")
+            self.src.indent()
+            self.emit("n += 1")
+            self.emit(f"if n > {PARSER_STATE_LIMIT}: raise PacketAbort("
+                      f"{str(decl.loc) + ': parser ' + decl.name + ' does not terminate'!r})")
+            self.emit(f"st = st({', '.join(state_args)})")
+            self.src.dedent()
+        self._chain_args = outer_chain
         if outs:
             self.emit(self.fc.return_code(None))
         self.src.dedent()
@@ -405,11 +414,38 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         # sub-parser calls pass the cursor first, then the other params
         return fn
 
+    @staticmethod
+    def _has_cycle(decl: ir.ParserDecl) -> bool:
+        succ = {}
+        for st in decl.states:
+            tr = st.transition
+            if isinstance(tr, str):
+                succ[st.name] = [tr]
+            elif isinstance(tr, ir.Select):
+                succ[st.name] = [target for _, target in tr.cases]
+            else:
+                succ[st.name] = []
+        state = {}   # 1 visiting, 2 done
+
+        def visit(n) -> bool:
+            if state.get(n) == 1:
+                return True
+            if state.get(n) == 2 or n not in succ:
+                return False
+            state[n] = 1
+            if any(visit(m) for m in succ[n]):
+                return True
+            state[n] = 2
+            return False
+        return any(visit(n) for n in succ)
+
     def _state_ref(self, name: str, state_fns: dict, loc) -> str:
         if name in ("accept", "reject"):
             return "None"   # bmv2 back end: reject behaves as accept, NoError
         if name not in state_fns:
             raise P4Error(loc, f"transition to unknown state {name}")
+        if self._chain_args is not None:
+            return f"{state_fns[name]}({self._chain_args})"
         return state_fns[name]
 
     def _gen_transition(self, tr, state_fns: dict, loc) -> None:
