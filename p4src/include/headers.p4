@@ -1,0 +1,110 @@
+/* headers.p4: packet headers and metadata of fabric.p4.
+ *
+ * cell_t is THE cell header of p4src/README.md; tests/unit/p4src compares it
+ * field by field (name, width, order) with CELL_FIELDS in
+ * testbed/host/wire.py, so the switch and the hosts cannot drift apart. */
+#ifndef FABRIC_HEADERS_P4
+#define FABRIC_HEADERS_P4
+
+#include "defines.p4"
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+/* The TOS byte is split into DSCP and ECN because egress rewrites ECN. */
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> totalLen;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> fragOffset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdrChecksum;
+    bit<32> srcAddr;
+    bit<32> dstAddr;
+}
+
+/* One 32-bit word of IPv4 options. IHL is at most 15, so at most 10 words
+ * follow the fixed header; they are extracted (not skipped) so that the
+ * deparser re-emits them and packets with options leave intact. */
+header ipv4_option_t {
+    bit<32> data;
+}
+#define IPV4_OPTION_WORDS 10
+
+header tcp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<32> seqNo;
+    bit<32> ackNo;
+    bit<4>  dataOffset;
+    bit<4>  res;
+    bit<8>  flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgentPtr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+/* The cell header (24 bytes), in UDP to port CELL_UDP_PORT. Field names,
+ * widths and order are those of p4src/README.md and wire.CELL_FIELDS. */
+header cell_t {
+    bit<4>  version;
+    bit<4>  type;        /* CELL_TYPE_* */
+    bit<8>  flags;       /* bit 0 LAST, bit 1 RETX, bit 2 ECE */
+    bit<16> entropy;     /* sender's path choice for CELL_MODE_ENTROPY */
+    bit<32> flow_id;
+    bit<32> msg_id;
+    bit<32> psn;
+    bit<32> credit_seq;
+    bit<32> aux;
+}
+
+struct headers_t {
+    ethernet_t    ethernet;
+    ipv4_t        ipv4;
+    ipv4_option_t[IPV4_OPTION_WORDS] ipv4_options;
+    tcp_t         tcp;
+    udp_t         udp;
+    cell_t        cell;
+}
+
+struct fabric_metadata_t {
+    /* parser */
+    bit<4>  ipv4_option_words;   /* option words still to extract */
+    /* ingress: forwarding */
+    bit<16> l4_src;              /* TCP/UDP ports, 0 for other protocols */
+    bit<16> l4_dst;
+    bit<16> cell_udp_length;     /* conforming DATA cell's UDP length; 0 = no check */
+    bit<16> group_id;
+    bit<8>  group_size;
+    bit<2>  cell_mode;
+    bit<8>  member;
+    bit<8>  rr_following;        /* round robin: the member after this one */
+    bit<16> rand16;
+    bit<2>  credit_color;
+    bit<8>  drop_reason;         /* DROP_*, DROP_NONE while forwarding */
+    /* egress: ECN marking */
+    bit<2>  ecn_mode;
+    bit<19> ecn_kmin;            /* step: K; RED: Kmin */
+    bit<19> ecn_kmax;
+    bit<16> ecn_pmax;            /* in 1/65536 */
+    bit<1>  ecn_mark;
+    bit<16> ecn_rand;
+    bit<19> max_qdepth;
+}
+
+#endif

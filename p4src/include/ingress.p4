@@ -1,0 +1,249 @@
+/* ingress.p4: L3 forwarding, load balancing, cell checks, credit limiting.
+ *
+ * Order of the checks (the first that fails drops the packet and counts
+ * its reason in `drops`): IPv4 present and well formed, header checksum,
+ * route, TTL, cell length, next-hop group and member, credit rate.
+ * Drops are decided in one place per reason and counted once, at the end. */
+#ifndef FABRIC_INGRESS_P4
+#define FABRIC_INGRESS_P4
+
+control FabricIngress(inout headers_t hdr,
+                      inout fabric_metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+
+    /* Packets and bytes received per ingress port. The controller only
+     * reads it (port utilisation, the telemetry collector's rx). */
+    counter(PORTS, CounterType.packets_and_bytes) rx_port;
+
+    /* Packets dropped in ingress, indexed by DROP_* reason (defines.p4).
+     * The controller only reads it; the telemetry collector adds it to
+     * FabricEgress.drops per reason. */
+    counter(DROP_REASONS, CounterType.packets) drops;
+
+    /* Round robin state: the member the next cell of each group takes,
+     * indexed by group id. The controller writes nothing while it runs;
+     * it may write 0s when it changes a group's members (stale values
+     * >= the group size are treated as 0 anyway). */
+    register<bit<8>>(GROUPS) rr_next;
+
+    /* Credit rate limit per egress port (packets meter, indexed by the
+     * egress port). The controller sets, per port, CIR = PIR = the credit
+     * rate in credits/s (link rate x credit frame / (credit frame + data
+     * frame), ExpressPass) and CBS = PBS = 2 credits (the bucket depth).
+     * Credits it colours YELLOW or RED exceed the rate and are dropped, so
+     * the data they would trigger can never overload that link. An
+     * unconfigured port meters everything GREEN (no limit). */
+    meter(PORTS, MeterType.packets) credit_meter;
+
+    action drop_packet(bit<8> reason) {
+        meta.drop_reason = reason;
+        mark_to_drop(standard_metadata);
+    }
+
+    action drop_no_route() {
+        drop_packet(DROP_NO_ROUTE);
+    }
+
+    /* ---- fixed-length cells ------------------------------------------- */
+
+    action set_cell_size(bit<16> data_udp_length) {
+        meta.cell_udp_length = data_udp_length;
+    }
+
+    /* Keyless: its default action is the switch's cell size. The controller
+     * sets the default action set_cell_size(8 + 24 + cell_size), the UDP
+     * length of a conforming DATA cell, once per experiment (the cell size
+     * is a per-fabric setting, p4src/README.md). NoAction, the initial
+     * default, disables the length check. */
+    table cell_config {
+        actions = {
+            set_cell_size;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    /* ---- routing -------------------------------------------------------- */
+
+    action route_to_group(bit<16> group_id) {
+        meta.group_id = group_id;
+    }
+
+    /* Destination prefix -> next-hop group. The controller writes one entry
+     * per destination (a host /32 or a ToR's /24) naming the group of
+     * equal-cost next hops towards it. A miss is "no route". */
+    table ipv4_routes {
+        key = {
+            hdr.ipv4.dstAddr: lpm;
+        }
+        actions = {
+            route_to_group;
+            drop_no_route;
+        }
+        default_action = drop_no_route();
+        size = ROUTES;
+    }
+
+    action set_group(bit<8> size, bit<2> cell_mode) {
+        meta.group_size = size;
+        meta.cell_mode = cell_mode;
+    }
+
+    /* Next-hop group -> its size and how cells choose a member
+     * (CELL_MODE_*: 0 ECMP flow hash, 1 round robin, 2 entropy, 3 random).
+     * The controller writes one entry per group it uses in routes; the cell
+     * mode is the experiment's load-balancing scheme. Non-cell traffic
+     * ignores cell_mode and always uses the flow hash, so TCP is never
+     * reordered. */
+    table groups {
+        key = {
+            meta.group_id: exact;
+        }
+        actions = {
+            set_group;
+            drop_no_route;
+        }
+        default_action = drop_no_route();
+        size = GROUPS;
+    }
+
+    action set_next_hop(bit<9> port, bit<48> next_hop_mac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.dstAddr = next_hop_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    /* (group, member index) -> egress port and the neighbour's MAC on it.
+     * The controller writes members 0..size-1 of every group, ordered by
+     * the neighbour's index (so member i of every leaf's uplink group is
+     * the same spine: see the entropy mode below). */
+    table group_members {
+        key = {
+            meta.group_id: exact;
+            meta.member: exact;
+        }
+        actions = {
+            set_next_hop;
+            drop_no_route;
+        }
+        default_action = drop_no_route();
+        size = GROUP_MEMBERS;
+    }
+
+    /* ---- member choice ------------------------------------------------ */
+
+    /* 5-tuple flow hash: every packet of a flow takes the same member. */
+    action pick_by_flow_hash() {
+        hash(meta.member, HashAlgorithm.crc16, 8w0,
+             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_src, meta.l4_dst },
+             meta.group_size);
+    }
+
+    /* member = entropy mod size (identity hash of the 16-bit entropy).
+     * This must stay a pure function of (entropy, group size): groups are
+     * ordered by neighbour index, so on a leaf-spine a DATA cell carrying
+     * its credit's entropy picks, at the sender's leaf, the same spine the
+     * credit picked at the receiver's leaf, and so retraces the credit's
+     * path in reverse (ExpressPass needs data on the credit's path). */
+    action pick_by_entropy() {
+        hash(meta.member, HashAlgorithm.identity, 8w0,
+             { hdr.cell.entropy }, meta.group_size);
+    }
+
+    /* A uniformly random member per cell. random() draws 16 bits; the
+     * member is that value mod size (bias below 0.4% for size <= 255). */
+    action pick_at_random() {
+        random(meta.rand16, 16w0, 16w0xFFFF);
+        hash(meta.member, HashAlgorithm.identity, 8w0,
+             { meta.rand16 }, meta.group_size);
+    }
+
+    /* The group's next member in turn: 0, 1, ..., size-1, 0, ... */
+    action pick_round_robin() {
+        rr_next.read(meta.member, (bit<32>)meta.group_id);
+    }
+
+    apply {
+        rx_port.count((bit<32>)standard_metadata.ingress_port);
+
+        if (!hdr.ipv4.isValid() || hdr.ipv4.ihl < 5) {
+            drop_packet(DROP_NOT_IPV4);
+        } else if (standard_metadata.checksum_error == 1) {
+            drop_packet(DROP_BAD_IPV4_CSUM);
+        } else {
+            ipv4_routes.apply();
+        }
+
+        if (meta.drop_reason == DROP_NONE && hdr.ipv4.ttl <= 1) {
+            drop_packet(DROP_TTL_EXPIRED);
+        }
+
+        if (meta.drop_reason == DROP_NONE) {
+            if (hdr.tcp.isValid()) {
+                meta.l4_src = hdr.tcp.srcPort;
+                meta.l4_dst = hdr.tcp.dstPort;
+            } else if (hdr.udp.isValid()) {
+                meta.l4_src = hdr.udp.srcPort;
+                meta.l4_dst = hdr.udp.dstPort;
+            }
+            if (hdr.udp.isValid() && hdr.udp.dstPort == CELL_UDP_PORT && !hdr.cell.isValid()) {
+                /* On the cell port but too short for a cell header. */
+                drop_packet(DROP_BAD_CELL);
+            } else if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_DATA) {
+                cell_config.apply();
+                if (meta.cell_udp_length != 0 && hdr.udp.length != meta.cell_udp_length) {
+                    drop_packet(DROP_BAD_CELL);
+                }
+            }
+        }
+
+        if (meta.drop_reason == DROP_NONE) {
+            groups.apply();
+            if (meta.drop_reason == DROP_NONE && meta.group_size == 0) {
+                drop_no_route();
+            }
+        }
+
+        if (meta.drop_reason == DROP_NONE) {
+            if (!hdr.cell.isValid() || meta.cell_mode == CELL_MODE_ECMP) {
+                pick_by_flow_hash();
+            } else if (meta.cell_mode == CELL_MODE_RR) {
+                pick_round_robin();
+                if (meta.member >= meta.group_size) {
+                    meta.member = 0;
+                }
+                meta.rr_following = meta.member + 1;
+                if (meta.rr_following >= meta.group_size) {
+                    meta.rr_following = 0;
+                }
+                rr_next.write((bit<32>)meta.group_id, meta.rr_following);
+            } else if (meta.cell_mode == CELL_MODE_ENTROPY) {
+                pick_by_entropy();
+            } else {
+                pick_at_random();
+            }
+            group_members.apply();
+        }
+
+        if (meta.drop_reason == DROP_NONE) {
+            if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_CREDIT) {
+                standard_metadata.priority = PRIORITY_CREDIT;
+                credit_meter.execute_meter((bit<32>)standard_metadata.egress_spec,
+                                           meta.credit_color);
+                if (meta.credit_color != METER_GREEN) {
+                    drop_packet(DROP_CREDIT_RATE);
+                }
+            } else {
+                standard_metadata.priority = PRIORITY_DATA;
+            }
+        }
+
+        if (meta.drop_reason != DROP_NONE) {
+            drops.count((bit<32>)meta.drop_reason);
+        }
+    }
+}
+
+#endif
