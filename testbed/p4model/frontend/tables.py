@@ -32,10 +32,11 @@ class TableLowering:
             if len(t.children) != len(keys):
                 raise P4Error(loc, f"the keyset has {len(t.children)} elements, there are {len(keys)} keys")
             return ir.KeysetTuple([self.simple_keyset(c, k.type, ctx, allow_value_set)
-                                   for c, k in zip(t.children, keys)], loc=loc)
+                                   for c, k in zip(t.children, keys)],
+                                  type=ir.TupleT(tuple(k.type for k in keys)), loc=loc)
         if len(keys) == 1:
             return self.simple_keyset(t, keys[0].type, ctx, allow_value_set)
-        ks = self.simple_keyset(t, None, ctx, allow_value_set)
+        ks = self.simple_keyset(t, ir.TupleT(tuple(k.type for k in keys)), ctx, allow_value_set)
         if isinstance(ks, (ir.KeysetDefault, ir.KeysetValueSet)):
             return ks
         raise P4Error(loc, f"the keyset has 1 element, there are {len(keys)} keys")
@@ -227,14 +228,18 @@ class TableLowering:
         pname = str(rest[0])
         value_tree = rest[1]
         loc = self.loc(p, ctx)
+        self._property_annotations = anns
         if pname == "default_action":
             self.default_action(table, value_tree, is_const, ctx, loc)
-        elif pname == "size":
+            return
+        if pname == "size":
             v = self.expr(value_tree, ctx)
             if not isinstance(v, ir.Const) or not isinstance(v.value, int) or isinstance(v.value, bool) or v.value < 0:
                 raise P4Error(loc, f"table {table.name}: size must be a non-negative constant")
             table.size = v.value
-        elif pname == "implementation":
+            return
+        self._current_property = pname
+        if pname == "implementation":
             inst = self.instance_property(value_tree, ctx, loc, table, ("action_profile", "action_selector"))
             table.implementation = inst
         elif pname == "counters":
@@ -248,6 +253,8 @@ class TableLowering:
             table.idle_timeout = v.value
             table.properties[pname] = v
         else:
+            # custom property (e.g. max_group_size): kept as an expression;
+            # one that is not a valid expression here is kept as its text
             try:
                 table.properties[pname] = self.expr(value_tree, ctx)
             except P4Error:
@@ -259,10 +266,18 @@ class TableLowering:
         if inst is None or not isinstance(inst.type, ir.ExternT) or inst.type.decl.name not in kinds:
             raise P4Error(loc, f"table {table.name}: expected an instance of {' or '.join(kinds)}")
         if not inst.cp_name:
-            # an anonymous instance in a table property is named after the table (p4c)
-            inst.name = table.name
-            inst.cp_name = table.cp_name
+            # p4c names an instance constructed in a table property by the
+            # property's @name (global, not prefixed), else by the property
+            anns = getattr(self, "_property_annotations", [])
+            given = name_annotation(anns)
+            pname = self.property_name_of(tree)
+            inst.name = (given or pname).lstrip(".")
+            inst.cp_name = inst.name
+            inst.annotations = list(anns)
         return inst
+
+    def property_name_of(self, tree) -> str:
+        return getattr(self, "_current_property", "implementation")
 
     def default_action(self, table, tree, is_const, ctx, loc):
         if tree.data == "call_expr":

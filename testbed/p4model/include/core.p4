@@ -40,7 +40,9 @@ extern packet_out {
 /// Fails the parser with error `toSignal` when `check` is false.
 extern void verify(in bool check, in error toSignal);
 
-/// The empty action.
+/// The empty action.  (@corelib: p4c marks core-library declarations so,
+/// and P4Info lists it among NoAction's annotations.)
+@corelib
 @noWarn("unused")
 action NoAction() {}
 

@@ -18,8 +18,8 @@
 
 match_kind {
     range,     /// lo <= key <= hi
-    selector,  /// key used to select an action-selector member
-    optional   /// exact match or wildcard
+    optional,  /// exact match or wildcard
+    selector   /// key used to select an action-selector member
 }
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
@@ -155,6 +155,7 @@ enum HashAlgorithm {
 }
 
 /// egress_spec = drop port, mcast_grp = 0.
+@deprecated("Please use mark_to_drop(standard_metadata) instead.")
 @pure
 extern void mark_to_drop();
 @pure

@@ -89,4 +89,4 @@ def test_deparser_emits(program):
 
 def test_error_and_match_kinds(program):
     assert program.error_type.members[:3] == ["NoError", "PacketTooShort", "NoMatch"]
-    assert program.match_kind_type.members == ["exact", "ternary", "lpm", "range", "selector", "optional"]
+    assert program.match_kind_type.members == ["exact", "ternary", "lpm", "range", "optional", "selector"]
