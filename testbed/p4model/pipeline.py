@@ -135,10 +135,10 @@ class Pipeline:
         self.stats["errors"] += 1
         self.stats["dropped"] += 1
         if isinstance(exc, PacketAbort):
-            log.error("packet dropped in %s (port %d): %s", where, port, exc)
+            log.error("packet dropped in %s (port %s): %s", where, port, exc)
             return
         loc = self._locate(exc)
-        log.error("packet dropped in %s (port %d): %s%s: %s", where, port,
+        log.error("packet dropped in %s (port %s): %s%s: %s", where, port,
                   f"{loc}: " if loc else "", type(exc).__name__, exc)
 
     def _locate(self, exc: Exception):
