@@ -1,0 +1,48 @@
+"""Every STF file of p4src/tests passes on the builtin target, and the
+committed STF files are exactly what p4src/tests/stfgen.py writes (so the
+expectations cannot drift from the generator that explains them)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from testbed.p4model.p4info import generate
+from testbed.p4model.pipeline import load
+from testbed.p4model.stf.runner import run_files
+
+from .conftest import ROOT, STF_DIR, program_for, stf_files
+
+_P4INFO: dict = {}
+
+
+def _loader(program):
+    def load_switch(clock):
+        pipeline = load(str(program), clock=clock)
+        if program not in _P4INFO:
+            _P4INFO[program] = generate(pipeline.program)
+        return pipeline, _P4INFO[program]
+    return load_switch
+
+
+def test_every_program_has_stf_files():
+    programs = {program_for(f).name for f in stf_files()}
+    assert programs == {"basic.p4", "fabric.p4"}
+    assert all(program_for(f).exists() for f in stf_files())
+
+
+@pytest.mark.parametrize("stf", stf_files(), ids=lambda p: p.name)
+def test_stf_passes_on_builtin_target(stf):
+    out = io.StringIO()
+    passed, failed = run_files(_loader(program_for(stf)), [stf], out=out)
+    assert (passed, failed) == (1, 0), out.getvalue()
+    assert "warning" not in out.getvalue(), out.getvalue()
+
+
+def test_committed_stf_files_match_generator():
+    result = subprocess.run([sys.executable, str(STF_DIR / "stfgen.py"), "--check"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
