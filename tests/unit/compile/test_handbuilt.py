@@ -129,3 +129,23 @@ def test_short_packet_is_payload_and_still_runs_ingress(pipe):
 def test_generated_source_has_locations(pipe):
     assert "# t.p4:1:1" in pipe.source
     assert "def tbl_MyIngress_ipv4_lpm" in pipe.source
+
+
+def test_unknown_extern_is_a_one_line_unsupported_error():
+    from testbed.p4model.errors import P4Unsupported
+
+    prog = build_basic()
+    ingress = prog.block("ingress").type.decl
+    weird = ir.ExternDecl("mystery", [], [])
+    ingress.locals.append(ir.Instance("m", ir.ExternT(weird), cp_name="MyIngress.m",
+                                      loc=ir.Loc("t.p4", 7, 3)))
+    with pytest.raises(P4Unsupported) as info:
+        Pipeline(prog, clock=ManualClock())
+    assert str(info.value) == "t.p4:7:3: unsupported: extern mystery"
+
+
+def test_dump_env_writes_generated_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESTBED_P4_DUMP", str(tmp_path))
+    Pipeline(build_basic(), clock=ManualClock())
+    text = (tmp_path / "t.py").read_text()
+    assert "def prs_MyParser" in text and "class H_ipv4_t" in text
