@@ -253,6 +253,24 @@ def _describe_terminal(name: str) -> str:
         return name.lower()
 
 
+_NAME_KEYWORDS = {"APPLY", "KEY", "ACTIONS", "STATE", "ENTRIES", "TYPE", "PRIORITY", "LIST"}
+
+
+def _expected_list(names) -> list[str]:
+    """Readable, short list of what the parser would have accepted: words
+    first ('a name', ...), keywords usable as names folded into 'a name'."""
+    names = {n for n in names if not n.startswith("__")}
+    if "IDENTIFIER" in names:
+        names -= _NAME_KEYWORDS
+    described = {_describe_terminal(n) for n in names}
+    words = sorted(d for d in described if not d.startswith("'"))
+    symbols = sorted(d for d in described if d.startswith("'"))
+    result = words + symbols
+    if len(result) > 8:
+        result = result[:8] + ["..."]
+    return result
+
+
 def _token_text(tok: Token) -> str:
     if tok.type == "$END":
         return "end of file"
@@ -275,9 +293,7 @@ def parse_source(source: Source) -> Tree:
         raise
     except UnexpectedToken as e:
         tok = e.token
-        expected = sorted({_describe_terminal(x) for x in e.expected if not x.startswith("__")})
-        if len(expected) > 8:
-            expected = expected[:8] + ["..."]
+        expected = _expected_list(e.expected)
         line = getattr(tok, "line", None) or e.line
         col = getattr(tok, "column", None) or e.column
         if tok.type == "$END":

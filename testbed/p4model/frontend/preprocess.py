@@ -21,10 +21,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.p4model.errors import P4Error
+from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend.ir import Loc
 
 PACKAGE_INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+# Architecture files of targets other than v1model: including one is a
+# clear "unsupported", not a missing file.
+OTHER_ARCHITECTURES = {"psa.p4", "pna.p4", "tna.p4", "t2na.p4", "ebpf_model.p4", "ubpf_model.p4",
+                       "xdp_model.p4", "dpdk/psa.p4", "dpdk/pna.p4", "v1model_bfrt.p4"}
 MAX_INCLUDE_DEPTH = 64
 MAX_EXPANSION_DEPTH = 200
 
@@ -253,6 +257,8 @@ class Preprocessor:
         for c in candidates:
             if c.is_file():
                 return c
+        if angled and name in OTHER_ARCHITECTURES:
+            raise P4Unsupported(loc, f"architecture {name} (only v1model.p4)")
         raise P4Error(loc, f"#include file not found: {name}")
 
     # ---------------------------------------------------------------- lines
