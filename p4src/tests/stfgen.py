@@ -202,7 +202,8 @@ def fabric_forwarding() -> Stf:
               "and every ingress/egress drop reason but the cell and credit ones")
     setup_ports(stf, ports=(1, 2, 3))
     stf.comment("Group 1 = port 1 (10.0.1.0/24), group 2 = port 2 (10.0.1.5/32),\n"
-                "group 3 = port 4, which has no port_macs entry (unconfigured).\n"
+                "group 3 = port 4, which has no port_macs entry (unconfigured),\n"
+                "group 4 = port 3 (10.0.3.0/24).\n"
                 "Group 9 is routed to but does not exist; group 8 has no members.")
     add_group(stf, 1, [1], 0)
     add_group(stf, 2, [2], 0)
@@ -213,6 +214,8 @@ def fabric_forwarding() -> Stf:
     add_route(stf, "10.0.4.0", 24, 3)
     add_route(stf, "10.0.8.0", 24, 8)
     add_route(stf, "10.0.9.0", 24, 9)
+    add_group(stf, 4, [3], 0)
+    add_route(stf, "10.0.3.0", 24, 4)
 
     udp = UDP(sport=1000, dport=2000) / Raw(b"fabric")
     stf.comment("TCP and UDP to the /24: port 1, MACs rewritten, TTL 64 -> 63.")
@@ -257,10 +260,12 @@ def fabric_forwarding() -> Stf:
     stf.packet(3, host_packet("10.0.4.1", in_port=3) / udp)
     stf.comment("Only ports named in packet/expect lines are observed: this last\n"
                 "packet, sent on port 4, makes port 4 observed, so the dropped one\n"
-                "above would show up there if it had left.")
-    p = host_packet("10.0.1.7", in_port=4) / udp
+                "above would show up there if it had left. It goes to port 3, which\n"
+                "receives nothing else (bmv2 reads input ports concurrently, so\n"
+                "packets from two ports must not meet on one output port).")
+    p = host_packet("10.0.3.7", in_port=4) / udp
     stf.packet(4, p)
-    stf.expect(1, routed(p, 1))
+    stf.expect(3, routed(p, 3))
     return stf
 
 
