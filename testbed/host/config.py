@@ -25,10 +25,15 @@ class DcqcnParams:
     """DCQCN constants (REFERENCE.md), times in RTTs and sizes in BDPs."""
 
     g: float = 1 / 256
-    cnp_interval_rtt: float = 1.0  # N: at most one CNP per flow per interval
+    # N: at most one CNP per flow per interval. 5 RTT like the other timers: at
+    # 1 RTT a flow got several CNPs before its first cut could show in the queue
+    # and collapsed to a few % of the link (measured in the simulator).
+    cnp_interval_rtt: float = 5.0
     alpha_timer_rtt: float = 5.0  # K
     increase_timer_rtt: float = 5.0  # T
-    byte_counter_bdp: float = 50.0  # B
+    # B: the paper's 10 MB is ~36 timer periods at 40G; 4 BDP keeps the byte
+    # counter within a few timer periods at emulation rates, so hyper increase happens.
+    byte_counter_bdp: float = 4.0
     fast_recovery_steps: int = 5  # F
     rate_ai_fraction: float = 0.001  # R_AI as a fraction of the link
     hai_factor: float = 10.0  # R_HAI = hai_factor * R_AI

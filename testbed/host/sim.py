@@ -150,8 +150,8 @@ class Port:
         pkt = None
         if self.credit_q:
             self._refill(now)
-            if self.tokens >= 1.0:
-                self.tokens -= 1.0
+            if self.tokens >= 1.0 - 1e-9:  # float refill must not leave a token short forever
+                self.tokens = max(0.0, self.tokens - 1.0)
                 pkt = self.credit_q.popleft()
                 self.stats.credits_forwarded += 1
         if pkt is None and self.data_q:
@@ -160,7 +160,8 @@ class Port:
         if pkt is None:
             if self.credit_q and not self.wake_pending:  # waiting for a token
                 self.wake_pending = True
-                self.net.sim.at(now + (1.0 - self.tokens) / self.credit_rate, self._token_wake)
+                wait = max((1.0 - self.tokens) / self.credit_rate, 1e-9)
+                self.net.sim.at(now + wait, self._token_wake)
             return
         self.busy = True
         self.stats.tx_packets += 1

@@ -1,0 +1,29 @@
+"""Shared builders for the host transport tests (scaled defaults of REFERENCE.md)."""
+
+import pytest
+
+from testbed.host.config import TransportConfig
+from testbed.host.sim import LinkSpec
+
+BDP = 16
+RATE = 100e6
+
+
+def make_cfg(cc: str, **kw) -> TransportConfig:
+    return TransportConfig(cc=cc, link_rate_bps=RATE, bdp_cells=BDP, **kw)
+
+
+def star_link(cfg: TransportConfig, buffer_bdp: float = 2.0, **kw) -> LinkSpec:
+    # Host-switch-host: 4 link traversals per round trip make up the base RTT.
+    return LinkSpec(rate_bps=RATE, delay_s=cfg.rtt_s / 4 - cfg.cell_time_s / 2,
+                    buffer_cells=int(buffer_bdp * BDP), ecn=(0.2 * BDP, 1.0 * BDP, 0.2), **kw)
+
+
+@pytest.fixture
+def cfg_factory():
+    return make_cfg
+
+
+@pytest.fixture
+def link_factory():
+    return star_link

@@ -1,0 +1,51 @@
+"""Reorder buffer and sender reliability in isolation (explicit `now`)."""
+
+from testbed.host.reliability import SendWindow
+from testbed.host.reorder import ReorderBuffer, Verdict
+
+
+def test_reorder_buffer_orders_and_measures():
+    buf = ReorderBuffer(window=8)
+    assert buf.offer(2, "c")[0] is Verdict.ACCEPTED
+    assert buf.offer(1, "b") == (Verdict.ACCEPTED, 1)
+    assert buf.pop_ready() == []
+    assert buf.sack_bits(64) == 0b11  # psn 1 and 2 held above base 0
+    buf.offer(0, "a")
+    assert [x for _, x in buf.pop_ready()] == ["a", "b", "c"]
+    assert buf.offer(1, "b")[0] is Verdict.STALE
+    assert buf.offer(3 + 8, "far")[0] is Verdict.OVERFLOW
+    buf.offer(5, "f")
+    assert buf.offer(5, "f")[0] is Verdict.DUPLICATE
+    assert buf.holes(10) == [3, 4]
+    s = buf.stats
+    assert (s.cells_out_of_order, s.max_ooo_distance_cells, s.peak_occupancy_cells) == (3, 2, 3)
+    assert (s.window_overflows, s.duplicates, s.stale) == (1, 1, 1)
+
+
+def _window():
+    return SendWindow(window=8, rto_low=5.0, rto_high=15.0, low_max_inflight=3, min_retx_gap=0.5)
+
+
+def test_cumulative_and_selective_acks():
+    w = _window()
+    sent = [w.take(0.0, end_psn=10) for _ in range(10)]
+    assert [s[0] for s in sent[:8]] == list(range(8)) and sent[8] is None  # window of 8
+    assert sorted(w.on_ack(2, 0b101, 64)) == [0, 1, 3, 5]
+    assert w.base == 2 and w.inflight() == 4
+    assert w.on_ack(99, 0, 64) is None and w.bogus_acks == 1  # acks beyond what was sent
+
+
+def test_nack_and_two_level_rto():
+    w = _window()
+    for _ in range(6):
+        w.take(0.0, 6)
+    assert w.rto() == 15.0  # many cells in flight: high RTO
+    assert w.deadline() == 15.0
+    assert w.on_nack(1.0, 2) and not w.on_nack(1.0, 2)  # queued once
+    assert w.take(1.0, 6) == (2, True)
+    assert not w.on_nack(1.2, 2)  # just resent: a NACK within min_retx_gap is ignored
+    w.on_ack(4, 0b1, 64)  # 0..3 and 5 acked: only psn 4 in flight
+    assert w.inflight() == 1 and w.rto() == 5.0
+    assert w.on_timer(4.9) == 0
+    assert w.on_timer(5.0) == 1 and w.take(5.0, 6) == (4, True)
+    assert w.retransmissions == 2 and w.timeouts == 1
