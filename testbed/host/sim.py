@@ -79,7 +79,6 @@ class Sim:
             self.events += 1
             if stop is not None and self.events % 64 == 0 and stop():
                 return
-        self.now = max(self.now, until) if not self._heap else self.now
 
 
 @dataclass
