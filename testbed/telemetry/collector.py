@@ -16,7 +16,8 @@ from pathlib import Path
 
 from testbed.control.p4runtime_client import P4RuntimeClient, P4RuntimeError
 
-DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4"}
+DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4",
+                6: "bad_ipv4_checksum", 7: "port_unconfigured"}
 
 
 @dataclass
