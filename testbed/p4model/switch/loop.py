@@ -1,0 +1,322 @@
+"""The switch's event loop: ports, traffic manager, pipeline, transmit.
+
+One thread owns every packet and every piece of data-plane state:
+
+    select(ports, TM command queue, wake-up pipe; timeout = next TM dequeue,
+           next transmit, next digest deadline, at most 1 s)
+      port readable   -> up to BATCH frames -> ingress -> tm.enqueue per copy
+      commands        -> TM text commands (switch-cli) run here, between packets
+      wake-up pipe    -> control-plane calls from gRPC threads run here
+      then            -> tm.dequeue_ready -> egress (queue metadata) ->
+                         TransmitSchedule -> send at transmit_at
+
+Why a call queue rather than a lock: the packet path never takes a lock,
+and a P4Runtime Write becomes atomic with respect to packets for free.
+gRPC threads hand a closure over (`call`), poke the pipe and wait for the
+result; under full load the loop returns to select() after every batch
+(BATCH frames per ready port), so a call waits at most one batch.
+
+select() rather than epoll: it takes a timeout in microseconds (epoll's is
+milliseconds), which matters when a link is shaped at tens of Mbit/s; the
+switch has few descriptors.
+
+Packet problems never end the loop: exceptions from a pipeline stage are
+counted, logged (once per kind at warning level, every time at debug) and
+the packet is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import select
+import threading
+import time
+from typing import Any, Callable
+
+from testbed.p4model.clock import Clock, MonotonicClock
+from testbed.p4model.runtime.device import Device
+from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.switch.datapath import Datapath
+from testbed.p4model.switch.pcap import PortCapture
+from testbed.p4model.switch.ports import RawPort
+from testbed.p4model.tm import TMCommands, TrafficManager, TransmitSchedule
+from testbed.p4model.tm_control import CommandQueue
+
+log = logging.getLogger("testbed.p4model.switch")
+
+BATCH = 64
+MAX_WAIT_S = 1.0
+CALL_TIMEOUT_S = 30.0
+
+
+class _Call:
+    __slots__ = ("fn", "result", "error", "done")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.result = self.error = None
+        self.done = threading.Event()
+
+
+class Switch(Device):
+    """Ports + TM + pipeline + event loop; also the P4Runtime server's Device."""
+
+    def __init__(self, ports: dict[int, RawPort], clock: Clock | None = None, cpu_port: int | None = None,
+                 drop_port: int = 511, priority_queues: int = 1, pcap_dir: str | None = None) -> None:
+        self.clock = clock or MonotonicClock()
+        self.ports = ports
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.tm = TrafficManager(self.clock, priority_queues=priority_queues, ports=sorted(ports))
+        self.schedule = TransmitSchedule()
+        self.tm_commands = TMCommands(self.tm)
+        self.command_queue = CommandQueue(self.tm_commands)
+        self.captures = {n: PortCapture(pcap_dir, p.iface) for n, p in ports.items()} if pcap_dir else {}
+        self.datapath: Datapath | None = None
+        self.server = None
+        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stop = False
+        self._loop_thread: int | None = None
+        self._debug = log.isEnabledFor(logging.DEBUG)
+        self.stats = {"rx": 0, "tx": 0, "pipeline_errors": 0, "ingress_drops": 0, "no_pipeline": 0,
+                      "tm_drops": 0, "no_interface": 0, "drop_port": 0, "packet_in": 0, "loop_errors": 0}
+        self._warned: set[str] = set()
+
+    # ---- Device (for the P4Runtime server) ----------------------------
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        if self._loop_thread is None or self._loop_thread == threading.get_ident():
+            return fn()
+        if self._stop:
+            raise RpcError("UNAVAILABLE", "the switch is shutting down")
+        slot = _Call(fn)
+        self._calls.put(slot)
+        self._poke()
+        if not slot.done.wait(CALL_TIMEOUT_S):
+            raise RpcError("UNAVAILABLE", f"the switch's event loop did not answer within {CALL_TIMEOUT_S} s")
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
+
+    def install(self, config) -> None:
+        pipeline = config.pipeline if config is not None else None
+        if pipeline is None:
+            self.datapath = None
+            return
+        pipeline.cpu_port = self.cpu_port
+        if hasattr(pipeline, "drop_port"):
+            pipeline.drop_port = self.drop_port
+        self.datapath = Datapath(pipeline)
+        log.info("pipeline installed (%s)", self.datapath.mode)
+
+    def inject(self, data: bytes) -> None:
+        if self.cpu_port is not None:
+            self.receive(self.cpu_port, data, self.clock.now_ns())
+            self.service(self.clock.now_ns())
+
+    def _poke(self) -> None:
+        try:
+            os.write(self._wake_w, b"!")
+        except (BlockingIOError, OSError):
+            pass
+
+    def stop(self) -> None:
+        """Ask the loop to end (safe from signal handlers and other threads)."""
+        self._stop = True
+        self._poke()
+
+    # ---- packet path ---------------------------------------------------
+
+    def receive(self, port: int, data: bytes, now_ns: int) -> None:
+        datapath = self.datapath
+        if datapath is None:
+            self.stats["no_pipeline"] += 1
+            return
+        try:
+            jobs = datapath.ingress(port, data)
+        except Exception as error:
+            self._packet_error("ingress", port, error)
+            return
+        if not jobs:
+            self.stats["ingress_drops"] += 1
+            if self._debug:
+                log.debug("port %d in %d B: dropped in ingress", port, len(data))
+            return
+        self._enqueue(datapath, jobs, port, now_ns, len(data))
+
+    def _enqueue(self, datapath: Datapath, jobs, port: int, now_ns: int, size: int = 0) -> None:
+        enqueue = self.tm.enqueue
+        for job in jobs:
+            if job.port == self.drop_port:
+                self.stats["drop_port"] += 1
+                if self._debug:
+                    log.debug("port %d in %d B: to the drop port", port, size)
+                continue
+            try:
+                result = enqueue(job.port, job.priority, (datapath, job.job), now_ns, job.length)
+            except Exception as error:  # e.g. an egress port the TM cannot model
+                self._packet_error("enqueue", port, error)
+                continue
+            if not result.accepted:
+                self.stats["tm_drops"] += 1
+            if self._debug:
+                log.debug("port %d in %d B: -> port %d prio %d %s", port, size, job.port, job.priority,
+                          f"queued behind {result.enq_qdepth}" if result.accepted
+                          else f"dropped ({result.drop_reason})")
+
+    def service(self, now_ns: int) -> None:
+        """Dequeue what is due, run egress, transmit what is due."""
+        departures = self.tm.dequeue_ready(now_ns)
+        if departures:
+            push = self.schedule.push
+            for d in departures:
+                datapath, job = d.packet
+                try:
+                    frames, more = datapath.egress(job, d)
+                except Exception as error:
+                    self._packet_error("egress", d.port, error)
+                    continue
+                for port, data in frames:
+                    push(port, d.transmit_at_ns, data)
+                if not frames and self._debug:
+                    log.debug("port %d: dropped in egress", d.port)
+                if more:
+                    self._enqueue(datapath, more, d.port, now_ns)
+        if len(self.schedule):
+            self._transmit(self.schedule.pop_due(now_ns))
+        server = self.server
+        if server is not None and self.datapath is not None:
+            server.after_packets(now_ns)
+
+    def _transmit(self, due) -> None:
+        ports, captures, cpu = self.ports, self.captures, self.cpu_port
+        sent = 0
+        for port, data in due:
+            p = ports.get(port)
+            if p is not None:
+                if p.send(data):
+                    sent += 1
+                    if captures:
+                        captures[port].tx.write(data)
+            elif port == cpu and self.server is not None:
+                self.stats["packet_in"] += 1
+                self.server.packet_in(data)
+            else:
+                self.stats["no_interface"] += 1
+                if self._debug:
+                    log.debug("port %d has no interface: %d B dropped", port, len(data))
+        self.stats["tx"] += sent
+
+    def _packet_error(self, stage: str, port: int, error: Exception) -> None:
+        self.stats["pipeline_errors"] += 1
+        kind = f"{stage}:{type(error).__name__}"
+        if kind not in self._warned:
+            self._warned.add(kind)
+            log.warning("packet from port %d dropped: %s failed: %s: %s (further such errors at debug level)",
+                        port, stage, type(error).__name__, error)
+        elif self._debug:
+            log.debug("packet from port %d dropped: %s: %s", port, stage, error)
+
+    # ---- the loop ------------------------------------------------------
+
+    def _run_calls(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        while True:
+            try:
+                slot = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                slot.result = slot.fn()
+            except BaseException as error:  # handed to the caller's thread
+                slot.error = error
+            slot.done.set()
+
+    def _timeout(self, now_ns: int) -> float:
+        nxt = self.tm.next_event_ns()
+        at = self.schedule.next_ns()
+        if at is not None and (nxt is None or at < nxt):
+            nxt = at
+        if self.server is not None:
+            at = self.server.next_deadline_ns()
+            if at is not None and (nxt is None or at < nxt):
+                nxt = at
+        if nxt is None:
+            return MAX_WAIT_S
+        wait = (nxt - now_ns) / 1e9
+        return 0.0 if wait <= 0 else min(wait, MAX_WAIT_S)
+
+    def run(self) -> None:
+        """Run until stop(); then flush pcaps and fail any waiting calls."""
+        self._loop_thread = threading.get_ident()
+        by_fd = {p.fd: p for p in self.ports.values()}
+        cmd_fd = self.command_queue.fileno()
+        fds = list(by_fd) + [cmd_fd, self._wake_r]
+        clock = self.clock
+        receive, service = self.receive, self.service
+        captures = self.captures
+        next_flush = time.monotonic() + 1.0
+        try:
+            while not self._stop:
+                try:
+                    ready, _, _ = select.select(fds, [], [], self._timeout(clock.now_ns()))
+                    for fd in ready:
+                        port = by_fd.get(fd)
+                        if port is not None:
+                            number = port.number
+                            frames = port.receive(BATCH)
+                            self.stats["rx"] += len(frames)
+                            capture = captures.get(number)
+                            for data in frames:
+                                if capture is not None:
+                                    capture.rx.write(data)
+                                receive(number, data, clock.now_ns())
+                        elif fd == cmd_fd:
+                            self.command_queue.drain()
+                        else:
+                            self._run_calls()
+                    service(clock.now_ns())
+                    if captures and time.monotonic() >= next_flush:
+                        next_flush = time.monotonic() + 1.0
+                        for c in captures.values():
+                            c.flush()
+                except InterruptedError:
+                    continue
+                except Exception as error:  # guard: the loop itself must survive anything
+                    self.stats["loop_errors"] += 1
+                    log.exception("switch loop error (continuing): %s", error)
+        finally:
+            self._loop_thread = None
+            self._fail_pending_calls()
+            for c in captures.values():
+                c.close()
+
+    def _fail_pending_calls(self) -> None:
+        while True:
+            try:
+                slot = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            slot.error = RpcError("UNAVAILABLE", "the switch is shutting down")
+            slot.done.set()
+
+    def close(self) -> None:
+        for p in self.ports.values():
+            p.close()
+        for c in self.captures.values():
+            c.close()
+        self.command_queue.close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,147 @@
+"""Start the builtin switch: options -> ports, program, servers -> event loop.
+
+Start-up order (each failure is one sentence on stderr, exit code 1):
+logging, TM configuration (`--tm`, `--tm-file`), the program if given,
+ports, the TM control server (`--thrift-port`), the P4Runtime server; then
+once a TCP connect to the gRPC port succeeds, one line on stdout (and in
+the log):  `switch ready: grpc HOST:PORT, control PORT, N ports`.
+SIGTERM/SIGINT stop the loop; pcaps are flushed and closed, servers stopped,
+exit code 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import sys
+import time
+
+from testbed.errors import TestbedError
+from testbed.p4model.clock import MonotonicClock
+from testbed.p4model.switch import logs
+from testbed.p4model.switch.options import OptionsError, SwitchOptions, parse_args
+from testbed.p4model.switch.ports import PortError, RawPort
+
+log = logging.getLogger("testbed.p4model.switch")
+
+
+def _wait_accepting(host: str, port: int, deadline_s: float = 10.0) -> bool:
+    target = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection((target, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def _tm_lines(opts: SwitchOptions) -> list[tuple[str, list[str]]]:
+    out = []
+    if opts.tm_file:
+        try:
+            with open(opts.tm_file, encoding="utf-8") as f:
+                out.append((opts.tm_file, f.read().splitlines()))
+        except OSError as error:
+            raise TestbedError(f"--tm-file {opts.tm_file}: {error.strerror}") from None
+    if opts.tm_commands:
+        out.append(("--tm", opts.tm_commands))
+    return out
+
+
+def build(opts: SwitchOptions):
+    """Everything but the loop: (switch, grpc server, control server). Raises TestbedError."""
+    from testbed.p4model.runtime import P4RuntimeServer
+    from testbed.p4model.switch.loop import Switch
+    from testbed.p4model.tm_control import ControlServer
+
+    clock = MonotonicClock()
+    initial = None
+    if opts.program:
+        from testbed.p4model.p4info import generate
+        from testbed.p4model.pipeline import load
+
+        try:
+            with open(opts.program, "rb") as f:
+                source = f.read()
+        except OSError as error:
+            raise TestbedError(f"cannot read the program {opts.program}: {error.strerror}") from None
+        pipeline = load(opts.program, clock=clock, include_dirs=opts.include_dirs)
+        initial = (source, pipeline, generate(pipeline.program))
+    ports: dict[int, RawPort] = {}
+    try:
+        for number, iface in sorted(opts.interfaces.items()):
+            ports[number] = RawPort(number, iface)
+    except PortError as error:
+        for p in ports.values():
+            p.close()
+        raise TestbedError(str(error)) from None
+    switch = Switch(ports, clock=clock, cpu_port=opts.cpu_port, drop_port=opts.drop_port,
+                    priority_queues=opts.priority_queues, pcap_dir=opts.pcap_dir)
+    control = grpc_server = None
+    try:
+        for source_name, lines in _tm_lines(opts):
+            switch.tm_commands.apply_all(lines, source=source_name)
+        grpc_server = P4RuntimeServer(switch, device_id=opts.device_id, include_dirs=opts.include_dirs)
+        switch.server = grpc_server
+        if initial is not None:
+            grpc_server.load_initial(*initial)
+        control = ControlServer(switch.command_queue, host="127.0.0.1" if opts.grpc_host in ("0.0.0.0", "::")
+                                else opts.grpc_host, port=opts.thrift_port).start()
+        try:
+            grpc_server.start(opts.grpc_addr)
+        except Exception as error:
+            raise TestbedError(f"cannot serve P4Runtime on {opts.grpc_addr}: {error}") from None
+    except BaseException:
+        if control is not None:
+            control.stop()
+        switch.close()
+        raise
+    return switch, grpc_server, control
+
+
+def main(argv: list[str] | None = None, prog: str = "testbed switch") -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse_args(argv, prog)
+    except OptionsError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 2
+    return run(opts, prog)
+
+
+def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
+    logs.setup(opts.log_level, opts.log_file, opts.log_console)
+    try:
+        switch, grpc_server, control = build(opts)
+    except TestbedError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 1
+    previous = {}
+
+    def on_signal(signum, frame):
+        log.info("signal %d: stopping", signum)
+        switch.stop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, on_signal)
+    try:
+        if not _wait_accepting(opts.grpc_host, grpc_server.port):
+            print(f"{prog}: the P4Runtime server on port {grpc_server.port} does not accept connections",
+                  file=sys.stderr)
+            return 1
+        host = opts.grpc_host
+        line = f"switch ready: grpc {host}:{grpc_server.port}, control {control.address[1]}, {len(switch.ports)} ports"
+        print(line, flush=True)
+        log.info(line)
+        switch.run()
+        log.info("stopped: %s", switch.stats)
+        return 0
+    finally:
+        grpc_server.stop(0.2)
+        control.stop()
+        switch.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
