@@ -10,7 +10,10 @@ Two kinds:
   update order, canonical_code OK for the updates that succeeded.  This is
   what PI (behind simple_switch_grpc) sends and what p4runtime-shell's
   P4RuntimeErrorIterator unpacks (it skips OK entries and reports the
-  others by index).
+  others by index; note that p4runtime-shell 0.0.6's iterator never
+  advances past an OK entry, so it can only parse batches in which every
+  update failed -- the shell itself writes one update per request, and we
+  keep PI's format, which other clients rely on).
 
 grpcio has no helper for rich status without the grpcio-status package, so
 `RichStatus` implements the small grpc.Status interface itself.

@@ -1,0 +1,154 @@
+"""The event loop's packet path and call queue, with fake ports and pipelines."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+from testbed.p4model.clock import ManualClock
+from testbed.p4model.switch.loop import Switch
+
+
+class FakePort:
+    def __init__(self, number):
+        self.number, self.iface, self.fd = number, f"fake{number}", None
+        self.sent = []
+
+    def send(self, data):
+        self.sent.append(data)
+        return True
+
+    def close(self):
+        pass
+
+
+def process_pipeline(table):
+    """Process-only pipeline: byte 0 selects the port (0 = drop, 0xEE = raise)."""
+    def process(port, data):
+        if data[0] == 0xEE:
+            raise ValueError("broken packet")
+        out = table.get(data[0])
+        return [] if out is None else [(out, data)]
+    return SimpleNamespace(process=process, cpu_port=None)
+
+
+class SplitPipeline:
+    """ingress/egress pipeline that records the queue metadata egress saw."""
+
+    def __init__(self):
+        self.seen = []
+        self.cpu_port = None
+
+    def ingress(self, port, data):
+        return [SimpleNamespace(port=data[0], priority=data[1], length=len(data), data=data)]
+
+    def egress(self, job, departure):
+        self.seen.append((job.data, departure.enq_qdepth, departure.deq_timedelta_us))
+        return SimpleNamespace(packets=[(job.port, job.data)], jobs=[])
+
+
+def make(pipeline, ports=(1, 2), **kw):
+    clock = ManualClock()
+    switch = Switch({n: FakePort(n) for n in ports}, clock=clock, **kw)
+    switch.install(SimpleNamespace(pipeline=pipeline))
+    return switch, clock
+
+
+def test_forwarding_through_the_tm():
+    switch, clock = make(process_pipeline({1: 2, 2: 1}))
+    switch.receive(1, b"\x01abc", 0)
+    switch.service(0)
+    assert switch.ports[2].sent == [b"\x01abc"]
+
+
+def test_rate_shaping_and_link_delay_hold_packets_until_due():
+    switch, clock = make(process_pipeline({1: 2}))
+    switch.tm_commands.apply_all(["set_queue_rate 1000 2", "set_port_delay_us 500 2"])
+    for _ in range(3):
+        switch.receive(1, b"\x01x", 0)
+    switch.service(0)
+    assert switch.ports[2].sent == []            # the first one is still on the 500 us link
+    switch.service(500_000)
+    assert len(switch.ports[2].sent) == 1
+    switch.service(1_499_999)
+    assert len(switch.ports[2].sent) == 1        # 1 ms spacing at 1000 pps
+    switch.service(1_500_000)
+    assert len(switch.ports[2].sent) == 2
+    assert switch._timeout(1_500_000) > 0
+
+
+def test_egress_sees_queue_metadata():
+    pipeline = SplitPipeline()
+    switch, clock = make(pipeline)
+    switch.tm_commands.apply_all(["set_queue_rate 1000 2"])
+    for i in range(4):
+        switch.receive(1, bytes([2, 0, i]), 0)
+    for t in range(0, 4_000_000, 1_000_000):
+        switch.service(t)
+    assert [depth for _, depth, _ in pipeline.seen] == [0, 1, 2, 3]
+    assert [delta for _, _, delta in pipeline.seen] == [0, 1000, 2000, 3000]
+
+
+def test_strict_priority_with_two_queues():
+    pipeline = SplitPipeline()
+    switch, clock = make(pipeline, priority_queues=2)
+    switch.tm_commands.apply_all(["set_port_rate_bps 8000 2"])  # 1 byte/ms
+    switch.receive(1, bytes([2, 0, 0]), 0)   # goes on the wire at once
+    switch.service(0)
+    switch.receive(1, bytes([2, 0, 1]), 1)   # low priority waits behind it
+    switch.receive(1, bytes([2, 1, 2]), 2)   # high priority overtakes the waiting one
+    for t in range(0, 20_000_000, 1_000_000):
+        switch.service(t)
+    assert [data[2] for data in switch.ports[2].sent] == [0, 2, 1]
+
+
+def test_tail_drops_are_counted():
+    switch, clock = make(process_pipeline({1: 2}))
+    switch.tm_commands.apply_all(["set_queue_rate 1 2", "set_queue_depth 4 2"])
+    for _ in range(10):
+        switch.receive(1, b"\x01", 0)
+    assert switch.stats["tm_drops"] == 6
+    assert switch.tm.queue_stats(2)[0]["dropped_full"] == 6
+
+
+def test_cpu_port_packets_go_to_the_server_and_errors_are_contained():
+    got = []
+    switch, clock = make(process_pipeline({1: 64}), cpu_port=64)
+    switch.server = SimpleNamespace(packet_in=got.append, after_packets=lambda now: None,
+                                    next_deadline_ns=lambda: None)
+    switch.receive(1, b"\x01ping", 0)
+    switch.receive(1, b"\xeebad", 0)
+    switch.receive(1, b"\x07unrouted", 0)
+    switch.service(0)
+    assert got == [b"\x01ping"]
+    assert switch.stats["pipeline_errors"] == 1 and switch.stats["ingress_drops"] == 1
+
+
+def test_drop_port_and_ports_without_interfaces():
+    switch, clock = make(process_pipeline({1: 500, 2: 9}), drop_port=500)
+    switch.receive(1, b"\x01", 0)
+    switch.receive(1, b"\x02", 0)
+    switch.service(0)
+    assert switch.stats["drop_port"] == 1 and switch.stats["no_interface"] == 1
+
+
+def test_calls_from_other_threads_run_in_the_loop_and_stop_ends_it():
+    switch, clock = make(process_pipeline({}), ports=())
+    loop = threading.Thread(target=switch.run)
+    loop.start()
+    try:
+        for _ in range(100):
+            if switch._loop_thread is not None:
+                break
+            time.sleep(0.01)
+        assert switch.call(lambda: threading.get_ident()) == switch._loop_thread
+        try:
+            switch.call(lambda: 1 / 0)
+        except ZeroDivisionError:
+            pass
+        else:
+            raise AssertionError("the call's exception must reach the caller")
+    finally:
+        switch.stop()
+        loop.join(5)
+    assert not loop.is_alive()
+    switch.close()
