@@ -51,7 +51,7 @@ class LoadedConfig:
             self.packet_io = PacketIO(self.p4info)
 
 
-def compile_source(source: bytes, clock=None, include_dirs=()):
+def compile_source(source: bytes, clock=None, include_dirs=(), drop_port: int = 511):
     """P4 source bytes -> (Pipeline, generated P4Info); RpcError INVALID_ARGUMENT on any error."""
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import load
@@ -68,7 +68,7 @@ def compile_source(source: bytes, clock=None, include_dirs=()):
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         try:
-            pipeline = load(path, clock=clock, include_dirs=list(include_dirs))
+            pipeline = load(path, clock=clock, include_dirs=list(include_dirs), drop_port=drop_port)
             p4info = generate(pipeline.program)
         except TestbedError as error:
             raise RpcError("INVALID_ARGUMENT", f"the P4 program does not load: {error}") from None

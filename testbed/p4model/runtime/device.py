@@ -26,6 +26,7 @@ class Device:
 
     clock = None
     cpu_port: int | None = None
+    drop_port: int = 511  # programs are compiled for it (mark_to_drop)
 
     def call(self, fn: Callable[[], Any]) -> Any:
         raise NotImplementedError

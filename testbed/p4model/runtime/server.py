@@ -271,7 +271,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if not config.HasField("p4info") or not (len(config.p4info.tables) or len(config.p4info.actions)):
             raise RpcError("INVALID_ARGUMENT", "config.p4info is empty")
         pipeline, ours = compile_source(config.p4_device_config, clock=self.device.clock,
-                                        include_dirs=self.include_dirs)
+                                        include_dirs=self.include_dirs,
+                                        drop_port=getattr(self.device, "drop_port", 511))
         difference = first_difference(ours, config.p4info)
         if difference:
             raise RpcError("INVALID_ARGUMENT", f"the P4Info does not match the program: {difference}")

@@ -68,7 +68,7 @@ def build(opts: SwitchOptions):
                 source = f.read()
         except OSError as error:
             raise TestbedError(f"cannot read the program {opts.program}: {error.strerror}") from None
-        pipeline = load(opts.program, clock=clock, include_dirs=opts.include_dirs)
+        pipeline = load(opts.program, clock=clock, include_dirs=opts.include_dirs, drop_port=opts.drop_port)
         initial = (source, pipeline, generate(pipeline.program))
     ports: dict[int, RawPort] = {}
     try:

@@ -1,0 +1,145 @@
+"""Test networks for the switch process: namespaces, veths, the switch itself.
+
+Every name starts with `tsw` + a per-test tag, so the tests only ever touch
+what they created; `SwitchNet.close()` (used from fixtures/finally) removes
+it all.  Hosts: `h<N>` in namespace tsw<tag>h<N>, address 10.0.<N>.1/24,
+gateway 10.0.<N>.254 with a static ARP entry for GATEWAY_MAC; the switch
+port N is the root-namespace end `tsw<tag>s<N>` (MTU 9000).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PROGRAMS = REPO / "tests" / "p4programs"
+GATEWAY_MAC = "00:00:00:00:fe:fe"
+READY = re.compile(r"switch ready: grpc (\S+):(\d+), control (\d+), (\d+) ports")
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+def host_mac(n: int) -> str:
+    return f"00:00:00:00:00:{n:02x}"
+
+
+class SwitchNet:
+    def __init__(self, hosts: int = 2, tag: str | None = None) -> None:
+        self.tag = tag or f"{os.getpid() % 10000}"
+        self.hosts = list(range(1, hosts + 1))
+        self.switch: subprocess.Popen | None = None
+        self.grpc_port = self.control_port = None
+        self.log_path = None
+        try:
+            for n in self.hosts:
+                ns, host_if, sw_if = self.ns(n), f"tsw{self.tag}h{n}", self.port_if(n)
+                sh("ip", "netns", "add", ns)
+                sh("ip", "link", "add", sw_if, "type", "veth", "peer", "name", host_if)
+                sh("ip", "link", "set", host_if, "netns", ns)
+                for args in (["ip", "link", "set", sw_if, "mtu", "9000", "up"],
+                             ["sysctl", "-q", "-w", f"net.ipv6.conf.{sw_if}.disable_ipv6=1"]):
+                    sh(*args, check=False)
+                inside = [["ip", "link", "set", "lo", "up"],
+                          ["ip", "link", "set", host_if, "address", host_mac(n), "mtu", "9000", "up"],
+                          ["ip", "addr", "add", f"10.0.{n}.1/24", "dev", host_if],
+                          ["ip", "route", "add", "default", "via", f"10.0.{n}.254"],
+                          ["ip", "neigh", "add", f"10.0.{n}.254", "lladdr", GATEWAY_MAC, "dev", host_if],
+                          ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]]
+                for args in inside:
+                    sh("ip", "netns", "exec", ns, *args)
+        except BaseException:
+            self.close()
+            raise
+
+    def ns(self, n: int) -> str:
+        return f"tsw{self.tag}h{n}"
+
+    def port_if(self, n: int) -> str:
+        return f"tsw{self.tag}s{n}"
+
+    def host_if(self, n: int) -> str:
+        return f"tsw{self.tag}h{n}"
+
+    def exec(self, n: int, *argv: str, check: bool = True, timeout: float = 60):
+        return subprocess.run(["ip", "netns", "exec", self.ns(n), *argv], check=check,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def start_switch(self, workdir: Path, extra: list[str] = (), program: Path | None = None,
+                     target_extra: list[str] = ()) -> None:
+        self.log_path = workdir / "switch.log"
+        argv = [sys.executable, "-m", "testbed.p4model.switch"]
+        for n in self.hosts:
+            argv += ["-i", f"{n}@{self.port_if(n)}"]
+        argv += ["--device-id", "1", "--thrift-port", "0", "--log-file", str(self.log_path), *extra]
+        argv += [str(program)] if program else ["--no-p4"]
+        argv += ["--", "--grpc-server-addr", "127.0.0.1:0", "--cpu-port", "255", *target_extra]
+        self.switch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       cwd=REPO)
+        line = self.switch.stdout.readline()
+        match = READY.search(line)
+        if not match:
+            self.switch.wait(10)
+            raise RuntimeError(f"switch did not start: {line!r} {self.switch.stderr.read()[-2000:]}")
+        self.grpc_port, self.control_port = int(match.group(2)), int(match.group(3))
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def switch_alive(self) -> bool:
+        return self.switch is not None and self.switch.poll() is None
+
+    def stop_switch(self) -> int | None:
+        if self.switch is None:
+            return None
+        if self.switch.poll() is None:
+            self.switch.terminate()
+            try:
+                self.switch.wait(10)
+            except subprocess.TimeoutExpired:
+                self.switch.kill()
+                self.switch.wait(5)
+        code = self.switch.returncode
+        for stream in (self.switch.stdout, self.switch.stderr):
+            stream.close()
+        self.switch = None
+        return code
+
+    def rss_kb(self) -> int:
+        with open(f"/proc/{self.switch.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        try:
+            self.stop_switch()
+        finally:
+            for n in self.hosts:
+                sh("ip", "link", "del", self.port_if(n), check=False)
+                sh("ip", "netns", "del", self.ns(n), check=False)
+
+
+def p4info_file(program: Path, out_dir: Path) -> Path:
+    path = out_dir / (program.stem + ".p4info.txtpb")
+    subprocess.run([sys.executable, "-m", "testbed.cli", "p4info", str(program), "-o", str(path)],
+                   check=True, cwd=REPO, capture_output=True, text=True)
+    return path
+
+
+def wait_for(predicate, timeout: float = 5.0, step: float = 0.02):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
