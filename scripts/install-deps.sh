@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # Mininet and the tools its hosts use; shellcheck and vagrant let the tests
 # check the lab VM's files (the VM itself cannot boot here).
-debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 python3-venv python3-dev
+debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 ethtool python3-venv python3-dev
                  shellcheck vagrant)
 missing=()
 for pkg in "${debian_packages[@]}"; do

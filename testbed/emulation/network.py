@@ -12,6 +12,11 @@ Addressing: every host NIC gets the host's address; routes for the fabric
 has a higher metric and takes over on failure); neighbours are static
 (every other host's address -> the MAC of the ToR port the NIC plugs into),
 so no ARP crosses the fabric and the switches only route.
+
+Checksum offload is turned off on every interface: a veth leaves UDP/TCP
+checksums for "hardware" to fill in, the switch process forwards the frame
+through a raw socket as it is, and the receiving kernel would drop it as
+corrupt.  With offload off, hosts compute their checksums in software.
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ from testbed.errors import TestbedError
 from testbed.topo.model import Topology
 
 FABRIC_PREFIX = "10.0.0.0/8"
+
+
+def offload_off(interface: str) -> list[str]:
+    """ethtool argv turning off checksum and segmentation offloads (see module docstring)."""
+    return ["ethtool", "--offload", interface, "rx", "off", "tx", "off", "sg", "off",
+            "tso", "off", "gso", "off", "gro", "off"]
 
 
 class NetworkError(TestbedError):
@@ -112,6 +123,7 @@ class FabricNetwork:
                 run_in(net[name], ["sysctl", "-qw", f"net.ipv6.conf.{interface}.disable_ipv6=1"],
                        what=f"disable IPv6 on {interface}")
                 run_in(net[name], ["ip", "link", "set", interface, "up"], what=f"bring up {interface}")
+                run_in(net[name], offload_off(interface), what=f"turn off offloads on {interface}")
         for name in t.hosts:
             self._configure_host(name)
 
@@ -127,6 +139,7 @@ class FabricNetwork:
             tor_mac = t.port(port.peer, port.peer_port).mac
             batch.append(f"addr add {ip}/32 dev {interface}")
             batch.append(f"link set {interface} up")
+            run_in(host, offload_off(interface), what=f"turn off offloads on {interface}")
             batch.append(f"route add {FABRIC_PREFIX} dev {interface} src {ip} metric {index + 1}")
             for other in t.hosts:
                 if other != name:
