@@ -74,9 +74,15 @@ class Manifest:
         self._register()
 
     def _register(self) -> None:
+        """Once, atomically: a kill -9 must never leave a half-written entry."""
+        entry = REGISTRY_DIR / f"{self.run_id}.path"
+        if self.finished or entry.exists():
+            return
         try:
             REGISTRY_DIR.mkdir(parents=True, exist_ok=True)
-            (REGISTRY_DIR / f"{self.run_id}.path").write_text(str(self.path.resolve()))
+            tmp = entry.with_suffix(".tmp")
+            tmp.write_text(str(self.path.resolve()))
+            os.replace(tmp, entry)
         except OSError as error:
             raise ManifestError(f"cannot register run manifest in {REGISTRY_DIR}: {error.strerror}") from None
 
@@ -117,8 +123,9 @@ def registered_manifests() -> list[Path]:
         return []
     paths = []
     for entry in sorted(REGISTRY_DIR.glob("*.path")):
-        target = Path(entry.read_text().strip())
-        if target.exists():
+        text = entry.read_text().strip()
+        target = Path(text) if text else None
+        if target is not None and target.is_file():
             paths.append(target)
         else:
             entry.unlink(missing_ok=True)  # its run directory was deleted

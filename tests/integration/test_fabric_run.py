@@ -1,0 +1,102 @@
+"""Whole fabrics on the builtin target: ping-all, and cleanup after kill -9."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.emulation.run import VariantRun
+from testbed.scenario import expand_variants, parse_scenario
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+PINGALL = """
+name: {name}
+duration_s: 5
+topology: {topology}
+links: {{rate_mbps: 10, delay_us: 100}}
+switch: {{target: builtin}}
+transport: {{cc: none}}
+workload:
+  - {{kind: pingall}}
+"""
+
+
+def interfaces() -> set[str]:
+    return set(os.listdir("/sys/class/net"))
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    from testbed.emulation import manifest
+
+    path = tmp_path / "registry"
+    monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
+    monkeypatch.setenv("TESTBED_REGISTRY", str(path))
+    return path
+
+
+def run_pingall(tmp_path, name, topology):
+    scenario = parse_scenario(PINGALL.format(name=name, topology=topology), f"{name}.yaml")
+    (variant,) = expand_variants(scenario)
+    before = interfaces()
+    result = VariantRun(variant, tmp_path / name, ROOT, progress=lambda m: None).run()
+    assert interfaces() == before, "the run left interfaces behind"
+    return result
+
+
+def test_pingall_on_a_leaf_spine(tmp_path, registry):
+    result = run_pingall(tmp_path, "ls", "{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}")
+    assert result.pingall == {"pairs": 12, "failed": []}
+    assert not list(registry.glob("*.path")), "a finished run stays registered for cleaning"
+
+
+def test_pingall_on_a_k4_fat_tree(tmp_path, registry):
+    result = run_pingall(tmp_path, "ft", "{kind: fat_tree, k: 4}")
+    assert result.pingall == {"pairs": 16 * 15, "failed": []}
+
+
+def test_kill_9_then_clean_leaves_nothing(tmp_path, registry):
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}")
+                        + "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n")
+    before = interfaces()
+    run = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(scenario), "--runs-dir", str(tmp_path / "runs")],
+                           env={**os.environ, "TESTBED_REGISTRY": str(registry)},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    manifest_path = None
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # wait until agents run: everything exists by then
+            paths = list(tmp_path.glob("runs/long/*/base/manifest.json"))
+            if paths:
+                data = json.loads(paths[0].read_text())
+                if any(p["role"].startswith("agent") for p in data["processes"]):
+                    manifest_path = paths[0]
+                    break
+            assert run.poll() is None, f"run ended early:\n{run.stdout.read()}"
+            time.sleep(0.2)
+        assert manifest_path, "the run never started its agents"
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        data = json.loads(manifest_path.read_text())
+        assert interfaces() != before, "nothing to clean: the test proves nothing"
+        clean = subprocess.run([sys.executable, "-m", "testbed.cli", "clean"], capture_output=True, text=True,
+                               env={**os.environ, "TESTBED_REGISTRY": str(registry)})
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        assert interfaces() == before
+        for process in data["processes"]:
+            assert not Path(f"/proc/{process['pid']}").exists() or \
+                Path(f"/proc/{process['pid']}/stat").read_text().split()[21] != str(process["start_time"]), process
+        again = subprocess.run([sys.executable, "-m", "testbed.cli", "clean"], capture_output=True, text=True,
+                               env={**os.environ, "TESTBED_REGISTRY": str(registry)})
+        assert "nothing to clean" in again.stdout
+    finally:
+        if run.poll() is None:
+            run.kill()
