@@ -139,9 +139,9 @@ control Acl(inout headers hdr, inout metadata meta, inout standard_metadata_t sm
         actions = { deny; allow; }
         default_action = allow();
         counters = acl_hits;
-        const entries = {
+        entries = {
             priority = 10: (0x0A000000 &&& 0xFF000000, _, 0 .. 1023, 17): deny();
-            (_, 32w0x0A000001, _, _): allow();
+            const (_, 32w0x0A000001, _, _): allow();
         }
     }
     apply { acl.apply(); }

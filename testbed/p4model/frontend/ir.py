@@ -836,8 +836,11 @@ class ActionRef:
 @dataclass(eq=False)
 class TableEntryDecl:
     """A const/static entry.  keys: one keyset Expr per table key (Const,
-    KeysetMask, KeysetRange, KeysetDefault).  priority: explicit
-    `priority=` value or None (then: listed order wins, first best)."""
+    KeysetMask, KeysetRange, KeysetDefault).  priority: for `const
+    entries`, None (listed order wins, first best); for non-const
+    `entries`, the priority p4c assigns (explicit `priority=` values, the
+    others computed from largest_priority_wins/priority_delta; a larger
+    value wins unless largest_priority_wins = false)."""
 
     keys: list[Expr]
     action: ActionRef

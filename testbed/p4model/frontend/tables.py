@@ -91,6 +91,8 @@ class TableLowering:
             getattr(self, "_p_" + p.data)(table, p, ctx)
         if "actions" not in seen:
             raise P4Error(loc, f"table {name} has no 'actions' property")
+        if table.entries and not table.entries_are_const:
+            self.assign_priorities(table)
         if table.default_action is None:
             noaction = self.top.lookup("NoAction")
             if not isinstance(noaction, ir.ActionDecl):
@@ -184,6 +186,7 @@ class TableLowering:
         if is_const:
             rest = rest[1:]
         table.entries_are_const = is_const
+        self._entries_loc = self.loc(p, ctx)
         if not table.keys:
             raise P4Error(self.loc(p, ctx), f"table {table.name} has entries but no key")
         keys = [k.expr for k in table.keys]
@@ -197,6 +200,8 @@ class TableLowering:
                     raise P4Error(eloc, "entry priority must be a non-negative constant")
                 priority = pv.value
                 ch = ch[1:]
+                if is_const:
+                    raise P4Error(eloc, f"table {table.name}: a table with const entries cannot have priorities")
             ks = self.keyset(ch[0], keys, ctx)
             ref = self.action_ref(ch[1], ctx, directional_only=False)
             self._listed(table, ref.action, ref.loc, "entry action")
@@ -209,6 +214,41 @@ class TableLowering:
                 self.check_entry_key(item, k, table, eloc)
             table.entries.append(ir.TableEntryDecl(list(items), ref, priority,
                                                    is_const or e.data == "const_entry", eanns, eloc))
+
+    def assign_priorities(self, table) -> None:
+        """Priorities of non-const `entries` as p4c computes them
+        (frontends/p4/entryPriorities): none given -> 1, 1+delta, ...
+        counted from the last entry when the largest priority wins (the
+        default), from the first otherwise; some given -> the first must
+        have one and each later entry without one gets previous -/+ delta."""
+        largest = table.properties.get("largest_priority_wins")
+        largest_wins = True if largest is None else bool(getattr(largest, "value", True))
+        delta_prop = table.properties.get("priority_delta")
+        delta = 1
+        if delta_prop is not None:
+            if not isinstance(delta_prop, ir.Const) or not isinstance(delta_prop.value, int) or delta_prop.value < 0:
+                raise P4Error(delta_prop.loc, f"table {table.name}: priority_delta must be a positive constant")
+            delta = delta_prop.value
+        entries = table.entries
+        if all(e.priority is None for e in entries):
+            order = reversed(entries) if largest_wins else entries
+            current = 1
+            for e in order:
+                e.priority = current
+                current += delta
+            return
+        if all(k.match_kind in ("exact", "lpm") for k in table.keys):
+            raise P4Error(table.loc, f"table {table.name}: key match kinds do not use priorities, "
+                                     f"but some entries give one")
+        if entries[0].priority is None:
+            raise P4Error(entries[0].loc, f"table {table.name}: the first entry must have a priority")
+        current = entries[0].priority
+        for e in entries:
+            if e.priority is None:
+                e.priority = current
+            current = e.priority - delta if largest_wins else e.priority + delta
+            if current < 0:
+                raise P4Error(e.loc, f"table {table.name}: overflow in priority computation")
 
     def check_entry_key(self, item, key, table, loc):
         kind = key.match_kind

@@ -82,9 +82,11 @@ def test_table_properties(sink):
     assert not colours.entries_are_const
     entry = colours.entries[0]
     assert entry.keys[0].value == 1 and entry.action.args[0].value == 5 and not entry.is_const
+    assert entry.priority == 1
     acl = [i for i in ing.instances() if i.name == "acl_inst"][0]
     acl_t = acl.type.decl.tables()[0]
-    assert acl_t.entries[0].priority == 10 and acl_t.entries[1].priority is None
+    assert [e.priority for e in acl_t.entries] == [10, 9]     # p4c: previous - priority_delta
+    assert [e.is_const for e in acl_t.entries] == [False, True] and not acl_t.entries_are_const
     assert [type(k).__name__ for k in acl_t.entries[0].keys] == ["KeysetMask", "KeysetDefault", "KeysetRange", "Const"]
     assert acl.args[0].value == 511      # constructor argument
     deny = acl.type.decl.actions()[0]
@@ -202,3 +204,43 @@ def test_header_union_members_and_validity():
     s = apply_stmts("us x; x.u.a.setValid(); meta.f = x.u.isValid(); meta.f = x.u.b.isValid();", top)
     assert s[1].call.target.type.name == "h_t"
     assert s[2].rhs.target.type.__class__ is ir.UnionT
+
+
+ENTRY_TABLE = """
+    action a(bit<8> v) {{ meta.x = v; }}
+    table t {{
+        key = {{ hdr.h.a : exact; hdr.h.b : ternary; }}
+        actions = {{ a; }}
+        {props}
+        entries = {{
+            {entries}
+        }}
+    }}
+    apply {{ t.apply(); }}
+"""
+
+
+@pytest.mark.parametrize("props,entries,expected", [
+    ("", "(1, 2) : a(1); (2, 3) : a(2); (3, _) : a(3);", [3, 2, 1]),
+    ("largest_priority_wins = false;", "(1, 2) : a(1); (2, 3) : a(2); (3, _) : a(3);", [1, 2, 3]),
+    ("largest_priority_wins = false; priority_delta = 10;",
+     "const priority=10: (1, 2 &&& 3) : a(1); (2, 3) : a(2); const (4, _) : a(4); priority=40: (5, 5) : a(5); (6, _) : a(6);",
+     [10, 20, 30, 40, 50]),
+    ("priority_delta = 100;", "priority=1000: (1, 2) : a(1); (2, 3) : a(2); priority=901: (3, 3) : a(3); (4, _) : a(4);",
+     [1000, 900, 901, 801]),
+])
+def test_entry_priorities_as_p4c(props, entries, expected):
+    p = program_with_ingress(ENTRY_TABLE.format(props=props, entries=entries))
+    assert [e.priority for e in ingress(p).tables()[0].entries] == expected
+
+
+def test_const_entries_cannot_have_priorities():
+    body = ENTRY_TABLE.format(props="", entries="priority=3: (1, 2) : a(1);").replace("entries =", "const entries =")
+    with pytest.raises(P4Error, match="const entries cannot have priorities"):
+        program_with_ingress(body)
+
+
+def test_const_entries_keep_listed_order():
+    body = ENTRY_TABLE.format(props="", entries="(1, 2) : a(1); (2, _) : a(2);").replace("entries =", "const entries =")
+    t = ingress(program_with_ingress(body)).tables()[0]
+    assert t.entries_are_const and [e.priority for e in t.entries] == [None, None]
