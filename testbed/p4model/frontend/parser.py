@@ -20,7 +20,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from testbed.p4model.errors import P4Error
+from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend.preprocess import Source
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -104,8 +104,20 @@ class P4PostLex:
                 nt = toks[i + 1]
                 if not (nt.type in ("IDENTIFIER",) or nt.value.isidentifier()):
                     self._error(nt, f"syntax error: unexpected {nt.value!r} after '@'")
-                out.append(Token.new_borrow_pos("ANNOTATION_NAME", nt.value, t))
                 i += 2
+                if nt.value == "pragma" and i < n and toks[i].line == nt.line:
+                    # `@pragma name args...` runs to the end of the line and
+                    # is the annotation `name` with body `args` (as p4c)
+                    out.append(Token.new_borrow_pos("ANNOTATION_NAME", toks[i].value, t))
+                    j = i + 1
+                    while j < n and toks[j].line == nt.line:
+                        j += 1
+                    if j > i + 1:
+                        body = self.text[toks[i + 1].start_pos:toks[j - 1].end_pos]
+                        out.append(Token.new_borrow_pos("ANNOTATION_BODY", body, toks[i + 1]))
+                    i = j
+                    continue
+                out.append(Token.new_borrow_pos("ANNOTATION_NAME", nt.value, t))
                 if i < n and toks[i].value in ("(", "["):
                     open_v = toks[i].value
                     close_v = ")" if open_v == "(" else "]"
@@ -122,6 +134,12 @@ class P4PostLex:
             decl_context = brace == 0 or brace == extern_body
             if ty == "IDENTIFIER":
                 nxt = toks[i + 1].value if i + 1 < n else ""
+                if v == "for" and nxt == "(" and brace > 0 and not is_type(v):
+                    raise P4Unsupported(self.source.loc(t.line, t.column) if self.source else None,
+                                        "for loops (P4 1.2.4)")
+                if v in ("break", "continue") and nxt == ";" and brace > 0:
+                    raise P4Unsupported(self.source.loc(t.line, t.column) if self.source else None,
+                                        f"{v} (P4 1.2.4 loops)")
                 declare = False
                 if prev is not None and prev.type != "IDENTIFIER" and prev.type != "TYPE_IDENTIFIER":
                     pv = prev.value

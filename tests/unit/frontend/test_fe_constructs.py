@@ -244,3 +244,17 @@ def test_const_entries_keep_listed_order():
     body = ENTRY_TABLE.format(props="", entries="(1, 2) : a(1); (2, _) : a(2);").replace("entries =", "const entries =")
     t = ingress(program_with_ingress(body)).tables()[0]
     assert t.entries_are_const and [e.priority for e in t.entries] == [None, None]
+
+
+def test_annotations_kinds():
+    p = program_with_ingress("""
+        @pragma stage 1
+        @brief("A table") @id(7) @a[k = 1, s = "x"] @empty
+        table t { key = { meta.x: exact; } actions = { NoAction; } }
+        apply { t.apply(); }
+    """)
+    anns = {a.name: a for a in ingress(p).tables()[0].annotations}
+    assert anns["stage"].body == "1" and anns["stage"].args == [1]
+    assert anns["brief"].args == ["A table"] and anns["id"].args == [7]
+    assert anns["a"].kv == {"k": 1, "s": "x"}
+    assert anns["empty"].body == "" and anns["empty"].args == []
