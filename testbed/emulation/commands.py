@@ -67,24 +67,25 @@ def clean_command(args) -> int:
     return 1 if any(r.problems for _, r in results) else 0
 
 
-def shell_command(args) -> int:
-    """p4runtime-shell attached to a switch of a running scenario (by name or address)."""
+def running_switch_address(name: str) -> tuple[str, int]:
+    """(gRPC address, device id) of switch `name` in a running scenario, from its manifest."""
     from testbed.emulation.manifest import Manifest, registered_manifests
 
-    address, device_id = args.switch, args.device_id
-    if ":" not in address:
-        for path in registered_manifests():
-            for process in Manifest.load(path).processes:
-                if process.role == f"switch {address}":
-                    argv = process.argv
-                    address = argv[argv.index("--grpc-server-addr") + 1]
-                    device_id = int(argv[argv.index("--device-id") + 1])
-                    break
-            if ":" in address:
-                break
-        else:
-            raise TestbedError(f"no running switch named {args.switch!r} (is a scenario running? "
-                               "give HOST:PORT to attach to any switch)")
+    for path in registered_manifests():
+        for process in Manifest.load(path).processes:
+            if process.role == f"switch {name}":
+                argv = process.argv
+                return argv[argv.index("--grpc-server-addr") + 1], int(argv[argv.index("--device-id") + 1])
+    raise TestbedError(f"no running switch named {name!r} (is a scenario running? "
+                       "give HOST:PORT to attach to any switch)")
+
+
+def shell_command(args) -> int:
+    """p4runtime-shell attached to a switch of a running scenario (by name or address)."""
+    if ":" in args.switch:
+        address, device_id = args.switch, args.device_id
+    else:
+        address, device_id = running_switch_address(args.switch)
     import p4runtime_sh.shell as sh
 
     # Election id above the run's controller (0, 1): the shell becomes primary so its user can

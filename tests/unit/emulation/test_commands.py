@@ -1,0 +1,28 @@
+"""`testbed shell` finds a running switch by name through the run manifests."""
+
+import os
+import sys
+import subprocess
+
+import pytest
+
+from testbed.emulation import manifest as manifest_mod
+from testbed.emulation.commands import running_switch_address
+from testbed.emulation.manifest import Manifest
+from testbed.emulation.switches import SwitchConfig
+from testbed.errors import TestbedError
+
+
+def test_switch_address_comes_from_the_manifest(tmp_path, monkeypatch):
+    monkeypatch.setattr(manifest_mod, "REGISTRY_DIR", tmp_path / "registry")
+    config = SwitchConfig(name="spine2", target="builtin", device_id=6, grpc_port=9564, thrift_port=9095,
+                          ports={1: "spine2-eth1"}, log_file=tmp_path / "s.log")
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        m = Manifest(run_id="r1", path=tmp_path / "manifest.json")
+        m.add_process(stand_in.pid, "switch spine2", config.argv())
+        assert running_switch_address("spine2") == ("127.0.0.1:9564", 6)
+        with pytest.raises(TestbedError, match="no running switch named 'leaf9'"):
+            running_switch_address("leaf9")
+    finally:
+        stand_in.kill()
