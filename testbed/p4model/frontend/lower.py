@@ -747,6 +747,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if len(arg_trees) != len(pkg.params):
                 raise P4Error(loc, f"{pkg.name} takes {len(pkg.params)} arguments, got {len(arg_trees)}")
             args = []
+            bindings: dict = {}
             for p, a in zip(pkg.params, arg_trees):
                 if isinstance(a, Tree) and a.data in ("named_arg",):
                     raise P4Unsupported(loc, "named package arguments")
@@ -760,13 +761,15 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 if not kind_ok:
                     raise P4Error(inst.loc, f"{pkg.name} argument '{p.name}' must be a "
                                             f"{'parser' if isinstance(want, ir.ParserT) else 'control'}")
-                self.check_block_signature(inst, want, p, loc)
+                self.check_block_signature(inst, want, p, bindings)
                 args.append(inst)
             return ir.Instance(name, ty, args, anns, "", loc)
         raise P4Error(loc, f"{ir.type_str(ty)} cannot be instantiated")
 
-    def check_block_signature(self, inst, want, param, loc):
-        """The instance's apply parameters must match the architecture's."""
+    def check_block_signature(self, inst, want, param, bindings):
+        """The instance's apply parameters must match the architecture's;
+        the package's type parameters (V1Switch<H, M>) must bind to the
+        same types in every block."""
         expected = want.decl.params
         got = inst.type.decl.params
         if len(expected) != len(got):
@@ -776,7 +779,13 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if e.direction != g.direction:
                 raise P4Error(g.loc, f"parameter '{g.name}' of {inst.type.decl.name} must be "
                                      f"{e.direction or 'directionless'}")
-            if not isinstance(e.type, ir.TypeParamT) and not T.same_type(e.type, g.type):
+            if isinstance(e.type, ir.TypeParamT):
+                bound = bindings.setdefault(e.type.name, (g.type, inst))
+                if not T.same_type(bound[0], g.type):
+                    raise P4Error(g.loc, f"parameter '{g.name}' of {inst.type.decl.name} has type "
+                                         f"{ir.type_str(g.type)}, but {bound[1].type.decl.name} uses "
+                                         f"{ir.type_str(bound[0])} for {e.type.name}")
+            elif not T.same_type(e.type, g.type):
                 raise P4Error(g.loc, f"parameter '{g.name}' of {inst.type.decl.name} must have type "
                                      f"{ir.type_str(e.type)}, not {ir.type_str(g.type)}")
 

@@ -1,0 +1,20 @@
+// error: parameter 'hdr' of D has type other_t, but P uses headers for H
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct headers { h_t h; }
+struct metadata { bit<8> x; }
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout metadata meta) { apply { } }
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout metadata meta) { apply { } }
+struct other_t { h_t h; }
+control D(packet_out pkt, in other_t hdr) { apply { pkt.emit(hdr.h); } }
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply {
+        meta.x = 1;
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
