@@ -14,6 +14,7 @@ from pathlib import Path
 
 from testbed.p4model import externs as rtx
 from testbed.p4model import tables as rtt
+from testbed.p4model import tableinfo
 from testbed.p4model.compile.emitter import Names, Source, py_ident
 from testbed.p4model.compile.exprs import ExprMixin, to_unsigned
 from testbed.p4model.compile.externs import ExternMixin, enum_member
@@ -597,7 +598,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         cp = t.cp_name or t.name
         fields = []
         for k in t.keys:
-            fields.append(rtt.MatchField(k.name, k.match_kind, width_of(k.expr.type)))
+            fields.append(rtt.MatchField(tableinfo.key_name(k), k.match_kind, width_of(k.expr.type)))
         impl_name = impl = None
         if t.implementation is not None:
             impl_name = self.instance_code(t.implementation, t.loc)
@@ -611,19 +612,20 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             kind, dm_kind, inst = self.globals[self.instance_code(t.meters, t.loc)]
             self.out.direct_meters[t.meters.cp_name or t.meters.name] = cp
             dm_key = id(inst)
+        refs = tableinfo.action_refs(t)   # + the implicit NoAction @defaultonly
         action_params = {}
-        for ref in t.actions:
+        for ref in refs:
             a = ref.action
             action_params[a.cp_name] = tuple(width_of(p.type) for p in a.data_params())
         default = rtt.ActionCall(t.default_action.action.cp_name,
                                  tuple(self._const_arg(x) for x in t.default_action.args))
         entries = [self._const_entry(t, fields, decl) for decl in t.entries]
-        table_only = frozenset(r.action.cp_name for r in t.actions
+        table_only = frozenset(r.action.cp_name for r in refs
                                if ir.find_annotation(r.annotations, "tableonly"))
-        default_only = frozenset(r.action.cp_name for r in t.actions
+        default_only = frozenset(r.action.cp_name for r in refs
                                  if ir.find_annotation(r.annotations, "defaultonly"))
         try:
-            table = rtt.Table(cp, fields, [r.action.cp_name for r in t.actions], default,
+            table = rtt.Table(cp, fields, [r.action.cp_name for r in refs], default,
                               t.default_is_const, t.size or 1024, entries, t.entries_are_const and bool(t.entries),
                               implementation=impl, direct_counter_kind=dc_kind,
                               direct_meter_kind=dm_kind, clock=self.clock,
@@ -636,7 +638,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         # dispatch map: action cp_name -> function taking (ctl args..., *data)
         dispatch = {}
         dnames = {}
-        for ref in t.actions:
+        for ref in refs:
             dnames[ref.action.cp_name] = self._table_action_fn(ref, env, ctl_args)
         amap = self.names.new("AM_" + py_ident(cp))
         fn = self.names.new("tbl_" + py_ident(cp))

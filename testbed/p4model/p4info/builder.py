@@ -11,6 +11,7 @@ from typing import Optional
 
 from p4.config.v1 import p4info_pb2
 
+from testbed.p4model import tableinfo
 from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
 from testbed.p4model.p4info import annots as anno
@@ -174,7 +175,7 @@ class Generator:
         msg = self.info.actions.add()
         self._preamble(msg.preamble, nm.ACTION, action.cp_name, action.annotations)
         ids = self._param_ids(action)
-        for param, pid in zip(action.params, ids):
+        for param, pid in zip(action.data_params(), ids):
             p = msg.params.add()
             p.id = pid
             p.name = param.name
@@ -189,8 +190,11 @@ class Generator:
             self.types.record(t)
 
     def _param_ids(self, action: ir.ActionDecl) -> list[int]:
+        """Ids of the action-data (directionless) parameters: p4c's front
+        end turns directional parameters into locals bound at the call, so
+        P4Info and the control plane see only the others."""
         try:
-            return nm.field_ids([anno.user_id(p.annotations) for p in action.params])
+            return nm.field_ids([anno.user_id(p.annotations) for p in action.data_params()])
         except nm.IdError as e:
             raise P4Error(action.loc, f"action {action.cp_name}: {e}") from None
 
@@ -263,7 +267,7 @@ class Generator:
             self.types.record(t)
             m = msg.match_fields.add()
             m.id = kid
-            m.name = key.name
+            m.name = tableinfo.key_name(key)
             anno.fill(m, key.annotations)
             m.bitwidth = width(t)
             if key.match_kind in _MATCH_TYPES:
@@ -272,7 +276,7 @@ class Generator:
                 m.other_match_type = key.match_kind
             if newtype_name(t):
                 m.type_name.name = newtype_name(t)
-        for ref in table.actions:
+        for ref in tableinfo.action_refs(table):
             r = msg.action_refs.add()
             r.id = self.symbols.id(nm.ACTION, ref.action.cp_name)
             r.annotations.extend(anno.strings(ref.annotations))
@@ -284,7 +288,9 @@ class Generator:
                 r.scope = p4info_pb2.ActionRef.TABLE_ONLY
             elif "defaultonly" in names:
                 r.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
-        if table.default_action is not None and not table.default_is_implicit:
+        if table.default_action is not None:
+            # an implicit default (NoAction) is listed too: p4c's front end
+            # writes `default_action = NoAction()` into such a table
             default = table.default_action
             default_id = self.symbols.id(nm.ACTION, default.action.cp_name)
             if table.default_is_const:
@@ -302,7 +308,7 @@ class Generator:
 
     def _default_args(self, call, ref: ir.ActionRef) -> None:
         action = ref.action
-        ids = dict(zip((id(p) for p in action.params), self._param_ids(action)))
+        ids = dict(zip((id(p) for p in action.data_params()), self._param_ids(action)))
         params = action.data_params()
         args = list(ref.args) + [p.default for p in params[len(ref.args):]]
         for param, arg in zip(params, args):

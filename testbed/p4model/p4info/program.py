@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
+from testbed.p4model import tableinfo
 from testbed.p4model.frontend import ir
 
 _STOP = (ir.Type, ir.ActionDecl, ir.TableDecl, ir.Instance, ir.FunctionDecl, ir.ExternDecl,
@@ -92,8 +93,8 @@ def _flatten_control(decl: ir.ControlDecl, locals_out: list, bodies_out: list) -
 
 
 def _table_action_refs(table: ir.TableDecl) -> list[ir.ActionRef]:
-    refs = list(table.actions)
-    if table.default_action is not None and not table.default_is_implicit:
+    refs = tableinfo.action_refs(table)
+    if table.default_action is not None:
         refs.append(table.default_action)
     refs.extend(e.action for e in table.entries)
     return refs

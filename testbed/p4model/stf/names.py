@@ -39,14 +39,15 @@ _STACK = re.compile(r"\$([0-9]+)")
 
 def resolve_key(name: str, fields, table: str) -> str:
     """A key field of `table` by exact name, stack spelling `x$0` = `x[0]`,
-    validity spellings (`h.$valid$`, `h.valid` = `h.isValid()`), then a
-    unique '.'-suffix."""
+    validity spellings (`h.$valid$`, `h.valid`, `h.isValid()`: P4Info names
+    a validity key `h.$valid$` as p4c does), then a unique '.'-suffix."""
     fields = list(fields)
     spellings = [name, _STACK.sub(r"[\1]", name)]
     for s in list(spellings):
-        for valid in (".$valid$", ".valid", "$valid$"):
+        for valid in (".$valid$", ".valid", "$valid$", ".isValid()"):
             if s.endswith(valid):
-                spellings.append(s[: -len(valid)].rstrip(".") + ".isValid()")
+                base = s[: -len(valid)].rstrip(".")
+                spellings += [base + ".$valid$", base + ".isValid()"]
     for s in spellings:
         if s in fields:
             return s

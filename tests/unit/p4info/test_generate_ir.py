@@ -52,11 +52,59 @@ def test_table_defaults_and_scopes():
         (1, b"\x12\x34"), (2, b"\x07")]
 
 
-def test_implicit_default_has_no_default_fields():
+def test_implicit_default_is_noaction_listed_default_only():
+    # p4c's front end writes `default_action = NoAction()` into a table that
+    # has none, and lists NoAction @defaultonly when the program did not
+    set_ = action("Ing.set", [("v", ir.BitT(8))])
+    t = table("Ing.t", [key("h.k", 8, "exact")], [set_], None)
+    info = generate(program(control("Ing", [set_, t], apply_all(t))))
+    (tt,) = info.tables
+    noaction = ids(nm.ACTION, "NoAction")
+    assert [(r.id, list(r.annotations), r.scope) for r in tt.action_refs] == [
+        (ids(nm.ACTION, "Ing.set"), [], p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+        (noaction, ["@defaultonly"], p4info_pb2.ActionRef.DEFAULT_ONLY)]
+    assert tt.initial_default_action.action_id == noaction
+    assert not tt.initial_default_action.arguments
+    assert tt.const_default_action_id == 0
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "Ing.set"]
+
+
+def test_implicit_default_with_noaction_listed_adds_no_ref():
     t = table("Ing.t", [], [NO_ACTION], None)
     info = generate(program(control("Ing", [t], apply_all(t))))
-    assert not info.tables[0].HasField("initial_default_action")
-    assert info.tables[0].const_default_action_id == 0
+    (tt,) = info.tables
+    assert [(r.id, r.scope) for r in tt.action_refs] == [
+        (ids(nm.ACTION, "NoAction"), p4info_pb2.ActionRef.TABLE_AND_DEFAULT)]
+    assert tt.initial_default_action.action_id == ids(nm.ACTION, "NoAction")
+    assert tt.const_default_action_id == 0
+
+
+def test_isvalid_key_is_named_valid_unless_named():
+    hdr = ir.HeaderT("h_t", [])
+    hv = ir.VarRef(ir.Var("hdr.h", hdr), type=hdr)
+    valid = ir.BuiltinCall("isValid", hv, type=ir.BoolT())
+    plain = ir.KeyElement(valid, "exact", "hdr.h.isValid()")
+    named = ir.KeyElement(valid, "ternary", "mine", [ann("name", '"mine"', ["mine"])])
+    t = table("Ing.t", [plain, named], [NO_ACTION], NO_ACTION)
+    info = generate(program(control("Ing", [t], apply_all(t))))
+    assert [(f.name, f.bitwidth) for f in info.tables[0].match_fields] == [
+        ("hdr.h.$valid$", 1), ("mine", 1)]
+
+
+def test_directional_params_are_not_action_data():
+    # `actions = { setbyte(hdr.h.x); }`: p4c's front end makes `reg` a local
+    # bound at the call, so only `val` is control-plane data (id 1)
+    setbyte = ir.ActionDecl("setbyte", [ir.Param("reg", ir.BitT(8), "out"),
+                                        ir.Param("val", ir.BitT(8))],
+                            ir.Block(), [], "Ing.setbyte")
+    x = ir.VarRef(ir.Var("x", ir.BitT(8)), type=ir.BitT(8))
+    t = table("Ing.t", [key("h.k", 8, "exact")], [ir.ActionRef(setbyte, [x])],
+              ir.ActionRef(setbyte, [const(7, 8)]))
+    info = generate(program(control("Ing", [setbyte, t], apply_all(t))))
+    (act,) = [a for a in info.actions if a.preamble.name == "Ing.setbyte"]
+    assert [(p.id, p.name, p.bitwidth) for p in act.params] == [(1, "val", 8)]
+    assert [(a.param_id, a.value) for a in info.tables[0].initial_default_action.arguments] == [
+        (1, b"\x07")]
 
 
 def test_unused_tables_and_actions_are_left_out_and_globals_come_first():
@@ -166,7 +214,7 @@ def test_controller_header_value_set_and_ids():
                      [ann("controller_header", '"packet_in"', ["packet_in"])])
     vs = ir.ValueSetDecl("pvs", ir.BitT(16), 4, cp_name="P.pvs")
     a = action("Ing.a", annotations=[ann("id", "0x10"), ann("brief", '"does a"', ["does a"])])
-    t = table("Ing.t", [], [a], None, annotations=[ann("my_note", '"x", 3')])
+    t = table("Ing.t", [], [a], a, annotations=[ann("my_note", '"x", 3')])
     prog = program(control("Ing", [a, t], apply_all(t)), parser_=parser("P", [vs]),
                    declarations=[ir.TypeDeclRef("packet_in_t", pin)])
     info = generate(prog)
@@ -191,7 +239,8 @@ def test_newtype_params_and_keys():
     a = action("Ing.a", [("p", port_t), ("q", plain_t)])
     t = table("Ing.t", [key("m.port", 9, "exact", type_=port_t)], [a], None)
     info = generate(program(control("Ing", [a, t], apply_all(t))))
-    p, q = info.actions[0].params
+    (ing_a,) = [x for x in info.actions if x.preamble.name == "Ing.a"]
+    p, q = ing_a.params
     assert (p.bitwidth, p.type_name.name) == (32, "PortId_t")
     assert (q.bitwidth, q.type_name.name) == (12, "Plain_t")
     mf = info.tables[0].match_fields[0]
@@ -204,7 +253,7 @@ def test_newtype_params_and_keys():
 
 def test_hidden_objects_are_not_listed():
     a = action("Ing.a", annotations=[ann("hidden")])
-    t = table("Ing.t", [], [a], None, annotations=[ann("hidden")])
+    t = table("Ing.t", [], [a], a, annotations=[ann("hidden")])
     info = generate(program(control("Ing", [a, t], apply_all(t))))
     assert len(info.tables) == 0 and len(info.actions) == 0
 

@@ -84,7 +84,11 @@ def test_tables(features):
     assert fwd.size == 512
     assert list(fwd.direct_resource_ids) == [nm.hashed_id(nm.DIRECT_COUNTER, "TbIngress.fwd_hits")]
     assert [m.name for m in ecmp.match_fields] == ["hdr.ethernet.dst"]
-    assert not ecmp.HasField("initial_default_action")
+    # no default_action: p4c's front end gives NoAction, listed @defaultonly
+    noaction = nm.hashed_id(nm.ACTION, "NoAction")
+    assert ecmp.initial_default_action.action_id == noaction
+    assert [(r.id, r.scope) for r in ecmp.action_refs][-1] == (
+        noaction, p4info_pb2.ActionRef.DEFAULT_ONLY)
     assert ecmp.implementation_id == nm.hashed_id(nm.ACTION_PROFILE, "TbIngress.ecmp_selector")
     assert [(a.param_id, a.value) for a in tagger.initial_default_action.arguments] == [(1, b"\x07")]
     assert tagger.implementation_id == nm.hashed_id(nm.ACTION_PROFILE, "tag_profile")
@@ -123,3 +127,26 @@ def test_digest_controller_headers_value_set_types(features):
     assert ti.new_types["port_t"].translated_type.sdn_bitwidth == 32
     assert [m.name for m in ti.serializable_enums["color_t"].members] == ["RED", "GREEN"]
     assert [m.name for m in ti.structs["learn_t"].members] == ["src", "port"]
+
+
+def test_p4c_table_rules():
+    """p4c's front-end rewrites the control plane sees: implicit NoAction
+    default (@defaultonly ref + initial default), `$valid$` key names, and
+    only directionless params as action data."""
+    info = generate_file(PROGRAMS / "p4c_table_rules.p4")
+    t = by_name(info.tables)
+    noaction = nm.hashed_id(nm.ACTION, "NoAction")
+    plain = t["Ing.plain"]
+    assert [(r.id, list(r.annotations), r.scope) for r in plain.action_refs] == [
+        (nm.hashed_id(nm.ACTION, "Ing.to_port"), [], p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+        (noaction, ["@defaultonly"], p4info_pb2.ActionRef.DEFAULT_ONLY)]
+    assert plain.initial_default_action.action_id == noaction
+    assert plain.const_default_action_id == 0
+    assert [(m.id, m.name, m.bitwidth) for m in t["Ing.by_valid"].match_fields] == [
+        (1, "hdr.opt.$valid$", 1), (2, "hdr.base.kind", 8)]
+    assert [r.scope for r in t["Ing.by_valid"].action_refs] == [
+        p4info_pb2.ActionRef.TABLE_AND_DEFAULT] * 2
+    setbyte = by_name(info.actions)["Ing.setbyte"]
+    assert [(p.id, p.name, p.bitwidth) for p in setbyte.params] == [(1, "val", 8)]
+    assert t["Ing.setter"].initial_default_action.action_id == noaction
+    assert info.actions[0].preamble.name == "NoAction"

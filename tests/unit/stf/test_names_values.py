@@ -31,6 +31,10 @@ def test_key_field_spellings():
     assert names.resolve_key("hdr.h.$valid$", keys, "t") == "hdr.h.isValid()"
     with pytest.raises(names.NameError_, match="no key field"):
         names.resolve_key("srcAddr", keys, "t")
+    # P4Info names a validity key `h.$valid$` (p4c): every spelling finds it
+    p4c_keys = ["hdr.h.$valid$", "hdr.g.f"]
+    for spelling in ("hdr.h.$valid$", "hdr.h.isValid()", "hdr.h.valid", "h.$valid$", "h.isValid()"):
+        assert names.resolve_key(spelling, p4c_keys, "t") == "hdr.h.$valid$"
     with pytest.raises(names.NameError_, match="ambiguous"):
         names.resolve_key("f", ["a.f", "b.f"], "t")
 
