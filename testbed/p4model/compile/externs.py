@@ -330,10 +330,12 @@ class ExternMixin:
         """Code of the bytes of a field list, packed MSB-first and padded
         at the end (hashing.pack_fields), skipping invalid headers."""
         leaves = self.flatten(data)
-        for _, _, t in leaves:
-            if isinstance(ir.strip_newtype(t), ir.VarbitT):
-                raise P4Unsupported(data.loc, "varbit field in a hash/checksum field list")
+        varbit = any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves)
         guards = {g for _, g, _ in leaves}
+        if varbit:
+            # bmv2 packs a varbit field at its current length, so the
+            # layout is known per packet only: build the (value, width) list
+            return self._pack_list(leaves)
         if len(guards) == 1 and None not in guards:
             # one header (the common checksum case): inline, or nothing if invalid
             g = guards.pop()
@@ -341,10 +343,18 @@ class ExternMixin:
             return f"({inline} if {g} else b'')"
         if not any(guards):
             return self._pack_inline(leaves)
+        return self._pack_list(leaves)
+
+    def _pack_list(self, leaves) -> str:
+        """Pack at run time: leaves of invalid headers are skipped; a
+        varbit leaf (a (width, value) pair) adds its current width."""
         fl = self.tmp("fl")
         self.emit(f"{fl} = []")
         for code, g, t in leaves:
-            item = f"{fl}.append(({to_unsigned(code, t)}, {width_of(t)}))"
+            if isinstance(ir.strip_newtype(t), ir.VarbitT):
+                item = f"{fl}.append({code}[::-1])"
+            else:
+                item = f"{fl}.append(({to_unsigned(code, t)}, {width_of(t)}))"
             self.emit(f"if {g}: {item}" if g else item)
         return f"pack_fields({fl})"
 
