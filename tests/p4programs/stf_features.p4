@@ -2,8 +2,8 @@
  * replication ids, an ingress-to-egress clone session, a register the
  * control plane reads and writes, and an indexed counter.
  *
- * Packet: one 8-byte header h (op, key, val, out).  op 1 increments
- * reg[val] and reports the new value in `out`; op 2 asks for a clone to
+ * Packet: one 8-byte header h (op, key, val, res).  op 1 increments
+ * reg[val] and reports the new value in `res`; op 2 asks for a clone to
  * session 5.  Egress marks clones with op 0xCC and multicast copies with
  * their replication id in `val`. */
 #include <core.p4>
@@ -13,7 +13,7 @@ header h_t {
     bit<8>  op;
     bit<8>  key;
     bit<16> val;
-    bit<32> out;
+    bit<32> res;
 }
 
 struct headers { h_t h; }
@@ -51,7 +51,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
             reg.read(v, (bit<32>) hdr.h.val);
             v = v + 1;
             reg.write((bit<32>) hdr.h.val, v);
-            hdr.h.out = v;
+            hdr.h.res = v;
         } else if (hdr.h.op == 2) {
             clone(CloneType.I2E, 32w5);
         }
