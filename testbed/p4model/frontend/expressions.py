@@ -652,9 +652,8 @@ class ExprLowering:
             bits = T.max_size_in_bits(ty)
         if bits is None:
             raise P4Error(loc, f"{member}() of {ir.type_str(ty)}")
-        st = ir.strip_newtype(ty)
-        if base is not None and "min" in member and isinstance(st, ir.HeaderT) and st.has_varbit():
-            return ir.BuiltinCall(member, base, [], type=ir.IntLitT(), loc=loc)
+        # min/max sizes are static even with varbit fields (varbit counts
+        # 0 for min, its maximum for max), so they always fold
         value = bits if member.endswith("Bits") else (bits + 7) // 8
         return ir.Const(value, type=ir.IntLitT(), loc=loc)
 

@@ -132,3 +132,9 @@ def test_mux_with_unsized_branch():
 def test_implicit_cast_of_argument_to_parameter_type():
     stmts = apply_stmts("mark_to_drop(sm); truncate(100);")
     assert stmts[1].call.args[0].type == ir.BitT(32)
+
+
+def test_size_methods_fold_with_varbit():
+    top = "header v_t { bit<8> len; varbit<64> opts; } struct vs { v_t v; }"
+    s = apply_stmts("vs x; meta.z = (bit<32>)x.v.minSizeInBits(); meta.z = (bit<32>)x.v.maxSizeInBytes();", top)
+    assert s[1].rhs.value == 8 and s[2].rhs.value == 9
