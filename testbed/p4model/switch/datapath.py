@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 
 class Job(NamedTuple):
-    """One copy to queue: where, at which priority, how long, and the opaque job."""
+    """One output of a process-only pipeline to queue: where, priority, length, frame."""
 
     port: int
     priority: int
@@ -44,16 +44,18 @@ class Datapath:
     def mode(self) -> str:
         return "ingress/TM/egress" if self.split else "ideal queue + TM as link"
 
-    def ingress(self, port: int, data: bytes) -> list[Job]:
+    def ingress(self, port: int, data: bytes) -> list:
+        """-> the copies to queue; each has .port, .priority and .length, and is
+        what egress() takes back (the pipeline's own EgressJob when split, a
+        Job around the output frame otherwise: no per-packet wrapper)."""
         if not self.split:
             return [Job(p, 0, len(d), d) for p, d in self._process(port, data)]
-        return [Job(job.port, job.priority, job.length, job) for job in self._ingress(port, data)]
+        return self._ingress(port, data)
 
-    def egress(self, job: Any, departure) -> tuple[list[tuple[int, bytes]], list[Job]]:
+    def egress(self, job: Any, departure) -> tuple[list[tuple[int, bytes]], list]:
         """-> (frames (port, bytes) to transmit, new jobs to queue: E2E clones and the
-        egress jobs of recirculated packets)."""
+        egress jobs of recirculated packets, shaped like ingress()'s)."""
         if not self.split:
-            return [(departure.port, job)], []
+            return [(departure.port, job.job)], []
         result = self._egress(job, departure)  # v1model reads the queue fields off the Departure
-        jobs = result.jobs
-        return result.packets, [Job(j.port, j.priority, j.length, j) for j in jobs] if jobs else jobs
+        return result.packets, result.jobs

@@ -73,6 +73,7 @@ MAX_PORT = 510  # egress_port is 9 bits and 511 is the drop port
 DROP_FULL = "queue_full"
 DROP_PRIORITY = "priority"
 _NEVER = -(1 << 62)  # "no previous departure": max(now, _NEVER + interval) == now
+PRIORITY_DROPPED = -(1 << 40)  # TrafficManager.offer(): dropped for its priority
 
 
 class TMConfigError(TestbedError):
@@ -182,6 +183,21 @@ class TrafficManager:
     def enqueue(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
                 length: int | None = None) -> EnqueueResult:
         """Queue `packet` (length defaults to len(packet)) for `port` at `priority`."""
+        code = self.offer(port, priority, packet, now_ns, length)
+        enq_us = self._now // 1000  # the (clamped) arrival time offer() used
+        if code >= 0:
+            return EnqueueResult(True, code, enq_us, None)
+        if code == PRIORITY_DROPPED:
+            return EnqueueResult(False, 0, enq_us, DROP_PRIORITY)
+        return EnqueueResult(False, -1 - code, enq_us, DROP_FULL)
+
+    def offer(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
+              length: int | None = None) -> int:
+        """enqueue() without the result object, for the switch's packet path.
+
+        Returns enq_qdepth (>= 0) when the packet was queued, ``-1 - depth``
+        when it was tail-dropped (DROP_FULL) and PRIORITY_DROPPED when its
+        priority has no queue; the model is exactly enqueue()'s."""
         if now_ns is None:
             now_ns = self._clock.now_ns()
         if now_ns < self._now:
@@ -196,24 +212,23 @@ class TrafficManager:
             self._run_port(p, now_ns - 1, self._pending)
         if length is None:
             length = len(packet)
-        enq_us = now_ns // 1000
         queues = p.queues
         if not 0 <= priority < len(queues):
             p.dropped_priority += 1
             p.dropped_priority_bytes += length
-            return EnqueueResult(False, 0, enq_us, DROP_PRIORITY)
+            return PRIORITY_DROPPED
         q = queues[priority]
         items = q.items
         depth = len(items)
         if depth >= q.limit or (q.byte_limit and q.bytes + length > q.byte_limit):
             q.dropped_full += 1
             q.drop_bytes += length
-            return EnqueueResult(False, depth, enq_us, DROP_FULL)
+            return -1 - depth
         eligible = q.last_ns + q.interval_ns
         if eligible < now_ns:
             eligible = now_ns
         q.last_ns = eligible
-        items.append((eligible, now_ns, enq_us, depth, length, packet))
+        items.append((eligible, now_ns, now_ns // 1000, depth, length, packet))
         q.bytes += length
         q.enqueued += 1
         q.enq_bytes += length
@@ -225,7 +240,11 @@ class TrafficManager:
             self._busy[port] = p
         elif start < p.next_ns:
             p.next_ns = start
-        return EnqueueResult(True, depth, enq_us, None)
+        return depth
+
+    def has_work(self) -> bool:
+        """True when any packet is queued or departed-but-not-handed-out (cheap)."""
+        return bool(self._busy or self._pending)
 
     def next_event_ns(self) -> int | None:
         """Earliest time at which dequeue_ready has work (may be in the past), or None."""

@@ -38,6 +38,11 @@ class TransmitSchedule:
         line.append((transmit_at_ns, item))
         self._count += 1
 
+    def holds(self, port: int) -> bool:
+        """True when `port` has packets waiting (a due packet may then not jump them)."""
+        line = self._lines.get(port)
+        return bool(line)
+
     def next_ns(self) -> int | None:
         """Earliest scheduled transmit time, or None when nothing is held."""
         best = None
