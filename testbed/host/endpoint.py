@@ -229,6 +229,11 @@ class Endpoint:
             "nacks_sent": sum(f.nacks_sent for f in self.receivers.values()),
             "corrupt_messages": sum(f.corrupt for f in self.receivers.values()),
             "cnps_received": sum(getattr(f.cc, "cnps", 0) for f in self.senders.values()),
+            "rate_cuts": sum(getattr(f.cc, "rate_cuts", 0) for f in self.senders.values()),
+            "min_rate_mbps": min((f.cc.min_rc / 1e6 for f in self.senders.values() if hasattr(f.cc, "min_rc")),
+                                 default=None),
+            "srtt_ms_max": max((f.window.srtt * 1e3 for f in self.senders.values() if f.window.srtt is not None),
+                               default=None),
             "credits_wasted": sum(getattr(f.cc, "credits_wasted", 0) for f in self.senders.values()),
             "errors": dict(self.errors),
         }

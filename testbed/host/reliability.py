@@ -7,6 +7,17 @@ unacknowledged for the RTO: the low RTO when only a few cells are in flight
 (IRN's two levels). At most `window` cells are beyond the cumulative ack,
 which is the receiver's reorder window, so the receiver never has to drop
 for lack of room when the sender behaves.
+
+Both RTO levels are multiples of the *base* RTT, which is what the fabric
+would give an idle network. Under queueing (DCQCN, no control) or when the
+emulation's CPU runs late, real round trips are several times longer, and a
+fixed RTO then fires for cells that are only delayed: every timeout
+re-sends the whole unacknowledged window and the retransmissions themselves
+overflow the queues (measured: 58,000 retransmissions for 14,000 cells in a
+7:1 incast). So the RTO is floored by the measured round trip, as TCP does
+(RFC 6298): rto = max(two-level RTO, srtt + 4 * rttvar), with samples taken
+from acks of cells sent once (Karn). A NACK for a cell sent less than one
+srtt ago is ignored for the same reason.
 """
 
 from __future__ import annotations
@@ -31,6 +42,10 @@ class SendWindow:
         self.timeouts = 0
         self.nacks = 0
         self.bogus_acks = 0
+        self._resent: set[int] = set()  # psns retransmitted at least once (no RTT samples)
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self.rtt_samples = 0
 
     # -- sending ---------------------------------------------------------
     def inflight(self) -> int:
@@ -52,6 +67,7 @@ class SendWindow:
             self._in_retx.discard(psn)
             if psn in self._last_sent:
                 self._last_sent[psn] = now
+                self._resent.add(psn)
                 self.retransmissions += 1
                 return psn, True
         if self.can_send_new(end_psn):
@@ -62,33 +78,56 @@ class SendWindow:
         return None
 
     # -- feedback --------------------------------------------------------
-    def on_ack(self, cum: int, sack: int, sack_bits: int) -> list[int] | None:
-        """Newly acknowledged psns, or None if the ack claims cells never sent."""
+    def on_ack(self, cum: int, sack: int, sack_bits: int, now: float | None = None) -> list[int] | None:
+        """Newly acknowledged psns, or None if the ack claims cells never sent.
+
+        With `now`, the newest newly acknowledged cell (the one most likely to
+        have triggered this ack) gives an RTT sample unless it was resent."""
         if cum > self.next_psn:
             self.bogus_acks += 1
             return None
         acked = []
+        newest: tuple[int, float] | None = None
         if cum > self.base:
             for psn in range(self.base, cum):
-                if self._last_sent.pop(psn, None) is not None:
+                sent = self._last_sent.pop(psn, None)
+                if sent is not None:
                     acked.append(psn)
                     self._in_retx.discard(psn)
+                    newest = (psn, sent)
             self.base = cum
         i = 0
         while sack and i < sack_bits:
             if sack & 1:
                 psn = cum + 1 + i
-                if psn < self.next_psn and self._last_sent.pop(psn, None) is not None:
+                sent = self._last_sent.pop(psn, None) if psn < self.next_psn else None
+                if sent is not None:
                     acked.append(psn)
                     self._in_retx.discard(psn)
+                    newest = (psn, sent)
             sack >>= 1
             i += 1
+        if newest is not None and now is not None and newest[0] not in self._resent:
+            self._rtt_sample(now - newest[1])
+        if self._resent:
+            self._resent.difference_update(acked)
         return acked
+
+    def _rtt_sample(self, rtt: float) -> None:
+        if rtt < 0:
+            return
+        self.rtt_samples += 1
+        if self.srtt is None:
+            self.srtt, self.rttvar = rtt, rtt / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+            self.srtt = 0.875 * self.srtt + 0.125 * rtt
 
     def on_nack(self, now: float, psn: int) -> bool:
         """Queue psn for retransmission; False if it needs none (acked, queued, or just resent)."""
         sent = self._last_sent.get(psn)
-        if sent is None or psn in self._in_retx or now - sent < self.min_retx_gap:
+        gap = self.min_retx_gap if self.srtt is None else max(self.min_retx_gap, self.srtt)
+        if sent is None or psn in self._in_retx or now - sent < gap:
             return False
         self.nacks += 1
         self._queue(psn)
@@ -100,7 +139,10 @@ class SendWindow:
 
     # -- timer -----------------------------------------------------------
     def rto(self) -> float:
-        return self.rto_low if self.inflight() <= self.low_max_inflight else self.rto_high
+        level = self.rto_low if self.inflight() <= self.low_max_inflight else self.rto_high
+        if self.srtt is None:
+            return level
+        return max(level, self.srtt + 4 * self.rttvar)
 
     def deadline(self) -> float | None:
         waiting = [t for p, t in self._last_sent.items() if p not in self._in_retx]

@@ -105,7 +105,7 @@ class SenderFlow:
 
     # -- feedback ------------------------------------------------------------
     def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:
-        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS)
+        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS, now)
         done = []
         for psn in acked or ():
             msg = self._message_of(psn)

@@ -37,6 +37,8 @@ class DcqcnSender(SenderCC):
         self.next_increase = now + self.t
         self.next_free = 0.0
         self.cnps = 0
+        self.rate_cuts = 0  # CNPs that lowered Rc (at the floor a CNP cuts nothing)
+        self.min_rc = self.rc
         self.rate_log: list[tuple[float, float]] = []  # (time s, Rc bit/s), for tests and plots
 
     @property
@@ -57,7 +59,10 @@ class DcqcnSender(SenderCC):
     def on_cnp(self, now: float) -> None:
         self.cnps += 1
         self.rt = self.rc
+        before = self.rc
         self.rc = max(self.min_rate, self.rc * (1 - self.alpha / 2))
+        self.rate_cuts += self.rc < before
+        self.min_rc = min(self.min_rc, self.rc)
         self.alpha = (1 - self.g) * self.alpha + self.g
         self.timer_events = self.byte_events = 0
         self.bytes_since = 0

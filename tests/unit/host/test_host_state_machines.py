@@ -49,3 +49,30 @@ def test_nack_and_two_level_rto():
     assert w.on_timer(4.9) == 0
     assert w.on_timer(5.0) == 1 and w.take(5.0, 6) == (4, True)
     assert w.retransmissions == 2 and w.timeouts == 1
+
+
+def test_rto_floored_by_measured_rtt():
+    w = _window()
+    for _ in range(3):
+        w.take(0.0, 8)
+    assert w.rto() == 5.0  # no sample yet: the configured low level
+    w.on_ack(1, 0, 64, now=4.0)  # psn 0 acked 4 s after it was sent: srtt 4, rttvar 2
+    assert (w.srtt, w.rttvar) == (4.0, 2.0)
+    assert w.rto() == 12.0  # 2 in flight: low level 5 < srtt + 4 rttvar
+    assert not w.on_nack(3.5, 1)  # sent less than one srtt ago: not yet known lost
+    assert w.on_nack(4.5, 1)
+    assert w.take(4.5, 8) == (1, True)
+    w.on_ack(3, 0, 64, now=9.0)  # psn 1 was resent (Karn): psn 2 gives the sample, 9 s
+    assert w.rtt_samples == 2 and w.srtt == 0.875 * 4.0 + 0.125 * 9.0
+
+
+def test_dcqcn_counts_rate_cuts():
+    from testbed.host.cc.dcqcn import DcqcnSender
+    from testbed.host.config import TransportConfig
+
+    cc = DcqcnSender(TransportConfig(cc="dcqcn", link_rate_bps=10e6), 0.0)
+    cc.on_cnp(0.001)
+    assert cc.rate_cuts == 1 and cc.min_rc == cc.rc == 5e6  # alpha 1: Rc halves
+    cc.rc = cc.min_rate
+    cc.on_cnp(0.002)
+    assert cc.cnps == 2 and cc.rate_cuts == 1  # at the floor a CNP cuts nothing
