@@ -19,10 +19,14 @@ ROWS = [
     ("goodput (Mbit/s)", lambda s: _num(s.get("goodput_mbps"), 2)),
     ("message completion p50 (ms)", lambda s: _num(s.get("fct_p50_ms"), 1)),
     ("message completion p99 (ms)", lambda s: _num(s.get("fct_p99_ms"), 1)),
-    ("switch drops (packets)", lambda s: _drops(s.get("switch_drops_packets") or {})),
+    ("switch drops, data (packets)", lambda s: _drops({k: v for k, v in (s.get("switch_drops_packets") or {}).items()
+                                                       if k not in ("credit_over_rate", "credit_queue_full")})),
+    ("credits dropped by switches (ExpressPass limiting)", lambda s: str(s.get("credit_drops_packets", "n/a"))),
     ("max queue depth (packets)", lambda s: str(s.get("max_queue_depth_packets", "n/a"))),
     ("ECN marks (packets)", lambda s: str(s.get("ecn_marks_packets", "n/a"))),
     ("retransmitted cells", lambda s: str(s.get("retransmissions_cells", "n/a"))),
+    ("sender timeouts (RTO)", lambda s: str((s.get("agents") or {}).get("timeouts", "n/a"))),
+    ("CNPs received / rate cuts", lambda s: _cnps(s.get("agents") or {})),
     ("cells out of order", lambda s: str(s.get("cells_out_of_order", "n/a"))),
     ("largest out-of-order distance (cells)", lambda s: str(s.get("max_ooo_distance_cells", "n/a"))),
     ("peak reorder buffer (cells)", lambda s: str(s.get("peak_reorder_buffer_cells", "n/a"))),
@@ -40,6 +44,14 @@ def _drops(drops: dict) -> str:
     if not total:
         return "0"
     return f"{total} (" + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())) + ")"
+
+
+def _cnps(agents: dict) -> str:
+    if not agents.get("cnps_received") and not agents.get("rate_cuts"):
+        return "0"
+    low = agents.get("min_rate_mbps")
+    return (f"{agents.get('cnps_received', 0)} / {agents.get('rate_cuts', 0)}"
+            + (f" (lowest rate {low:.2f} Mbit/s)" if low is not None else ""))
 
 
 def _range(summary: dict) -> str:

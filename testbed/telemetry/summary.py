@@ -2,7 +2,12 @@
 
 Inputs: `records/*.jsonl` (host agents), `telemetry.jsonl` (switch counters
 over time), `result.json` (ping-all, traffic-manager statistics, notes),
-`scenario.resolved.yaml`.  Every figure names its unit in its key.
+`scenario.resolved.yaml`, `records/*.stats.json` (each agent's transport
+counters, added up).  Every figure names its unit in its key.
+
+Drops are split: credits dropped by a switch (the credit meter, reason
+credit_over_rate, or a full credit queue at priority 1) are ExpressPass's
+congestion signal, by design; `data_drops_packets` is every other drop.
 """
 
 from __future__ import annotations
@@ -75,6 +80,35 @@ def jain_fairness(values: list[float]) -> float | None:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
+CREDIT_DROP_REASONS = ("credit_over_rate", "credit_queue_full")
+AGENT_COUNTERS = ("retransmissions", "timeouts", "nacks_sent", "cnps_sent", "cnps_received", "rate_cuts",
+                  "credits_sent", "credits_lost", "credits_wasted", "corrupt_messages", "verify_failures")
+
+
+def agent_stats(run_dir: Path) -> dict:
+    """Sum of the agents' counters (records/<host>.stats.json), plus the hosts that did not end 'done'."""
+    total: dict = {k: 0 for k in AGENT_COUNTERS}
+    not_done = []
+    rates = []
+    for path in sorted((run_dir / "records").glob("*.stats.json")):
+        try:
+            stats = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            not_done.append(path.name.split(".")[0])
+            continue
+        for key in AGENT_COUNTERS:
+            value = stats.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] += value
+        if stats.get("min_rate_mbps") is not None:
+            rates.append(stats["min_rate_mbps"])
+        if stats.get("end_reason") != "done":
+            not_done.append(f"{stats.get('host', path.name)} ({stats.get('end_reason')})")
+    total["min_rate_mbps"] = min(rates) if rates else None
+    total["agents_not_done"] = not_done
+    return total
+
+
 def summarize_variant(run_dir: Path, topology) -> dict:
     scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
     result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
@@ -107,21 +141,29 @@ def summarize_variant(run_dir: Path, topology) -> dict:
     for sample in last_per_switch.values():
         for reason, packets in sample["drops_packets"].items():
             drops[reason] = drops.get(reason, 0) + packets
-    queue_drops = 0
+    queue_drops = credit_queue_drops = 0
     fidelity_lag = []
     tm_peaks = []
     for switch, stats in (result.get("tm_stats") or {}).items():
         for queue in stats.get("queues", []):
-            queue_drops += queue.get("dropped_full", 0)
-            tm_peaks.append(queue.get("max_depth", 0))
+            if queue.get("priority", 0) == 0:
+                queue_drops += queue.get("dropped_full", 0)
+                tm_peaks.append(queue.get("max_depth", 0))
+            else:  # the credit queue (fabric.p4 queues only credits at priority 1)
+                credit_queue_drops += queue.get("dropped_full", 0)
         lag = stats.get("tm", {}).get("fidelity", {}).get("dequeue", {})
         if lag.get("p99_lag_us") is not None:
             fidelity_lag.append((lag["p99_lag_us"], switch))
     if queue_drops:
         drops["queue_full"] = queue_drops
+    if credit_queue_drops:
+        drops["credit_queue_full"] = credit_queue_drops
     summary["switch_drops_packets"] = drops
+    summary["data_drops_packets"] = sum(v for k, v in drops.items() if k not in CREDIT_DROP_REASONS)
+    summary["credit_drops_packets"] = sum(v for k, v in drops.items() if k in CREDIT_DROP_REASONS)
     summary["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_per_switch.values())
-    # The program's register sees enq_qdepth; the traffic manager its own peak: report the larger.
+    # The program's register sees enq_qdepth (data and credits alike); the traffic manager its own
+    # peak per queue (data queues only, above): report the larger.
     peaks = [v for s in samples for v in s["max_qdepth_packets"].values()] + tm_peaks
     summary["max_queue_depth_packets"] = max(peaks) if peaks else 0
 
@@ -136,6 +178,7 @@ def summarize_variant(run_dir: Path, topology) -> dict:
         summary["uplink_utilisation_max"] = max(values)
         summary["uplink_utilisation_stdev"] = statistics.pstdev(values)
         summary["uplink_jain_fairness"] = jain_fairness(values)
+    summary["agents"] = agent_stats(run_dir)
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
     worst = max(fidelity_lag, default=None)

@@ -38,7 +38,11 @@ def make_run(run_dir: Path, scenario, uplink_bytes: dict, lag_us: float) -> None
     (run_dir / "result.json").write_text(json.dumps({
         "variant": run_dir.name, "target": "builtin", "pingall": {"pairs": 56, "failed": []}, "notes": [],
         "tm_stats": {"leaf1": {"tm": {"fidelity": {"dequeue": {"p99_lag_us": lag_us}}},
-                               "queues": [{"dropped_full": 3, "max_depth": 12}]}}}))
+                               "queues": [{"dropped_full": 3, "max_depth": 12},
+                                          {"priority": 1, "dropped_full": 4, "max_depth": 8}]}}}))
+    for host, stats in (("h1", {"cnps_received": 2, "rate_cuts": 2, "min_rate_mbps": 3.5, "end_reason": "done"}),
+                        ("h2", {"cnps_received": 1, "rate_cuts": 0, "min_rate_mbps": 9.0, "end_reason": "timeout"})):
+        (run_dir / "records" / f"{host}.stats.json").write_text(json.dumps({"host": host, **stats}))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +59,11 @@ def test_summary_figures(tmp_path, scenario):
     assert summary["messages_verified"] == 2 and summary["retransmissions_cells"] == 2
     assert summary["fct_p99_ms"] == pytest.approx(1000) and summary["fct_p50_ms"] in (500, 1000)
     assert summary["goodput_mbps"] == pytest.approx(2_000_000 * 8 / (990_000 - 10_000))
-    assert summary["switch_drops_packets"] == {"ttl_expired": 2, "queue_full": 3}
+    assert summary["switch_drops_packets"] == {"ttl_expired": 2, "queue_full": 3, "credit_queue_full": 4}
+    assert (summary["data_drops_packets"], summary["credit_drops_packets"]) == (5, 4)
+    agents = summary["agents"]
+    assert (agents["cnps_received"], agents["rate_cuts"], agents["min_rate_mbps"]) == (3, 2, 3.5)
+    assert agents["agents_not_done"] == ["h2 (timeout)"]
     assert summary["ecn_marks_packets"] == 7 and summary["max_queue_depth_packets"] == 12
     utilisation = summary["uplink_utilisation"]
     assert len(utilisation) == 2  # 2 s of traffic between the samples at t=1 and t=3
