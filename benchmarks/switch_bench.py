@@ -1,14 +1,28 @@
 """Switch process speed: forwarded packets/s between veth pairs, against the machine's floor.
 
-In one run, on the same veths and the same traffic:
+In one run, under identical conditions:
   * raw floor: a plain Python AF_PACKET receive-and-send forwarder (what any
-    Python switch pays for the sockets alone);
-  * the builtin switch running tests/p4programs/basic_ipv4.p4, and the ratio;
+    Python switch pays for the sockets alone), on its own veth pairs;
+  * the builtin switch running tests/p4programs/basic_ipv4.p4 (8 ports, one
+    flow port 1 -> port 2), and the ratio;
   * the builtin switch with 8 ports busy (each port's host sends to the next);
   * simple_switch_grpc on the same harness, where it is installed.
-Traffic: a Python raw-socket sender blasting 64-byte IPv4/UDP frames into
-port 1 for WINDOW_S; forwarded = the far interface's kernel rx counter, so
-no user-space receiver limits the figure.  Needs root; bounded < 60 s.
+
+Fairness: both forwarders run for the whole benchmark (each on its own
+veths, idle while the other is measured) and are measured in alternating
+rounds (floor, switch, floor, switch, ...), so background load on a shared
+machine hits both alike; the ratio is the median of the per-round ratios.
+Both are fed by the same sender program, a separate process sending
+batches of BURST frames per time check (optionally capped at SEND_PPS).
+The sender itself needs a core to saturate the forwarder, so its CPU share
+is printed too.
+
+Figures: forwarded packets/s (the far host interface's kernel rx counter,
+so no user-space receiver limits the figure) and the forwarder's CPU time
+per forwarded packet (user + system time of the whole process from
+/proc/PID/stat, so the kernel work of its own receive and send calls is
+included).  CPU per packet is the figure that does not depend on how busy
+the machine is; packets/s depends on it.  Needs root; bounded < 60 s.
 """
 
 from __future__ import annotations
@@ -16,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,25 +39,41 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM = REPO / "tests" / "p4programs" / "basic_ipv4.p4"
-WINDOW_S = 3.0
+WINDOW_S = 2.5
+ROUNDS = 3
+BURST = 64
+SEND_PPS = 0  # 0: as fast as the sender can (saturate the forwarder)
 TAG = f"tsb{os.getpid() % 1000}"
+SWITCH_PORTS = 8
+FLOOR_PORTS = (SWITCH_PORTS + 1, SWITCH_PORTS + 2)
 
 SENDER = r"""
 import socket, sys, time
-pairs = [(sys.argv[i], bytes.fromhex(sys.argv[i + 1])) for i in range(2, len(sys.argv), 2)]
+window, burst, pps = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+pairs = [(sys.argv[i], bytes.fromhex(sys.argv[i + 1])) for i in range(4, len(sys.argv), 2)]
 socks = []
 for iface, frame in pairs:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     socks.append((s.send, frame))
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    for _ in range(200):
-        for send, frame in socks:
-            try:
-                send(frame)
-            except OSError:
-                pass
+batch = [socks[i % len(socks)] for i in range(burst * len(socks))]
+gap = len(batch) / pps if pps else 0.0
+start = time.monotonic()
+end = start + window
+due = start
+while True:
+    now = time.monotonic()
+    if now >= end:
+        break
+    if gap:
+        if now < due:
+            time.sleep(due - now)
+        due += gap
+    for send, frame in batch:
+        try:
+            send(frame)
+        except OSError:
+            pass
 """
 
 FORWARDER = r"""
@@ -67,6 +98,8 @@ while True:
             pass
 """
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
 
 def _sh(*argv, check=True):
     return subprocess.run(argv, check=check, capture_output=True, text=True)
@@ -80,6 +113,12 @@ def _frame(dst_net: int) -> str:
     eth = bytes.fromhex("0000000000fe" + "000000000001" + "0800")
     ip = bytes([0x45, 0, 0, 50, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 1, 1, 10, 0, dst_net, 1])
     return (eth + ip + bytes(30)).hex()
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 class _Veths:
@@ -105,36 +144,58 @@ class _Veths:
             _sh("ip", "link", "del", self.sw(i), check=False)
 
 
-def _measure(veths: _Veths, flows: list[tuple[int, int]]) -> float:
-    """flows: (from port, to port); returns forwarded packets/s summed over the destinations."""
+class Sample:
+    """One measurement window: forwarded packets/s, forwarder CPU, sender CPU."""
+
+    def __init__(self, pps: float, cpu_s: float, sender_cpu_s: float) -> None:
+        self.pps = pps
+        self.cpu_s = cpu_s
+        self.sender_cpu_s = sender_cpu_s
+
+    @property
+    def us_per_packet(self) -> float:
+        packets = self.pps * WINDOW_S
+        return 1e6 * self.cpu_s / packets if packets else float("inf")
+
+
+def _measure(veths: _Veths, flows: list[tuple[int, int]], forwarder_pid: int) -> Sample:
+    """flows: (from port, to port); the same sender program for every forwarder."""
     args = []
     for src, dst in flows:
         args += [veths.host(src), _frame(dst)]
     dsts = sorted({d for _, d in flows})
-    before = sum(veths.rx(d) for d in dsts)
-    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(WINDOW_S), *args])
-    sender.wait(WINDOW_S + 10)
-    time.sleep(0.2)
-    return (sum(veths.rx(d) for d in dsts) - before) / WINDOW_S
+    before, cpu = sum(veths.rx(d) for d in dsts), _cpu_s(forwarder_pid)
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(WINDOW_S), str(BURST), str(SEND_PPS), *args])
+    _, status, usage = os.wait4(sender.pid, 0)
+    sender.returncode = os.waitstatus_to_exitcode(status)
+    time.sleep(0.1)  # let the forwarder drain what it already holds
+    forwarded = sum(veths.rx(d) for d in dsts) - before
+    return Sample(forwarded / WINDOW_S, _cpu_s(forwarder_pid) - cpu, usage.ru_utime + usage.ru_stime)
 
 
-def _builtin(veths: _Veths, flows, workdir: str) -> float:
+def _start_builtin(veths: _Veths) -> subprocess.Popen:
     import p4runtime_sh.shell as sh
 
     argv = [sys.executable, "-m", "testbed.p4model.switch"]
-    for i in range(1, veths.n + 1):
+    for i in range(1, SWITCH_PORTS + 1):
         argv += ["-i", f"{i}@{veths.sw(i)}"]
     argv += ["--thrift-port", "0", str(PROGRAM), "--", "--grpc-server-addr", "127.0.0.1:0"]
     switch = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    match = re.search(r"grpc \S+:(\d+)", switch.stdout.readline())
+    if not match:
+        _stop(switch)
+        raise RuntimeError("the builtin switch did not start")
+    _routes(sh, f"127.0.0.1:{match.group(1)}", SWITCH_PORTS, None)
+    return switch
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
     try:
-        match = re.search(r"grpc \S+:(\d+)", switch.stdout.readline())
-        if not match:
-            raise RuntimeError("the builtin switch did not start")
-        _routes(sh, f"127.0.0.1:{match.group(1)}", veths.n, None)
-        return _measure(veths, flows)
-    finally:
-        switch.terminate()
-        switch.wait(10)
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _routes(sh, addr: str, n: int, config) -> None:
@@ -150,24 +211,21 @@ def _routes(sh, addr: str, n: int, config) -> None:
         sh.teardown()
 
 
-def _raw_floor(veths: _Veths) -> float:
-    forwarder = subprocess.Popen([sys.executable, "-c", FORWARDER, veths.sw(1), veths.sw(2)],
+def _start_floor(veths: _Veths) -> subprocess.Popen:
+    a, b = FLOOR_PORTS
+    forwarder = subprocess.Popen([sys.executable, "-c", FORWARDER, veths.sw(a), veths.sw(b)],
                                  stdout=subprocess.PIPE, text=True)
-    try:
-        forwarder.stdout.readline()
-        return _measure(veths, [(1, 2)])
-    finally:
-        forwarder.terminate()
-        forwarder.wait(5)
+    forwarder.stdout.readline()
+    return forwarder
 
 
-def _bmv2(veths: _Veths, flows, workdir: str) -> float:
+def _bmv2(veths: _Veths, flows, workdir: str) -> Sample:
     import p4runtime_sh.shell as sh
 
     json_path, info_path = os.path.join(workdir, "p.json"), os.path.join(workdir, "p.p4info.txtpb")
     _sh("p4c-bm2-ss", "--arch", "v1model", "-o", json_path, "--p4runtime-files", info_path, str(PROGRAM))
     argv = ["simple_switch_grpc"]
-    for i in range(1, veths.n + 1):
+    for i in range(1, SWITCH_PORTS + 1):
         argv += ["-i", f"{i}@{veths.sw(i)}"]
     argv += ["--no-p4", "--", "--grpc-server-addr", "127.0.0.1:59599"]
     switch = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -178,11 +236,18 @@ def _bmv2(veths: _Veths, flows, workdir: str) -> float:
                 if probe.connect_ex(("127.0.0.1", 59599)) == 0:
                     break
             time.sleep(0.1)
-        _routes(sh, "127.0.0.1:59599", veths.n, sh.FwdPipeConfig(info_path, json_path))
-        return _measure(veths, flows)
+        _routes(sh, "127.0.0.1:59599", SWITCH_PORTS, sh.FwdPipeConfig(info_path, json_path))
+        return _measure(veths, flows, switch.pid)
     finally:
-        switch.terminate()
-        switch.wait(10)
+        _stop(switch)
+
+
+def _line(name: str, samples: list[Sample]) -> str:
+    pps = statistics.median(s.pps for s in samples)
+    us = statistics.median(s.us_per_packet for s in samples)
+    sender = statistics.median(s.sender_cpu_s for s in samples) / WINDOW_S
+    return (f"{name}: {pps:,.0f} packets/s, {us:.2f} CPU us/packet "
+            f"(= {1e6 / us:,.0f} packets per CPU-second; sender used {100 * sender:.0f}% of a core)")
 
 
 def run() -> list[str]:
@@ -191,25 +256,41 @@ def run() -> list[str]:
     lines = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="switch-bench-") as workdir:
-        veths = _Veths(8)
+        veths = _Veths(SWITCH_PORTS + 2)
+        floor_proc = switch = None
         try:
-            floor = _raw_floor(veths)
-            one = _builtin(veths, [(1, 2)], workdir)
-            lines.append(f"raw AF_PACKET forwarder (floor): {floor:,.0f} packets/s")
-            lines.append(f"builtin switch, basic_ipv4, 2 ports: {one:,.0f} packets/s "
-                         f"({100 * one / floor if floor else 0:.0f}% of the floor; target >= 50%)")
-            flows = [(i, i % 8 + 1) for i in range(1, 9)]
-            eight = _builtin(veths, flows, workdir)
-            lines.append(f"builtin switch, basic_ipv4, 8 ports busy: {eight:,.0f} packets/s")
+            floor_proc = _start_floor(veths)
+            switch = _start_builtin(veths)
+            floor, one = [], []
+            for _ in range(ROUNDS):  # alternate, so background load hits both alike
+                floor.append(_measure(veths, [FLOOR_PORTS], floor_proc.pid))
+                one.append(_measure(veths, [(1, 2)], switch.pid))
+            flows = [(i, i % SWITCH_PORTS + 1) for i in range(1, SWITCH_PORTS + 1)]
+            eight = _measure(veths, flows, switch.pid)
+            _stop(switch)
+            switch = None
+            ratios = [o.pps / f.pps if f.pps else 0.0 for f, o in zip(floor, one)]
+            cpu_ratio = statistics.median(f.us_per_packet / o.us_per_packet for f, o in zip(floor, one))
+            lines.append(_line("raw AF_PACKET forwarder (floor)", floor))
+            lines.append(_line("builtin switch, basic_ipv4, 2 ports", one))
+            lines.append(f"builtin / floor, same run: {100 * statistics.median(ratios):.0f}% of the floor's "
+                         f"packets/s (rounds: {', '.join(f'{100 * r:.0f}%' for r in ratios)}; target >= 50%); "
+                         f"{100 * cpu_ratio:.0f}% of its packets per CPU-second")
+            lines.append(_line("builtin switch, basic_ipv4, 8 ports busy", [eight]))
             if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
                 bmv2 = _bmv2(veths, [(1, 2)], workdir)
-                lines.append(f"simple_switch_grpc, basic_ipv4, 2 ports: {bmv2:,.0f} packets/s "
-                             f"(builtin/bmv2 = {one / bmv2 if bmv2 else 0:.2f})")
+                lines.append(_line("simple_switch_grpc, basic_ipv4, 2 ports", [bmv2]))
+                lines.append(f"builtin/bmv2 = {statistics.median(s.pps for s in one) / bmv2.pps if bmv2.pps else 0:.2f}")
             else:
                 lines.append("simple_switch_grpc: not installed, not measured")
         finally:
+            for process in (switch, floor_proc):
+                if process is not None:
+                    _stop(process)
             veths.close()
-    lines.append(f"(window {WINDOW_S:.0f} s per figure, {time.monotonic() - started:.0f} s in all)")
+    lines.append(f"(sender: bursts of {BURST} frames, {'uncapped' if not SEND_PPS else f'{SEND_PPS:,} packets/s'}; "
+                 f"{ROUNDS} alternating rounds of {WINDOW_S:g} s per forwarder, medians; "
+                 f"{time.monotonic() - started:.0f} s in all)")
     return lines
 
 
