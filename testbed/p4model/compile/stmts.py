@@ -195,6 +195,36 @@ class StmtMixin:
                 self.block(default_body.stmts)
                 self.src.dedent()
 
+    def st_For(self, st: ir.For) -> None:
+        """`while True` with the condition tested first; the update is
+        emitted at the end of the body and before every `continue`."""
+        for s in st.init:
+            self.stmt(s)
+        loops = self.__dict__.setdefault("_loop_updates", [])
+        self.emit("while True:")
+        self.src.indent()
+        if st.cond is not None:
+            self.emit(f"if not ({self.ex(st.cond)}):")
+            self.src.indent()
+            self.emit("break")
+            self.src.dedent()
+        loops.append(st.update)
+        try:
+            self.block([st.body])
+        finally:
+            loops.pop()
+        for s in st.update:
+            self.stmt(s)
+        self.src.dedent()
+
+    def st_Break(self, st) -> None:
+        self.emit("break")
+
+    def st_Continue(self, st) -> None:
+        for s in self.__dict__["_loop_updates"][-1]:
+            self.stmt(s)
+        self.emit("continue")
+
     def st_Exit(self, st) -> None:
         self.emit("raise ExitControl")
 

@@ -682,6 +682,28 @@ class Switch(Stmt):
 
 
 @dataclass(eq=False)
+class For(Stmt):
+    """P4 1.2.4 `for (init; cond; update) body` (bmv2 runs it since p4c
+    lowers it to jumps).  `init` runs once in the loop's own scope; `cond`
+    None = true; `update` runs after the body and after each `continue`."""
+
+    init: list[Stmt]
+    cond: Optional[Expr]
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    """Leaves the innermost `for`."""
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    """Runs the innermost `for`'s update, then tests its condition again."""
+
+
+@dataclass(eq=False)
 class Exit(Stmt):
     """Ends the current top-level control (pipeline block) at once."""
 

@@ -39,6 +39,7 @@ class Ctx:
     return_type: ir.Type | None = None
     applied_tables: dict | None = None   # table -> loc of its apply() (once per pass)
     last_loc: ir.Loc = ir.NO_LOC
+    in_loop: bool = False        # break/continue allowed
 
     def child(self, scope: Scope, **changes) -> "Ctx":
         return replace(self, scope=scope, **changes)

@@ -134,12 +134,6 @@ class P4PostLex:
             decl_context = brace == 0 or brace == extern_body
             if ty == "IDENTIFIER":
                 nxt = toks[i + 1].value if i + 1 < n else ""
-                if v == "for" and nxt == "(" and brace > 0 and not is_type(v):
-                    raise P4Unsupported(self.source.loc(t.line, t.column) if self.source else None,
-                                        "for loops (P4 1.2.4)")
-                if v in ("break", "continue") and nxt == ";" and brace > 0:
-                    raise P4Unsupported(self.source.loc(t.line, t.column) if self.source else None,
-                                        f"{v} (P4 1.2.4 loops)")
                 declare = False
                 if prev is not None and prev.type != "IDENTIFIER" and prev.type != "TYPE_IDENTIFIER":
                     pv = prev.value

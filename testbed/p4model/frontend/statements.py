@@ -69,6 +69,15 @@ class StatementLowering:
             return self.switch(t, ctx, loc)
         if data == "empty_stmt":
             return ir.EmptyStmt(loc=loc)
+        if data == "for_stmt":
+            return self.for_statement(t, ctx, loc)
+        if data == "for_in_stmt":
+            raise P4Unsupported(loc, "for-in loops")
+        if data in ("break_stmt", "continue_stmt"):
+            word = data[:-5]
+            if not ctx.in_loop:
+                raise P4Error(loc, f"{word} outside a loop")
+            return ir.Break(loc=loc) if word == "break" else ir.Continue(loc=loc)
         if data == "variable_decl":
             return self.local_variable(t, ctx)
         if data == "const_decl":
@@ -77,6 +86,36 @@ class StatementLowering:
         if data in ("instantiation", "instantiation_with_body"):
             raise P4Error(loc, "instantiations are not allowed inside a block")
         raise P4Unsupported(loc, f"statement {data}")
+
+    def for_statement(self, t, ctx, loc):
+        """`for (init; cond; update) body`: the init declarations live in a
+        scope of their own around the loop (P4 1.2.4, 12.15)."""
+        inits, rest = t.children[0], t.children[1:]
+        cond_tree = rest[0] if len(rest) == 3 else None
+        updates, body_tree = rest[-2], rest[-1]
+        lctx = ctx.child(Scope(ctx.scope))
+        init = []
+        for it in inits.children:
+            if it.data == "for_var":
+                anns, parts = self.split_annotations(it.children, lctx)
+                vtype = self.resolve_type(parts[0], lctx)
+                name = tok_value(parts[1])
+                vloc = self.loc(it, lctx)
+                self.check_storable(vtype, vloc)
+                value = self.expr(parts[2], lctx, vtype)
+                var = ir.Var(name, vtype, anns, vloc)
+                lctx.scope.declare(name, var, vloc)
+                init.append(ir.VarDeclStmt(var, value, loc=vloc))
+            else:
+                init.append(self.statement(it, lctx))
+        cond = None
+        if cond_tree is not None:
+            cond = self.expr(cond_tree, lctx)
+            if not isinstance(cond.type, ir.BoolT):
+                raise P4Error(cond.loc, f"for condition must be bool, not {ir.type_str(cond.type)}")
+        update = [self.statement(u, lctx) for u in updates.children]
+        body = self.sub_statement(body_tree, lctx.child(lctx.scope, in_loop=True))
+        return ir.For(init, cond, update, body, loc=loc)
 
     def sub_statement(self, t, ctx):
         """A statement in a branch: a declaration there gets its own scope."""

@@ -1,4 +1,4 @@
-// error: unsupported: for loops
+// error: 17:9: break outside a loop
 #include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; }
@@ -13,7 +13,8 @@ control CC(inout headers hdr, inout metadata meta) { apply { } }
 control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
     apply {
-        for (bit<8> i = 0; i < 4; i = i + 1) { meta.x = i; }
+        if (meta.x == 1) { meta.x = 2; }
+        break;
     }
 }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
