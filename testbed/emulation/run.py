@@ -186,7 +186,8 @@ class VariantRun:
         (agent_dir / "workload.json").write_text(json.dumps(
             {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
         epoch = time.time() + 1.0
-        self.collector = Collector(list(self.clients.values()), epoch).start()
+        self.collector = Collector(list(self.clients.values()), epoch,
+                                   ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
                       f"load balancing={scenario.fabric.load_balancing}")

@@ -38,7 +38,20 @@ class SwitchSample:
                 "max_qdepth_packets": self.max_qdepth}
 
 
-def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True) -> SwitchSample:
+PORT_COUNTERS = ("FabricEgress.tx_port", "FabricIngress.rx_port", "FabricEgress.ecn_marks")
+DROP_COUNTERS = ("FabricIngress.drops", "FabricEgress.drops")
+PEAK_REGISTER = "FabricEgress.max_qdepth"
+
+
+def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True,
+                ports: list[int] | None = None) -> SwitchSample:
+    """One sample.  With `ports`, only those cells of the per-port arrays are read,
+    in one Read, and the peaks reset in one Write: a P4Runtime call runs on the
+    builtin switch's packet thread, and reading all 512 cells of four arrays every
+    0.5 s held packets for milliseconds (p99 dequeue lag 2-8 ms against 0.1-0.3 ms
+    without polling, 6-switch incast at 5 Mbit/s)."""
+    if ports is not None:
+        return _read_ports(client, t_s, reset_peaks, sorted(ports))
     tx = client.read_counter("FabricEgress.tx_port")
     rx = client.read_counter("FabricIngress.rx_port")
     drops: dict[str, int] = {}
@@ -56,6 +69,64 @@ def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True) -
                         {p: c for p, c in rx.items() if c[0]}, drops, marks, peaks)
 
 
+def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: list[int]) -> SwitchSample:
+    from p4.v1 import p4runtime_pb2
+
+    from testbed.control.p4info_index import decode_value, encode_value
+
+    index = client.index
+    if index is None:
+        raise P4RuntimeError(f"{client.name}: no pipeline set yet")
+    ids = {index.counter(name).preamble.id: name for name in PORT_COUNTERS + DROP_COUNTERS}
+    entities = []
+    for name in PORT_COUNTERS:
+        for port in ports:
+            entity = p4runtime_pb2.Entity()
+            entity.counter_entry.counter_id = index.counter(name).preamble.id
+            entity.counter_entry.index.index = port
+            entities.append(entity)
+    for name in DROP_COUNTERS:  # 8 cells each: read whole
+        entity = p4runtime_pb2.Entity()
+        entity.counter_entry.counter_id = index.counter(name).preamble.id
+        entities.append(entity)
+    register = index.register(PEAK_REGISTER)
+    for port in ports:
+        entity = p4runtime_pb2.Entity()
+        entity.register_entry.register_id = register.preamble.id
+        entity.register_entry.index.index = port
+        entities.append(entity)
+    values: dict[str, dict[int, tuple[int, int]]] = {name: {} for name in PORT_COUNTERS + DROP_COUNTERS}
+    peaks: dict[int, int] = {}
+    for e in client.read(entities):
+        if e.HasField("counter_entry"):
+            c = e.counter_entry
+            values[ids[c.counter_id]][c.index.index] = (c.data.packet_count, c.data.byte_count)
+        elif e.HasField("register_entry"):
+            value = decode_value(e.register_entry.data.bitstring)
+            if value:
+                peaks[e.register_entry.index.index] = value
+    drops: dict[str, int] = {}
+    for name in DROP_COUNTERS:
+        for i, (packets, _) in values[name].items():
+            if packets:
+                reason = DROP_REASONS.get(i, f"reason_{i}")
+                drops[reason] = drops.get(reason, 0) + packets
+    if reset_peaks and peaks:
+        width = register.type_spec.bitstring.bit.bitwidth or 64
+        updates = []
+        for port in peaks:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+            update.entity.register_entry.register_id = register.preamble.id
+            update.entity.register_entry.index.index = port
+            update.entity.register_entry.data.bitstring = encode_value(0, width, f"{PEAK_REGISTER}[{port}]")
+            updates.append(update)
+        client.write(updates)
+    tx, rx, marks = (values[name] for name in PORT_COUNTERS)
+    return SwitchSample(t_s, client.name, {p: c for p, c in tx.items() if c[0]},
+                        {p: c for p, c in rx.items() if c[0]},
+                        drops, {p: c[0] for p, c in marks.items() if c[0]}, peaks)
+
+
 @dataclass
 class Collector:
     """Samples every switch every `interval_s` in a background thread."""
@@ -63,6 +134,7 @@ class Collector:
     clients: list[P4RuntimeClient]
     epoch: float
     interval_s: float = 0.5
+    ports: dict[str, list[int]] | None = None  # switch -> its port numbers (None: read whole arrays)
     samples: list[SwitchSample] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -78,7 +150,8 @@ class Collector:
         now = time.time() - self.epoch
         for client in self.clients:
             try:
-                self.samples.append(read_switch(client, now))
+                ports = None if self.ports is None else self.ports.get(client.name)
+                self.samples.append(read_switch(client, now, ports=ports))
             except P4RuntimeError as error:
                 self.errors.append(str(error))
 
