@@ -833,8 +833,10 @@ class FunctionDecl:
 @dataclass(eq=False)
 class KeyElement:
     """One table key.  `name` is the P4Info match-field name: the @name
-    annotation's value if present, else the key expression as written in
-    the source with whitespace removed (p4c's rule, e.g. 'hdr.ipv4.dstAddr')."""
+    annotation's value if present, else the name p4c's KeyNameGenerator
+    gives the expression: 'hdr.ipv4.dstAddr', 'h.f[7:0]', 'h.s[1].f',
+    'h.f & 0xff00', 'h.isValid()' (other expressions: source text without
+    whitespace; p4c would ask for @name)."""
 
     expr: Expr
     match_kind: str

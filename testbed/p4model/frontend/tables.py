@@ -6,6 +6,8 @@ coerce each keyset element to the type of its key.
 
 from __future__ import annotations
 
+import re
+
 from lark import Token, Tree
 
 from testbed.p4model.errors import P4Error, P4Unsupported
@@ -114,6 +116,30 @@ class TableLowering:
                 return str(ch)
         return "?"
 
+    def key_name(self, t) -> str:
+        """The match-field name p4c gives a key without @name (its
+        front end's KeyNameGenerator): names and members as written, `a[i]`,
+        `e[h:l]`, `e & mask` (spaces around `&`), `h.isValid()`, integer
+        literals as p4c prints a Constant (its base, no width, lower-case
+        hex).  p4c demands @name for any other expression; we keep its
+        source text without whitespace instead of refusing it."""
+        data = t.data if isinstance(t, Tree) else None
+        ch = t.children if isinstance(t, Tree) else []
+        if data == "member_expr":
+            return f"{self.key_name(ch[0])}.{self.text(ch[1])}"
+        if data == "index_expr":
+            return f"{self.key_name(ch[0])}[{self.key_name(ch[1])}]"
+        if data == "slice_expr":
+            return f"{self.key_name(ch[0])}[{self.key_name(ch[1])}:{self.key_name(ch[2])}]"
+        if data == "b_band":
+            return f"{self.key_name(ch[0])} & {self.key_name(ch[1])}"
+        if data == "int_lit":
+            return _constant_text(str(ch[0]))
+        if data == "call_expr" and not ch[1].children and isinstance(ch[0], Tree) \
+                and ch[0].data == "member_expr" and self.text(ch[0].children[1]) == "isValid":
+            return f"{self.key_name(ch[0])}()"
+        return self.text(t)
+
     def _p_key_prop(self, table, p, ctx):
         names = set()
         for k in p.children:
@@ -129,7 +155,7 @@ class TableLowering:
             kind = tok_value(kind_tree)
             if kind not in self.match_kind_type.members:
                 raise P4Error(self.loc(kind_tree, ctx), f"unknown match kind '{kind}'")
-            kname = name_annotation(anns) or self.text(expr_tree)
+            kname = name_annotation(anns) or self.key_name(expr_tree)
             if kname in names:
                 raise P4Error(kloc, f"table {table.name}: duplicate key '{kname}'")
             names.add(kname)
@@ -337,3 +363,16 @@ class TableLowering:
             raise P4Error(loc, f"table {table.name}: default action {ref.action.name} needs its arguments")
         table.default_action = ref
         table.default_is_const = is_const
+
+
+def _constant_text(literal: str) -> str:
+    """An integer literal as p4c's Constant::toString prints it: the value
+    in the base it was written in, without width prefix or leading zeros."""
+    m = re.match(r"(?:\d+[ws])?(0[xXbBoOdD])?([0-9a-fA-F_]+)$", literal)
+    if not m:
+        return literal
+    prefix, digits = (m.group(1) or "").lower(), m.group(2).replace("_", "")
+    base = {"0x": 16, "0b": 2, "0o": 8, "0d": 10, "": 10}[prefix]
+    value = int(digits, base)
+    body = {16: f"{value:x}", 2: f"{value:b}", 8: f"{value:o}", 10: str(value)}[base]
+    return ("" if prefix == "0d" else prefix) + body

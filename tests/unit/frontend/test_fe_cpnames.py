@@ -110,3 +110,23 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     impl = p.block("ingress").type.decl.tables()[0].implementation
     assert impl.cp_name == "ap_ws" and impl.type.decl.name == "action_selector"
     assert [a.value for a in impl.args] == [5, 1024, 10]
+
+
+def test_key_names_follow_p4c_key_name_generator():
+    """p4c's KeyNameGenerator: `e & mask` with spaces, constants in their
+    written base without width or leading zeros, slices and indexes
+    compact, isValid() kept (P4Info maps it to $valid$)."""
+    from fe_util import program_with_ingress
+    p = program_with_ingress("""
+        table t {
+            key = { hdr.h.d & 32w0x00FF_FF00 : ternary; hdr.h.d[ 7 : 0 ] : exact;
+                    hdr.stack[1].a : exact; hdr.h.isValid() : exact;
+                    hdr.h.a & 0b0011 : ternary; meta.y & 16 : ternary;
+                    hdr.h.a + 1 : exact @name("plus"); }
+            actions = { NoAction; }
+        }
+        apply { t.apply(); }
+    """)
+    t = by_name(p.block("ingress").type.decl, ir.TableDecl)["t"]
+    assert [k.name for k in t.keys] == ["hdr.h.d & 0xffff00", "hdr.h.d[7:0]", "hdr.stack[1].a",
+                                        "hdr.h.isValid()", "hdr.h.a & 0b11", "meta.y & 16", "plus"]
