@@ -778,8 +778,13 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                                     f"{param.name} of V1Switch needs {len(expected)}")
         for e, g in zip(expected, got):
             if e.direction != g.direction:
+                # p4c (TypeUnification::unifyFunctions) unifies a block with
+                # the package's parameter type only if every direction is
+                # equal: an `in` where v1model says `inout` is an error there
+                # too (old samples were written for an older v1model.p4).
                 raise P4Error(g.loc, f"parameter '{g.name}' of {inst.type.decl.name} must be "
-                                     f"{e.direction or 'directionless'}")
+                                     f"{e.direction or 'directionless'} as in {want.decl.name}, "
+                                     f"not {g.direction or 'directionless'}")
             if isinstance(e.type, ir.TypeParamT):
                 bound = bindings.setdefault(e.type.name, (g.type, inst))
                 if not T.same_type(bound[0], g.type):

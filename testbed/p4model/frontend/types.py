@@ -137,8 +137,11 @@ def unify(param: ir.Type, arg: ir.Type, bindings: dict) -> bool:
 def assignable(target: ir.Type, source: ir.Type) -> bool:
     """Can a value of type `source` be used where `target` is expected
     (with P4's implicit casts: int literals take the target's width,
-    serializable enums and `type`s convert to their base in the lenient
-    direction p4c accepts for assignments)?"""
+    serializable enums convert to and from their underlying bit<W>, `type`s
+    to their base, as p4c accepts for assignments)?  Never between
+    different widths: p4c rejects `bit<64> c = a + b` with a, b bit<32>
+    ("Cannot cast implicitly type 'bit<32>' to type 'bit<64>'"); its
+    samples that once relied on it (arith-bmv2) now cast explicitly."""
     if same_type(target, source):
         return True
     if isinstance(source, ir.IntLitT):
@@ -148,6 +151,10 @@ def assignable(target: ir.Type, source: ir.Type) -> bool:
         return same_type(tv, sv) or (isinstance(tv, ir.EnumT) and tv is sv)
     if isinstance(source, ir.EnumT) and source.underlying is not None:
         return same_type(target, source.underlying) or same_type(tv, sv)
+    if isinstance(target, ir.EnumT) and target.underlying is not None:
+        # p4c (TypeUnification, CanBeImplicitlyCastConstraint): a value of
+        # the underlying bit<W> converts implicitly to a serializable enum
+        return same_type(target.underlying, sv)
     if isinstance(target, ir.StructT) and isinstance(source, ir.StructT) and not source.name:
         return _fields_assignable(target, source)
     if isinstance(target, ir.HeaderT) and isinstance(source, ir.StructT) and not source.name:
