@@ -61,14 +61,20 @@ def _bmv2_config(program: Path, workdir: Path) -> PipelineConfig:
     return PipelineConfig(p4info, json_path.read_bytes(), "bmv2")
 
 
-def _bmv2_tm_line(line: str) -> str | None:
-    """Our TM commands in bmv2's CLI words; None where bmv2 has no equivalent."""
-    words = line.split()
-    if words[0] == "set_port_delay_us":
-        return None
-    if words[0] == "set_port_rate_bps":
-        return None  # translated by the caller into packets/s (bmv2 rates are pps)
-    return line
+def bmv2_tm_lines(plan: SwitchPlan, cell_wire_bytes: int) -> tuple[list[str], list[str]]:
+    """The plan's traffic-manager lines in simple_switch_CLI words, and notes on
+    what bmv2 cannot model: its rates are packets/s (converted at the cell's
+    wire size) and it has no propagation delay."""
+    lines, notes = [], []
+    for line in plan.tm_commands:
+        command, *args = line.split()
+        if command == "set_port_rate_bps":
+            lines.append(f"set_queue_rate {max(1, int(int(args[0]) / (cell_wire_bytes * 8)))} {args[1]}")
+        elif command == "set_port_delay_us":
+            notes.append(f"{plan.switch}: bmv2 has no link delay; set_port_delay_us is not modelled there")
+        else:
+            lines.append(line)
+    return lines, sorted(set(notes))
 
 
 def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: int) -> list[str]:
@@ -82,21 +88,12 @@ def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: i
                 if not reply.get("ok"):
                     raise ControlError(f"{plan.switch}: traffic manager refused {line!r}: {reply.get('error')}")
         return []
-    lines, notes = [], []
-    for line in plan.tm_commands:
-        words = line.split()
-        if words[0] == "set_port_rate_bps":
-            pps = max(1, int(int(words[1]) / (cell_wire_bytes * 8)))
-            lines.append(f"set_queue_rate {pps} {words[2]}")
-        elif _bmv2_tm_line(line) is None:
-            notes.append(f"{plan.switch}: bmv2 has no '{words[0]}'; link delay is not modelled there")
-        else:
-            lines.append(line)
+    lines, notes = bmv2_tm_lines(plan, cell_wire_bytes)
     result = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift_port)],
                             input="\n".join(lines) + "\n", capture_output=True, text=True)
     if result.returncode != 0:
         raise ControlError(f"{plan.switch}: simple_switch_CLI failed: {result.stderr.strip()}")
-    return sorted(set(notes))
+    return notes
 
 
 def configure_switch(client: P4RuntimeClient, config: PipelineConfig, plan: SwitchPlan) -> None:

@@ -82,3 +82,15 @@ def test_no_ecn_entries_when_off_and_a_plan_for_every_switch(default):
     assert set(plans) == set(default.topo.switches)
     if default.fabric.ecn.mode == "none":
         assert not any(entries(p, "FabricEgress.ecn_config") for p in plans.values())
+
+
+def test_bmv2_gets_packet_rates_and_a_note_about_delay(default):
+    from testbed.control.apply import bmv2_tm_lines
+
+    plan = plan_switch(default.topo, default, "leaf1")
+    lines, notes = bmv2_tm_lines(plan, default.derived.cell_wire_bytes)
+    rate_pps = int(default.links.host.rate_mbps * 1e6 / (default.derived.cell_wire_bytes * 8))
+    assert f"set_queue_rate {rate_pps} 1" in lines
+    assert not any(line.startswith(("set_port_rate_bps", "set_port_delay_us")) for line in lines)
+    assert any(line.startswith("set_queue_depth") for line in lines)
+    assert notes and "no link delay" in notes[0]
