@@ -62,6 +62,37 @@ def _const_int(e, what: str) -> int:
     raise P4Error(getattr(e, "loc", None), f"{what} must be a compile-time constant")
 
 
+def _annotated_const_priorities(t: ir.TableDecl, fields, entries) -> None:
+    """Priorities of `const entries` some of which carry `@priority(n)`.
+
+    p4c's bmv2 back end writes each const entry's JSON priority as its
+    `@priority` value, else its 1-based position in the list, and bmv2
+    matches the numerically smallest priority first.  The runtime Table
+    wants "larger wins", so the bmv2 value b becomes max(b) + 1 - b (equal
+    values keep the listed order).  Without any `@priority` the table's
+    own listed-order numbering applies unchanged."""
+    if not any(f.match_kind in ("ternary", "range", "optional") for f in fields):
+        return
+    decls = t.entries
+    if any(d.priority is not None for d in decls):
+        return
+    bmv2 = []
+    for i, decl in enumerate(decls):
+        ann = ir.find_annotation(decl.annotations, "priority")
+        if ann is None:
+            bmv2.append(i + 1)
+            continue
+        args = ann.args or []
+        if len(args) != 1 or not isinstance(args[0], int) or isinstance(args[0], bool) or args[0] < 0:
+            raise P4Error(decl.loc, f"table {t.name}: @priority needs one non-negative integer")
+        bmv2.append(args[0])
+    if len(bmv2) == len(decls) and all(b == i + 1 for i, b in enumerate(bmv2)):
+        return
+    top = max(bmv2, default=0) + 1
+    for entry, b in zip(entries, bmv2):
+        entry.priority = top - b
+
+
 class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
     def __init__(self, program: ir.Program, clock, rng, drop_port: int = 511) -> None:
         self.program = program
@@ -620,6 +651,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         default = rtt.ActionCall(t.default_action.action.cp_name,
                                  tuple(self._const_arg(x) for x in t.default_action.args))
         entries = [self._const_entry(t, fields, decl) for decl in t.entries]
+        _annotated_const_priorities(t, fields, entries)
         table_only = frozenset(r.action.cp_name for r in refs
                                if ir.find_annotation(r.annotations, "tableonly"))
         default_only = frozenset(r.action.cp_name for r in refs
