@@ -127,16 +127,12 @@ def control_view(instance: ir.Instance) -> ControlView:
             note(n.action)
     globals_used = [a for a in referenced if id(a) not in local_ids]
 
-    # Local actions survive when something still refers to them; calls from
-    # one action to another count (p4c inlines those only afterwards).
+    # Actions survive when a table or an apply body refers to them.  Calls
+    # from one action to another do not count: p4c's front end inlines them
+    # (InlineActions) and drops what is left unused before P4Info is built
+    # (p4c's crc32-bmv2: send_back, called only from the table's actions, is
+    # not in its P4Info).
     used = {id(a) for a in referenced}
-    work = [a for a in referenced if id(a) in local_ids]
-    while work:
-        action = work.pop()
-        for n in walk(action.body):
-            if isinstance(n, ir.ActionCall) and id(n.action) in local_ids and id(n.action) not in used:
-                used.add(id(n.action))
-                work.append(n.action)
     view.actions = globals_used + [d for d in flat if isinstance(d, ir.ActionDecl) and id(d) in used]
     view.children = [d for d in flat
                      if (isinstance(d, ir.TableDecl) and id(d) in applied)

@@ -118,7 +118,9 @@ def test_unused_tables_and_actions_are_left_out_and_globals_come_first():
     ing = control("Ing", [used, helper, caller, unused, only_in_unused_table, t, dead],
                   apply_all(t, extra=[ir.CallStmt(ir.ActionCall(caller))]))
     info = generate(program(ing))
-    assert [a.preamble.name for a in info.actions] == ["NoAction", "Ing.used", "Ing.helper", "Ing.caller"]
+    # helper is called only from another action: p4c inlines it and drops
+    # the declaration before building P4Info (as send_back in p4c's crc32-bmv2)
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "Ing.used", "Ing.caller"]
     assert [t.preamble.name for t in info.tables] == ["Ing.t"]
 
 
