@@ -185,6 +185,7 @@ class VariantRun:
         (agent_dir / "peers.json").write_text(json.dumps({h: topology.node(h).ip for h in topology.hosts}))
         (agent_dir / "workload.json").write_text(json.dumps(
             {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
+        (agent_dir / "transport.json").write_text(json.dumps(scenario.to_dict()["transport"]))
         epoch = time.time() + 1.0
         self.collector = Collector(list(self.clients.values()), epoch,
                                    ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
@@ -196,6 +197,7 @@ class VariantRun:
             argv = [sys.executable, "-m", "testbed.cli", "host", "--name", host, "--addr", topology.node(host).ip,
                     "--peers-file", str(agent_dir / "peers.json"),
                     "--workload-file", str(agent_dir / "workload.json"),
+                    "--transport-file", str(agent_dir / "transport.json"),
                     "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
                     "--link-rate-mbps", str(scenario.links.host.rate_mbps),
                     "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),

@@ -28,6 +28,8 @@ def register(subparsers) -> None:
                    help="base RTT; default: BDP cells at the link rate")
     p.add_argument("--reorder-window-cells", type=int, default=None, help="default 2 BDP")
     p.add_argument("--entropy-values", type=int, default=32)
+    p.add_argument("--transport-file", type=Path, default=None,
+                   help="JSON: the scenario's resolved transport section (RTOs, tita and dcqcn parameters)")
     p.add_argument("--records", required=True, type=Path, help="run directory for records")
     p.add_argument("--seed", type=int, default=None, help="default: the workload file's seed")
     p.add_argument("--epoch", type=float, default=None,
@@ -46,6 +48,15 @@ def run(args: argparse.Namespace) -> int:
         base_rtt_s=None if args.base_rtt_us is None else args.base_rtt_us / 1e6,
         reorder_window_cells=args.reorder_window_cells, entropy_values=args.entropy_values,
     )
+    if args.transport_file is not None:
+        import json
+
+        from testbed.host.agent import AgentError
+
+        try:
+            cfg = cfg.with_scenario(json.loads(args.transport_file.read_text()))
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            raise AgentError(f"transport file {args.transport_file} is not a transport section: {e}") from None
     seed, specs = load_workload(args.workload_file)
     agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
                   args.seed if args.seed is not None else seed, port=args.port,

@@ -52,6 +52,7 @@ class TitaParams:
     credit_timeout_rtt: float = 3.0  # an unanswered credit counts as lost after this
     request_retry_rtt: float = 4.0  # re-announce demand if no credit came for this long
     min_rate_fraction: float = 0.01
+    target_loss_factor: float = 0.125  # target_loss = (1 - rate/max_rate) * this
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,31 @@ class TransportConfig:
             raise ConfigError(f"reorder window of {self.window} cells must be at least 2")
         if not 1 <= self.entropy_values <= 65536:
             raise ConfigError(f"entropy values {self.entropy_values} outside 1..65536")
+
+    def with_scenario(self, transport: dict) -> "TransportConfig":
+        """Apply a scenario's resolved `transport` section (testbed.scenario's names and units)."""
+        changes: dict = {}
+        for key in ("rto_low_rtt", "rto_high_rtt"):
+            if key in transport:
+                changes[key] = float(transport[key])
+        t = transport.get("tita") or {}
+        tita = {"outstanding_bdp": t.get("max_outstanding_bdp"), "initial_w": t.get("initial_w"),
+                "target_loss_factor": t.get("target_loss_factor")}
+        changes["tita"] = replace(self.tita, **{k: float(v) for k, v in tita.items() if v is not None})
+        q = transport.get("dcqcn") or {}
+        dcqcn = {"g": q.get("g"), "rate_ai_fraction": q.get("r_ai_fraction"), "hai_factor": q.get("hyper_factor"),
+                 "alpha_timer_rtt": q.get("timer_rtt"), "increase_timer_rtt": q.get("timer_rtt"),
+                 "cnp_interval_rtt": q.get("cnp_interval_rtt")}
+        dcqcn = {k: float(v) for k, v in dcqcn.items() if v is not None}
+        if q.get("fast_recovery_steps") is not None:
+            dcqcn["fast_recovery_steps"] = int(q["fast_recovery_steps"])
+        if q.get("byte_counter_bytes") is not None:
+            dcqcn["byte_counter_bdp"] = float(q["byte_counter_bytes"]) / (self.bdp_cells * self.data_wire_bytes)
+        changes["dcqcn"] = replace(self.dcqcn, **dcqcn)
+        cfg = replace(self, **changes)
+        if not 0 < cfg.rto_low_rtt < cfg.rto_high_rtt:
+            raise ConfigError(f"RTOs of {cfg.rto_low_rtt:g}/{cfg.rto_high_rtt:g} RTT: low must be positive and below high")
+        return cfg
 
     def with_(self, **changes) -> "TransportConfig":
         return replace(self, **changes)

@@ -186,7 +186,7 @@ class TitaReceiver(ReceiverCC):
             total = flow.used + flow.lost
             if total:
                 loss = flow.lost / total
-                target = (1 - flow.rate / self.max_rate) * 0.125
+                target = (1 - flow.rate / self.max_rate) * self.p.target_loss_factor
                 if loss > target:
                     measured = flow.used / period
                     flow.rate = measured * (1 + target)

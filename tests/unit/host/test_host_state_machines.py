@@ -1,5 +1,7 @@
 """Reorder buffer and sender reliability in isolation (explicit `now`)."""
 
+import pytest
+
 from testbed.host.reliability import SendWindow
 from testbed.host.reorder import ReorderBuffer, Verdict
 
@@ -76,3 +78,26 @@ def test_dcqcn_counts_rate_cuts():
     cc.rc = cc.min_rate
     cc.on_cnp(0.002)
     assert cc.cnps == 2 and cc.rate_cuts == 1  # at the floor a CNP cuts nothing
+
+
+def test_scenario_transport_section_reaches_the_agent_config():
+    from testbed.host.config import ConfigError, TransportConfig
+
+    cfg = TransportConfig(cc="dcqcn", bdp_cells=16).with_scenario({
+        "rto_low_rtt": 4, "rto_high_rtt": 12,
+        "tita": {"max_outstanding_bdp": 1.5, "initial_w": 0.125, "target_loss_factor": 0.1},
+        "dcqcn": {"g": 0.5, "r_ai_fraction": 0.01, "hyper_factor": 5, "timer_rtt": 3,
+                  "byte_counter_bytes": 16 * cfg_bytes(), "cnp_interval_rtt": 2, "fast_recovery_steps": 3}})
+    assert (cfg.rto_low_rtt, cfg.rto_high_rtt) == (4.0, 12.0)
+    assert (cfg.tita.outstanding_bdp, cfg.tita.initial_w, cfg.tita.target_loss_factor) == (1.5, 0.125, 0.1)
+    d = cfg.dcqcn
+    assert (d.g, d.rate_ai_fraction, d.hai_factor, d.alpha_timer_rtt, d.increase_timer_rtt) == (0.5, 0.01, 5, 3, 3)
+    assert (d.byte_counter_bdp, d.cnp_interval_rtt, d.fast_recovery_steps) == (1.0, 2, 3)
+    with pytest.raises(ConfigError):
+        TransportConfig().with_scenario({"rto_low_rtt": 9, "rto_high_rtt": 3})
+
+
+def cfg_bytes():
+    from testbed.host.config import TransportConfig
+
+    return TransportConfig().data_wire_bytes
