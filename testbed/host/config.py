@@ -145,5 +145,8 @@ class TransportConfig:
 
     @property
     def max_credit_rate(self) -> float:
-        """Credits per second that fill a link with data plus the credits themselves (ExpressPass)."""
-        return self.link_rate_bps / 8 / (self.data_wire_bytes + self.credit_wire_bytes)
+        """Credits per second that fill a link with data plus the credits and ACKs that
+        go the other way (ExpressPass, with every cell's ACK on the credit's path);
+        the switches' credit meters use the same share (scenario credits.rate_fraction)."""
+        ack = wire.wire_bytes(self.cell_size, wire.ACK)
+        return self.link_rate_bps / 8 / (self.data_wire_bytes + self.credit_wire_bytes + ack)

@@ -107,6 +107,7 @@ class ReceiverFlow:
             self.hole_since = None
         ack = wire.CellPacket(
             type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
+            entropy=cell.entropy,  # back along the cell's (= its credit's) path: every spine gets its share
             flags=wire.FLAG_ECE if ce else 0, body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
         )
         return ack, delivered

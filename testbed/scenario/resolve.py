@@ -130,10 +130,16 @@ class _Resolver:
         lb = self.get(("fabric", "load_balancing"), d.LOAD_BALANCING)
         ecn = self.ecn(cc, derived, links)
         credit = derived.credit_wire_bytes
+        # One credit per cell, and each cell's ACK travels with the credits (same
+        # direction, same path): a link direction carries its data plus the credits
+        # and ACKs of the opposite direction's data, so credits get credit/(credit +
+        # cell + ACK) of the link; without the ACK share a full permutation
+        # overloaded every link by ~6% and tita dropped data in the core.
+        ack = d.CELL_OVERHEAD_BYTES + d.ACK_BODY_BYTES
         credits = Credits(
             enabled=self.get(("fabric", "credits", "enabled"), cc == "tita"),
             rate_fraction=self.get(("fabric", "credits", "rate_fraction"),
-                                   round(credit / (credit + derived.cell_wire_bytes), 6)),
+                                   round(credit / (credit + derived.cell_wire_bytes + ack), 6)),
             burst_credits=self.get(("fabric", "credits", "burst_credits"), d.BURST_CREDITS),
             queue_credits=self.get(("fabric", "credits", "queue_credits"), d.QUEUE_CREDITS),
         )

@@ -30,7 +30,7 @@ def test_defaults_are_filled_and_follow_the_bdp():
     assert s.transport.reorder_window_cells == 2 * d.bdp_cells
     assert s.fabric.ecn.kmax_cells == d.bdp_cells
     assert s.fabric.ecn.kmin_cells == math.ceil(0.2 * d.bdp_cells)
-    assert s.fabric.credits.rate_fraction == pytest.approx(66 / (66 + 1090), abs=1e-6)
+    assert s.fabric.credits.rate_fraction == pytest.approx(66 / (66 + 1090 + 74), abs=1e-6)  # + ACK share
     assert s.transport.dcqcn.byte_counter_bytes == math.ceil(5 * d.bdp_bytes)
 
 
