@@ -765,6 +765,11 @@ class ExprLowering:
                 result.append(ir.DontCare(type=ptype, loc=self.loc(tree, ctx)))
                 continue
             concrete = not _has_type_param(ptype)
+            if p.direction == "" and isinstance(ir.strip_newtype(ptype), (ir.ParserT, ir.ControlT, ir.ExternT)):
+                inst = self.instance_arg(tree, ctx, ptype, f"{what}: argument '{p.name}'")
+                if inst is not None:
+                    result.append(inst)
+                    continue
             e = self.expr(tree, ctx, None)
             if isinstance(e, (ir.ListExpr, ir.StructExpr)) and concrete:
                 e = self.coerce(e, ptype, e.loc, f"{what}: argument '{p.name}'")
@@ -779,6 +784,45 @@ class ExprLowering:
                 raise P4Error(e.loc, f"{what}: argument '{p.name}' must be writable (it is an {p.direction} parameter)")
             result.append(e)
         return result
+
+    def instance_arg(self, tree, ctx, ptype, what):
+        """An instance passed to a parameter of parser/control/extern type
+        (a constructor argument): `c1` naming an instance or `C1()` making
+        an anonymous one.  Returns the Instance, or None when the argument
+        is not an instance (an extern-typed value such as a packet_in
+        parameter, checked by the caller as usual)."""
+        e = self._expr(tree, ctx)
+        inst = e if isinstance(e, ir.Instance) else (e.target if isinstance(e, ir.InstanceRef) else None)
+        want = ir.strip_newtype(ptype)
+        if inst is None:
+            if isinstance(want, (ir.ParserT, ir.ControlT)):
+                raise P4Error(self.loc(tree, ctx), f"{what} must be a {type(want).__name__[:-1].lower()} "
+                                                   f"instance of type {ir.type_str(want)}")
+            return None
+        got = inst.type
+        if isinstance(want, ir.ExternT):
+            ok = isinstance(got, ir.ExternT) and got.decl is want.decl and (
+                any(isinstance(a, ir.TypeParamT) for a in want.type_args)
+                or all(T.same_type(a, b) for a, b in zip(want.type_args, got.type_args)))
+            if not ok:
+                raise P4Error(inst.loc if e is inst else e.loc,
+                              f"{what} has type {ir.type_str(got)}, expected {ir.type_str(want)}")
+            return inst
+        if type(got) is not type(want):
+            raise P4Error(e.loc if e is not inst else self.loc(tree, ctx),
+                          f"{what} has type {ir.type_str(got)}, expected {ir.type_str(want)}")
+        expected, actual = want.decl.params, got.decl.params
+        bindings: dict = {}
+        same = len(expected) == len(actual) and all(
+            x.direction == y.direction and (T.unify(x.type, y.type, bindings) if _has_type_param(x.type)
+                                            else T.same_type(x.type, y.type))
+            for x, y in zip(expected, actual))
+        if not same:
+            sig = lambda ps: ", ".join(f"{(q.direction + ' ') if q.direction else ''}{ir.type_str(q.type)}"
+                                       for q in ps)
+            raise P4Error(self.loc(tree, ctx), f"{what}: {got.decl.name}({sig(actual)}) does not match "
+                                               f"{want.decl.name}({sig(expected)})")
+        return inst
 
     # ----------------------------------------------------------- l-values
 

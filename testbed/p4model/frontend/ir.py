@@ -75,7 +75,11 @@ def find_annotation(annotations: list[Annotation], name: str) -> Optional[Annota
 
 
 class Type:
-    """Base of all resolved types."""
+    """Base of all resolved types.  Every subclass spells itself in P4
+    (`str(t)`) so that error messages never show a Python repr."""
+
+    def __str__(self) -> str:
+        return type(self).__name__.removesuffix("T").lower()
 
     def bit_width(self) -> Optional[int]:
         """Width in bits for types with a fixed serialized width, else None."""
@@ -138,6 +142,9 @@ class VoidT(Type):
 @dataclass(frozen=True)
 class DontCareT(Type):
     """Type of `_` when used as an expression argument (out param ignored)."""
+
+    def __str__(self) -> str:
+        return "_"
 
 
 @dataclass(eq=False)
@@ -263,6 +270,9 @@ class TupleT(Type):
 
     elements: tuple
 
+    def __str__(self) -> str:
+        return f"tuple<{', '.join(str(t) for t in self.elements)}>"
+
     def bit_width(self) -> Optional[int]:
         total = 0
         for t in self.elements:
@@ -298,6 +308,8 @@ class ExternT(Type):
     type_args: list[Type] = field(default_factory=list)
 
     def __str__(self) -> str:
+        if self.type_args and not all(isinstance(a, TypeParamT) for a in self.type_args):
+            return f"{self.decl.name}<{', '.join(str(a) for a in self.type_args)}>"
         return self.decl.name
 
     def __repr__(self) -> str:
@@ -310,9 +322,19 @@ class ParserT(Type):
     per instantiation: every Instance of a parser/control has its own copy
     of the ParserDecl/ControlDecl (constructor params substituted as Const),
     so the tables, actions and extern instances inside have per-instance
-    identity and cp_names (p4c: 'MyIngress.sub_instance.table')."""
+    identity and cp_names (p4c: 'MyIngress.sub_instance.table').
+    As the type of a parameter (a V1Switch block, a constructor parameter
+    `control C()(step_t s)`) the decl is a body-less ParserDecl/ControlDecl
+    that only carries the apply parameters; the argument bound to such a
+    constructor parameter is the Instance itself (shared, not copied)."""
 
     decl: "ParserDecl"
+
+    def __str__(self) -> str:
+        return self.decl.name
+
+    def __repr__(self) -> str:   # the decl is large and cyclic-ish: name it only
+        return f"ParserT({self.decl.name!r})"
 
 
 @dataclass(eq=False)
@@ -321,12 +343,21 @@ class ControlT(Type):
 
     decl: "ControlDecl"
 
+    def __str__(self) -> str:
+        return self.decl.name
+
+    def __repr__(self) -> str:
+        return f"ControlT({self.decl.name!r})"
+
 
 @dataclass(frozen=True)
 class TableApplyResultT(Type):
     """Type of `t.apply()`: has .hit, .miss (bool) and .action_run."""
 
     table_name: str
+
+    def __str__(self) -> str:
+        return f"{self.table_name}.apply() result"
 
 
 @dataclass(frozen=True)
@@ -335,12 +366,18 @@ class ActionEnumT(Type):
 
     table_name: str
 
+    def __str__(self) -> str:
+        return f"{self.table_name}.action_run"
+
 
 @dataclass(frozen=True)
 class SetT(Type):
     """set<T>: type of keyset expressions in select/entries."""
 
     element: Type
+
+    def __str__(self) -> str:
+        return f"set<{self.element}>"
 
 
 def strip_newtype(t: Type) -> Type:
@@ -779,7 +816,9 @@ class ExternFunctionDecl:
 class Instance:
     """An instantiation `T(args) name;`.  `type` is ExternT, ParserT or
     ControlT.  `args` are constructor arguments: Consts, nested Instances
-    (for package arguments) or constant list expressions.  `cp_name` is
+    (package arguments; parser/control/extern instances passed to a
+    constructor parameter of such a type, the very instance named or an
+    anonymous `C()` one) or constant list expressions.  `cp_name` is
     filled by the front end for objects the control plane sees (p4c's
     naming: enclosing block type names/instance names, @name applied);
     empty for others."""
@@ -1054,7 +1093,20 @@ class PackageT(Type):
 
     decl: "PackageDecl"
 
+    def __str__(self) -> str:
+        return self.decl.name
+
+    def __repr__(self) -> str:
+        return f"PackageT({self.decl.name!r})"
+
 
 def type_str(t: Optional[Type]) -> str:
-    """Readable P4 spelling of a type for error messages."""
-    return "<unknown>" if t is None else str(t)
+    """Readable P4 spelling of a type for error messages (never a Python
+    repr: every Type subclass spells itself; front-end-only entities such
+    as a parser/control declaration before specialisation go by name)."""
+    if t is None:
+        return "<unknown>"
+    if not isinstance(t, Type):
+        name = getattr(t, "name", None)
+        return name if isinstance(name, str) else type(t).__name__
+    return str(t)

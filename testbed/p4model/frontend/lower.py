@@ -370,7 +370,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             ploc = self.loc(p, ctx)
             ptype = self.resolve_type(rest[0], ctx)
             if isinstance(ptype, BlockTemplate):
-                ptype = (ir.ParserT if ptype.kind == "parser" else ir.ControlT)(ptype)
+                ptype = self.block_type(ptype)
             name = tok_value(rest[1])
             if name in names:
                 raise P4Error(ploc, f"duplicate parameter '{name}'")
@@ -516,6 +516,23 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         name, anns, tps, params = self._block_header(t.children[0], ctx, "control")
         ctx.scope.declare(name, BlockTemplate("control", name, params, [], tps, anns, None, loc), loc)
 
+    @staticmethod
+    def block_type(template: BlockTemplate) -> ir.Type:
+        """ParserT/ControlT for a parser/control *type* used as a parameter
+        type (package parameters, constructor parameters).  Its decl is a
+        body-less ParserDecl/ControlDecl carrying the apply parameters, made
+        once per template so that every use shares it."""
+        if template.type_decl is None:
+            if template.kind == "parser":
+                template.type_decl = ir.ParserDecl(template.name, template.params, template.ctor_params,
+                                                   annotations=template.annotations, loc=template.loc)
+            else:
+                template.type_decl = ir.ControlDecl(template.name, template.params, template.ctor_params,
+                                                    apply=ir.Block(loc=template.loc),
+                                                    annotations=template.annotations, loc=template.loc)
+        decl = template.type_decl
+        return ir.ParserT(decl) if template.kind == "parser" else ir.ControlT(decl)
+
     def _block_decl(self, t, ctx, loc, kind):
         name, anns, tps, params = self._block_header(t.children[0], ctx, kind)
         if tps:
@@ -524,8 +541,10 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         if len(t.children) > 1 and isinstance(t.children[1], Tree) and t.children[1].data == "ctor_params":
             ctor_params = self.params(t.children[1].children[0], ctx)
             for p in ctor_params:
-                if isinstance(ir.strip_newtype(p.type), (ir.ExternT, ir.ParserT, ir.ControlT)):
-                    raise P4Unsupported(p.loc, f"{kind} constructor parameter of type {ir.type_str(p.type)}")
+                if p.direction:
+                    raise P4Error(p.loc, f"constructor parameter '{p.name}' of {name} cannot have a direction")
+                if isinstance(p.type, ir.ParserT) and kind == "control":
+                    raise P4Error(p.loc, f"a control cannot take a parser ('{p.name}') as a constructor argument")
         template = BlockTemplate(kind, name, params, ctor_params, [], anns, t, loc)
         ctx.scope.declare(name, template, loc)
         self.declarations.append(template)     # replaced by the lowered decl at the end
@@ -540,7 +559,13 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         """Lower the body of a parser/control for one instance."""
         scope = Scope(self.top, kind=template.kind)
         for p, a in zip(template.ctor_params, ctor_args):
-            scope.declare(p.name, ir.ConstDecl(p.name, p.type, a, [], p.loc), p.loc)
+            if isinstance(a, ir.Instance):
+                # a parser/control/extern instance passed by the instantiator:
+                # the body refers to that very object (p4c: one instance
+                # shared by every control it is passed to)
+                scope.declare(p.name, a, p.loc)
+            else:
+                scope.declare(p.name, ir.ConstDecl(p.name, p.type, a, [], p.loc), p.loc)
         params = [replace(p) for p in template.params]
         for p in params:
             scope.declare(p.name, p, p.loc)
@@ -710,7 +735,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 raise P4Error(loc, f"a {ty.kind} cannot be instantiated inside a {ctx.kind}")
             args = self.bind_args(ty.ctor_params, arg_trees, ctx, loc, f"{ty.name} constructor", {})
             for a in args:
-                if not isinstance(a, ir.Const):
+                if not isinstance(a, (ir.Const, ir.Instance)):
                     raise P4Error(a.loc, f"{ty.name} constructor arguments must be compile-time constants")
             if ctx.kind == "top":
                 prefix = (ty.name if anonymous else control_plane_name(anns, name, "")) + "."
@@ -767,6 +792,14 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             return ir.Instance(name, ty, args, anns, "", loc)
         raise P4Error(loc, f"{ir.type_str(ty)} cannot be instantiated")
 
+    @staticmethod
+    def placeholder_arg(p: ir.Param):
+        """A stand-in constructor argument for a declaration nobody
+        instantiates (lowered only to report its errors)."""
+        if isinstance(ir.strip_newtype(p.type), (ir.ParserT, ir.ControlT, ir.ExternT)):
+            return ir.Instance(p.name, p.type, [], [], "", p.loc)
+        return ir.Const(0, type=p.type, loc=p.loc)
+
     def check_block_signature(self, inst, want, param, bindings):
         """The instance's apply parameters must match the architecture's;
         the package's type parameters (V1Switch<H, M>) must bind to the
@@ -810,7 +843,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         for d in self.declarations:
             if isinstance(d, BlockTemplate):
                 if not d.instances:
-                    self.specialise(d, [ir.Const(0, type=p.type) for p in d.ctor_params], d.name + ".", d.loc)
+                    self.specialise(d, [self.placeholder_arg(p) for p in d.ctor_params], d.name + ".", d.loc)
                 final.append(d.instances[0])
             else:
                 final.append(d)

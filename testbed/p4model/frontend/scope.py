@@ -39,6 +39,7 @@ class BlockTemplate:
     tree: object
     loc: ir.Loc
     instances: list = field(default_factory=list)   # specialised decls, in order
+    type_decl: object = None  # body-less ir.ParserDecl/ControlDecl naming the type (params only)
 
     @property
     def has_body(self) -> bool:

@@ -78,18 +78,45 @@ def _function_closure(nodes, seen: set) -> list:
     return out
 
 
-def _flatten_control(decl: ir.ControlDecl, locals_out: list, bodies_out: list) -> None:
-    """Inline applied sub-control instances into one declaration list."""
+def _flatten_control(decl: ir.ControlDecl, locals_out: list, bodies_out: list,
+                     done: set | None = None) -> None:
+    """Inline used sub-control instances into one declaration list.
+
+    A local control instance is used when the body applies it or when it is
+    passed as a constructor argument to a used instance (p4c's issue1566:
+    `C1() c1; C2(c1) c2;` applies c1 from c2's body).  Instances applied
+    here but declared elsewhere (an implicit instance of a direct
+    application `E.apply()`, an anonymous `C2(C1())` argument) are inlined
+    where they are applied.  `done` keeps a shared instance from being
+    inlined twice."""
+    done = set() if done is None else done
     bodies = [decl.apply, *decl.local_inits]
     bodies += _function_closure(bodies, set())
     bodies_out.extend(bodies)
-    applied = {id(n.instance) for n in walk(bodies) if isinstance(n, ir.SubApply)}
+    applied = [n.instance for n in walk(bodies) if isinstance(n, ir.SubApply)]
+    used = {id(i) for i in applied}
+    for local in reversed(decl.locals):
+        if isinstance(local, ir.Instance) and id(local) in used:
+            used.update(id(a) for a in local.args if isinstance(a, ir.Instance))
+    local_ids = {id(d) for d in decl.locals}
+
+    def inline(instance: ir.Instance) -> None:
+        if id(instance) not in done:
+            done.add(id(instance))
+            for a in instance.args:
+                if isinstance(a, ir.Instance) and isinstance(a.type, ir.ControlT) and id(a) not in local_ids:
+                    inline(a)
+            _flatten_control(instance.type.decl, locals_out, bodies_out, done)
+
     for local in decl.locals:
         if isinstance(local, ir.Instance) and isinstance(local.type, ir.ControlT):
-            if id(local) in applied:
-                _flatten_control(local.type.decl, locals_out, bodies_out)
+            if id(local) in used:
+                inline(local)
             continue
         locals_out.append(local)
+    for instance in applied:
+        if isinstance(instance.type, ir.ControlT) and id(instance) not in local_ids:
+            inline(instance)
 
 
 def _table_action_refs(table: ir.TableDecl) -> list[ir.ActionRef]:

@@ -130,3 +130,50 @@ def test_key_names_follow_p4c_key_name_generator():
     t = by_name(p.block("ingress").type.decl, ir.TableDecl)["t"]
     assert [k.name for k in t.keys] == ["hdr.h.d & 0xffff00", "hdr.h.d[7:0]", "hdr.stack[1].a",
                                         "hdr.h.isValid()", "hdr.h.a & 0b11", "meta.y & 16", "plus"]
+
+
+# ---- instances passed as constructor arguments (p4c's issue1566-bmv2 shape)
+
+def p4info_names(program):
+    from testbed.p4model.p4info import generate
+    info = generate(program)
+    return {kind: sorted(e.preamble.name for e in getattr(info, kind))
+            for kind in ("tables", "actions", "counters", "registers")}
+
+
+def test_shared_control_argument_keeps_its_declaration_name():
+    """p4c names an object inside a control passed as a constructor
+    argument after the place the control was declared, once, however many
+    controls apply it (issue1566-bmv2.p4info.txtpb: cIngress.E.c1.stats,
+    E applied directly, c1 passed to two controls)."""
+    program = load("""
+control step_t(inout bit<8> v);
+control Inner(inout bit<8> v) {
+    counter(16, CounterType.packets) stats;
+    apply { v = v + 1; stats.count((bit<32>)v); }
+}
+control Outer1(inout bit<8> v)(step_t c) { apply { c.apply(v); } }
+control Outer2(inout bit<8> v)(step_t c) { apply { v = v << 1; c.apply(v); } }
+control Both(inout bit<8> v) {
+    Inner() c1;
+    Outer1(c1) o1;
+    Outer2(c1) o2;
+    apply { o1.apply(v); o2.apply(v); }
+}
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { Both.apply(meta.x); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+""")
+    assert p4info_names(program)["counters"] == ["I.Both.c1.stats"]
+    both = next(i for i in program.block("ingress").type.decl.apply.stmts[0].call.instance.type.decl.locals
+                if isinstance(i, ir.Instance) and i.name == "o2")
+    (apply_c,) = [s for s in both.type.decl.apply.stmts if isinstance(s, ir.CallStmt)]
+    assert apply_c.call.instance.cp_name == "I.Both.c1"     # the very instance c1, not a copy
+
+
+def test_table_in_control_argument_is_named_where_declared():
+    names = p4info_names(load_program(PROGRAMS / "fe_ctor_instances.p4"))
+    assert names["tables"] == ["I.lk.t"]
+    assert names["actions"] == ["I.lk.set", "NoAction"]
+    assert names["registers"] == ["I.hits"]

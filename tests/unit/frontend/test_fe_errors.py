@@ -75,3 +75,36 @@ def test_arbitrary_text_raises_only_p4error(text):
         load_source(text, "text.p4")
     except P4Error as e:
         assert "\n" not in str(e) and "internal front-end error" not in str(e)
+
+
+# Python object dumps that must never reach a user: `<testbed.x.Y object at
+# 0x...>`, dataclass reprs such as `ControlT(decl=...)`, `Loc(file=...)`.
+REPR_LEAK = re.compile(r"<testbed\.|object at 0x|\b[A-Z]\w*\((?:[a-z_]+=|'[^']*'\))|\bLoc\(")
+
+
+def _messages_of_bad_corpus():
+    for path in BAD:
+        try:
+            load_program(path)
+        except P4Error as exc:
+            yield path.name, str(exc)
+
+
+def test_messages_name_types_in_p4_spelling():
+    """Every message of the bad-program corpus spells types as P4 does
+    (`tuple<bit<8>, bit<16>>`, `step_t`), never as a Python repr."""
+    leaks = [(name, text) for name, text in _messages_of_bad_corpus() if REPR_LEAK.search(text)]
+    assert not leaks
+
+
+def test_type_str_spells_every_type_kind():
+    from testbed.p4model.frontend import ir
+    decl = ir.ControlDecl("ctl_t", [])
+    kinds = [ir.TupleT((ir.BitT(8), ir.BoolT())), ir.ControlT(decl), ir.ParserT(ir.ParserDecl("prs_t", [])),
+             ir.SetT(ir.BitT(4)), ir.DontCareT(), ir.StackT(ir.HeaderT("h_t", []), 3),
+             ir.TableApplyResultT("t"), ir.ActionEnumT("t"), ir.PackageT(ir.PackageDecl("V1Switch", [])),
+             ir.ExternT(ir.ExternDecl("register", ["T"], []), [ir.BitT(8)])]
+    spelled = [ir.type_str(t) for t in kinds]
+    assert spelled[:3] == ["tuple<bit<8>, bool>", "ctl_t", "prs_t"]
+    assert spelled[3:6] == ["set<bit<4>>", "_", "h_t[3]"]
+    assert not [s for s in spelled if REPR_LEAK.search(s)]
