@@ -109,6 +109,8 @@ class ExprMixin:
         bt = ir.strip_newtype(e.base.type)
         if isinstance(e.index, ir.Const) and isinstance(bt, ir.StackT) and 0 <= e.index.value < bt.size:
             return f"{b}.elems[{e.index.value}]"
+        if isinstance(bt, ir.TupleT):      # a tuple is a Python list; the index is a constant
+            return f"{b}[{self.ex(e.index)}]"
         return f"{b}._get({self.ex(e.index)})"
 
     def ex_Slice(self, e: ir.Slice) -> str:

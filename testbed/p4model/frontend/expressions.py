@@ -149,7 +149,7 @@ class ExprLowering:
         if isinstance(ent, (ir.Var, ir.Param)):
             return ir.VarRef(ent, type=ent.type, loc=loc)
         if isinstance(ent, ir.ConstDecl):
-            return ir.Const(ent.value.value, type=ent.value.type, loc=loc)
+            return _constant_copy(ent.value, loc)
         if isinstance(ent, ir.Instance):
             return ir.InstanceRef(ent, type=ent.type, loc=loc)
         if isinstance(ent, ir.TableDecl):
@@ -850,6 +850,17 @@ class ExprLowering:
         if isinstance(e, _Named) or not is_lvalue(e):
             raise P4Error(self.loc(tree, ctx), f"'{self.text(tree)}' cannot be assigned (not a writable l-value)")
         return e
+
+
+def _constant_copy(value, loc):
+    """A use of a constant: a fresh node located at the use (a struct or
+    tuple constant is rebuilt, so no two uses share a node)."""
+    if isinstance(value, ir.ListExpr):
+        return ir.ListExpr([_constant_copy(i, loc) for i in value.items], type=value.type, loc=loc)
+    if isinstance(value, ir.StructExpr):
+        return ir.StructExpr({k: _constant_copy(v, loc) for k, v in value.fields.items()},
+                             type=value.type, loc=loc)
+    return ir.Const(value.value, type=value.type, loc=loc)
 
 
 def _has_type_param(t) -> bool:

@@ -345,9 +345,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         ctype = self.resolve_type(rest[0], ctx)
         name = tok_value(rest[1])
         value = self.expr(rest[2], ctx, ctype)
-        if not isinstance(value, ir.Const):
-            if isinstance(value, (ir.ListExpr, ir.StructExpr)):
-                raise P4Unsupported(loc, "constant of a struct or tuple type")
+        if not isinstance(value, ir.Const) and not _constant_aggregate(value):
             raise P4Error(loc, f"the value of constant '{name}' is not a compile-time constant")
         decl = ir.ConstDecl(name, ctype, value, anns, loc)
         ctx.scope.declare(name, decl, loc)
@@ -848,6 +846,16 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             else:
                 final.append(d)
         self.declarations = final
+
+
+def _constant_aggregate(e) -> bool:
+    """A struct/header/tuple value built only of constants (p4c accepts
+    `const S c = {...}` and substitutes the value at every use)."""
+    if isinstance(e, ir.ListExpr):
+        return all(isinstance(i, ir.Const) or _constant_aggregate(i) for i in e.items)
+    if isinstance(e, ir.StructExpr):
+        return all(isinstance(v, ir.Const) or _constant_aggregate(v) for v in e.fields.values())
+    return False
 
 
 def _always_returns(stmt) -> bool:

@@ -161,8 +161,6 @@ class StatementLowering:
             raise P4Error(loc, f"cannot declare a variable of type {ir.type_str(vtype)}")
 
     def switch(self, t, ctx, loc):
-        if ctx.kind in ("parser",):
-            raise P4Unsupported(loc, "switch in a parser")
         subject = self.expr(t.children[0], ctx)
         cases = []
         is_action_run = isinstance(subject.type, ir.ActionEnumT)
