@@ -106,15 +106,20 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
-    behind = [f"{n} ({s['fidelity']['switch']}: p99 dequeue lag {s['fidelity']['worst_p99_dequeue_lag_us']:.0f} us)"
+    behind = [f"{n} ({s['fidelity']['switch']}: p99 dequeue lag {s['fidelity']['worst_p99_dequeue_lag_us']:.0f} us"
+              f" > {s['fidelity']['threshold_us']:.0f} us)"
               for n, s in summaries.items() if s.get("fidelity", {}).get("behind_real_time")]
     lines = []
     if behind:
         lines.append("**Fidelity warning: switches fell behind real time in " + "; ".join(behind)
                      + ". Timings in those variants reflect the CPU, not the modelled links.**")
     else:
-        lines.append("Fidelity: every switch kept its queues' departure schedule (p99 dequeue lag within "
-                     "1 ms, or the target does not report it).")
+        lags = [f"{n}: {s['fidelity']['worst_p99_dequeue_lag_us']:.0f} us" for n, s in summaries.items()
+                if s.get("fidelity", {}).get("worst_p99_dequeue_lag_us") is not None]
+        threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)
+        lines.append("Fidelity: every switch kept its queues' departure schedule within one cell time "
+                     + (f"({threshold:.0f} us) at p99 (worst p99 lag " + ", ".join(lags) + ")." if lags
+                        else "(this target does not report its lag)."))
     lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
     d = scenario.derived
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "

@@ -87,3 +87,21 @@ def test_jain_fairness():
     assert jain_fairness([1, 1, 1, 1]) == pytest.approx(1.0)
     assert jain_fairness([1, 0, 0, 0]) == pytest.approx(0.25)
     assert jain_fairness([]) is None
+
+
+def test_fidelity_threshold_is_one_cell_time_on_the_host_link_at_least_1_ms():
+    from testbed.telemetry.summary import fidelity_threshold_us
+
+    slow = {"derived": {"cell_wire_bytes": 1090}, "links": {"host": {"rate_mbps": 5}}}
+    fast = {"derived": {"cell_wire_bytes": 1090}, "links": {"host": {"rate_mbps": 100}}}
+    assert fidelity_threshold_us(slow) == pytest.approx(1090 * 8 / 5)  # 1744 us
+    assert fidelity_threshold_us(fast) == 1000.0
+
+
+def test_lag_percentiles_are_exact_in_the_verdict_range():
+    from testbed.p4model.tm.lag import LagStats
+
+    lag = LagStats()
+    for us in range(1, 101):
+        lag.record(us * 30_000)  # 30 us .. 3000 us
+    assert lag.percentile_us(0.99) == 2970
