@@ -326,7 +326,9 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         else:
             ty = self.resolve_type(target, ctx)
         if isinstance(ty, BlockTemplate):
-            raise P4Unsupported(loc, "typedef of a parser/control type")
+            # another name for the parser/control type (no P4Info type_info entry)
+            ctx.scope.declare(str(name_tok), ty, loc)
+            return
         self.declare_type(str(name_tok), ty, ctx, loc, is_typedef=True)
 
     def _d_newtype_decl(self, t, ctx, loc):
@@ -770,11 +772,10 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 raise P4Unsupported(loc, UNSUPPORTED_PACKAGES.get(pkg.name, f"package {pkg.name} (only V1Switch)"))
             if len(arg_trees) != len(pkg.params):
                 raise P4Error(loc, f"{pkg.name} takes {len(pkg.params)} arguments, got {len(arg_trees)}")
+            arg_trees = self.package_args_in_order(pkg, arg_trees, ctx, loc)
             args = []
             bindings: dict = {}
             for p, a in zip(pkg.params, arg_trees):
-                if isinstance(a, Tree) and a.data in ("named_arg",):
-                    raise P4Unsupported(loc, "named package arguments")
                 e = self._expr(a, ctx)
                 inst = e if isinstance(e, ir.Instance) else (e.target if isinstance(e, ir.InstanceRef) else None)
                 if inst is None:
@@ -789,6 +790,26 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 args.append(inst)
             return ir.Instance(name, ty, args, anns, "", loc)
         raise P4Error(loc, f"{ir.type_str(ty)} cannot be instantiated")
+
+    def package_args_in_order(self, pkg, arg_trees, ctx, loc) -> list:
+        """Package arguments in parameter order: `V1Switch(p = P(), ...)`
+        names them (all or none, as for any call; p4c reorders them)."""
+        named = [a for a in arg_trees if isinstance(a, Tree) and a.data in ("named_arg", "named_dontcare")]
+        if not named:
+            return arg_trees
+        if len(named) != len(arg_trees):
+            raise P4Error(loc, f"{pkg.name}: either all arguments are named or none")
+        index = {p.name: i for i, p in enumerate(pkg.params)}
+        ordered: list = [None] * len(pkg.params)
+        for a in named:
+            pname = tok_value(a.children[0])
+            if a.data == "named_dontcare" or pname not in index:
+                raise P4Error(self.loc(a, ctx), f"{pkg.name} has no parameter named '{pname}'"
+                              if pname not in index else f"{pkg.name} argument '{pname}' cannot be '_'")
+            if ordered[index[pname]] is not None:
+                raise P4Error(self.loc(a, ctx), f"{pkg.name}: parameter '{pname}' given twice")
+            ordered[index[pname]] = a.children[1]
+        return ordered
 
     @staticmethod
     def placeholder_arg(p: ir.Param):
