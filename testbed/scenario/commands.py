@@ -14,13 +14,19 @@ from testbed.topo.render import describe
 
 def register(subparsers) -> None:
     validate = subparsers.add_parser(
-        "validate", help="check scenario files; print 'FILE: ok (N variants)' or 'file:line: error'")
-    validate.add_argument("files", nargs="+", metavar="FILE")
+        "validate", help="check scenario files; print 'FILE: ok (N variants)' or 'file:line: error'",
+        description="Load and validate each scenario, every variant included, without running anything. "
+                    "A good file prints 'FILE: ok (N variants)'; a bad one prints one line 'file:line: what is "
+                    "wrong' on stderr, and the command exits 1. Fields are documented in scenarios/README.md.")
+    validate.add_argument("files", nargs="+", metavar="FILE", help="scenario YAML files")
     validate.set_defaults(func=run_validate)
     show = subparsers.add_parser(
         "show", help="print a scenario's resolved settings and its topology: counts, ports, "
-                     "addresses, example path sets")
-    show.add_argument("file", metavar="FILE")
+                     "addresses, example path sets",
+        description="Print what a scenario resolves to (defaults filled in, base RTT and BDP, workload, "
+                    "variants) and the fabric it builds: node and link counts, every switch's port map, "
+                    "host addresses and example equal-cost path sets.")
+    show.add_argument("file", metavar="FILE", help="scenario YAML file")
     show.set_defaults(func=run_show)
 
 
