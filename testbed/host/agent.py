@@ -13,6 +13,7 @@ Nothing a peer sends can raise out of the loop.
 from __future__ import annotations
 
 import json
+import resource
 import selectors
 import signal
 import socket
@@ -91,6 +92,10 @@ class Agent:
         self.stop = False
         self.unknown_peer = 0
         self.socket_errors = 0
+        self.tx_datagrams = 0
+        self.rx_datagrams = 0
+        self.wakeups = 0
+        self._cpu0 = 0.0
         self._tos = None
         self.sock = self._open()
 
@@ -116,6 +121,7 @@ class Agent:
                 self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
                 self._tos = tos
             self.sock.sendto(data, (dst, self.port))
+            self.tx_datagrams += 1
         except OSError:
             self.socket_errors += 1  # peer gone (ICMP unreachable) or buffer full: like a loss
 
@@ -128,6 +134,7 @@ class Agent:
             except OSError:
                 self.socket_errors += 1
                 continue
+            self.rx_datagrams += 1
             if src[0] not in self.by_addr or src[0] == self.addr:
                 self.unknown_peer += 1
                 continue
@@ -140,7 +147,13 @@ class Agent:
     def _done(self) -> bool:
         return self.runner.finished() and self.expected_in <= self.runner.received
 
+    @staticmethod
+    def cpu_s() -> float:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+
     def run(self) -> AgentResult:
+        self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         sel = selectors.DefaultSelector()
         sel.register(self.sock, selectors.EVENT_READ)
         finished_at = None
@@ -160,6 +173,7 @@ class Agent:
                     break
                 due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now)) if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
+                self.wakeups += 1
                 if sel.select(wait):
                     self._receive_batch()
             else:
@@ -175,7 +189,12 @@ class Agent:
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
         stats = self.ep.stats()
+        cells = self.tx_datagrams + self.rx_datagrams
+        cpu = self.cpu_s() - self._cpu0
         stats.update({
+            "cpu_s": round(cpu, 3), "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
+            "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
+            "loop_wakeups": self.wakeups, "rx_counts": dict(self.ep.counters),
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),
