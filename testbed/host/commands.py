@@ -28,6 +28,10 @@ def register(subparsers) -> None:
                    help="base RTT; default: BDP cells at the link rate")
     p.add_argument("--reorder-window-cells", type=int, default=None, help="default 2 BDP")
     p.add_argument("--entropy-values", type=int, default=32)
+    p.add_argument("--ack-every", type=int, default=4,
+                   help="acknowledge every N-th in-order DATA cell (1 = every cell; default 4)")
+    p.add_argument("--nic-catchup-cells", type=float, default=1.0,
+                   help="cell times the NIC pacer may make up after a late wake-up (0 = strict)")
     p.add_argument("--transport-file", type=Path, default=None,
                    help="JSON: the scenario's resolved transport section (RTOs, tita and dcqcn parameters)")
     p.add_argument("--records", required=True, type=Path, help="run directory for records")
@@ -47,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         bdp_cells=args.bdp_cells,
         base_rtt_s=None if args.base_rtt_us is None else args.base_rtt_us / 1e6,
         reorder_window_cells=args.reorder_window_cells, entropy_values=args.entropy_values,
+        ack_every=args.ack_every, nic_catchup_cells=args.nic_catchup_cells,
     )
     if args.transport_file is not None:
         import json

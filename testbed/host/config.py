@@ -70,6 +70,16 @@ class TransportConfig:
     rto_high_rtt: float = 15.0
     rto_low_max_inflight: int = 3  # IRN: few cells in flight -> low RTO
     nack_delay_rtt: float = 1.0  # a hole older than this is NACKed
+    # ACK coalescing: one ACK per `ack_every` in-order DATA cells (1 = every cell);
+    # out-of-order, duplicate, CE-marked and LAST cells are acknowledged at once,
+    # and a pending ACK waits at most ack_delay_rtt base RTTs (and at most the
+    # time `ack_every` cells take at the link rate).
+    ack_every: int = 4
+    ack_delay_rtt: float = 0.25
+    # NIC pacer catch-up: a driver that wakes late may make up this many cell
+    # times (a late wake-up sends at most 1 + this many cells back to back),
+    # never more than the link rate on average. 0 = strict release times.
+    nic_catchup_cells: float = 1.0
     max_message_bytes: int = 1 << 30
     seed: int = 1
     dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
@@ -86,6 +96,12 @@ class TransportConfig:
             raise ConfigError(f"BDP of {self.bdp_cells} cells must be at least 1")
         if self.window < 2:
             raise ConfigError(f"reorder window of {self.window} cells must be at least 2")
+        if not 1 <= self.ack_every <= wire.SACK_BITS:
+            raise ConfigError(f"ack_every={self.ack_every} outside 1..{wire.SACK_BITS} cells")
+        if self.ack_delay_rtt <= 0:
+            raise ConfigError(f"ack_delay_rtt={self.ack_delay_rtt} must be positive")
+        if self.nic_catchup_cells < 0:
+            raise ConfigError(f"nic_catchup_cells={self.nic_catchup_cells} must not be negative")
         if not 1 <= self.entropy_values <= 65536:
             raise ConfigError(f"entropy values {self.entropy_values} outside 1..65536")
 
@@ -135,6 +151,15 @@ class TransportConfig:
         if self.base_rtt_s is not None:
             return self.base_rtt_s
         return self.bdp_cells * self.cell_time_s
+
+    @property
+    def ack_delay_s(self) -> float:
+        """Longest an in-order DATA cell waits for its (coalesced) ACK."""
+        return min(self.ack_delay_rtt * self.rtt_s, self.ack_every * self.cell_time_s)
+
+    @property
+    def nic_catchup_s(self) -> float:
+        return self.nic_catchup_cells * self.cell_time_s
 
     @property
     def window(self) -> int:

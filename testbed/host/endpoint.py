@@ -49,7 +49,7 @@ class Endpoint:
     ) -> None:
         self.name = name
         self.cfg = cfg
-        self.nic = Pacer(cfg.link_rate_bps)
+        self.nic = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
         self.rcc = make_receiver_cc(cfg)
         self.senders: dict[str, SenderFlow] = {}
         self._by_flow_id: dict[int, SenderFlow] = {}
@@ -128,7 +128,8 @@ class Endpoint:
         for dst, out in self.rcc.on_data(now, src, cell, ce):
             self._control.append((dst, out))
         ack, delivered = flow.on_data(now, cell, ce)
-        self._control.append((src, ack))
+        if ack is not None:
+            self._control.append((src, ack))
         for d in delivered:
             self.on_delivered(d)
 
@@ -173,6 +174,10 @@ class Endpoint:
                 for cell in flow.on_timer(now):
                     self._control.append((flow.dst, cell))
         for rflow in self.receivers.values():
+            if rflow.ack_due is not None and now >= rflow.ack_due:
+                ack = rflow.ack_due_now(now)
+                if ack is not None:
+                    self._control.append((rflow.src, ack))
             nacks = rflow.nacks_due(now)
             if nacks:
                 self.rcc.on_nack_sent(rflow.src, rflow.flow_id, len(nacks))
@@ -215,6 +220,8 @@ class Endpoint:
             due = rflow.deadline()
             if due is not None:
                 times.append(due)
+            if rflow.ack_due is not None:
+                times.append(rflow.ack_due)
         due = self.rcc.deadline()
         if due is not None:
             times.append(max(due, self.nic.next_free) if self._control else due)
@@ -227,6 +234,9 @@ class Endpoint:
             "timeouts": sum(f.window.timeouts for f in self.senders.values()),
             "nacks_received": sum(f.window.nacks for f in self.senders.values()),
             "nacks_sent": sum(f.nacks_sent for f in self.receivers.values()),
+            "data_cells_received": sum(f.data_cells for f in self.receivers.values()),
+            "acks_sent": sum(f.acks_sent for f in self.receivers.values()),
+            "acks_delayed": sum(f.acks_delayed for f in self.receivers.values()),
             "corrupt_messages": sum(f.corrupt for f in self.receivers.values()),
             "cnps_received": sum(getattr(f.cc, "cnps", 0) for f in self.senders.values()),
             "rate_cuts": sum(getattr(f.cc, "rate_cuts", 0) for f in self.senders.values()),

@@ -1,23 +1,40 @@
-"""Release-time pacing: at most `rate` bits per second, no bursts.
+"""Release-time pacing: at most `rate` bits per second on average.
 
 One pacer models the host NIC (never faster than the host's link) and the
 same arithmetic paces a flow at its congestion-controlled rate. The next
 release is fixed when a packet leaves, like the bmv2 queue rate:
-next = max(now, previous next) + size / rate.
+next = max(now - catchup, previous next) + size / rate.
+
+`catchup` (seconds, default 0 = strict) lets a driver that wakes late make
+up for part of the time it lost: the schedule may lag `now` by at most
+`catchup`, so a late wake-up sends the packet that was due plus at most
+`catchup * rate` bits more back to back, and over any interval T the pacer
+releases at most rate * T + catchup * rate + one packet. It is a token
+bucket of depth `catchup * rate` (plus the packet in hand): with a strict
+pacer, every late wake-up of an event loop is bandwidth lost for good.
 """
 
 from __future__ import annotations
 
 
 class Pacer:
-    def __init__(self, rate_bps: float) -> None:
+    __slots__ = ("rate_bps", "catchup_s", "next_free", "_s_per_byte")
+
+    def __init__(self, rate_bps: float, catchup_s: float = 0.0) -> None:
         if rate_bps <= 0:
             raise ValueError(f"pacing rate {rate_bps} bit/s must be positive")
+        if catchup_s < 0:
+            raise ValueError(f"pacing catch-up {catchup_s} s must not be negative")
         self.rate_bps = rate_bps
+        self.catchup_s = catchup_s
+        self._s_per_byte = 8 / rate_bps
         self.next_free = 0.0
 
     def ready(self, now: float) -> bool:
         return now >= self.next_free
 
     def consume(self, now: float, nbytes: int) -> None:
-        self.next_free = max(self.next_free, now) + nbytes * 8 / self.rate_bps
+        start = now - self.catchup_s
+        if self.next_free > start:
+            start = self.next_free
+        self.next_free = start + nbytes * self._s_per_byte

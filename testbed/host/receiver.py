@@ -3,9 +3,19 @@
 Cells enter the bounded reorder buffer; the in-order run is reassembled into
 messages, each checked against its CRC-32 trailer before the application
 sees it. A message whose cells disagree (msg_id, length, LAST flag) or whose
-checksum fails is counted as corrupt and never delivered. Every DATA cell is
-answered by an ACK (cumulative psn + 64-bit SACK); holes that persist for
-the NACK delay are NACKed, which tolerates the reordering of sprayed cells.
+checksum fails is counted as corrupt and never delivered. Holes that persist
+for the NACK delay are NACKed, which tolerates the reordering of sprayed cells.
+
+ACKs (cumulative psn + 64-bit SACK) are coalesced: every `ack_every`-th
+in-order DATA cell is acknowledged, and at once any cell that arrives out of
+order, fills a hole, is a duplicate, stale or beyond the window, carries a
+CE mark (the ECE echo; DCQCN's CNPs are the receiver CC's, not ACKs), is
+the LAST cell of its message or a retransmission. A cell that is not
+acknowledged at once waits at most `ack_delay_s` (the delayed-ACK timer,
+`deadline()`), so a tail never waits for cells that will not come. The
+cumulative ack and the bitmap carry all the state, so a coalesced ACK
+acknowledges every cell since the previous one; it takes the entropy of the
+cell that triggered it (ACKs retrace that cell's path).
 """
 
 from __future__ import annotations
@@ -67,6 +77,14 @@ class ReceiverFlow:
         self.corrupt = 0
         self.nacks_sent = 0
         self.unattributed_overflows = 0
+        self.ack_every = cfg.ack_every
+        self.ack_delay = cfg.ack_delay_s
+        self.unacked = 0  # in-order cells received since the last ACK
+        self.ack_due: float | None = None  # delayed-ACK deadline while unacked > 0
+        self._last_cell: wire.CellPacket | None = None  # newest cell, for a timer ACK's ids
+        self.data_cells = 0
+        self.acks_sent = 0
+        self.acks_delayed = 0  # ACKs sent by the timer
 
     def _stats_for(self, now: float, msg_id: int) -> MsgReorder:
         st = self._stats.get(msg_id)
@@ -76,41 +94,75 @@ class ReceiverFlow:
             st = self._stats[msg_id] = MsgReorder(first_cell_s=now)
         return st
 
-    def on_data(self, now: float, cell: wire.CellPacket, ce: bool) -> tuple[wire.CellPacket, list[Delivered]]:
+    def on_data(self, now: float, cell: wire.CellPacket, ce: bool) -> tuple[wire.CellPacket | None, list[Delivered]]:
+        """Take one DATA cell; returns the ACK to send now (None: coalesced) and delivered messages."""
+        self.data_cells += 1
+        had_hole = len(self.buf) > 0
         verdict, distance = self.buf.offer(cell.psn, cell)
         delivered: list[Delivered] = []
+        immediate = ce or bool(cell.flags & (wire.FLAG_LAST | wire.FLAG_RETX))
         if verdict is Verdict.ACCEPTED:
             st = self._stats_for(now, cell.msg_id)
             if distance > 0:
                 st.cells_out_of_order += 1
                 st.max_ooo_distance_cells = max(st.max_ooo_distance_cells, distance)
-            st.peak_buffer_cells = max(st.peak_buffer_cells, len(self.buf))
-            st.ce_cells += ce
+                immediate = True
+            elif had_hole:
+                immediate = True  # fills (part of) a hole: the sender learns at once
+            if len(self.buf) > st.peak_buffer_cells:
+                st.peak_buffer_cells = len(self.buf)
+            if ce:
+                st.ce_cells += 1
             for _, ready in self.buf.pop_ready():
                 done = self._assemble(now, ready)
                 if done is not None:
                     delivered.append(done)
-        elif verdict is Verdict.OVERFLOW:
-            st = self._stats.get(cell.msg_id)
-            if st is not None:
-                st.window_overflows += 1
-            else:
-                self.unattributed_overflows += 1
-        elif verdict is Verdict.DUPLICATE:
-            st = self._stats.get(cell.msg_id)
-            if st is not None:
-                st.duplicates += 1
+        else:
+            immediate = True  # duplicate, stale or overflow: the sender's view is behind
+            if verdict is Verdict.OVERFLOW:
+                st = self._stats.get(cell.msg_id)
+                if st is not None:
+                    st.window_overflows += 1
+                else:
+                    self.unattributed_overflows += 1
+            elif verdict is Verdict.DUPLICATE:
+                st = self._stats.get(cell.msg_id)
+                if st is not None:
+                    st.duplicates += 1
         if len(self.buf):
             if self.hole_since is None or verdict is Verdict.ACCEPTED and distance == 0:
                 self.hole_since = now
         else:
             self.hole_since = None
-        ack = wire.CellPacket(
+        self.unacked += 1
+        if immediate or self.unacked >= self.ack_every:
+            return self._ack(cell, ce), delivered
+        self._last_cell = cell
+        if self.ack_due is None:
+            self.ack_due = now + self.ack_delay
+        return None, delivered
+
+    def _ack(self, cell: wire.CellPacket, ce: bool = False) -> wire.CellPacket:
+        self.unacked = 0
+        self.ack_due = None
+        self._last_cell = None
+        self.acks_sent += 1
+        return wire.CellPacket(
             type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
-            entropy=cell.entropy,  # back along the cell's (= its credit's) path: every spine gets its share
+            entropy=cell.entropy,  # back along the cell's (= its credit's) path
             flags=wire.FLAG_ECE if ce else 0, body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
         )
-        return ack, delivered
+
+    def ack_deadline(self) -> float | None:
+        """When the delayed ACK of coalesced cells is due (None: nothing pending)."""
+        return self.ack_due
+
+    def ack_due_now(self, now: float) -> wire.CellPacket | None:
+        """The delayed ACK, if its timer has expired."""
+        if self.ack_due is None or now < self.ack_due or self._last_cell is None:
+            return None
+        self.acks_delayed += 1
+        return self._ack(self._last_cell)
 
     def _assemble(self, now: float, cell: wire.CellPacket) -> Delivered | None:
         asm = self._asm

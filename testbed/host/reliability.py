@@ -46,6 +46,10 @@ class SendWindow:
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rtt_samples = 0
+        # Oldest send time among cells waiting for an ack (not queued for
+        # retransmission), cached: deadline() runs on every event-loop turn.
+        self._oldest: float | None = None
+        self._oldest_valid = True
 
     # -- sending ---------------------------------------------------------
     def inflight(self) -> int:
@@ -69,11 +73,15 @@ class SendWindow:
                 self._last_sent[psn] = now
                 self._resent.add(psn)
                 self.retransmissions += 1
+                if self._oldest is None:  # times only grow: an older waiting cell stays oldest
+                    self._oldest = now
                 return psn, True
         if self.can_send_new(end_psn):
             psn = self.next_psn
             self.next_psn += 1
             self._last_sent[psn] = now
+            if self._oldest is None:
+                self._oldest = now
             return psn, False
         return None
 
@@ -81,36 +89,45 @@ class SendWindow:
     def on_ack(self, cum: int, sack: int, sack_bits: int, now: float | None = None) -> list[int] | None:
         """Newly acknowledged psns, or None if the ack claims cells never sent.
 
-        With `now`, the newest newly acknowledged cell (the one most likely to
-        have triggered this ack) gives an RTT sample unless it was resent."""
+        With `now`, the most recently sent of the newly acknowledged cells that
+        were sent only once gives an RTT sample (Karn). With coalesced ACKs one
+        ACK covers several cells; the newest of them is the one that triggered
+        it, so the sample is not inflated by the older cells' wait."""
         if cum > self.next_psn:
             self.bogus_acks += 1
             return None
         acked = []
-        newest: tuple[int, float] | None = None
+        last_sent = self._last_sent
+        resent = self._resent
+        newest = -1.0
         if cum > self.base:
             for psn in range(self.base, cum):
-                sent = self._last_sent.pop(psn, None)
+                sent = last_sent.pop(psn, None)
                 if sent is not None:
                     acked.append(psn)
-                    self._in_retx.discard(psn)
-                    newest = (psn, sent)
+                    if sent > newest and psn not in resent:
+                        newest = sent
             self.base = cum
-        i = 0
-        while sack and i < sack_bits:
+        psn = cum + 1
+        while sack and psn < self.next_psn:
             if sack & 1:
-                psn = cum + 1 + i
-                sent = self._last_sent.pop(psn, None) if psn < self.next_psn else None
+                sent = last_sent.pop(psn, None)
                 if sent is not None:
                     acked.append(psn)
-                    self._in_retx.discard(psn)
-                    newest = (psn, sent)
+                    if sent > newest and psn not in resent:
+                        newest = sent
             sack >>= 1
-            i += 1
-        if newest is not None and now is not None and newest[0] not in self._resent:
-            self._rtt_sample(now - newest[1])
-        if self._resent:
-            self._resent.difference_update(acked)
+            psn += 1
+            if psn > cum + sack_bits:
+                break
+        if acked:
+            self._oldest_valid = False
+            if self._in_retx:
+                self._in_retx.difference_update(acked)
+            if resent:
+                resent.difference_update(acked)
+        if newest >= 0 and now is not None:
+            self._rtt_sample(now - newest)
         return acked
 
     def _rtt_sample(self, rtt: float) -> None:
@@ -136,6 +153,7 @@ class SendWindow:
     def _queue(self, psn: int) -> None:
         self._retx.append(psn)
         self._in_retx.add(psn)
+        self._oldest_valid = False
 
     # -- timer -----------------------------------------------------------
     def rto(self) -> float:
@@ -145,8 +163,14 @@ class SendWindow:
         return max(level, self.srtt + 4 * self.rttvar)
 
     def deadline(self) -> float | None:
-        waiting = [t for p, t in self._last_sent.items() if p not in self._in_retx]
-        return min(waiting) + self.rto() if waiting else None
+        if not self._oldest_valid:
+            in_retx = self._in_retx
+            if in_retx:
+                self._oldest = min((t for p, t in self._last_sent.items() if p not in in_retx), default=None)
+            else:
+                self._oldest = min(self._last_sent.values(), default=None)
+            self._oldest_valid = True
+        return None if self._oldest is None else self._oldest + self.rto()
 
     def on_timer(self, now: float) -> int:
         """Queue every cell unacknowledged for the RTO; returns how many."""

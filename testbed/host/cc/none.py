@@ -1,5 +1,8 @@
 """No congestion control: every flow paced at the host's line rate.
 
+The flow's pacer catches up like the NIC's (TransportConfig.nic_catchup_cells),
+otherwise a single flow would lose every late wake-up of the agent anyway.
+
 Shows what happens without control: an N:1 incast offers N times the
 receiver's link and the fabric's buffers overflow.
 """
@@ -13,7 +16,7 @@ from testbed.host.pacing import Pacer
 
 class NoneSender(SenderCC):
     def __init__(self, cfg: TransportConfig, now: float) -> None:
-        self._pacer = Pacer(cfg.link_rate_bps)
+        self._pacer = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
 
     def next_send_time(self) -> float:
         return self._pacer.next_free
