@@ -121,10 +121,15 @@ class SenderFlow:
         self.window.on_nack(now, cell.psn)
 
     def deadline(self) -> float | None:
-        times = [t for t in (self.window.deadline(), self.cc.deadline()) if t is not None]
+        due = self.window.deadline()
+        t = self.cc.deadline()
+        if t is not None and (due is None or t < due):
+            due = t
         if self.cc.credit_gated and self.backlog_cells():
-            times.append(self.cc.retry_deadline())
-        return min(times) if times else None
+            t = self.cc.retry_deadline()
+            if due is None or t < due:
+                due = t
+        return due
 
     def on_timer(self, now: float) -> list[wire.CellPacket]:
         """Service RTO and CC timers; returns control cells (credit requests) to send."""

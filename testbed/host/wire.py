@@ -98,23 +98,28 @@ def expected_body_len(cell_type: int, cell_size: int) -> int:
     return 0
 
 
-def encode(cell: CellPacket) -> bytes:
-    """Header + body bytes; raises MalformedCell if a field does not fit its width."""
+def _field_error(cell: CellPacket) -> MalformedCell:
     for name, width in CELL_FIELDS:
         value = getattr(cell, name)
         if not isinstance(value, int) or value < 0 or value >> width:
-            raise MalformedCell(f"cell field {name}={value!r} does not fit in {width} bits")
-    head = _STRUCT.pack(
-        (cell.version << 4) | cell.type,
-        cell.flags,
-        cell.entropy,
-        cell.flow_id,
-        cell.msg_id,
-        cell.psn,
-        cell.credit_seq,
-        cell.aux,
-    )
-    return head + cell.body
+            return MalformedCell(f"cell field {name}={value!r} does not fit in {width} bits")
+    return MalformedCell(f"cell {cell!r} cannot be encoded")
+
+
+def encode(cell: CellPacket) -> bytes:
+    """Header + body bytes; raises MalformedCell if a field does not fit its width."""
+    version, cell_type = cell.version, cell.type
+    # struct range-checks the byte/16/32-bit fields; the two nibbles are checked here.
+    if not (type(version) is int and type(cell_type) is int and 0 <= version < 16 and 0 <= cell_type < 16):
+        raise _field_error(cell)
+    try:
+        head = _STRUCT.pack(
+            (version << 4) | cell_type, cell.flags, cell.entropy, cell.flow_id, cell.msg_id, cell.psn,
+            cell.credit_seq, cell.aux,
+        )
+    except struct.error:
+        raise _field_error(cell) from None
+    return head + cell.body if cell.body else head
 
 
 def decode(data: bytes, cell_size: int | None = None) -> CellPacket:
