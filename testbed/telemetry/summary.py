@@ -55,10 +55,16 @@ def _telemetry(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def port_utilisation(samples: list[dict], topology, scenario: dict) -> dict[str, float]:
+def port_utilisation(samples: list[dict], topology, scenario: dict,
+                     window_s: tuple[float, float] | None) -> dict[str, float]:
     """Share of link capacity each switch egress port carried while traffic
-    flowed: bytes between the first and last sample with any change, over
-    that time at the link's rate.  Keyed 'switch:port->neighbour'."""
+    flowed: bytes between the first sample (taken before the agents start)
+    and the last (after they end), over the traffic window from the agents'
+    records (first message start to last delivery), at the link's rate.
+    Keyed 'switch:port->neighbour'."""
+    if window_s is None or window_s[1] <= window_s[0]:
+        return {}
+    seconds = window_s[1] - window_s[0]
     by_switch: dict[str, list[dict]] = {}
     for sample in samples:
         by_switch.setdefault(sample["switch"], []).append(sample)
@@ -66,20 +72,22 @@ def port_utilisation(samples: list[dict], topology, scenario: dict) -> dict[str,
     out = {}
     for switch, series in by_switch.items():
         series.sort(key=lambda s: s["t_s"])
-        ports = {p for s in series for p in s["tx"]}
-        for port in ports:
-            points = [(s["t_s"], s["tx"].get(port, {"bytes": 0})["bytes"]) for s in series]
-            moving = [i for i in range(1, len(points)) if points[i][1] != points[i - 1][1]]
-            if not moving:
-                continue
-            first, last = points[moving[0] - 1], points[moving[-1]]
-            seconds = last[0] - first[0]
-            if seconds <= 0:
+        first, last = series[0]["tx"], series[-1]["tx"]
+        for port in last:
+            carried = last[port]["bytes"] - first.get(port, {"bytes": 0})["bytes"]
+            if carried <= 0:
                 continue
             port_info = topology.port(switch, int(port))
             rate = links["host" if port_info.tier == "host" else "fabric"]["rate_mbps"] * 1e6
-            out[f"{switch}:{port}->{port_info.peer}"] = (last[1] - first[1]) * 8 / seconds / rate
+            out[f"{switch}:{port}->{port_info.peer}"] = carried * 8 / seconds / rate
     return out
+
+
+def traffic_window_s(sent: list[dict], delivered: list[dict]) -> tuple[float, float] | None:
+    """First message start to last delivery, in seconds since the run's epoch."""
+    if not sent or not delivered:
+        return None
+    return min(r["start_us"] for r in sent) / 1e6, max(r["delivered_us"] for r in delivered) / 1e6
 
 
 def jain_fairness(values: list[float]) -> float | None:
@@ -175,7 +183,7 @@ def summarize_variant(run_dir: Path, topology) -> dict:
     peaks = [v for s in samples for v in s["max_qdepth_packets"].values()] + tm_peaks
     summary["max_queue_depth_packets"] = max(peaks) if peaks else 0
 
-    utilisation = port_utilisation(samples, topology, scenario)
+    utilisation = port_utilisation(samples, topology, scenario, traffic_window_s(sent, delivered))
     uplinks = {k: v for k, v in utilisation.items()
                if topology.node(k.split(":")[0]).kind in ("leaf", "edge")
                and not topology.node(k.split("->")[1]).is_host}

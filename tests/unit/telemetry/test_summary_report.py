@@ -18,13 +18,13 @@ def make_run(run_dir: Path, scenario, uplink_bytes: dict, lag_us: float) -> None
     (run_dir / "scenario.resolved.yaml").write_text(yaml.safe_dump(scenario.to_dict()))
     records = [
         {"kind": "message_sent", "src": "h1", "dst": "h3", "msg_id": 0, "bytes": 1_000_000, "cells": 977,
-         "start_us": 0, "acked_us": 500_000, "fct_us": 500_000, "retransmissions": 2, "collective": "p"},
+         "start_us": 1_000_000, "acked_us": 1_500_000, "fct_us": 500_000, "retransmissions": 2, "collective": "p"},
         {"kind": "message_sent", "src": "h2", "dst": "h4", "msg_id": 0, "bytes": 1_000_000, "cells": 977,
-         "start_us": 0, "acked_us": 1_000_000, "fct_us": 1_000_000, "retransmissions": 0, "collective": "p"},
+         "start_us": 1_000_000, "acked_us": 2_000_000, "fct_us": 1_000_000, "retransmissions": 0, "collective": "p"},
     ]
-    for src, dst, end in (("h1", "h3", 480_000), ("h2", "h4", 990_000)):
+    for src, dst, end in (("h1", "h3", 2_480_000), ("h2", "h4", 3_000_000)):
         records.append({"kind": "message_delivered", "src": src, "dst": dst, "msg_id": 0, "flow_id": 1,
-                        "bytes": 1_000_000, "cells": 977, "first_cell_us": 10_000, "delivered_us": end,
+                        "bytes": 1_000_000, "cells": 977, "first_cell_us": 1_010_000, "delivered_us": end,
                         "cells_out_of_order": 5, "max_ooo_distance_cells": 3, "peak_reorder_buffer_cells": 4,
                         "window_overflows": 0, "duplicate_cells": 0, "ce_cells": 1, "verified": True})
     (run_dir / "records").mkdir()
@@ -58,7 +58,7 @@ def test_summary_figures(tmp_path, scenario):
     summary = summarize_variant(tmp_path / "ecmp", topology)
     assert summary["messages_verified"] == 2 and summary["retransmissions_cells"] == 2
     assert summary["fct_p99_ms"] == pytest.approx(1000) and summary["fct_p50_ms"] in (500, 1000)
-    assert summary["goodput_mbps"] == pytest.approx(2_000_000 * 8 / (990_000 - 10_000))
+    assert summary["goodput_mbps"] == pytest.approx(2_000_000 * 8 / (3_000_000 - 1_010_000))
     assert summary["switch_drops_packets"] == {"ttl_expired": 2, "queue_full": 3, "credit_queue_full": 4}
     assert (summary["data_drops_packets"], summary["credit_drops_packets"]) == (5, 4)
     agents = summary["agents"]
@@ -66,7 +66,7 @@ def test_summary_figures(tmp_path, scenario):
     assert agents["agents_not_done"] == ["h2 (timeout)"]
     assert summary["ecn_marks_packets"] == 7 and summary["max_queue_depth_packets"] == 12
     utilisation = summary["uplink_utilisation"]
-    assert len(utilisation) == 2  # 2 s of traffic between the samples at t=1 and t=3
+    assert len(utilisation) == 2  # 2 s of traffic (records: 1 s to 3 s), counted from the first to the last sample
     assert sorted(utilisation.values()) == pytest.approx([0.25, 1.0], rel=0.01)
     assert summary["fidelity"]["behind_real_time"] is False
 
