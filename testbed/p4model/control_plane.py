@@ -1008,22 +1008,25 @@ class ControlPlane:
             raise _error("INVALID_ARGUMENT", f"table {table.name}: negative count")
         found.counter_packets, found.counter_bytes = packets, nbytes
 
-    def _read_direct_counters(self, request: p4runtime_pb2.DirectCounterEntry) -> list:
+    def _direct_read_entries(self, request, kind: str) -> tuple:
+        """The table and entries a direct counter/meter read names (`kind` is
+        'Counter' or 'Meter'): one entry, or every entry of one table."""
         if not request.HasField("table_entry"):
-            raise _error("INVALID_ARGUMENT", "Missing table_entry field in DirectCounterEntry")
+            raise _error("INVALID_ARGUMENT", f"Missing table_entry field in Direct{kind}Entry")
         te = request.table_entry
         if te.table_id == 0:
-            raise _error("UNIMPLEMENTED", "Reading all direct counters for ALL tables is not "
+            raise _error("UNIMPLEMENTED", f"Reading all direct {kind.lower()}s for ALL tables is not "
                                           "supported yet")
         if len(te.match) or te.is_default_action:
-            table, _runtime, found = self._direct_target(request, "Counter")
-            entries = [found]
-        else:
-            table = _Index.get(self.info.tables, te.table_id, "table")
-            if not table.direct_counter_id:
-                raise _error("INVALID_ARGUMENT", f"table {table.name}: Table has no direct "
-                                                 f"counters")
-            entries = self._runtime("tables", table.name).entries()
+            table, _runtime, found = self._direct_target(request, kind)
+            return table, [found]
+        table = _Index.get(self.info.tables, te.table_id, "table")
+        if not (table.direct_counter_id if kind == "Counter" else table.direct_meter_id):
+            raise _error("INVALID_ARGUMENT", f"table {table.name}: Table has no direct {kind.lower()}s")
+        return table, self._runtime("tables", table.name).entries()
+
+    def _read_direct_counters(self, request: p4runtime_pb2.DirectCounterEntry) -> list:
+        table, entries = self._direct_read_entries(request, "Counter")
         out = []
         for e in entries:
             entity = p4runtime_pb2.Entity()
@@ -1113,21 +1116,7 @@ class ControlPlane:
         self._apply_meter_config(found.meter, config)
 
     def _read_direct_meters(self, request: p4runtime_pb2.DirectMeterEntry) -> list:
-        if not request.HasField("table_entry"):
-            raise _error("INVALID_ARGUMENT", "Missing table_entry field in DirectMeterEntry")
-        te = request.table_entry
-        if te.table_id == 0:
-            raise _error("UNIMPLEMENTED", "Reading all direct meters for ALL tables is not "
-                                          "supported yet")
-        if len(te.match) or te.is_default_action:
-            table, _runtime, found = self._direct_target(request, "Meter")
-            entries = [found]
-        else:
-            table = _Index.get(self.info.tables, te.table_id, "table")
-            if not table.direct_meter_id:
-                raise _error("INVALID_ARGUMENT", f"table {table.name}: Table has no direct "
-                                                 f"meters")
-            entries = self._runtime("tables", table.name).entries()
+        table, entries = self._direct_read_entries(request, "Meter")
         out = []
         for e in entries:
             entity = p4runtime_pb2.Entity()
