@@ -28,20 +28,20 @@ pytestmark = pytest.mark.skipif(_missing_part() is not None,
                                 reason=f"builtin target incomplete: {_missing_part()}")
 
 
-def testbed_stf(*args):
+def run_stf(*args):
     return subprocess.run([sys.executable, "-m", "testbed.cli", "stf", *map(str, args)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
 @pytest.mark.parametrize("program", sorted(p.stem for p in PROGRAMS.glob("*.stf")))
 def test_own_programs_pass(program):
-    result = testbed_stf(PROGRAMS / f"{program}.p4", PROGRAMS / f"{program}.stf")
+    result = run_stf(PROGRAMS / f"{program}.p4", PROGRAMS / f"{program}.stf")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "1 passed, 0 failed"
 
 
 def test_failing_stf_reports_diffs_and_exits_non_zero():
-    result = testbed_stf(PROGRAMS / "basic_ipv4.p4", DATA / "basic_ipv4_wrong.stf",
+    result = run_stf(PROGRAMS / "basic_ipv4.p4", DATA / "basic_ipv4_wrong.stf",
                          PROGRAMS / "basic_ipv4.stf")
     out = result.stdout
     assert result.returncode == 1
