@@ -82,7 +82,10 @@ class FabricNetwork:
         self.pacing = pacing
         self.net = None
 
-    def build(self) -> None:
+    def build(self, on_host=None) -> None:
+        """Create the network; `on_host(name, pid)` is called as soon as each
+        host's shell exists, before anything else, so a run manifest can
+        record it even if the build is then killed."""
         from mininet.net import Mininet
         from mininet.node import Host, Switch
 
@@ -104,7 +107,9 @@ class FabricNetwork:
         self.net = net
         t = self.topology
         for name in t.hosts:
-            net.addHost(name, ip=None)
+            host = net.addHost(name, ip=None)
+            if on_host is not None:
+                on_host(name, host.pid)
         for name in t.switches:
             net.addSwitch(name, dpid=f"{t.node(name).device_id:016x}")
         for link in t.links:
@@ -150,9 +155,6 @@ class FabricNetwork:
 
     def host(self, name: str):
         return self.net[name]
-
-    def host_pids(self) -> dict[str, int]:
-        return {name: self.net[name].pid for name in self.topology.hosts}
 
     def stop(self) -> None:
         if self.net is not None:

@@ -25,7 +25,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation.manifest import Manifest
-from testbed.emulation.network import FabricNetwork, Pacing, interface_names
+from testbed.emulation.network import FabricNetwork, Pacing, interface_names, switch_interface
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
@@ -107,18 +107,12 @@ class VariantRun:
         self.progress(f"building the network: {self.scenario.topo.counts.switches} switches, "
                       f"{self.scenario.topo.counts.hosts} hosts")
         self.network = FabricNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps))
-        try:
-            self.network.build()
-        finally:
-            if self.network.net is not None:
-                for name, pid in self.network.host_pids().items():
-                    self.manifest.add_process(pid, f"host {name}", ["mininet host", name])
+        self.network.build(on_host=lambda name, pid: self.manifest.add_process(pid, f"host {name}",
+                                                                             ["mininet host", name]))
 
     def _switch_config(self, name: str) -> SwitchConfig:
         topology = self.scenario.topo
         node = topology.node(name)
-        from testbed.emulation.network import switch_interface
-
         switch = self.scenario.switch
         return SwitchConfig(
             name=name, target=self.result.target, device_id=node.device_id, grpc_port=node.grpc_port,
