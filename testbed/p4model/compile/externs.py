@@ -255,10 +255,11 @@ class ExternMixin:
     def _verify(self, e, payload: bool):
         cond, data, field, algo = e.args
         hf = self.hasher(algo)
-        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
         w = width_of(field.type)
+        # the condition first (argument order), the packing only when it holds
         self.emit(f"if {self.ex(cond)}{self._checksum_guard(field)}:")
         self.src.indent()
+        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
         self.emit(f"if ({hf}({packed}) & {mask(w)}) != {to_unsigned(self.ex(field), field.type)}:"
                   " RT.pkt.sm.checksum_error = 1")
         self.src.dedent()
@@ -267,9 +268,9 @@ class ExternMixin:
     def _update(self, e, payload: bool):
         cond, data, field, algo = e.args
         hf = self.hasher(algo)
-        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
         self.emit(f"if {self.ex(cond)}:")
         self.src.indent()
+        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
         self.assign(field, f"{hf}({packed})", ir.IntLitT())
         self.src.dedent()
         return "None"
@@ -343,7 +344,56 @@ class ExternMixin:
             return f"({inline} if {g} else b'')"
         if not any(guards):
             return self._pack_inline(leaves)
-        return self._pack_list(leaves)
+        return self._pack_segments(leaves)
+
+    def _pack_segments(self, leaves) -> str:
+        """Several headers (or headers and metadata): one integer built
+        segment by segment, a run of leaves under the same guard being one
+        segment added only when its header is valid (no per-packet list of
+        (value, width) pairs)."""
+        segments: list = []
+        for code, g, t in leaves:
+            if segments and segments[-1][0] == g:
+                segments[-1][1].append((code, t))
+            else:
+                segments.append((g, [(code, t)]))
+        acc, bits = self.tmp("acc"), self.tmp("bits")
+        static = 0          # bits of the unconditional prefix, known here
+        started = False
+        for g, items in segments:
+            total = sum(width_of(t) for _, t in items)
+            if total == 0:
+                continue
+            parts = []
+            shift = total
+            for code, t in items:
+                w = width_of(t)
+                shift -= w
+                v = to_unsigned(code, t)
+                sc = scalar_type(t)
+                if not (isinstance(sc, ir.BitT) and not sc.signed):
+                    v = f"({v} & {mask(w)})"
+                parts.append(f"({v} << {shift})" if shift else v)
+            value = " | ".join(parts)
+            if g is None and not started:
+                # unconditional leading segment
+                self.emit(f"{acc} = ({acc} << {total}) | {value}" if static else f"{acc} = {value}")
+                static += total
+                continue
+            if not started:
+                if static == 0:
+                    self.emit(f"{acc} = 0")
+                self.emit(f"{bits} = {static}")
+                started = True
+            stmt = f"{acc} = ({acc} << {total}) | {value}; {bits} += {total}"
+            self.emit(f"if {g}: {stmt}" if g else stmt)
+        if not started:
+            if static == 0:
+                return "b''"
+            pad = -static % 8
+            return f"({acc} << {pad}).to_bytes({(static + pad) // 8}, 'big')" if pad else \
+                f"{acc}.to_bytes({static // 8}, 'big')"
+        return f"({acc} << (-{bits} % 8)).to_bytes(({bits} + 7) // 8, 'big')"
 
     def _pack_list(self, leaves) -> str:
         """Pack at run time: leaves of invalid headers are skipped; a

@@ -1,0 +1,73 @@
+"""hash() and update_checksum() over field lists that span several
+headers and metadata: the compiled packing (one integer built per valid
+header) must equal hashing.pack_fields over the leaves of valid headers."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from testbed.p4model import hashing
+from testbed.p4model.clock import ManualClock
+
+SOURCE = r"""
+#include <core.p4>
+#include <v1model.p4>
+header a_t { bit<8> x; bit<4> y; bit<4> z; }
+header b_t { bit<16> w; }
+header o_t { bit<32> h; bit<16> c; bit<16> d; }
+struct headers_t { a_t a; b_t b; o_t o; }
+struct meta_t { bit<3> m; }
+parser P(packet_in pk, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pk.extract(hdr.a);
+        pk.extract(hdr.o);
+        transition select(hdr.a.x[0:0]) { 1: parse_b; default: accept; }
+    }
+    state parse_b { pk.extract(hdr.b); transition accept; }
+}
+control V(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        meta.m = hdr.a.y[2:0];
+        hash(hdr.o.h, HashAlgorithm.crc32, 32w0, {hdr.a.z, meta.m, hdr.b.w, hdr.a.x}, 33w0x100000000);
+        sm.egress_spec = 1;
+    }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t meta) {
+    apply {
+        update_checksum(true, {hdr.b.w, meta.m, hdr.a.x}, hdr.o.c, HashAlgorithm.csum16);
+        update_checksum(hdr.a.isValid(), {hdr.a.y, hdr.b.w}, hdr.o.d, HashAlgorithm.csum16);
+    }
+}
+control D(packet_out pk, in headers_t hdr) { apply { pk.emit(hdr.a); pk.emit(hdr.o); pk.emit(hdr.b); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory):
+    from testbed.p4model.pipeline import load
+
+    path = tmp_path_factory.mktemp("p4") / "packing.p4"
+    path.write_text(SOURCE)
+    return load(path, clock=ManualClock())
+
+
+@pytest.mark.parametrize("x,yz,w", [(0x10, 0x5A, 0xBEEF), (0x11, 0x5A, 0xBEEF), (0xFF, 0xFF, 0xFFFF),
+                                    (0x01, 0x00, 0x0000), (0x37, 0xC3, 0x1234)])
+def test_packing_matches_pack_fields(pipe, x, yz, w):
+    b_valid = bool(x & 1)
+    data = bytes([x, yz]) + bytes(8) + (w.to_bytes(2, "big") if b_valid else b"")
+    [(port, out)] = pipe.process(0, data)
+    y, z, m = yz >> 4, yz & 0xF, (yz >> 4) & 7
+    fields = [(z, 4), (m, 3)] + ([(w, 16)] if b_valid else []) + [(x, 8)]
+    h = zlib.crc32(hashing.pack_fields(fields)) % 0x100000000
+    c = hashing.csum16(hashing.pack_fields(([(w, 16)] if b_valid else []) + [(m, 3), (x, 8)]))
+    d = hashing.csum16(hashing.pack_fields([(y, 4)] + ([(w, 16)] if b_valid else [])))
+    assert out[:2] == bytes([x, yz])
+    assert int.from_bytes(out[2:6], "big") == h
+    assert int.from_bytes(out[6:8], "big") == c
+    assert int.from_bytes(out[8:10], "big") == d
