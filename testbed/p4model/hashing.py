@@ -190,12 +190,15 @@ class CustomCrc:
 
 
 def _ones_sum16(data: bytes) -> int:
-    if len(data) % 2:
-        data = data + b"\x00"
-    total = sum(struct.unpack(f">{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
+    # The 16-bit words of `data` are the base-65536 digits of n, and
+    # 65536 = 1 (mod 0xffff), so their end-around-carry sum is n mod 0xffff,
+    # taken in 1..0xffff unless every word is zero (then 0).
+    n = int.from_bytes(data, "big")
+    if len(data) & 1:
+        n <<= 8
+    if not n:
+        return 0
+    return (n - 1) % 0xFFFF + 1
 
 
 def csum16(data: bytes) -> int:
