@@ -89,7 +89,19 @@ class ExternMixin:
 
     def m_packet_out_emit(self, e, want):
         arg = e.args[0]
-        self.emit(f"{self.ex(arg)}._emit({self.ex(e.target)})")
+        t = ir.strip_newtype(arg.type)
+        out = self.ex(e.target)
+        if isinstance(t, ir.HeaderT):
+            # inlined _emit: no method call for an invalid header
+            h = self.tmp("h")
+            self.emit(f"{h} = {self.ex(arg)}")
+            self.emit(f"if {h}._valid: {out}.append({h}._bytes())")
+        elif isinstance(t, ir.StackT) and isinstance(ir.strip_newtype(t.element), ir.HeaderT):
+            h = self.tmp("h")
+            self.emit(f"for {h} in {self.ex(arg)}.elems:")
+            self.emit(f"    if {h}._valid: {out}.append({h}._bytes())")
+        else:
+            self.emit(f"{self.ex(arg)}._emit({out})")
         return "None"
 
     # register / counter / meter

@@ -222,7 +222,10 @@ class TypeClasses:
         s.line(f"_oob_code = {self.oob_code}")
         s.line("def __init__(self):")
         s.indent()
-        s.line(f"self.elems = [{elem_cls}() for _ in range({size})]")
+        if size <= 64:     # a list display: no comprehension frame per packet
+            s.line(f"self.elems = [{', '.join([f'{elem_cls}()'] * size)}]")
+        else:
+            s.line(f"self.elems = [{elem_cls}() for _ in range({size})]")
         s.line("self.nxt = 0")
         s.dedent()
         s.line("_reset = __init__")
