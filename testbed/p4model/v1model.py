@@ -157,12 +157,23 @@ class V1Switch:
         return hdr, meta, sm
 
     def _ingress_pass(self, port, data, instance_type, preserve, passes, jobs):
-        rt = self.rt
         length = len(data)
-        hdr, meta, sm = self._new_phv(port, length, instance_type, preserve)
+        if preserve is None:        # _new_phv and _parse inlined (the per-packet path)
+            hdr, meta, sm = self._H(), self._M(), self._SM()
+            sm.ingress_port = port
+            sm.ingress_global_timestamp = self.clock.now_us() & 0xFFFFFFFFFFFF
+            sm.instance_type = instance_type
+            sm.packet_length = length
+        else:
+            hdr, meta, sm = self._new_phv(port, length, instance_type, preserve)
         ctx = PacketContext(length, sm)
-        rt.pkt = ctx
-        self._parse(data, hdr, meta, sm, ctx)
+        self.rt.pkt = ctx
+        cur = Cursor(data)
+        try:
+            self._parser(cur, hdr, meta, sm)
+        except ParseError as err:
+            sm.parser_error = err.code
+        ctx.payload = data[cur.off:]
         try:
             self._verify(hdr, meta)
         except ExitControl:
@@ -220,7 +231,7 @@ class V1Switch:
 
     def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
         """Run egress and the deparser for one dequeued job."""
-        q = _queue_meta(queue_meta)
+        q = queue_meta if queue_meta.__class__ is QueueMeta else _queue_meta(queue_meta)
         sm = job.sm
         hdr, meta = job.hdr, job.meta
         sm.egress_port = job.port
