@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from switch_net import SwitchNet, host_mac, wait_for
+from switch_net import SwitchNet, host_mac, install_host_routes, wait_for
 
 RECEIVE_ONE = r"""
 import socket, sys, select
@@ -42,12 +42,7 @@ def run(net: SwitchNet, grpc_addr: str, p4info_path, config_path) -> dict:
     sh.setup(device_id=1, grpc_addr=grpc_addr, election_id=(0, 1),
              config=sh.FwdPipeConfig(str(p4info_path), str(config_path)), verbose=False)
     try:
-        for n in net.hosts:
-            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.set_nhop")
-            te.match["hdr.ipv4.dstAddr"] = f"10.0.{n}.0/24"
-            te.action["dstAddr"] = host_mac(n)
-            te.action["port"] = str(n)
-            te.insert()
+        install_host_routes(sh, net.hosts)
         te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.send_to_cpu")
         te.match["hdr.ipv4.dstAddr"] = "10.0.99.0/24"
         te.insert()

@@ -30,6 +30,16 @@ def host_mac(n: int) -> str:
     return f"00:00:00:00:00:{n:02x}"
 
 
+def install_host_routes(sh, hosts) -> None:
+    """Through a set-up p4runtime-shell: host n's /24 leaves on port n with its MAC."""
+    for n in hosts:
+        te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.set_nhop")
+        te.match["hdr.ipv4.dstAddr"] = f"10.0.{n}.0/24"
+        te.action["dstAddr"] = host_mac(n)
+        te.action["port"] = str(n)
+        te.insert()
+
+
 class SwitchNet:
     def __init__(self, hosts: int = 2, tag: str | None = None) -> None:
         self.tag = tag or f"{os.getpid() % 10000}"

@@ -19,7 +19,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).parent))
-from switch_net import PROGRAMS, SwitchNet, host_mac  # noqa: E402
+from switch_net import PROGRAMS, SwitchNet, install_host_routes  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -56,12 +56,7 @@ def routes(net):
 
     sh.setup(device_id=1, grpc_addr=net.grpc_addr, election_id=(0, 1), verbose=False)
     try:
-        for n in net.hosts:
-            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.set_nhop")
-            te.match["hdr.ipv4.dstAddr"] = f"10.0.{n}.0/24"
-            te.action["dstAddr"] = host_mac(n)
-            te.action["port"] = str(n)
-            te.insert()
+        install_host_routes(sh, net.hosts)
     finally:
         sh.teardown()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from switch_net import PROGRAMS, SwitchNet, host_mac  # noqa: E402
+from switch_net import PROGRAMS, SwitchNet, install_host_routes  # noqa: E402
 
 from testbed.p4model.tm_control import SwitchControlClient  # noqa: E402
 
@@ -66,12 +66,7 @@ def net(tmp_path_factory):
         net.start_switch(tmp, program=PROGRAMS / "switch_l3_cpu.p4", target_extra=["--priority-queues", "2"])
         # a controller installs routes and priorities, then goes away without a goodbye
         sh.setup(device_id=1, grpc_addr=net.grpc_addr, election_id=(0, 1), verbose=False)
-        for n in net.hosts:
-            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.set_nhop")
-            te.match["hdr.ipv4.dstAddr"] = f"10.0.{n}.0/24"
-            te.action["dstAddr"] = host_mac(n)
-            te.action["port"] = str(n)
-            te.insert()
+        install_host_routes(sh, net.hosts)
         te = sh.TableEntry("MyIngress.dscp_prio")(action="MyIngress.set_prio")
         te.match["hdr.ipv4.dscp"] = "46"
         te.action["prio"] = "1"
