@@ -8,7 +8,9 @@ One thread owns every packet and every piece of data-plane state:
       commands        -> TM text commands (switch-cli) run here, between packets
       wake-up pipe    -> control-plane calls from gRPC threads run here
       then            -> tm.dequeue_ready -> egress (queue metadata) ->
-                         TransmitSchedule -> send at transmit_at
+                         TransmitSchedule -> send at transmit_at ->
+                         flush every port (a port may batch its sends in
+                         a TX ring: one syscall per pass, not per frame)
 
 Why a call queue rather than a lock: the packet path never takes a lock,
 and a P4Runtime Write becomes atomic with respect to packets for free.
@@ -77,6 +79,7 @@ class Switch(Device):
         self.captures = {n: PortCapture(pcap_dir, p.iface) for n, p in ports.items()} if pcap_dir else {}
         self.datapath: Datapath | None = None
         self.server = None
+        self._flushes = [p.flush for p in ports.values() if hasattr(p, "flush")]
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -250,6 +253,8 @@ class Switch(Device):
                 self.stats["tx"] += sent
         if len(schedule):
             self._transmit(schedule.pop_due(now_ns))
+        for flush in self._flushes:  # ports may batch their sends (TX rings): out they go
+            flush()
         server = self.server
         if server is not None and self.datapath is not None:
             server.after_packets(now_ns)

@@ -152,3 +152,30 @@ def test_calls_from_other_threads_run_in_the_loop_and_stop_ends_it():
         loop.join(5)
     assert not loop.is_alive()
     switch.close()
+
+
+class BatchingPort(FakePort):
+    """A port whose send() only queues (like a TX ring) until flush()."""
+
+    def __init__(self, number):
+        super().__init__(number)
+        self.queued = []
+
+    def send(self, data):
+        self.queued.append(data)
+        return True
+
+    def flush(self):
+        self.sent += self.queued
+        self.queued = []
+
+
+def test_every_service_pass_flushes_batching_ports():
+    clock = ManualClock()
+    switch = Switch({n: BatchingPort(n) for n in (1, 2)}, clock=clock)
+    switch.install(SimpleNamespace(pipeline=process_pipeline({1: 2, 2: 1})))
+    switch.receive(1, b"\x01abc", 0)
+    switch.receive(2, b"\x02xyz", 0)
+    switch.service(0)
+    assert switch.ports[2].sent == [b"\x01abc"] and switch.ports[1].sent == [b"\x02xyz"]
+    assert not switch.ports[1].queued and not switch.ports[2].queued
