@@ -78,12 +78,10 @@ class EgressResult(NamedTuple):
 
 
 def _queue_meta(q) -> QueueMeta:
-    if q.__class__ is QueueMeta:
-        return q
+    """QueueMeta from None, a dict or a plain tuple (objects with QueueMeta's
+    attribute names, e.g. a tm.Departure, are used as they are)."""
     if q is None:
         return QueueMeta()
-    if hasattr(q, "enq_ts_us"):    # tm.Departure
-        return QueueMeta(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, q.deq_ts_us)
     if isinstance(q, dict):
         return QueueMeta(**q)
     return QueueMeta(*q)
@@ -231,7 +229,7 @@ class V1Switch:
 
     def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
         """Run egress and the deparser for one dequeued job."""
-        q = queue_meta if queue_meta.__class__ is QueueMeta else _queue_meta(queue_meta)
+        q = queue_meta if hasattr(queue_meta, "deq_timedelta") else _queue_meta(queue_meta)
         sm = job.sm
         hdr, meta = job.hdr, job.meta
         sm.egress_port = job.port

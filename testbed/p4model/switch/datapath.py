@@ -31,31 +31,34 @@ class Job(NamedTuple):
 class Datapath:
     """Adapter around one loaded Pipeline (see the module docstring)."""
 
-    __slots__ = ("pipeline", "split", "_ingress", "_egress", "_process")
+    __slots__ = ("pipeline", "split", "ingress", "egress", "_process")
 
     def __init__(self, pipeline) -> None:
         self.pipeline = pipeline
         self.split = callable(getattr(pipeline, "ingress", None)) and callable(getattr(pipeline, "egress", None))
-        self._ingress = getattr(pipeline, "ingress", None)
-        self._egress = getattr(pipeline, "egress", None)
         self._process = getattr(pipeline, "process", None)
+        if self.split:  # the pipeline's own methods: no adapter frame per packet
+            self.ingress = pipeline.ingress
+            self.egress = pipeline.egress
+        else:
+            self.ingress = self._ingress_via_process
+            self.egress = self._egress_via_process
 
     @property
     def mode(self) -> str:
         return "ingress/TM/egress" if self.split else "ideal queue + TM as link"
 
-    def ingress(self, port: int, data: bytes) -> list:
-        """-> the copies to queue; each has .port, .priority and .length, and is
-        what egress() takes back (the pipeline's own EgressJob when split, a
-        Job around the output frame otherwise: no per-packet wrapper)."""
-        if not self.split:
-            return [Job(p, 0, len(d), d) for p, d in self._process(port, data)]
-        return self._ingress(port, data)
+    # ingress(port, data) -> the copies to queue; each has .port, .priority and
+    # .length, and is what egress() takes back (the pipeline's own EgressJob
+    # when split, a Job around the output frame otherwise).
+    # egress(job, departure) -> (frames (port, bytes) to transmit, new jobs to
+    # queue: E2E clones and the egress jobs of recirculated packets, shaped like
+    # ingress()'s); v1model's EgressResult is that pair, and v1model reads the
+    # queue fields off the Departure itself.
 
-    def egress(self, job: Any, departure) -> tuple[list[tuple[int, bytes]], list]:
-        """-> (frames (port, bytes) to transmit, new jobs to queue: E2E clones and the
-        egress jobs of recirculated packets, shaped like ingress()'s)."""
-        if not self.split:
-            return [(departure.port, job.job)], []
-        result = self._egress(job, departure)  # v1model reads the queue fields off the Departure
-        return result.packets, result.jobs
+    def _ingress_via_process(self, port: int, data: bytes) -> list:
+        return [Job(p, 0, len(d), d) for p, d in self._process(port, data)]
+
+    @staticmethod
+    def _egress_via_process(job: Job, departure) -> tuple[list[tuple[int, bytes]], list]:
+        return [(departure.port, job.job)], []

@@ -100,6 +100,23 @@ class Departure(NamedTuple):
     transmit_at_ns: int  # write to the wire at this time
     deq_ns: int  # scheduled dequeue time (model time)
 
+    # the same values under v1model's standard_metadata names, so egress reads
+    # a Departure directly (no conversion object per packet)
+    @property
+    def enq_timestamp(self) -> int:
+        return self.enq_ts_us
+
+    @property
+    def deq_timedelta(self) -> int:
+        return self.deq_timedelta_us
+
+    @property
+    def egress_global_timestamp(self) -> int:
+        return self.deq_ts_us
+
+
+_new_departure = tuple.__new__  # Departure(...) without NamedTuple's Python-level __new__
+
 
 class _Queue:
     __slots__ = (
@@ -325,8 +342,8 @@ class TrafficManager:
                 at = last_tx
             last_tx = at
             deq_us = t // 1000
-            out.append(Departure(number, prio, packet, length, enq_us, enq_depth, deq_us,
-                                 len(items), deq_us - enq_us, at, t))
+            out.append(_new_departure(Departure, (number, prio, packet, length, enq_us, enq_depth, deq_us,
+                                                  len(items), deq_us - enq_us, at, t)))
         p.free_ns = free
         p.last_tx_ns = last_tx
         p.next_ns = next_ns

@@ -43,7 +43,7 @@ class SplitPipeline:
 
     def egress(self, job, departure):
         self.seen.append((job.data, departure.enq_qdepth, departure.deq_timedelta_us))
-        return SimpleNamespace(packets=[(job.port, job.data)], jobs=[])
+        return [(job.port, job.data)], []  # (packets, jobs), like v1model's EgressResult
 
 
 def make(pipeline, ports=(1, 2), **kw):

@@ -182,3 +182,18 @@ def test_invalid_settings_raise_testbed_errors():
                  lambda: tm.set_port_delay_us(-3), lambda: tm.enqueue(600, 0, b"x")):
         with pytest.raises(TestbedError):
             call()
+
+
+def test_departure_carries_v1model_queue_metadata_names():
+    """egress reads a Departure directly, under standard_metadata's names."""
+    clock = ManualClock(3_000)
+    tm = TrafficManager(clock)
+    tm.set_queue_rate(1000, 1)
+    tm.enqueue(1, 0, b"a")
+    tm.enqueue(1, 0, b"b")
+    clock.advance_ns(2_000_000)
+    first, second = tm.dequeue_ready()
+    assert type(second).__name__ == "Departure" and second.packet == b"b"
+    assert (second.enq_timestamp, second.enq_qdepth) == (3, 1)
+    assert (second.deq_timedelta, second.egress_global_timestamp) == (1000, 1003)
+    assert second.deq_timedelta == second.deq_timedelta_us and second.egress_global_timestamp == second.deq_ts_us
