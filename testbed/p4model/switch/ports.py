@@ -3,7 +3,9 @@
 The switch runs in the root namespace and owns the switch-side end of each
 veth, as bmv2 does in Mininet.  Per socket:
 
-* bound to one interface and ETH_P_ALL, so it sees every frame arriving on it;
+* bound to one interface and ETH_P_ALL, so it sees every frame arriving on it
+  (created with protocol 0 and bound last, so no frame of another interface
+  is queued before the bind);
 * PACKET_IGNORE_OUTGOING (Linux >= 4.20) so frames the switch itself sends
   are never delivered back to it; on older kernels the receive path checks
   the packet type (PACKET_OUTGOING) instead, at the cost of recvfrom();
@@ -11,6 +13,31 @@ veth, as bmv2 does in Mininet.  Per socket:
 * 4 MiB send and receive buffers (SO_*BUFFORCE as root), so a burst from a
   host does not overflow while the event loop is busy;
 * non-blocking; the event loop drains a port until EAGAIN (bounded per turn).
+
+Rings.  A recv() and a send() per frame from Python is the port's main cost,
+so by default the socket gets PACKET_MMAP rings (TPACKET_V2, an RX and a TX
+ring in one mmap): receive() copies frames out of the RX ring without a
+syscall, send() only writes the frame into the next TX slot, and flush() (the
+event loop calls it on every port after each service pass) hands every queued
+frame to the kernel with one send().  Frames the ring cannot carry take the
+plain path *after* a flush, so a port's frame order never changes:
+
+* RX: a frame longer than a slot is also queued whole on the socket
+  (PACKET_COPY_THRESH, ring status TP_STATUS_COPY) and read with recv();
+* TX: a frame shorter than 14 bytes, longer than a slot or than MTU + 14, or
+  one that finds the next slot still in the kernel's hands after a flush, is
+  sent with send() on a second, ring-less socket (a socket with a TX ring
+  ignores send()'s data: it only transmits its ring), so the kernel's verdict
+  (EMSGSIZE, ENOBUFS, ...) is counted in tx_errors exactly as without rings.
+  PACKET_LOSS makes the kernel skip, not stall on, a ring frame it refuses.
+
+The rings need PACKET_IGNORE_OUTGOING; when any of their setup fails (old
+kernel, not permitted) the port silently uses plain recv()/send() (`rings` is
+then False; `RawPort(..., rings=False)` forces that mode).  A ring frame is
+counted in tx_frames when queued: if the link is down the kernel keeps it
+(and sends it when the link comes back), and once the ring is full of such
+frames further sends fail.  Python has no memory barriers: the ring protocol
+relies on the x86 store/load order (the kernel's own side has its barriers).
 
 Frames shorter than 14 bytes cannot reach a port from the wire (the kernel
 refuses or pads such AF_PACKET sends), and sends that the kernel refuses
@@ -22,18 +49,42 @@ must not stop the switch.
 from __future__ import annotations
 
 import errno
+import fcntl
+import mmap
 import socket
+import struct
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
+PACKET_RX_RING = 5
+PACKET_COPY_THRESH = 7
+PACKET_VERSION = 10
+TPACKET_V2 = 1
+PACKET_TX_RING = 13
+PACKET_LOSS = 14
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
+SIOCGIFMTU = 0x8921
+TP_STATUS_USER = 1          # RX: the frame is ours (0 hands it back to the kernel)
+TP_STATUS_COPY = 2          # RX: truncated in the ring, whole on the socket's queue
+TP_STATUS_SEND_REQUEST = 1  # TX: 0 = the slot is free
 BUFFER_BYTES = 4 << 20
 MAX_FRAME = 65536
+ETH_HLEN = 14
+FRAME_SIZE = 2048   # one slot: a 1514-byte frame plus the 66-byte RX header; jumbo frames take the plain path
+RX_FRAMES = 1024    # 2 MiB: absorbs a burst of 1024 frames while the loop is busy (80 ports per machine)
+TX_FRAMES = 512     # 1 MiB: more than one service pass sends to a port; a full ring just flushes early
+BLOCK_SIZE = max(1 << 16, mmap.PAGESIZE)  # ring blocks must be whole pages; 32 slots each
+TX_DATA = 32        # TX frame data offset: TPACKET2_HDRLEN (52) - sizeof(struct sockaddr_ll) (20)
+_RX_END = RX_FRAMES * FRAME_SIZE               # the TX ring follows the RX ring in the mapping
+_TX_END = (RX_FRAMES + TX_FRAMES) * FRAME_SIZE
+_RX_HDR = struct.Struct("=IIIH")  # tp_status, tp_len, tp_snaplen, tp_mac of struct tpacket2_hdr
+_TX_HDR = struct.Struct("=III")   # tp_status, tp_len, tp_snaplen
+_RELEASE = bytes(4)
 _RETRY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 
 
@@ -42,46 +93,118 @@ class PortError(OSError):
 
 
 class RawPort:
-    """One switch port on one interface."""
+    """One switch port on one interface (PACKET_MMAP rings unless `rings=False` or unavailable)."""
 
-    __slots__ = ("number", "iface", "sock", "fd", "ignore_outgoing", "rx_frames", "tx_frames",
-                 "tx_errors", "rx_bytes", "tx_bytes", "_recv", "_send", "_recvfrom")
+    __slots__ = ("number", "iface", "sock", "fd", "ignore_outgoing", "rings", "mtu", "rx_frames", "tx_frames",
+                 "tx_errors", "rx_bytes", "tx_bytes", "rx_truncated", "_recv", "_send", "_recvfrom", "_mm",
+                 "_plain", "_rx_off", "_tx_off", "_tx_last", "_tx_max", "_pending")
 
-    def __init__(self, number: int, iface: str, buffer_bytes: int = BUFFER_BYTES) -> None:
+    def __init__(self, number: int, iface: str, buffer_bytes: int = BUFFER_BYTES, rings: bool = True) -> None:
         self.number = number
         self.iface = iface
         try:
             index = socket.if_nametoindex(iface)
         except OSError:
             raise PortError(f"port {number}: there is no network interface {iface!r}") from None
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self._mm = self._plain = None
+        self.rings = False
+        if rings:
+            try:
+                self._open(index, buffer_bytes, rings=True)
+                self.rings = True
+            except OSError:
+                pass  # the plain path below; a real problem (interface gone) fails there too
+        if not self.rings:
+            try:
+                self._open(index, buffer_bytes, rings=False)
+            except OSError as error:
+                raise PortError(f"port {number}: cannot open interface {iface!r}: "
+                                f"{error.strerror or error}") from None
+        self.fd = self.sock.fileno()
+        self._recv = self.sock.recv
+        self._recvfrom = self.sock.recvfrom
+        self._send = (self._plain or self.sock).send
+        self._rx_off = 0
+        self._tx_off = self._tx_last = _RX_END
+        self._pending = False
+        self.rx_frames = self.tx_frames = self.tx_errors = self.rx_bytes = self.tx_bytes = self.rx_truncated = 0
+
+    def _open(self, index: int, buffer_bytes: int, rings: bool) -> None:
+        """Set up self.sock (and with rings: the mmap and the plain TX socket); on error leave nothing open."""
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        mm = plain = None
         try:
-            for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, force, buffer_bytes)
-                except OSError:
-                    sock.setsockopt(socket.SOL_SOCKET, plain, buffer_bytes)
+            self._buffers(sock, buffer_bytes)
             try:
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
                 self.ignore_outgoing = True
             except OSError:
+                if rings:
+                    raise
                 self.ignore_outgoing = False
+            ifreq = fcntl.ioctl(sock, SIOCGIFMTU, struct.pack("16si20x", self.iface.encode(), 0))
+            self.mtu = struct.unpack_from("i", ifreq, 16)[0]
+            if rings:
+                for option, value in ((PACKET_VERSION, TPACKET_V2), (PACKET_LOSS, 1), (PACKET_COPY_THRESH, 1)):
+                    sock.setsockopt(SOL_PACKET, option, value)
+                for option, frames in ((PACKET_RX_RING, RX_FRAMES), (PACKET_TX_RING, TX_FRAMES)):
+                    sock.setsockopt(SOL_PACKET, option, struct.pack(
+                        "IIII", BLOCK_SIZE, frames * FRAME_SIZE // BLOCK_SIZE, FRAME_SIZE, frames))
+                mm = mmap.mmap(sock.fileno(), _TX_END)
+                self._tx_max = min(FRAME_SIZE - TX_DATA, self.mtu + ETH_HLEN)
+                plain = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # protocol 0: never receives
+                self._buffers(plain, buffer_bytes)
+                plain.bind((self.iface, 0))
+                plain.setblocking(False)
             mreq = index.to_bytes(4, "little") + PACKET_MR_PROMISC.to_bytes(2, "little") + bytes(10)
             sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
-            sock.bind((iface, ETH_P_ALL))
+            sock.bind((self.iface, ETH_P_ALL))
             sock.setblocking(False)
-        except OSError as error:
-            sock.close()
-            raise PortError(f"port {number}: cannot open interface {iface!r}: {error.strerror or error}") from None
-        self.sock = sock
-        self.fd = sock.fileno()
-        self._recv = sock.recv
-        self._recvfrom = sock.recvfrom
-        self._send = sock.send
-        self.rx_frames = self.tx_frames = self.tx_errors = self.rx_bytes = self.tx_bytes = 0
+        except BaseException:
+            for resource in (mm, plain, sock):
+                if resource is not None:
+                    resource.close()
+            raise
+        self.sock, self._mm, self._plain = sock, mm, plain
+
+    @staticmethod
+    def _buffers(sock: socket.socket, buffer_bytes: int) -> None:
+        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, force, buffer_bytes)
+            except OSError:
+                sock.setsockopt(socket.SOL_SOCKET, plain, buffer_bytes)
 
     def receive(self, budget: int) -> list[bytes]:
         """Up to `budget` frames that are waiting (never blocks)."""
+        mm = self._mm
+        if mm is None:
+            return self._receive_plain(budget)
+        out = []
+        off = self._rx_off
+        unpack = _RX_HDR.unpack_from
+        for _ in range(budget):
+            status, length, snap, mac = unpack(mm, off)
+            if not status & TP_STATUS_USER:
+                break
+            if snap == length:
+                out.append(mm[off + mac:off + mac + snap])  # a copy: the slot is handed back next
+            elif status & TP_STATUS_COPY:
+                try:
+                    out.append(self._recv(MAX_FRAME))
+                except OSError:
+                    self.rx_truncated += 1
+            else:  # longer than a slot and the socket's receive buffer was full: only a prefix exists
+                self.rx_truncated += 1
+            mm[off:off + 4] = _RELEASE
+            off += FRAME_SIZE
+            if off == _RX_END:
+                off = 0
+        self._rx_off = off
+        self.rx_frames += len(out)
+        return out
+
+    def _receive_plain(self, budget: int) -> list[bytes]:
         out = []
         recv = self._recv
         try:
@@ -101,6 +224,36 @@ class RawPort:
         return out
 
     def send(self, data: bytes) -> bool:
+        """Queue (rings) or send one frame; False (counted in tx_errors) if it cannot go out."""
+        mm = self._mm
+        if mm is None:
+            return self._send_plain(data)
+        n = len(data)
+        off = self._tx_off
+        if mm[off] or n < ETH_HLEN or n > self._tx_max:  # slot still the kernel's, or not a ring frame
+            return self._send_slow(data, n)
+        mm[off + TX_DATA:off + TX_DATA + n] = data
+        _TX_HDR.pack_into(mm, off, TP_STATUS_SEND_REQUEST, n, n)
+        self._tx_last = off
+        off += FRAME_SIZE
+        self._tx_off = off if off < _TX_END else _RX_END
+        self._pending = True
+        self.tx_frames += 1
+        self.tx_bytes += n
+        return True
+
+    def _send_slow(self, data: bytes, n: int) -> bool:
+        """send() of a frame that cannot go into the next slot as it is: flush first, keep the order."""
+        if self._pending:
+            self.flush()
+            if self._pending:  # the kernel kept the queued frames (send buffer full, link down)
+                self.tx_errors += 1
+                return False
+            if not self._mm[self._tx_off] and ETH_HLEN <= n <= self._tx_max:
+                return self.send(data)
+        return self._send_plain(data)
+
+    def _send_plain(self, data: bytes) -> bool:
         try:
             self._send(data)
         except OSError:
@@ -110,9 +263,21 @@ class RawPort:
         self.tx_bytes += len(data)
         return True
 
+    def flush(self) -> None:
+        """Transmit the frames send() queued in the TX ring (one syscall; nothing without rings)."""
+        if self._pending:
+            try:
+                self.sock.send(b"", socket.MSG_DONTWAIT)
+            except OSError:
+                pass
+            self._pending = self._mm[self._tx_last] == TP_STATUS_SEND_REQUEST
+
     def stats(self) -> dict:
         return {"port": self.number, "iface": self.iface, "rx_frames": self.rx_frames,
                 "tx_frames": self.tx_frames, "tx_errors": self.tx_errors, "tx_bytes": self.tx_bytes}
 
     def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._plain.close()
         self.sock.close()
