@@ -202,8 +202,12 @@ def _ones_sum16(data: bytes) -> int:
 
 
 def csum16(data: bytes) -> int:
-    """RFC 1071 checksum: ~(ones'-complement sum) & 0xffff, as bmv2 returns."""
-    return ~_ones_sum16(data) & 0xFFFF
+    """RFC 1071 checksum: ~(ones'-complement sum) & 0xffff, as bmv2 returns
+    (_ones_sum16 inlined: this runs for every IPv4 packet)."""
+    n = int.from_bytes(data, "big")
+    if len(data) & 1:
+        n <<= 8
+    return ~((n - 1) % 0xFFFF + 1) & 0xFFFF if n else 0xFFFF
 
 
 def xor16(data: bytes) -> int:

@@ -77,6 +77,9 @@ class EgressResult(NamedTuple):
     jobs: list
 
 
+_result = tuple.__new__  # EgressResult(...) without NamedTuple's Python-level __new__
+
+
 def _queue_meta(q) -> QueueMeta:
     """QueueMeta from None, a dict or a plain tuple (objects with QueueMeta's
     attribute names, e.g. a tm.Departure, are used as they are)."""
@@ -100,11 +103,12 @@ class V1Switch:
         self.max_passes = max_passes
         self.rt = compiled.rt
         b = compiled.blocks
+        empty = getattr(compiled, "empty_blocks", ())  # controls that do nothing are not called
         self._parser = b["parser"]
-        self._verify = b["verify_checksum"]
+        self._verify = None if "verify_checksum" in empty else b["verify_checksum"]
         self._ingress = b["ingress"]
-        self._egress = b["egress"]
-        self._compute = b["compute_checksum"]
+        self._egress = None if "egress" in empty else b["egress"]
+        self._compute = None if "compute_checksum" in empty else b["compute_checksum"]
         self._deparser = b["deparser"]
         self._H = compiled.hdr_class
         self._M = compiled.meta_class
@@ -172,10 +176,11 @@ class V1Switch:
         except ParseError as err:
             sm.parser_error = err.code
         ctx.payload = data[cur.off:]
-        try:
-            self._verify(hdr, meta)
-        except ExitControl:
-            pass
+        if self._verify is not None:
+            try:
+                self._verify(hdr, meta)
+            except ExitControl:
+                pass
         self._ingress(hdr, meta, sm)
         # I2E clone: the received bytes re-parsed, metadata reset but the list
         if ctx.clone_session is not None:
@@ -245,13 +250,14 @@ class V1Switch:
         ctx.length = job.length
         ctx.payload = job.payload
         self.rt.pkt = ctx
-        self._egress(hdr, meta, sm)
+        if self._egress is not None:
+            self._egress(hdr, meta, sm)
         packets, jobs = [], []
         if ctx.clone_session is not None:
             self._egress_clone(ctx, job, jobs)
         if sm.egress_spec == self.drop_port:
             self.stats["dropped"] += 1
-            return EgressResult(packets, jobs)
+            return _result(EgressResult, (packets, jobs))
         data = self.deparse(hdr, meta, ctx)
         if ctx.recirculate is not None:
             passes = job.passes + 1
@@ -269,16 +275,18 @@ class V1Switch:
             data = data[:limit]
         self.stats["transmitted"] += 1
         packets.append((job.port, data))
-        return EgressResult(packets, jobs)
+        return _result(EgressResult, (packets, jobs))
 
     def deparse(self, hdr, meta, ctx) -> bytes:
-        try:
-            self._compute(hdr, meta)
-        except ExitControl:
-            pass
+        if self._compute is not None:
+            try:
+                self._compute(hdr, meta)
+            except ExitControl:
+                pass
         out: list = []
         self._deparser(out, hdr)
-        out.append(bytes(ctx.payload))
+        payload = ctx.payload
+        out.append(payload if payload.__class__ is bytes else bytes(payload))
         return b"".join(out)
 
     def _egress_clone(self, ctx, job, jobs) -> None:

@@ -9,11 +9,17 @@ per-packet context `RT.pkt` and carried out by testbed/p4model/v1model.py.
 
 from __future__ import annotations
 
+import re
+import struct
+
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
+from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
 from testbed.p4model.compile.types import is_composite, scalar_type, width_of
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
+
+_PLAIN_READ = re.compile(r"[A-Za-z_][\w.]*")  # a field read: safe to evaluate once per struct item
 
 
 def enum_member(e: ir.Expr) -> str:
@@ -407,6 +413,35 @@ class ExternMixin:
                 f"{acc}.to_bytes({static // 8}, 'big')"
         return f"({acc} << (-{bits} % 8)).to_bytes(({bits} + 7) // 8, 'big')"
 
+    def _pack_struct(self, leaves) -> str | None:
+        """The bytes of a whole-byte list with one precompiled struct (see
+        structcodec), or None when it does not split into byte runs (or a
+        run spread over several items is not a plain field read)."""
+        values = []
+        for code, _, t in leaves:
+            w = width_of(t)
+            v = to_unsigned(code, t)
+            sc = scalar_type(t)
+            if not (isinstance(sc, ir.BitT) and not sc.signed):
+                v = f"({v} & {mask(w)})"
+            values.append((v, w))
+        runs = byte_runs(values)
+        if not runs:
+            return None
+        items = []
+        for run in runs:
+            value = combine(run.fields)
+            if run.one_int_item:
+                items.append(value)
+            elif len(run.fields) == 1 and _PLAIN_READ.fullmatch(value):
+                items += split_pieces(value, run.pieces)
+            elif len(run.pieces) == 1:   # one bytes item
+                items.append(f"({value}).to_bytes({run.pieces[0][0]}, 'big')")
+            else:
+                return None
+        packer = self.add_global("_PK", struct.Struct(struct_format(runs)).pack)
+        return f"{packer}({', '.join(items)})"
+
     def _pack_list(self, leaves) -> str:
         """Pack at run time: leaves of invalid headers are skipped; a
         varbit leaf (a (width, value) pair) adds its current width."""
@@ -424,6 +459,9 @@ class ExternMixin:
         total = sum(width_of(t) for _, _, t in leaves)
         if total == 0:
             return "b''"
+        packed = self._pack_struct(leaves)
+        if packed is not None:
+            return packed
         pad = -total % 8
         parts = []
         shift = total + pad

@@ -49,6 +49,7 @@ class CompiledProgram:
     direct_meters: dict = field(default_factory=dict)
     value_sets: dict = field(default_factory=dict)
     hashers: list = field(default_factory=list)
+    empty_blocks: set = field(default_factory=set)  # roles whose control does nothing (not called)
     filename: str = "<p4>"
     _source: Source = None
 
@@ -111,6 +112,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
                                  self.err_too_short, code("HeaderTooShort"))
         self.rt = RuntimeState()
         self.globals: dict = {}
+        self.empty_fns: set[str] = set()
         self.fc: FuncCtx = FuncCtx({})
         self.instance_names: dict = {}      # id(Instance) -> global name
         self.actions: dict = {}             # id(ActionDecl) -> (fn, ctl_args)
@@ -204,6 +206,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         out.source = source
         out.namespace = namespace
         out.blocks = {role: namespace[fn] for role, fn in block_fns.items()}
+        out.empty_blocks = {role for role, fn in block_fns.items() if fn in self.empty_fns}
         out.hdr_class = namespace[classes["hdr"]]
         out.meta_class = namespace[classes["meta"]]
         out.sm_class = namespace[classes["sm"]]
@@ -371,7 +374,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.src.loc(decl.loc)
         self.emit(f"def {fn}({', '.join(args)}):")
         self.src.indent()
+        entry_lines = len(self.src.lines)
         self._entry(decl, env, frame, scalars, composites, local_vars, toplevel)
+        if toplevel and not decl.apply.stmts and len(self.src.lines) == entry_lines and not outs:
+            self.empty_fns.add(fn)  # nothing to run: the architecture may skip the call
         if toplevel:
             self.emit("try:")
             self.src.indent()

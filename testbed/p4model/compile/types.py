@@ -17,6 +17,7 @@ big int, which remains the path for headers that are not byte multiples.  Scalar
 from __future__ import annotations
 
 from testbed.p4model.compile.emitter import Names, Source
+from testbed.p4model.compile.structcodec import byte_runs, combine, join_pieces, split_pieces, struct_format
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 
@@ -295,7 +296,7 @@ class TypeClasses:
         s.indent()
         s.line(f"return {nbytes} if self._valid else 0")
         s.dedent()
-        runs = _byte_runs(t.fields) if not pad and bits else None
+        runs = byte_runs([(f, width_of(f.type)) for f in t.fields]) if not pad and bits else None
         if runs is not None:
             self._gen_struct_codec(t, runs, nbytes)
             return
@@ -330,33 +331,31 @@ class TypeClasses:
         s.dedent()
 
     def _gen_struct_codec(self, t: ir.HeaderT, runs: list, nbytes: int) -> None:
-        """_extract/_load/_bytes through one precompiled struct.Struct (see the
-        module docstring); the Struct's bound methods are module globals."""
+        """_extract/_load/_bytes through one precompiled struct.Struct (see
+        structcodec); the Struct's bound methods are module globals."""
         s = self.src
         stem = t.name if t.name.isidentifier() else "hdr"
         codec_name = self.names.new(f"_S_{stem}")
         unpack, pack = self.names.new(f"_U_{stem}"), self.names.new(f"_P_{stem}")
-        codec = "!" + "".join(code for run in runs for _, code in run.pieces)
-        s.lines.insert(self._class_line, f"{codec_name} = _Struct({codec!r}); "
+        s.lines.insert(self._class_line, f"{codec_name} = _Struct({struct_format(runs)!r}); "
                                          f"{unpack} = {codec_name}.unpack_from; {pack} = {codec_name}.pack")
         targets, after = [], []
         for i, run in enumerate(runs):
-            direct = (len(run.fields) == 1 and len(run.pieces) == 1 and run.pieces[0][1][-1] != "s"
-                      and self._plain(run.fields[0][0]))
-            if direct:
-                targets.append(f"self.{run.fields[0][0].name}")
-                continue
-            if len(run.fields) == 1 and self._plain(run.fields[0][0]):  # one field, several items
+            f0 = run.fields[0][0]
+            if len(run.fields) == 1 and self._plain(f0):
+                if run.one_int_item:     # unpacked straight into the field
+                    targets.append(f"self.{f0.name}")
+                    continue
                 names = [f"c{i}_{k}" for k in range(len(run.pieces))]
                 targets += names
-                after.append(f"self.{run.fields[0][0].name} = {_join_pieces(names, run.pieces)}")
+                after.append(f"self.{f0.name} = {join_pieces(names, run.pieces)}")
                 continue
-            if len(run.pieces) == 1 and run.pieces[0][1][-1] != "s":
+            if run.one_int_item:
                 targets.append(f"c{i}")
             else:
                 names = [f"c{i}_{k}" for k in range(len(run.pieces))]
                 targets += names
-                after.append(f"c{i} = {_join_pieces(names, run.pieces)}")
+                after.append(f"c{i} = {join_pieces(names, run.pieces)}")
             shift = run.bits
             for n, (f, w) in enumerate(run.fields):
                 shift -= w
@@ -381,17 +380,12 @@ class TypeClasses:
         s.indent()
         items = []
         for i, run in enumerate(runs):
-            shift, parts = run.bits, []
-            for f, w in run.fields:
-                shift -= w
-                val = self._field_write(f, w)
-                parts.append(f"({val} << {shift})" if shift else val)
-            value = " | ".join(parts)
-            if len(run.pieces) == 1 and run.pieces[0][1][-1] != "s":
+            value = combine([(self._field_write(f, w), w) for f, w in run.fields])
+            if run.one_int_item:
                 items.append(value)
                 continue
             s.line(f"c{i} = {value}")
-            items += _split_pieces(f"c{i}", run.pieces)
+            items += split_pieces(f"c{i}", run.pieces)
         s.line(f"return {pack}({', '.join(items)})")
         s.dedent()
 
@@ -463,70 +457,3 @@ class TypeClasses:
         s.line("return (acc << pad).to_bytes((total + pad) // 8, 'big')")
         s.dedent()
 
-
-class _Run:
-    """Consecutive header fields that together fill whole bytes: read as one
-    or more struct items (`pieces`: (bytes, code), most significant first)."""
-
-    __slots__ = ("fields", "bits", "pieces")
-
-    def __init__(self, fields: list) -> None:
-        self.fields = fields
-        self.bits = sum(w for _, w in fields)
-        self.pieces = _pieces(self.bits // 8)
-
-
-_STRUCT_CODES = ((8, "Q"), (4, "I"), (2, "H"), (1, "B"))
-_WIDE_RUN_BYTES = 16  # wider runs are one bytes item and int.from_bytes
-
-
-def _pieces(nbytes: int) -> list[tuple[int, str]]:
-    if nbytes > _WIDE_RUN_BYTES:
-        return [(nbytes, f"{nbytes}s")]
-    out = []
-    while nbytes:
-        size, code = next(sc for sc in _STRUCT_CODES if sc[0] <= nbytes)
-        out.append((size, code))
-        nbytes -= size
-    return out
-
-
-def _byte_runs(fields) -> list[_Run] | None:
-    """Split a header's fields into byte-aligned runs; None if one is impossible."""
-    runs, current, bits = [], [], 0
-    for f in fields:
-        w = width_of(f.type)
-        if w == 0:
-            continue
-        current.append((f, w))
-        bits += w
-        if bits % 8 == 0:
-            runs.append(_Run(current))
-            current, bits = [], 0
-    return None if current else runs
-
-
-def _join_pieces(names: list[str], pieces: list) -> str:
-    """One int from the unpacked items of a run."""
-    if len(pieces) == 1:
-        return f"int.from_bytes({names[0]}, 'big')" if pieces[0][1][-1] == "s" else names[0]
-    shift, parts = sum(size for size, _ in pieces) * 8, []
-    for name, (size, _) in zip(names, pieces):
-        shift -= size * 8
-        parts.append(f"({name} << {shift})" if shift else name)
-    return "(" + " | ".join(parts) + ")"
-
-
-def _split_pieces(value: str, pieces: list) -> list[str]:
-    """The struct items of a run's int `value` (inverse of _join_pieces)."""
-    if len(pieces) == 1:
-        return [f"{value}.to_bytes({pieces[0][0]}, 'big')"]
-    shift, items = sum(size for size, _ in pieces) * 8, []
-    for n, (size, _) in enumerate(pieces):
-        shift -= size * 8
-        mask = hex((1 << (size * 8)) - 1)
-        if n == 0:
-            items.append(f"{value} >> {shift}")
-        else:
-            items.append(f"({value} >> {shift}) & {mask}" if shift else f"{value} & {mask}")
-    return items

@@ -77,3 +77,11 @@ def test_failed_assert_drops_with_location(pipe, caplog):
         assert pipe.process(0, cmd(8, res=0)) == []
     assert "v1m_misc.p4" in caplog.text and "assert" in caplog.text
     assert run(pipe, cmd(8, res=1))[1] == 1     # op 8 misses the table: res kept
+
+
+def test_controls_that_do_nothing_are_known_and_skipped():
+    """basic_ipv4's verify_checksum and egress are empty: not called per packet."""
+    pipe = load_program("basic_ipv4.p4")
+    assert pipe.compiled.empty_blocks == {"verify_checksum", "egress"}
+    assert pipe.switch._verify is None and pipe.switch._egress is None
+    assert pipe.switch._compute is not None
