@@ -123,8 +123,8 @@ class Pipeline:
 
     def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
         """Egress + deparse of one dequeued job. queue_meta: QueueMeta, a
-        tm.Departure, a dict or a tuple (enq_timestamp, enq_qdepth,
-        deq_timedelta, deq_qdepth[, egress_global_timestamp])."""
+        tm.Departure, a dict or a tuple (enq_ts_us, enq_qdepth,
+        deq_timedelta_us, deq_qdepth[, deq_ts_us]): see QueueMeta."""
         try:
             return self.switch.egress(job, queue_meta)
         except Exception as exc:  # noqa: BLE001

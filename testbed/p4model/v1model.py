@@ -59,13 +59,15 @@ class EgressJob:
 
 
 class QueueMeta(NamedTuple):
-    """Queueing metadata the traffic manager hands to egress."""
+    """Queueing metadata the traffic manager hands to egress, in µs and
+    packets.  The names are tm.Departure's, so egress reads a Departure as
+    it is; deq_ts_us becomes egress_global_timestamp (None: the clock's now)."""
 
-    enq_timestamp: int = 0
+    enq_ts_us: int = 0          # -> standard_metadata.enq_timestamp
     enq_qdepth: int = 0
-    deq_timedelta: int = 0
+    deq_timedelta_us: int = 0   # -> deq_timedelta
     deq_qdepth: int = 0
-    egress_global_timestamp: int | None = None
+    deq_ts_us: int | None = None  # -> egress_global_timestamp
 
 
 class EgressResult(NamedTuple):
@@ -83,6 +85,8 @@ _result = tuple.__new__  # EgressResult(...) without NamedTuple's Python-level _
 def _queue_meta(q) -> QueueMeta:
     """QueueMeta from None, a dict or a plain tuple (objects with QueueMeta's
     attribute names, e.g. a tm.Departure, are used as they are)."""
+    if q.__class__ is tuple and len(q) > 5:
+        raise TypeError(f"queue metadata tuple has {len(q)} items; QueueMeta has 5")
     if q is None:
         return QueueMeta()
     if isinstance(q, dict):
@@ -234,17 +238,21 @@ class V1Switch:
 
     def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
         """Run egress and the deparser for one dequeued job."""
-        q = queue_meta if hasattr(queue_meta, "deq_timedelta") else _queue_meta(queue_meta)
+        q = queue_meta
+        try:
+            ts = q.deq_ts_us
+        except AttributeError:  # None, a dict or a plain tuple
+            q = _queue_meta(q)
+            ts = q.deq_ts_us
         sm = job.sm
         hdr, meta = job.hdr, job.meta
         sm.egress_port = job.port
         sm.egress_spec = 0 if self.drop_port != 0 else 1
         sm.packet_length = job.length & 0xFFFFFFFF
-        sm.enq_timestamp = q.enq_timestamp & 0xFFFFFFFF
+        sm.enq_timestamp = q.enq_ts_us & 0xFFFFFFFF
         sm.enq_qdepth = q.enq_qdepth & 0x7FFFF
-        sm.deq_timedelta = q.deq_timedelta & 0xFFFFFFFF
+        sm.deq_timedelta = q.deq_timedelta_us & 0xFFFFFFFF
         sm.deq_qdepth = q.deq_qdepth & 0x7FFFF
-        ts = q.egress_global_timestamp
         sm.egress_global_timestamp = (self.clock.now_us() if ts is None else ts) & 0xFFFFFFFFFFFF
         ctx = PacketContext(job.ingress_length, sm)
         ctx.length = job.length

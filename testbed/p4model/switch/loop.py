@@ -4,7 +4,8 @@ One thread owns every packet and every piece of data-plane state:
 
     select(ports, TM command queue, wake-up pipe; timeout = next TM dequeue,
            next transmit, next digest deadline, at most 1 s)
-      port readable   -> up to BATCH frames -> ingress -> tm.enqueue per copy
+      port readable   -> up to BATCH frames, each: ingress -> tm.offer_now per
+                         copy (idle link: egress and send at once)
       commands        -> TM text commands (switch-cli) run here, between packets
       wake-up pipe    -> control-plane calls from gRPC threads run here
       then            -> tm.dequeue_ready -> egress (queue metadata) ->
@@ -138,11 +139,12 @@ class Switch(Device):
     #
     # Per packet the path is: one ingress call, one TM offer per copy, one
     # egress call, one send.  No wrapper objects (the pipeline's own jobs are
-    # queued), no per-packet clock read (the loop reads the clock once per
-    # drained batch: every frame of the batch was waiting in the socket by
-    # then), and a frame that is due when egress ends is sent at once instead
-    # of going through the transmit schedule, unless earlier frames of its
-    # port are still held there (per-port order is never changed).
+    # queued).  Each frame's arrival time is its own clock reading; a copy
+    # whose link is idle skips the queue round trip (offer_now: same model,
+    # property-tested) and is egressed and sent at once, and a frame that is
+    # due when egress ends is sent at once instead of going through the
+    # transmit schedule, unless earlier frames of its port are still held
+    # there (per-port order is never changed).
 
     def receive(self, port: int, data: bytes, now_ns: int) -> None:
         datapath = self.datapath
@@ -161,21 +163,29 @@ class Switch(Device):
             return
         self._enqueue(datapath, jobs, port, now_ns, len(data))
 
-    def _receive_batch(self, port: int, frames: list, now_ns: int) -> None:
-        """receive() for every frame of one drained batch (same semantics, less overhead)."""
+    def _receive_batch(self, port: int, frames: list) -> None:
+        """receive() for every frame of one drained batch (same semantics, less
+        overhead).  Each frame arrives at its own clock reading; a copy whose
+        link is idle departs at once (TrafficManager.offer_now) and is egressed
+        and sent before the next frame is looked at, the rest is queued."""
         datapath = self.datapath
         if datapath is None:
             self.stats["no_pipeline"] += len(frames)
             return
+        clock = self.clock.now_ns
         if self._debug:
             for data in frames:
+                now_ns = clock()
                 self.receive(port, data, now_ns)
+                self.service(now_ns)
             return
         ingress = datapath.ingress
-        offer = self.tm.offer
+        offer_now = self.tm.offer_now
+        depart = self._depart
         drop_port = self.drop_port
-        drops = tm_drops = to_drop_port = 0
+        drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
+            now_ns = clock()
             try:
                 jobs = ingress(port, data)
             except Exception as error:
@@ -190,12 +200,18 @@ class Switch(Device):
                     to_drop_port += 1
                     continue
                 try:
-                    if offer(out, job.priority, (datapath, job), now_ns, job.length) < 0:
-                        tm_drops += 1
+                    d = offer_now(out, job.priority, (datapath, job), now_ns, job.length)
                 except Exception as error:  # e.g. an egress port the TM cannot model
                     self._packet_error("enqueue", port, error)
+                    continue
+                if d.__class__ is int:
+                    if d < 0:
+                        tm_drops += 1
+                else:
+                    sent += depart(d, now_ns)
+        stats = self.stats
+        stats["tx"] += sent
         if drops or tm_drops or to_drop_port:
-            stats = self.stats
             stats["ingress_drops"] += drops
             stats["tm_drops"] += tm_drops
             stats["drop_port"] += to_drop_port
@@ -227,29 +243,10 @@ class Switch(Device):
         if self.tm.has_work():
             departures = self.tm.dequeue_ready(now_ns)
             if departures:
-                push, holds = schedule.push, schedule.holds
-                record = schedule.transmit_lag.record
-                send = self._send
-                debug = self._debug
+                depart = self._depart
                 sent = 0
                 for d in departures:
-                    datapath, job = d.packet
-                    try:
-                        frames, more = datapath.egress(job, d)
-                    except Exception as error:
-                        self._packet_error("egress", d.port, error)
-                        continue
-                    at = d.transmit_at_ns
-                    for port, data in frames:
-                        if at <= now_ns and not holds(port):
-                            record(now_ns - at)  # what pop_due(now_ns) would record
-                            sent += send(port, data)
-                        else:
-                            push(port, at, data)
-                    if not frames and debug:
-                        log.debug("port %d: dropped in egress", d.port)
-                    if more:
-                        self._enqueue(datapath, more, d.port, now_ns)
+                    sent += depart(d, now_ns)
                 self.stats["tx"] += sent
         if len(schedule):
             self._transmit(schedule.pop_due(now_ns))
@@ -258,6 +255,31 @@ class Switch(Device):
         server = self.server
         if server is not None and self.datapath is not None:
             server.after_packets(now_ns)
+
+    def _depart(self, d, now_ns: int) -> int:
+        """Egress for one Departure, then its frames: sent now when due (and no
+        earlier frame of the port is held), else held until transmit_at.
+        Returns how many went out of a port."""
+        datapath, job = d.packet
+        try:
+            frames, more = datapath.egress(job, d)
+        except Exception as error:
+            self._packet_error("egress", d.port, error)
+            return 0
+        at = d.transmit_at_ns
+        schedule = self.schedule
+        sent = 0
+        for port, data in frames:
+            if at <= now_ns and not schedule.holds(port):
+                schedule.transmit_lag.record(now_ns - at)  # what pop_due(now_ns) would record
+                sent += self._send(port, data)
+            else:
+                schedule.push(port, at, data)
+        if not frames and self._debug:
+            log.debug("port %d: dropped in egress", d.port)
+        if more:
+            self._enqueue(datapath, more, d.port, now_ns)
+        return sent
 
     def _send(self, port: int, data: bytes) -> int:
         """Write one frame (or hand it to the controller); 1 if it went out of a port."""
@@ -353,7 +375,7 @@ class Switch(Device):
                                     write, stamp = capture.rx.write, time.time()
                                     for data in frames:
                                         write(data, stamp)
-                                receive_batch(number, frames, now_ns())
+                                receive_batch(number, frames)
                         elif fd == cmd_fd:
                             self.command_queue.drain()
                         else:

@@ -100,20 +100,6 @@ class Departure(NamedTuple):
     transmit_at_ns: int  # write to the wire at this time
     deq_ns: int  # scheduled dequeue time (model time)
 
-    # the same values under v1model's standard_metadata names, so egress reads
-    # a Departure directly (no conversion object per packet)
-    @property
-    def enq_timestamp(self) -> int:
-        return self.enq_ts_us
-
-    @property
-    def deq_timedelta(self) -> int:
-        return self.deq_timedelta_us
-
-    @property
-    def egress_global_timestamp(self) -> int:
-        return self.deq_ts_us
-
 
 _new_departure = tuple.__new__  # Departure(...) without NamedTuple's Python-level __new__
 
@@ -258,6 +244,45 @@ class TrafficManager:
         elif start < p.next_ns:
             p.next_ns = start
         return depth
+
+    def offer_now(self, port: int, priority: int, packet: Any, now_ns: int, length: int):
+        """offer(), but a packet that departs at its arrival comes straight back.
+
+        Returns that packet's Departure when its port is idle (nothing queued,
+        nothing departed-but-not-handed-out, the link free by now) and its
+        queue's rate lets it go at once; otherwise offer()'s int code (queued
+        or dropped).  Exactly what offer() followed by dequeue_ready(now)
+        gives (property-tested), minus the queue round trip: on an idle link
+        the usual case, and the switch's fast path.  A caller that services
+        the TM only after a burst of same-instant arrivals would see those
+        queue behind each other instead; the switch reads the clock per packet."""
+        if now_ns < self._now:
+            now_ns = self._now
+        else:
+            self._now = now_ns
+        p = self._ports.get(port)
+        if p is not None and p.next_ns is None and p.free_ns <= now_ns and not self._pending \
+                and 0 <= priority < len(p.queues):
+            q = p.queues[priority]
+            if q.last_ns + q.interval_ns <= now_ns and q.limit and (not q.byte_limit or length <= q.byte_limit):
+                q.last_ns = now_ns
+                q.enqueued += 1
+                q.dequeued += 1
+                q.enq_bytes += length
+                q.deq_bytes += length
+                if not q.max_depth:
+                    q.max_depth = 1
+                rate = p.rate_bps
+                free = now_ns + (length * 8_000_000_000 + rate - 1) // rate if rate else now_ns
+                at = free + p.delay_ns
+                if at < p.last_tx_ns:
+                    at = p.last_tx_ns
+                p.free_ns = free
+                p.last_tx_ns = at
+                self.dequeue_lag.record(0)  # dequeued at its scheduled time
+                us = now_ns // 1000
+                return _new_departure(Departure, (port, priority, packet, length, us, 0, us, 0, 0, at, now_ns))
+        return self.offer(port, priority, packet, now_ns, length)
 
     def has_work(self) -> bool:
         """True when any packet is queued or departed-but-not-handed-out (cheap)."""

@@ -111,3 +111,52 @@ def test_invariants(ops, prios, depth, rate_pps, rate_bps, delay_us):
                 for h in ds:
                     if h.priority > d.priority:
                         assert not (enq_ns[h.packet] < d.deq_ns < h.deq_ns)
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    ops=ops,
+    prios=st.integers(1, 3),
+    depth=st.integers(0, 6),
+    rate_pps=st.sampled_from([0, 1000, 20_000]),
+    rate_bps=st.sampled_from([0, 3_000_000, 50_000_000]),
+    delay_us=st.sampled_from([0, 50]),
+)
+def test_offer_now_is_offer_then_dequeue(ops, prios, depth, rate_pps, rate_bps, delay_us):
+    """The switch's fast path hands out exactly the departures (times, depths,
+    order per port) and counters that offer() + dequeue_ready(now) give
+    (the TM serviced right after each arrival, as the switch does)."""
+    runs = []
+    for fast in (False, True):
+        clock = ManualClock()
+        tm = TrafficManager(clock, priority_queues=prios, depth=depth, rate_pps=rate_pps,
+                            port_rate_bps=rate_bps, port_delay_us=delay_us, ports=range(PORTS))
+        out, codes = [], []
+        for i, op in enumerate(ops):
+            if op[0] == "enq":
+                _, port, prio, length = op
+                if fast:
+                    result = tm.offer_now(port, prio, i, clock.now_ns(), length)
+                    if isinstance(result, int):
+                        codes.append(result)
+                    else:
+                        codes.append(0)
+                        out.append(result)
+                else:
+                    codes.append(tm.offer(port, prio, i, clock.now_ns(), length))
+                out += tm.dequeue_ready()
+            elif op[0] == "adv":
+                clock.advance_ns(op[1])
+            elif op[0] == "deq":
+                out += tm.dequeue_ready()
+            else:
+                tm.set_queue_depth(op[2], op[1])
+        clock.advance_ns(10**12)
+        out += tm.dequeue_ready()
+        per_port = defaultdict(list)
+        for d in out:
+            per_port[d.port].append(tuple(d))
+        stats = tm.stats()
+        del stats["fidelity"], stats["now_us"]
+        runs.append((dict(per_port), codes, stats))
+    assert runs[0] == runs[1]
