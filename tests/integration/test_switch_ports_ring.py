@@ -270,3 +270,24 @@ def test_ring_setup_failure_falls_back_without_leaking(veth, peer, monkeypatch):
     with pytest.raises(PortError, match="no network interface"):
         RawPort(2, veth[0] + "x")
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_frames_queued_while_the_link_is_down_are_lost_not_sent_later(veth, peer):
+    port = open_port(veth[0], True)
+    try:
+        subprocess.run(["ip", "link", "set", veth[0], "down"], check=True)
+        for seq in range(5):
+            port.send(frame(seq, 100))
+        port.flush()
+        assert port.tx_errors == 5 and port.tx_frames == 0
+        subprocess.run(["ip", "link", "set", veth[0], "up"], check=True)
+        time.sleep(0.2)  # carrier up on both ends
+        port.flush()
+        assert port.send(frame(99, 100))
+        port.flush()
+        got = drain_peer(peer, 1, timeout=2.0)
+        time.sleep(0.1)
+        got += drain_peer(peer, 1, timeout=0.2)
+        assert [int.from_bytes(f[14:18], "big") for f in got] == [99]
+    finally:
+        port.close()

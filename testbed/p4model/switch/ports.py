@@ -34,9 +34,9 @@ plain path *after* a flush, so a port's frame order never changes:
 The rings need PACKET_IGNORE_OUTGOING; when any of their setup fails (old
 kernel, not permitted) the port silently uses plain recv()/send() (`rings` is
 then False; `RawPort(..., rings=False)` forces that mode).  A ring frame is
-counted in tx_frames when queued: if the link is down the kernel keeps it
-(and sends it when the link comes back), and once the ring is full of such
-frames further sends fail.  Python has no memory barriers: the ring protocol
+counted in tx_frames when queued; when a flush finds the link down, the
+frames still queued are dropped and moved to tx_errors (the kernel would
+keep them and send them, stale, when the link comes back).  Python has no memory barriers: the ring protocol
 relies on the x86 store/load order (the kernel's own side has its barriers).
 
 Frames shorter than 14 bytes cannot reach a port from the wire (the kernel
@@ -86,6 +86,7 @@ _RX_HDR = struct.Struct("=IIIH")  # tp_status, tp_len, tp_snaplen, tp_mac of str
 _TX_HDR = struct.Struct("=III")   # tp_status, tp_len, tp_snaplen
 _RELEASE = bytes(4)
 _RETRY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+_LINK_GONE = (errno.ENETDOWN, errno.ENXIO, errno.ENODEV)
 
 
 class PortError(OSError):
@@ -268,9 +269,25 @@ class RawPort:
         if self._pending:
             try:
                 self.sock.send(b"", socket.MSG_DONTWAIT)
-            except OSError:
-                pass
+            except OSError as error:
+                if error.errno in _LINK_GONE:
+                    self._drop_queued()
             self._pending = self._mm[self._tx_last] == TP_STATUS_SEND_REQUEST
+
+    def _drop_queued(self) -> None:
+        """The link is down: the frames waiting in the TX ring are lost, as on a
+        wire (kept, they would go out stale when the link comes back).  Their
+        length becomes 0, a frame the kernel refuses: with PACKET_LOSS it
+        skips it and frees the slot at the next flush (handing the slot back
+        ourselves would leave the kernel's ring position behind ours)."""
+        mm = self._mm
+        for off in range(_RX_END, _TX_END, FRAME_SIZE):
+            status, length, _ = _TX_HDR.unpack_from(mm, off)
+            if status == TP_STATUS_SEND_REQUEST and length:  # queued, not yet taken by the kernel
+                _TX_HDR.pack_into(mm, off, TP_STATUS_SEND_REQUEST, 0, 0)
+                self.tx_frames -= 1
+                self.tx_bytes -= length
+                self.tx_errors += 1
 
     def stats(self) -> dict:
         return {"port": self.number, "iface": self.iface, "rx_frames": self.rx_frames,
