@@ -116,7 +116,7 @@ class Pipeline:
         job.priority say where to queue them)."""
         self.stats["received"] += 1
         try:
-            return self.switch.ingress(port, bytes(data))
+            return self.switch.ingress(port, data if data.__class__ is bytes else bytes(data))
         except Exception as exc:  # noqa: BLE001 - never let a packet stop the switch
             self._packet_failed(exc, "ingress", port)
             return []

@@ -271,7 +271,10 @@ class Switch(Device):
         sent = 0
         for port, data in frames:
             if at <= now_ns and not schedule.holds(port):
-                schedule.transmit_lag.record(now_ns - at)  # what pop_due(now_ns) would record
+                if at == now_ns:  # what pop_due(now_ns) would record
+                    schedule.transmit_lag.record_on_time()
+                else:
+                    schedule.transmit_lag.record(now_ns - at)
                 sent += self._send(port, data)
             else:
                 schedule.push(port, at, data)

@@ -48,6 +48,11 @@ class LagStats:
         else:
             self._coarse[lag_us.bit_length()] += 1
 
+    def record_on_time(self) -> None:
+        """record(0), for the packet path's common case."""
+        self.count += 1
+        self._fine[0] += 1
+
     def percentile_us(self, fraction: float) -> int:
         """Smallest lag (µs) that at least `fraction` of the samples do not exceed."""
         if self.count == 0:

@@ -279,7 +279,7 @@ class TrafficManager:
                     at = p.last_tx_ns
                 p.free_ns = free
                 p.last_tx_ns = at
-                self.dequeue_lag.record(0)  # dequeued at its scheduled time
+                self.dequeue_lag.record_on_time()  # dequeued at its scheduled time
                 us = now_ns // 1000
                 return _new_departure(Departure, (port, priority, packet, length, us, 0, us, 0, 0, at, now_ns))
         return self.offer(port, priority, packet, now_ns, length)

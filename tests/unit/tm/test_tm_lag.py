@@ -22,3 +22,14 @@ def test_large_lags_are_never_understated():
     assert lag.percentile_us(0.5) == 0
     lag.record(-10)
     assert lag.count == 101 and LagStats().summary()["p99_lag_us"] == 0
+
+
+def test_record_on_time_is_record_zero():
+    a, b = LagStats(), LagStats()
+    for lag in (0, 1500, 0, 70_000):
+        a.record(lag)
+        if lag:
+            b.record(lag)
+        else:
+            b.record_on_time()
+    assert a.summary() == b.summary() and a.percentile_us(0.5) == b.percentile_us(0.5)
