@@ -60,7 +60,7 @@ class ExternMixin:
             if is_next:
                 self.emit(f"{self.ex(target.base)}._extract_next(pk)")
             else:
-                self.emit(f"{self.ex(target)}._extract(pk)")
+                self._extract_fixed(target)
         else:
             bits = self.ex(e.args[1])
             if is_next:
@@ -68,6 +68,18 @@ class ExternMixin:
             else:
                 self.emit(f"{self.ex(target)}._extract_vb(pk, {bits})")
         return "None"
+
+    def _extract_fixed(self, target: ir.Expr) -> None:
+        """extract(hdr): the header's struct codec inlined (no method call)."""
+        t = ir.strip_newtype(target.type)
+        h = self.tmp("h")
+        lines = self.types.inline_extract(t, h) if isinstance(t, ir.HeaderT) else None
+        if lines is None:
+            self.emit(f"{self.ex(target)}._extract(pk)")
+            return
+        self.emit(f"{h} = {self.ex(target)}")
+        for line in lines:
+            self.emit(line)
 
     def m_packet_in_lookahead(self, e, want):
         t = e.type_args[0] if e.type_args else e.type
@@ -101,7 +113,15 @@ class ExternMixin:
             # inlined _emit: no method call for an invalid header
             h = self.tmp("h")
             self.emit(f"{h} = {self.ex(arg)}")
-            self.emit(f"if {h}._valid: {out}.append({h}._bytes())")
+            inline = self.types.inline_bytes(t, h)
+            if inline is None:
+                self.emit(f"if {h}._valid: {out}.append({h}._bytes())")
+            else:   # the struct pack inlined: no method call
+                pre, packed = inline
+                self.emit(f"if {h}._valid:")
+                for line in pre:
+                    self.emit(f"    {line}")
+                self.emit(f"    {out}.append({packed})")
         elif isinstance(t, ir.StackT) and isinstance(ir.strip_newtype(t.element), ir.HeaderT):
             h = self.tmp("h")
             self.emit(f"for {h} in {self.ex(arg)}.elems:")

@@ -16,6 +16,9 @@ big int, which remains the path for headers that are not byte multiples.  Scalar
 
 from __future__ import annotations
 
+import re
+from typing import NamedTuple
+
 from testbed.p4model.compile.emitter import Names, Source
 from testbed.p4model.compile.structcodec import byte_runs, combine, join_pieces, split_pieces, struct_format
 from testbed.p4model.errors import P4Unsupported
@@ -59,6 +62,7 @@ class TypeClasses:
         self.oob_code = oob_code
         self.too_short_code = too_short_code
         self.header_too_short_code = header_too_short_code
+        self._inline: dict[int, _InlineCodec] = {}  # header type id -> its struct codec's code
 
     # ---------------------------------------------------------------- values
 
@@ -346,20 +350,20 @@ class TypeClasses:
                 if run.one_int_item:     # unpacked straight into the field
                     targets.append(f"self.{f0.name}")
                     continue
-                names = [f"c{i}_{k}" for k in range(len(run.pieces))]
+                names = [f"__c{i}_{k}" for k in range(len(run.pieces))]
                 targets += names
                 after.append(f"self.{f0.name} = {join_pieces(names, run.pieces)}")
                 continue
             if run.one_int_item:
-                targets.append(f"c{i}")
+                targets.append(f"__c{i}")
             else:
-                names = [f"c{i}_{k}" for k in range(len(run.pieces))]
+                names = [f"__c{i}_{k}" for k in range(len(run.pieces))]
                 targets += names
-                after.append(f"c{i} = {join_pieces(names, run.pieces)}")
+                after.append(f"__c{i} = {join_pieces(names, run.pieces)}")
             shift = run.bits
             for n, (f, w) in enumerate(run.fields):
                 shift -= w
-                after.append(f"self.{f.name} = {self._field_read(f, str(shift), w, f'c{i}', top=n == 0)}")
+                after.append(f"self.{f.name} = {self._field_read(f, str(shift), w, f'__c{i}', top=n == 0)}")
         zero = [f"self.{f.name} = 0" for f in t.fields if width_of(f.type) == 0]
         unpacked = ", ".join(targets) + ("," if len(targets) == 1 else "")
         for name, source in (("_extract", "cur.data, o"), ("_load", "data")):
@@ -376,18 +380,43 @@ class TypeClasses:
                 s.line(line)
             s.line("self._valid = True")
             s.dedent()
-        s.line("def _bytes(self):")
-        s.indent()
-        items = []
+        items, pre = [], []
         for i, run in enumerate(runs):
             value = combine([(self._field_write(f, w), w) for f, w in run.fields])
             if run.one_int_item:
                 items.append(value)
                 continue
-            s.line(f"c{i} = {value}")
-            items += split_pieces(f"c{i}", run.pieces)
-        s.line(f"return {pack}({', '.join(items)})")
+            pre.append(f"__c{i} = {value}")
+            items += split_pieces(f"__c{i}", run.pieces)
+        pack_expr = f"{pack}({', '.join(items)})"
+        s.line("def _bytes(self):")
+        s.indent()
+        for line in pre:
+            s.line(line)
+        s.line(f"return {pack_expr}")
         s.dedent()
+        self._inline[id(t)] = _InlineCodec(nbytes, f"{unpacked} = {unpack}(pk.data, __o)", after + zero,
+                                           pre, pack_expr)
+
+    def inline_extract(self, t: ir.HeaderT, h: str) -> list[str] | None:
+        """Lines that extract header `h` (an expression of type `t`) from the
+        parser's cursor `pk` without a method call; None: call _extract."""
+        self.class_of(t)  # its codec is made with the class
+        codec = self._inline.get(id(ir.strip_newtype(t)))
+        if codec is None:
+            return None
+        return [f"__o = pk.off", f"__e = __o + {codec.nbytes}",
+                f"if __e > pk.end: raise ParseError({self.too_short_code})",
+                _on(codec.unpack, h), "pk.off = __e"] + [_on(line, h) for line in codec.after] + [f"{h}._valid = True"]
+
+    def inline_bytes(self, t: ir.HeaderT, h: str) -> tuple[list[str], str] | None:
+        """(lines, expression) giving the bytes of valid header `h` without a
+        method call; None: call _bytes."""
+        self.class_of(t)
+        codec = self._inline.get(id(ir.strip_newtype(t)))
+        if codec is None:
+            return None
+        return [_on(line, h) for line in codec.pre], _on(codec.pack, h)
 
     def _plain(self, f) -> bool:
         """A field whose header bits are its value (no sign or bool conversion)."""
@@ -457,3 +486,21 @@ class TypeClasses:
         s.line("return (acc << pad).to_bytes((total + pad) // 8, 'big')")
         s.dedent()
 
+
+
+class _InlineCodec(NamedTuple):
+    """A struct-codec header's extract/emit code, written on `self`."""
+
+    nbytes: int
+    unpack: str
+    after: list
+    pre: list
+    pack: str
+
+
+_SELF = re.compile(r"\bself\.")
+
+
+def _on(line: str, h: str) -> str:
+    """`line` with the header `self` replaced by the expression `h`."""
+    return _SELF.sub(f"{h}.", line)
