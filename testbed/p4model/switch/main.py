@@ -78,6 +78,9 @@ def build(opts: SwitchOptions):
         for p in ports.values():
             p.close()
         raise TestbedError(str(error)) from None
+    plain = [p.iface for p in ports.values() if not p.rings]
+    if plain:  # works, but each frame then costs a recv()/send() syscall
+        log.warning("no PACKET_MMAP rings on %s: plain recv()/send() per frame", ", ".join(plain))
     switch = Switch(ports, clock=clock, cpu_port=opts.cpu_port, drop_port=opts.drop_port,
                     priority_queues=opts.priority_queues, pcap_dir=opts.pcap_dir)
     control = grpc_server = None
