@@ -297,8 +297,11 @@ class ExternMixin:
         # the condition first (argument order), the packing only when it holds
         self.emit(f"if {self.ex(cond)}{self._checksum_guard(field)}:")
         self.src.indent()
-        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
-        self.emit(f"if ({hf}({packed}) & {mask(w)}) != {to_unsigned(self.ex(field), field.type)}:"
+        value = None if payload else self._csum16_direct(algo, data)
+        if value is None:
+            packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
+            value = f"{hf}({packed})"
+        self.emit(f"if ({value} & {mask(w)}) != {to_unsigned(self.ex(field), field.type)}:"
                   " RT.pkt.sm.checksum_error = 1")
         self.src.dedent()
         return "None"
@@ -308,10 +311,46 @@ class ExternMixin:
         hf = self.hasher(algo)
         self.emit(f"if {self.ex(cond)}:")
         self.src.indent()
-        packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
-        self.assign(field, f"{hf}({packed})", ir.IntLitT())
+        value = None if payload else self._csum16_direct(algo, data)
+        if value is None:
+            packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
+            value = f"{hf}({packed})"
+        self.assign(field, value, ir.IntLitT())
         self.src.dedent()
         return "None"
+
+    def _csum16_direct(self, algo: ir.Expr, data: ir.Expr) -> str | None:
+        """csum16 of a field list without building its bytes, or None.
+
+        The list's bytes read as one number n, 16-bit words being its
+        base-65536 digits, and 65536 = 1 (mod 0xffff): n mod 0xffff is the
+        sum of each field shifted by its bit offset modulo 16.  So the
+        checksum is ~(sum - 1) % 0xffff + 1 (0xffff for an all-zero list)
+        over small ints.  Lists of one header (or none) without varbits."""
+        if enum_member(algo) != "csum16":
+            return None
+        leaves = self.flatten(data)
+        guards = {g for _, g, _ in leaves}
+        if len(guards) > 1 or any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
+            return None
+        total = sum(width_of(t) for _, _, t in leaves)
+        total += -total % 8             # pack_fields pads to whole bytes,
+        total += -total % 16            # csum16 an odd byte count to a word
+        terms, offset = [], total
+        for code, _, t in leaves:
+            w = width_of(t)
+            offset -= w
+            if w == 0:
+                continue
+            v = to_unsigned(code, t)
+            sc = scalar_type(t)
+            if not (isinstance(sc, ir.BitT) and not sc.signed):
+                v = f"({v} & {mask(w)})"
+            terms.append(f"({v} << {offset % 16})" if offset % 16 else v)
+        g = guards.pop() if guards else None
+        acc = self.tmp("sum")
+        self.emit(f"{acc} = {' + '.join(terms) or '0'}" + (f" if {g} else 0" if g else ""))
+        return f"((~((({acc} - 1) % 0xFFFF) + 1) & 0xFFFF) if {acc} else 0xFFFF)"
 
     def f_verify_checksum(self, e, want):
         return self._verify(e, False)

@@ -122,3 +122,69 @@ def test_byte_aligned_lists_packed_with_struct_match_pack_fields(tmp_path, mac, 
     assert int.from_bytes(out[28:32], "big") == zlib.crc32(hashing.pack_fields(fields))
     assert int.from_bytes(out[32:34], "big") == hashing.csum16(hashing.pack_fields([(mac, 48), (t, 24)]))
     assert int.from_bytes(out[34:38], "big") == zlib.crc32(hashing.pack_fields([(t, 24), (s & 0xFF, 8)]))
+
+
+CSUM_SOURCE = r"""
+#include <core.p4>
+#include <v1model.p4>
+header l_t { bit<3> p; bit<13> q; bit<48> mac; int<8> s; bit<4> n; bit<4> m; bit<24> t; }
+header o_t { bit<16> c; bit<16> d; bit<16> e; }
+struct headers_t { l_t l; o_t o; }
+struct meta_t { bit<5> k; bit<11> j; bit<8> z; }
+parser P(packet_in pk, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.l); pk.extract(hdr.o); transition accept; }
+}
+control V(inout headers_t hdr, inout meta_t meta) {
+    apply { verify_checksum(true, {hdr.l.mac, hdr.l.s, hdr.l.n}, hdr.o.e, HashAlgorithm.csum16); }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hdr.o.e = (bit<16>) sm.checksum_error; meta.k = hdr.l.q[4:0]; meta.j = 11w0x5A5; meta.z = hdr.l.t[7:0]; }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t meta) {
+    apply {
+        update_checksum(hdr.l.isValid(), {hdr.l.p, hdr.l.q, hdr.l.mac, hdr.l.s, hdr.l.n, hdr.l.m, hdr.l.t},
+                        hdr.o.c, HashAlgorithm.csum16);
+        update_checksum(true, {meta.k, meta.j, meta.z}, hdr.o.d, HashAlgorithm.csum16);
+    }
+}
+control D(packet_out pk, in headers_t hdr) { apply { pk.emit(hdr.l); pk.emit(hdr.o); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def csum_pipe(tmp_path_factory):
+    from testbed.p4model.pipeline import load
+
+    path = tmp_path_factory.mktemp("p4") / "csum.p4"
+    path.write_text(CSUM_SOURCE)
+    pipe = load(path, clock=ManualClock())
+    for block in ("def ctl_C", "def ctl_V"):  # both lists are summed, not packed and hashed
+        assert "HF" not in pipe.compiled.source.split(block, 1)[1].split("\ndef ", 1)[0]
+    return pipe
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_csum16_from_field_sums_matches_csum16_of_packed_bytes(csum_pipe, seed):
+    """update/verify_checksum with csum16 add the fields up instead of packing
+    them: sub-byte and 13-bit fields, a signed one, odd byte counts (a 7-byte
+    list; a 3-byte metadata list), and the all-zero case (seed 0)."""
+    import random
+
+    pipe = csum_pipe
+    rng = random.Random(seed)
+    zero = seed == 0
+    p, q, mac, s, n, m, t = (0, 0, 0, 0, 0, 0, 0) if zero else (
+        rng.getrandbits(3), rng.getrandbits(13), rng.getrandbits(48), rng.randint(-128, 127),
+        rng.getrandbits(4), rng.getrandbits(4), rng.getrandbits(24))
+    head = ((((((p << 13 | q) << 48 | mac) << 8 | (s & 0xFF)) << 4 | n) << 4 | m) << 24) | t
+    e_ok = hashing.csum16(hashing.pack_fields([(mac, 48), (s & 0xFF, 8), (n, 4)]))
+    e = e_ok if seed % 2 else e_ok ^ 1   # odd seeds carry a right checksum
+    data = head.to_bytes(13, "big") + bytes(4) + e.to_bytes(2, "big") + b"pay"
+    [(port, out)] = pipe.process(0, data)
+    c = hashing.csum16(hashing.pack_fields([(p, 3), (q, 13), (mac, 48), (s & 0xFF, 8), (n, 4), (m, 4), (t, 24)]))
+    d = hashing.csum16(hashing.pack_fields([(q & 0x1F, 5), (0x5A5, 11), (t & 0xFF, 8)]))
+    assert int.from_bytes(out[13:15], "big") == c
+    assert int.from_bytes(out[15:17], "big") == d
+    assert int.from_bytes(out[17:19], "big") == (0 if seed % 2 else 1)  # checksum_error
