@@ -163,11 +163,16 @@ class PacketContext:
     """What a packet carries through one pipeline pass besides its PHV: the
     hidden registers of bmv2's simple_switch (clone/resubmit/recirculate
     requests with their field lists, truncation, digest), the length
-    register that setValid/setInvalid adjust, and the unparsed payload."""
+    register that setValid/setInvalid adjust, and the unparsed payload.
+
+    Between ingress and egress the same object is the job the traffic
+    manager queues (v1model.EgressJob): `port`, `priority`, `hdr`, `meta`
+    and `passes` are set then (and are unset before), so a unicast packet
+    needs no second object; egress reuses it for its own pass."""
 
     __slots__ = ("ingress_length", "length", "clone_session", "clone_fields",
                  "resubmit", "recirculate", "truncate", "digest", "payload",
-                 "sm", "dm")
+                 "sm", "dm", "port", "priority", "hdr", "meta", "passes")
 
     def __init__(self, length: int, sm) -> None:
         self.ingress_length = length

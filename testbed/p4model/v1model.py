@@ -29,7 +29,6 @@ bound the passes (MAX_PASSES) and drop with a log line.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from testbed.p4model.packet import Cursor, ExitControl, PacketAbort, PacketContext, ParseError
@@ -41,21 +40,25 @@ DROP_PORT = 511
 MAX_PASSES = 64
 
 
-@dataclass(eq=False)
-class EgressJob:
-    """A packet between ingress and egress (what the traffic manager
-    queues): its PHV objects, unparsed payload and bmv2 registers."""
+# A packet between ingress and egress (what the traffic manager queues) is
+# its ingress pass's PacketContext: .port, .priority (where to queue), .hdr,
+# .meta, .sm (the PHV), .payload, .length (bmv2's packet-length register:
+# egress packet_length), .ingress_length (what counters/meters count),
+# .passes (resubmit/recirculation passes so far: the loop guard), .truncate
+# (bytes to keep at transmit, 0: all; a clone's session limit).
+EgressJob = PacketContext
 
-    port: int
-    priority: int
-    hdr: object
-    meta: object
-    sm: object
-    payload: bytes
-    length: int            # bmv2's packet-length register (egress packet_length)
-    ingress_length: int    # length counters/meters count
-    passes: int = 0        # resubmit/recirculation passes so far (loop guard)
-    truncate: int = 0      # clone session packet_length_bytes (0: none)
+
+def _job(port: int, priority: int, hdr, meta, sm, payload: bytes, length: int, ingress_length: int,
+         passes: int, truncate: int) -> EgressJob:
+    """A new job: a clone or a multicast replica (a unicast packet's own
+    context becomes its job in place)."""
+    job = PacketContext(ingress_length, sm)
+    job.length = length
+    job.payload = payload
+    job.truncate = truncate
+    job.port, job.priority, job.hdr, job.meta, job.passes = port, priority, hdr, meta, passes
+    return job
 
 
 class QueueMeta(NamedTuple):
@@ -202,8 +205,8 @@ class V1Switch:
             self.stats["dropped"] += 1
             return None
         sm.instance_type = NORMAL
-        jobs.append(EgressJob(sm.egress_spec, sm.priority, hdr, meta, sm, ctx.payload,
-                              ctx.length, length, passes, ctx.truncate))
+        ctx.port, ctx.priority, ctx.hdr, ctx.meta, ctx.passes = sm.egress_spec, sm.priority, hdr, meta, passes
+        jobs.append(ctx)  # length, ingress_length, payload, truncate are already the job's
         return None
 
     def _ingress_clone(self, ctx, port, data, meta, sm, passes, jobs) -> None:
@@ -223,16 +226,16 @@ class V1Switch:
             csm.egress_rid = instance
             csm.packet_length = len(data)
             self.stats["clones"] += 1
-            jobs.append(EgressJob(out_port, 0, chdr, cmeta, csm, cctx.payload, len(data), len(data),
-                                  passes, session.packet_length_bytes))
+            jobs.append(_job(out_port, 0, chdr, cmeta, csm, cctx.payload, len(data), len(data),
+                             passes, session.packet_length_bytes))
         self.rt.pkt = ctx
 
     def _multicast(self, hdr, meta, sm, ctx, ingress_length, mgid, passes, jobs) -> None:
         for rid, port in self.pre.group(mgid):
             sm.egress_rid = rid
             self.stats["replicas"] += 1
-            jobs.append(EgressJob(port, sm.priority, hdr._copy(), meta._copy(), sm._copy(),
-                                  ctx.payload, ctx.length, ingress_length, passes, ctx.truncate))
+            jobs.append(_job(port, sm.priority, hdr._copy(), meta._copy(), sm._copy(),
+                             ctx.payload, ctx.length, ingress_length, passes, ctx.truncate))
 
     # ------------------------------------------------------------- egress
 
@@ -254,9 +257,15 @@ class V1Switch:
         sm.deq_timedelta = q.deq_timedelta_us & 0xFFFFFFFF
         sm.deq_qdepth = q.deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = (self.clock.now_us() if ts is None else ts) & 0xFFFFFFFFFFFF
-        ctx = PacketContext(job.ingress_length, sm)
-        ctx.length = job.length
-        ctx.payload = job.payload
+        # the job's context serves the egress pass: its per-pass requests start empty
+        # (length, ingress_length, payload and sm carry over, as bmv2's registers do)
+        limit = job.truncate
+        ctx = job
+        ctx.clone_session = ctx.resubmit = ctx.recirculate = ctx.digest = None
+        ctx.clone_fields = ()
+        ctx.truncate = 0
+        if ctx.dm:
+            ctx.dm = {}
         self.rt.pkt = ctx
         if self._egress is not None:
             self._egress(hdr, meta, sm)
@@ -276,7 +285,6 @@ class V1Switch:
                 return EgressResult(packets, jobs)
             jobs.extend(self.ingress(0, data, RECIRC, (ctx.recirculate, meta, sm), passes))
             return EgressResult(packets, jobs)
-        limit = job.truncate
         if ctx.truncate and (not limit or ctx.truncate < limit):
             limit = ctx.truncate
         if limit and len(data) > limit:
@@ -307,8 +315,8 @@ class V1Switch:
             csm.instance_type = EGRESS_CLONE
             csm.egress_rid = instance
             self.stats["clones"] += 1
-            jobs.append(EgressJob(port, 0, job.hdr._copy(), cmeta, csm, ctx.payload, ctx.length,
-                                  job.ingress_length, job.passes, session.packet_length_bytes))
+            jobs.append(_job(port, 0, job.hdr._copy(), cmeta, csm, ctx.payload, ctx.length,
+                             job.ingress_length, job.passes, session.packet_length_bytes))
 
 
 def run_guarded(fn, on_error):
