@@ -88,8 +88,6 @@ _result = tuple.__new__  # EgressResult(...) without NamedTuple's Python-level _
 def _queue_meta(q) -> QueueMeta:
     """QueueMeta from None, a dict or a plain tuple (objects with QueueMeta's
     attribute names, e.g. a tm.Departure, are used as they are)."""
-    if q.__class__ is tuple and len(q) > 5:
-        raise TypeError(f"queue metadata tuple has {len(q)} items; QueueMeta has 5")
     if q is None:
         return QueueMeta()
     if isinstance(q, dict):

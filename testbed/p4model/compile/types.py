@@ -6,7 +6,9 @@ access is one attribute load.  Widths are static, so a byte-aligned
 fixed-width header is extracted with one precompiled `struct` unpack (one
 item per byte-aligned run of fields, a shift/mask per field inside a run)
 and emitted with one `struct` pack: about 3x faster than going through one
-big int, which remains the path for headers that are not byte multiples.  Scalar representation:
+big int, which remains the path for headers that are not byte multiples.
+Extract/emit statements inline that code (no method call per header).
+Scalar representation:
 
 * bit<W>: int in [0, 2^W); int<W>: Python int in [-2^(W-1), 2^(W-1));
 * bool: Python bool; enums/error: int (member index or serializable value);
@@ -270,10 +272,11 @@ class TypeClasses:
     def _field_read(self, f, shift: str, width: int, var: str = "v", top: bool = False) -> str:
         """`f`'s value from the int `var` holding it at `shift`; `top`: nothing above it."""
         ft = scalar_type(f.type)
+        low = hex((1 << width) - 1)
         if top:
             raw = f"{var} >> {shift}" if shift != "0" else var
         else:
-            raw = f"({var} >> {shift}) & {hex((1 << width) - 1)}" if shift != "0" else f"{var} & {hex((1 << width) - 1)}"
+            raw = f"({var} >> {shift}) & {low}" if shift != "0" else f"{var} & {low}"
         if isinstance(ft, ir.BoolT):
             return f"({raw}) == 1"
         if isinstance(ft, ir.BitT) and ft.signed:
@@ -405,7 +408,7 @@ class TypeClasses:
         codec = self._inline.get(id(ir.strip_newtype(t)))
         if codec is None:
             return None
-        return [f"__o = pk.off", f"__e = __o + {codec.nbytes}",
+        return ["__o = pk.off", f"__e = __o + {codec.nbytes}",
                 f"if __e > pk.end: raise ParseError({self.too_short_code})",
                 _on(codec.unpack, h), "pk.off = __e"] + [_on(line, h) for line in codec.after] + [f"{h}._valid = True"]
 
@@ -485,7 +488,6 @@ class TypeClasses:
         s.line("pad = (8 - total % 8) % 8")
         s.line("return (acc << pad).to_bytes((total + pad) // 8, 'big')")
         s.dedent()
-
 
 
 class _InlineCodec(NamedTuple):

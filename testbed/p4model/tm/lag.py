@@ -9,9 +9,10 @@ report must say so.  LagStats keeps that evidence cheaply: one call per
 packet, an exact maximum, and a histogram from which percentiles are read.
 
 Histogram: one bucket per microsecond below FINE_US (exact percentiles
-there, 16 ms: beyond a few cell times at the emulation's link rates), then one bucket per power of two (a percentile above FINE_US is
-reported as its bucket's upper bound, capped at the observed maximum, so it
-never understates the lag).
+there, 16 ms: beyond a few cell times at the emulation's link rates), then
+one bucket per power of two (a percentile above FINE_US is reported as its
+bucket's upper bound, capped at the observed maximum, so it never
+understates the lag).
 """
 
 from __future__ import annotations

@@ -138,7 +138,11 @@ control V(inout headers_t hdr, inout meta_t meta) {
     apply { verify_checksum(true, {hdr.l.mac, hdr.l.s, hdr.l.n}, hdr.o.e, HashAlgorithm.csum16); }
 }
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    apply { sm.egress_spec = 1; hdr.o.e = (bit<16>) sm.checksum_error; meta.k = hdr.l.q[4:0]; meta.j = 11w0x5A5; meta.z = hdr.l.t[7:0]; }
+    apply {
+        sm.egress_spec = 1;
+        hdr.o.e = (bit<16>) sm.checksum_error;
+        meta.k = hdr.l.q[4:0]; meta.j = 11w0x5A5; meta.z = hdr.l.t[7:0];
+    }
 }
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
 control C(inout headers_t hdr, inout meta_t meta) {
