@@ -23,15 +23,17 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=250, deadline=None)
-@given(
-    ops=ops,
+# a switch's TM set-ups: priorities, queue rate (pps), link rate (bits/s), link delay
+setups = dict(
     prios=st.integers(1, 3),
-    depth=st.integers(1, 6),
     rate_pps=st.sampled_from([0, 1000, 20_000]),
     rate_bps=st.sampled_from([0, 3_000_000, 50_000_000]),
     delay_us=st.sampled_from([0, 50]),
 )
+
+
+@settings(max_examples=250, deadline=None)
+@given(ops=ops, depth=st.integers(1, 6), **setups)
 def test_invariants(ops, prios, depth, rate_pps, rate_bps, delay_us):
     clock = ManualClock()
     tm = TrafficManager(clock, priority_queues=prios, depth=depth, rate_pps=rate_pps,
@@ -114,14 +116,7 @@ def test_invariants(ops, prios, depth, rate_pps, rate_bps, delay_us):
 
 
 @settings(max_examples=250, deadline=None)
-@given(
-    ops=ops,
-    prios=st.integers(1, 3),
-    depth=st.integers(0, 6),
-    rate_pps=st.sampled_from([0, 1000, 20_000]),
-    rate_bps=st.sampled_from([0, 3_000_000, 50_000_000]),
-    delay_us=st.sampled_from([0, 50]),
-)
+@given(ops=ops, depth=st.integers(0, 6), **setups)
 def test_offer_now_is_offer_then_dequeue(ops, prios, depth, rate_pps, rate_bps, delay_us):
     """The switch's fast path hands out exactly the departures (times, depths,
     order per port) and counters that offer() + dequeue_ready(now) give
