@@ -179,3 +179,40 @@ def test_every_service_pass_flushes_batching_ports():
     switch.service(0)
     assert switch.ports[2].sent == [b"\x01abc"] and switch.ports[1].sent == [b"\x02xyz"]
     assert not switch.ports[1].queued and not switch.ports[2].queued
+
+
+def test_batch_on_an_idle_link_is_sent_during_the_batch_in_order():
+    pipeline = SplitPipeline()
+    switch, clock = make(pipeline)
+    clock.advance_ns(1_000)
+    switch._receive_batch(1, [bytes([2, 0, i]) for i in range(5)])
+    # no service pass yet: each copy departed at once (TM fast path) and was sent
+    assert [data[2] for data in switch.ports[2].sent] == [0, 1, 2, 3, 4]
+    assert [depth for _, depth, _ in pipeline.seen] == [0] * 5
+    assert switch.stats["tx"] == 5 and not switch.tm.has_work()
+
+
+def test_batch_on_a_shaped_link_queues_behind_the_first_in_order():
+    pipeline = SplitPipeline()
+    switch, clock = make(pipeline)
+    switch.tm_commands.apply_all(["set_queue_rate 1000 2"])
+    clock.advance_ns(1_000)
+    switch._receive_batch(1, [bytes([2, 0, i]) for i in range(4)])
+    assert [data[2] for data in switch.ports[2].sent] == [0]     # only the first went at once
+    for t in range(1_000, 4_000_001, 500_000):
+        clock.advance_ns(t - clock.now_ns())
+        switch.service(t)
+    assert [data[2] for data in switch.ports[2].sent] == [0, 1, 2, 3]
+    assert [depth for _, depth, _ in pipeline.seen] == [0, 0, 1, 2]   # queued behind each other
+    assert [delta for _, _, delta in pipeline.seen] == [0, 1000, 2000, 3000]
+
+
+def test_batch_frame_waits_behind_frames_held_on_the_link():
+    switch, clock = make(process_pipeline({1: 2}))
+    switch.tm_commands.apply_all(["set_port_delay_us 500 2"])
+    clock.advance_ns(1_000)
+    switch._receive_batch(1, [b"\x01a", b"\x01b"])
+    assert switch.ports[2].sent == []                    # both on the 500 us link
+    clock.advance_ns(500_000)
+    switch.service(clock.now_ns())
+    assert switch.ports[2].sent == [b"\x01a", b"\x01b"]
