@@ -285,19 +285,20 @@ class ExternMixin:
         self.assign(result, value, ir.IntLitT())
         return "None"
 
-    def _checksum_guard(self, field: ir.Expr) -> str:
+    def _checksum_guard(self, field: ir.Expr) -> str | None:
         if isinstance(field, ir.Member) and isinstance(ir.strip_newtype(field.base.type), ir.HeaderT):
-            return f" and {self.ex(field.base)}._valid"
-        return ""
+            return f"{self.ex(field.base)}._valid"
+        return None
 
     def _verify(self, e, payload: bool):
         cond, data, field, algo = e.args
         hf = self.hasher(algo)
         w = width_of(field.type)
         # the condition first (argument order), the packing only when it holds
-        self.emit(f"if {self.ex(cond)}{self._checksum_guard(field)}:")
+        checked = [self.ex(cond), self._checksum_guard(field)]
+        self.emit(f"if {' and '.join(f'({c})' for c in checked if c)}:")
         self.src.indent()
-        value = None if payload else self._csum16_direct(algo, data)
+        value = None if payload else self._csum16_direct(algo, data, checked)
         if value is None:
             packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
             value = f"{hf}({packed})"
@@ -309,9 +310,10 @@ class ExternMixin:
     def _update(self, e, payload: bool):
         cond, data, field, algo = e.args
         hf = self.hasher(algo)
-        self.emit(f"if {self.ex(cond)}:")
+        checked = self.ex(cond)
+        self.emit(f"if {checked}:")
         self.src.indent()
-        value = None if payload else self._csum16_direct(algo, data)
+        value = None if payload else self._csum16_direct(algo, data, [checked])
         if value is None:
             packed = self.pack(data) + (" + RT.pkt.payload" if payload else "")
             value = f"{hf}({packed})"
@@ -319,14 +321,15 @@ class ExternMixin:
         self.src.dedent()
         return "None"
 
-    def _csum16_direct(self, algo: ir.Expr, data: ir.Expr) -> str | None:
+    def _csum16_direct(self, algo: ir.Expr, data: ir.Expr, checked: list) -> str | None:
         """csum16 of a field list without building its bytes, or None.
 
         The list's bytes read as one number n, 16-bit words being its
         base-65536 digits, and 65536 = 1 (mod 0xffff): n mod 0xffff is the
         sum of each field shifted by its bit offset modulo 16.  So the
         checksum is ~(sum - 1) % 0xffff + 1 (0xffff for an all-zero list)
-        over small ints.  Lists of one header (or none) without varbits."""
+        over small ints.  Lists of one header (or none) without varbits;
+        `checked`: conditions the enclosing `if` already tested."""
         if enum_member(algo) != "csum16":
             return None
         leaves = self.flatten(data)
@@ -348,6 +351,8 @@ class ExternMixin:
                 v = f"({v} & {mask(w)})"
             terms.append(f"({v} << {offset % 16})" if offset % 16 else v)
         g = guards.pop() if guards else None
+        if g in checked:
+            g = None   # the header is known to be valid here
         acc = self.tmp("sum")
         self.emit(f"{acc} = {' + '.join(terms) or '0'}" + (f" if {g} else 0" if g else ""))
         return f"((~((({acc} - 1) % 0xFFFF) + 1) & 0xFFFF) if {acc} else 0xFFFF)"
