@@ -27,6 +27,10 @@ from testbed.p4model.packet import ValueSet
 
 PARSER_STATE_LIMIT = 10000   # bound on state transitions per packet (no hang)
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+# Requests a statement can leave in the packet context (RT.pkt) for the
+# architecture to act on after a control; a program that makes none lets
+# v1model skip looking for them on every packet.
+REQUESTS = ("truncate", "digest", "clone", "resubmit", "recirculate", "direct_meter")
 
 
 @dataclass
@@ -50,6 +54,7 @@ class CompiledProgram:
     value_sets: dict = field(default_factory=dict)
     hashers: list = field(default_factory=list)
     empty_blocks: set = field(default_factory=set)  # roles whose control does nothing (not called)
+    requests: set = field(default_factory=set)  # the REQUESTS some statement of the program makes
     filename: str = "<p4>"
     _source: Source = None
 
@@ -113,6 +118,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.rt = RuntimeState()
         self.globals: dict = {}
         self.empty_fns: set[str] = set()
+        self.requests: set[str] = set()  # what the program can ask of the packet context (REQUESTS)
         self.fc: FuncCtx = FuncCtx({})
         self.instance_names: dict = {}      # id(Instance) -> global name
         self.actions: dict = {}             # id(ActionDecl) -> (fn, ctl_args)
@@ -207,6 +213,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         out.namespace = namespace
         out.blocks = {role: namespace[fn] for role, fn in block_fns.items()}
         out.empty_blocks = {role for role, fn in block_fns.items() if fn in self.empty_fns}
+        out.requests = set(self.requests)
         out.hdr_class = namespace[classes["hdr"]]
         out.meta_class = namespace[classes["meta"]]
         out.sm_class = namespace[classes["sm"]]
@@ -698,6 +705,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.emit(f"c = {tname}.default")
         self.emit("hit = False")
         if dm_key is not None:
+            self.requests.add("direct_meter")
             self.emit(f"RT.pkt.dm[{dm_key}] = 0")
         self.src.dedent()
         self.emit("else:")
