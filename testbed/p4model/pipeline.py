@@ -97,7 +97,7 @@ class Pipeline:
             try:
                 packets, jobs = egress(job, QueueMeta(now, 0, 0, 0, now))
             except Exception as exc:  # noqa: BLE001 - never let a packet stop the switch
-                self._packet_failed(exc, "egress", job.port)
+                log.error("%s", self.packet_failed(exc, "egress", job.port))
                 continue
             out += packets
             if jobs:
@@ -110,15 +110,14 @@ class Pipeline:
             raise ValueError("no CPU port configured for PacketOut")
         return self.process(self.cpu_port, data)
 
-    def ingress(self, port: int, data: bytes) -> list:
-        """Receive a packet: parser, verify, ingress, after-ingress.
-        Returns the EgressJobs for the traffic manager (job.port,
-        job.priority say where to queue them)."""
-        self.stats["received"] += 1
+    def ingress(self, port: int, data: bytes, now_us: int | None = None) -> list:
+        """Receive a packet (at `now_us`, default the clock's now): parser,
+        verify, ingress, after-ingress.  Returns the EgressJobs for the
+        traffic manager (job.port, job.priority say where to queue them)."""
         try:
-            return self.switch.ingress(port, data if data.__class__ is bytes else bytes(data))
+            return self.switch.ingress(port, data if data.__class__ is bytes else bytes(data), now_us)
         except Exception as exc:  # noqa: BLE001 - never let a packet stop the switch
-            self._packet_failed(exc, "ingress", port)
+            log.error("%s", self.packet_failed(exc, "ingress", port))
             return []
 
     def egress(self, job: EgressJob, queue_meta=None) -> EgressResult:
@@ -128,18 +127,26 @@ class Pipeline:
         try:
             return self.switch.egress(job, queue_meta)
         except Exception as exc:  # noqa: BLE001
-            self._packet_failed(exc, "egress", job.port)
+            log.error("%s", self.packet_failed(exc, "egress", job.port))
             return EgressResult([], [])
 
-    def _packet_failed(self, exc: Exception, where: str, port: int) -> None:
+    @property
+    def unguarded(self) -> V1Switch:
+        """ingress(port, bytes, now_us) / egress(job, queue_meta) /
+        egress_now(job, now_us) without the guard: they raise what a packet
+        raised.  For a caller with its own guard (the switch's event loop),
+        which reports through packet_failed."""
+        return self.switch
+
+    def packet_failed(self, exc: Exception, where: str, port: int) -> str:
+        """Count a packet that raised in `where` (it is dropped) and say what
+        happened, with the P4 source location when it is known."""
         self.stats["errors"] += 1
         self.stats["dropped"] += 1
         if isinstance(exc, PacketAbort):
-            log.error("packet dropped in %s (port %s): %s", where, port, exc)
-            return
+            return f"packet dropped in {where} (port {port}): {exc}"
         loc = self._locate(exc)
-        log.error("packet dropped in %s (port %s): %s%s: %s", where, port,
-                  f"{loc}: " if loc else "", type(exc).__name__, exc)
+        return f"packet dropped in {where} (port {port}): {f'{loc}: ' if loc else ''}{type(exc).__name__}: {exc}"
 
     def _locate(self, exc: Exception):
         """The P4 source location of the generated line that raised."""

@@ -83,6 +83,8 @@ class EgressResult(NamedTuple):
 
 
 _result = tuple.__new__  # EgressResult(...) without NamedTuple's Python-level __new__
+_NO_JOBS = ()  # read-only: EgressResult.jobs of a pass that made none
+_NOTHING = EgressResult((), ())  # a pass that dropped its packet
 
 
 def _queue_meta(q) -> QueueMeta:
@@ -107,6 +109,10 @@ class V1Switch:
         self.drop_port = drop_port
         self.max_passes = max_passes
         self.rt = compiled.rt
+        # no statement can ask for a clone, digest, resubmit, recirculation,
+        # truncation or direct-meter result: a packet's context never needs
+        # looking at or resetting for them
+        self._plain = not getattr(compiled, "requests", True)
         b = compiled.blocks
         empty = getattr(compiled, "empty_blocks", ())  # controls that do nothing are not called
         self._parser = b["parser"]
@@ -123,6 +129,15 @@ class V1Switch:
                       "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
                       "replicas": 0}
 
+    @property
+    def drop_port(self) -> int:
+        return self._drop_port
+
+    @drop_port.setter
+    def drop_port(self, port: int) -> None:
+        self._drop_port = port
+        self._egress_spec_start = 0 if port != 0 else 1  # in egress: anything but the drop port
+
     # ------------------------------------------------------------ ingress
 
     def _parse(self, data: bytes, hdr, meta, sm, ctx) -> None:
@@ -133,46 +148,29 @@ class V1Switch:
             sm.parser_error = err.code
         ctx.payload = data[cur.off:]
 
-    def ingress(self, port: int, data: bytes, instance_type: int = NORMAL,
-                preserve=None, passes: int = 0) -> list:
-        """Receive `data` on `port` and run the ingress side; returns the
-        EgressJobs to queue (after-ingress decisions done). `preserve`
-        (for resubmit/recirculation) is (field_list_fn, old_meta, old_sm)."""
-        jobs: list = []
-        while True:
-            resubmit = self._ingress_pass(port, data, instance_type, preserve, passes, jobs)
-            if resubmit is None:
-                return jobs
-            passes += 1
-            self.stats["resubmits"] += 1
-            if passes >= self.max_passes:
-                self.stats["loop_drops"] += 1
-                log.warning("packet resubmitted %d times: dropped (bmv2 would loop forever)", passes)
-                return jobs
-            instance_type, preserve = RESUBMIT, resubmit
+    def _verify_checksums(self, hdr, meta) -> None:
+        if self._verify is not None:
+            try:
+                self._verify(hdr, meta)
+            except ExitControl:
+                pass
 
-    def _new_phv(self, port, length, instance_type, preserve):
-        hdr, meta, sm = self._H(), self._M(), self._SM()
-        if preserve is not None:
-            fn, old_meta, old_sm = preserve
-            fn(old_meta, old_sm, meta, sm)
-        else:
-            sm.ingress_port = port
-            sm.ingress_global_timestamp = self.clock.now_us() & 0xFFFFFFFFFFFF
-        sm.instance_type = instance_type
-        sm.packet_length = length
-        return hdr, meta, sm
+    def ingress(self, port: int, data: bytes, now_us: int | None = None) -> list:
+        """Receive `data` on `port` at `now_us` (default: the clock's now) and
+        run the ingress side; returns the EgressJobs to queue (after-ingress
+        decisions done).
 
-    def _ingress_pass(self, port, data, instance_type, preserve, passes, jobs):
+        This is the per-packet path, so the first pass is written out here
+        (_ingress_pass is the same for resubmitted and recirculated passes)
+        and a pass that asked for nothing but one unicast copy or a drop
+        returns at once; clones, digests, resubmit and multicast go through
+        _after_ingress."""
+        self.stats["received"] += 1
         length = len(data)
-        if preserve is None:        # _new_phv and _parse inlined (the per-packet path)
-            hdr, meta, sm = self._H(), self._M(), self._SM()
-            sm.ingress_port = port
-            sm.ingress_global_timestamp = self.clock.now_us() & 0xFFFFFFFFFFFF
-            sm.instance_type = instance_type
-            sm.packet_length = length
-        else:
-            hdr, meta, sm = self._new_phv(port, length, instance_type, preserve)
+        hdr, meta, sm = self._H(), self._M(), self._SM()
+        sm.ingress_port = port
+        sm.ingress_global_timestamp = (self.clock.now_us() if now_us is None else now_us) & 0xFFFFFFFFFFFF
+        sm.packet_length = length  # instance_type: NORMAL, the new metadata's 0
         ctx = PacketContext(length, sm)
         self.rt.pkt = ctx
         cur = Cursor(data)
@@ -187,6 +185,59 @@ class V1Switch:
             except ExitControl:
                 pass
         self._ingress(hdr, meta, sm)
+        if not sm.mcast_grp and (self._plain or ctx.clone_session is None and ctx.digest is None
+                                 and ctx.resubmit is None):
+            out = sm.egress_spec
+            if out == self._drop_port:
+                self.stats["dropped"] += 1
+                return []
+            sm.instance_type = NORMAL
+            ctx.port, ctx.priority, ctx.hdr, ctx.meta, ctx.passes = out, sm.priority, hdr, meta, 0
+            return [ctx]  # length, ingress_length, payload, truncate are already the job's
+        jobs: list = []
+        self._resubmit(port, data, self._after_ingress(ctx, port, data, hdr, meta, sm, 0, jobs), 0, jobs)
+        return jobs
+
+    def _resubmit(self, port: int, data: bytes, preserve, passes: int, jobs: list) -> None:
+        """Ingress again with the original bytes while a pass asks for it
+        (`preserve`: (field_list_fn, old_meta, old_sm), None: no request)."""
+        while preserve is not None:
+            passes += 1
+            self.stats["resubmits"] += 1
+            if passes >= self.max_passes:
+                self.stats["loop_drops"] += 1
+                log.warning("packet resubmitted %d times: dropped (bmv2 would loop forever)", passes)
+                return
+            preserve = self._ingress_pass(port, data, RESUBMIT, preserve, passes, jobs)
+
+    def _new_phv(self, port, length, instance_type, preserve):
+        hdr, meta, sm = self._H(), self._M(), self._SM()
+        if preserve is not None:
+            fn, old_meta, old_sm = preserve
+            fn(old_meta, old_sm, meta, sm)
+        else:
+            sm.ingress_port = port
+            sm.ingress_global_timestamp = self.clock.now_us() & 0xFFFFFFFFFFFF
+        sm.instance_type = instance_type
+        sm.packet_length = length
+        return hdr, meta, sm
+
+    def _ingress_pass(self, port, data, instance_type, preserve, passes, jobs):
+        """One ingress pass of a resubmitted or recirculated packet; returns
+        the next resubmit request (or None)."""
+        length = len(data)
+        hdr, meta, sm = self._new_phv(port, length, instance_type, preserve)
+        ctx = PacketContext(length, sm)
+        self.rt.pkt = ctx
+        self._parse(data, hdr, meta, sm, ctx)
+        self._verify_checksums(hdr, meta)
+        self._ingress(hdr, meta, sm)
+        return self._after_ingress(ctx, port, data, hdr, meta, sm, passes, jobs)
+
+    def _after_ingress(self, ctx, port, data, hdr, meta, sm, passes, jobs):
+        """The after-ingress decisions in bmv2's order: I2E clone, digest,
+        resubmit (returned: (field_list_fn, meta, sm), ends the pass),
+        multicast, drop, unicast."""
         # I2E clone: the received bytes re-parsed, metadata reset but the list
         if ctx.clone_session is not None:
             self._ingress_clone(ctx, port, data, meta, sm, passes, jobs)
@@ -197,7 +248,7 @@ class V1Switch:
         mgid = sm.mcast_grp
         if mgid:
             sm.instance_type = REPLICATION
-            self._multicast(hdr, meta, sm, ctx, length, mgid, passes, jobs)
+            self._multicast(hdr, meta, sm, ctx, ctx.ingress_length, mgid, passes, jobs)
             return None
         if sm.egress_spec == self.drop_port:
             self.stats["dropped"] += 1
@@ -246,27 +297,49 @@ class V1Switch:
             q = _queue_meta(q)
             ts = q.deq_ts_us
         sm = job.sm
-        hdr, meta = job.hdr, job.meta
-        sm.egress_port = job.port
-        sm.egress_spec = 0 if self.drop_port != 0 else 1
-        sm.packet_length = job.length & 0xFFFFFFFF
         sm.enq_timestamp = q.enq_ts_us & 0xFFFFFFFF
         sm.enq_qdepth = q.enq_qdepth & 0x7FFFF
         sm.deq_timedelta = q.deq_timedelta_us & 0xFFFFFFFF
         sm.deq_qdepth = q.deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = (self.clock.now_us() if ts is None else ts) & 0xFFFFFFFFFFFF
+        return self._egress_pass(job, None)
+
+    def _egress_pass(self, job: EgressJob, now_us: int | None) -> EgressResult:
+        """Egress control, after-egress decisions and deparse.  `now_us`: the
+        job left its queue as it arrived, then (egress_now; the queue fields
+        are set here); None: egress() has set them.  One unicast frame with
+        nothing else asked for is the common case and returns early."""
+        sm = job.sm
+        if now_us is not None:
+            sm.enq_timestamp = now_us & 0xFFFFFFFF
+            sm.enq_qdepth = sm.deq_timedelta = sm.deq_qdepth = 0
+            sm.egress_global_timestamp = now_us & 0xFFFFFFFFFFFF
+        hdr, meta = job.hdr, job.meta
+        sm.egress_port = job.port
+        sm.egress_spec = self._egress_spec_start
+        sm.packet_length = job.length & 0xFFFFFFFF
+        ctx = job
+        if self._plain:  # one frame or a drop is all that can come out
+            self.rt.pkt = ctx
+            if self._egress is not None:
+                self._egress(hdr, meta, sm)
+            return self._transmit_one(ctx, hdr, meta, sm)
         # the job's context serves the egress pass: its per-pass requests start empty
         # (length, ingress_length, payload and sm carry over, as bmv2's registers do)
         limit = job.truncate
-        ctx = job
-        ctx.clone_session = ctx.resubmit = ctx.recirculate = ctx.digest = None
-        ctx.clone_fields = ()
-        ctx.truncate = 0
+        if ctx.clone_session is not None or ctx.recirculate is not None or ctx.resubmit is not None \
+                or ctx.digest is not None:
+            ctx.clone_session = ctx.resubmit = ctx.recirculate = ctx.digest = None
+            ctx.clone_fields = ()
+        if limit:
+            ctx.truncate = 0
         if ctx.dm:
             ctx.dm = {}
         self.rt.pkt = ctx
         if self._egress is not None:
             self._egress(hdr, meta, sm)
+        if ctx.clone_session is None and ctx.recirculate is None and not limit and not ctx.truncate:
+            return self._transmit_one(ctx, hdr, meta, sm)
         packets, jobs = [], []
         if ctx.clone_session is not None:
             self._egress_clone(ctx, job, jobs)
@@ -281,7 +354,8 @@ class V1Switch:
                 self.stats["loop_drops"] += 1
                 log.warning("packet recirculated %d times: dropped (bmv2 would loop forever)", passes)
                 return EgressResult(packets, jobs)
-            jobs.extend(self.ingress(0, data, RECIRC, (ctx.recirculate, meta, sm), passes))
+            preserve = self._ingress_pass(0, data, RECIRC, (ctx.recirculate, meta, sm), passes, jobs)
+            self._resubmit(0, data, preserve, passes, jobs)
             return EgressResult(packets, jobs)
         if ctx.truncate and (not limit or ctx.truncate < limit):
             limit = ctx.truncate
@@ -290,6 +364,28 @@ class V1Switch:
         self.stats["transmitted"] += 1
         packets.append((job.port, data))
         return _result(EgressResult, (packets, jobs))
+
+    def _transmit_one(self, job, hdr, meta, sm) -> EgressResult:
+        """The end of an egress pass that asked for nothing: the frame, or a drop."""
+        if sm.egress_spec == self._drop_port:
+            self.stats["dropped"] += 1
+            return _NOTHING
+        if self._compute is not None:  # deparse(), written out: the per-packet path
+            try:
+                self._compute(hdr, meta)
+            except ExitControl:
+                pass
+        out: list = []
+        self._deparser(out, hdr)
+        payload = job.payload
+        out.append(payload if payload.__class__ is bytes else bytes(payload))
+        self.stats["transmitted"] += 1
+        return _result(EgressResult, ([(job.port, b"".join(out))], _NO_JOBS))
+
+    # egress() for a job that left its queue as it arrived, at `now_us`
+    # (tm.depart_now): enq_timestamp = egress_global_timestamp = now_us,
+    # queue depths and deq_timedelta 0.
+    egress_now = _egress_pass
 
     def deparse(self, hdr, meta, ctx) -> bytes:
         if self._compute is not None:

@@ -4,8 +4,9 @@ One thread owns every packet and every piece of data-plane state:
 
     select(ports, TM command queue, wake-up pipe; timeout = next TM dequeue,
            next transmit, next digest deadline, at most 1 s)
-      port readable   -> up to BATCH frames, each: ingress -> tm.offer_now per
-                         copy (idle link: egress and send at once)
+      port readable   -> up to BATCH frames, each: ingress -> per copy
+                         tm.depart_now (idle link: egress and send at once)
+                         or else tm.offer (queued)
       commands        -> TM text commands (switch-cli) run here, between packets
       wake-up pipe    -> control-plane calls from gRPC threads run here
       then            -> tm.dequeue_ready -> egress (queue metadata) ->
@@ -137,24 +138,26 @@ class Switch(Device):
 
     # ---- packet path ---------------------------------------------------
     #
-    # Per packet the path is: one ingress call, one TM offer per copy, one
-    # egress call, one send.  No wrapper objects (the pipeline's own jobs are
-    # queued).  Each frame's arrival time is its own clock reading; a copy
-    # whose link is idle skips the queue round trip (offer_now: same model,
-    # property-tested) and is egressed and sent at once, and a frame that is
-    # due when egress ends is sent at once instead of going through the
-    # transmit schedule, unless earlier frames of its port are still held
+    # Per packet the path is: one ingress call, per copy one TM call, one
+    # egress call and one send.  No wrapper objects (the pipeline's own jobs
+    # are queued).  Each frame's arrival time is its own clock reading; a copy
+    # whose link is idle leaves its queue as it arrives (tm.depart_now: same
+    # model, property-tested) and is egressed and sent at once, and a frame
+    # that is due when egress ends is sent at once instead of going through
+    # the transmit schedule, unless earlier frames of its port are still held
     # there (per-port order is never changed).
 
     def receive(self, port: int, data: bytes, now_ns: int) -> None:
+        """One frame from `port` at `now_ns`: ingress and queue its copies
+        (each waits in the TM until service() dequeues it)."""
         datapath = self.datapath
         if datapath is None:
             self.stats["no_pipeline"] += 1
             return
         try:
-            jobs = datapath.ingress(port, data)
+            jobs = datapath.ingress(port, data, now_ns // 1000)
         except Exception as error:
-            self._packet_error("ingress", port, error)
+            self._packet_error(datapath, "ingress", port, error)
             return
         if not jobs:
             self.stats["ingress_drops"] += 1
@@ -164,10 +167,10 @@ class Switch(Device):
         self._enqueue(datapath, jobs, port, now_ns, len(data))
 
     def _receive_batch(self, port: int, frames: list) -> None:
-        """receive() for every frame of one drained batch (same semantics, less
-        overhead).  Each frame arrives at its own clock reading; a copy whose
-        link is idle departs at once (TrafficManager.offer_now) and is egressed
-        and sent before the next frame is looked at, the rest is queued."""
+        """receive() then service() for every frame of one drained batch (same
+        semantics, less overhead).  Each frame arrives at its own clock
+        reading; a copy whose link is idle departs at once and is egressed and
+        sent before the next frame is looked at, the rest is queued."""
         datapath = self.datapath
         if datapath is None:
             self.stats["no_pipeline"] += len(frames)
@@ -179,17 +182,21 @@ class Switch(Device):
                 self.receive(port, data, now_ns)
                 self.service(now_ns)
             return
-        ingress = datapath.ingress
-        offer_now = self.tm.offer_now
-        depart = self._depart
+        ingress, egress_now = datapath.ingress, datapath.egress_now
+        depart_now, offer = self.tm.depart_now, self.tm.offer
         drop_port = self.drop_port
+        schedule = self.schedule
+        on_wire = schedule.transmit_lag
+        ports = self.ports if not self.captures else {}  # captured ports go through _send
+        send = self._send
         drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
             now_ns = clock()
+            now_us = now_ns // 1000
             try:
-                jobs = ingress(port, data)
+                jobs = ingress(port, data, now_us)
             except Exception as error:
-                self._packet_error("ingress", port, error)
+                self._packet_error(datapath, "ingress", port, error)
                 continue
             if not jobs:
                 drops += 1
@@ -200,15 +207,34 @@ class Switch(Device):
                     to_drop_port += 1
                     continue
                 try:
-                    d = offer_now(out, job.priority, (datapath, job), now_ns, job.length)
+                    at = depart_now(out, job.priority, now_ns, job.length)
+                    if at is None:
+                        if offer(out, job.priority, (datapath, job), now_ns, job.length) < 0:
+                            tm_drops += 1
+                        continue
                 except Exception as error:  # e.g. an egress port the TM cannot model
-                    self._packet_error("enqueue", port, error)
+                    self._packet_error(None, "enqueue", port, error)
                     continue
-                if d.__class__ is int:
-                    if d < 0:
-                        tm_drops += 1
-                else:
-                    sent += depart(d, now_ns)
+                try:
+                    frames_out, more = egress_now(job, now_us)
+                except Exception as error:
+                    self._packet_error(datapath, "egress", out, error)
+                    continue
+                for to, data_out in frames_out:
+                    if at > now_ns or (schedule.held and schedule.holds(to)):
+                        schedule.push(to, at, data_out)
+                        continue
+                    if at == now_ns:
+                        on_wire.on_time += 1
+                    else:
+                        on_wire.record(now_ns - at)
+                    p = ports.get(to)
+                    if p is not None:
+                        sent += p.send(data_out)
+                    else:
+                        sent += send(to, data_out)
+                if more:
+                    self._enqueue(datapath, more, out, now_ns)
         stats = self.stats
         stats["tx"] += sent
         if drops or tm_drops or to_drop_port:
@@ -228,7 +254,7 @@ class Switch(Device):
             try:
                 code = offer(job.port, job.priority, (datapath, job), now_ns, job.length)
             except Exception as error:  # e.g. an egress port the TM cannot model
-                self._packet_error("enqueue", port, error)
+                self._packet_error(None, "enqueue", port, error)
                 continue
             if code < 0:
                 self.stats["tm_drops"] += 1
@@ -248,7 +274,7 @@ class Switch(Device):
                 for d in departures:
                     sent += depart(d, now_ns)
                 self.stats["tx"] += sent
-        if len(schedule):
+        if schedule.held:
             self._transmit(schedule.pop_due(now_ns))
         for flush in self._flushes:  # ports may batch their sends (TX rings): out they go
             flush()
@@ -264,7 +290,7 @@ class Switch(Device):
         try:
             frames, more = datapath.egress(job, d)
         except Exception as error:
-            self._packet_error("egress", d.port, error)
+            self._packet_error(datapath, "egress", d.port, error)
             return 0
         at = d.transmit_at_ns
         schedule = self.schedule
@@ -272,7 +298,7 @@ class Switch(Device):
         for port, data in frames:
             if at <= now_ns and not schedule.holds(port):
                 if at == now_ns:  # what pop_due(now_ns) would record
-                    schedule.transmit_lag.record_on_time()
+                    schedule.transmit_lag.on_time += 1
                 else:
                     schedule.transmit_lag.record(now_ns - at)
                 sent += self._send(port, data)
@@ -308,15 +334,21 @@ class Switch(Device):
             sent += send(port, data)
         self.stats["tx"] += sent
 
-    def _packet_error(self, stage: str, port: int, error: Exception) -> None:
+    def _packet_error(self, datapath: Datapath | None, stage: str, port: int, error: Exception) -> None:
+        """A packet raised in `stage` (a pipeline stage of `datapath`, or the
+        TM's enqueue when None): it is dropped, counted, and logged (at
+        warning level once per kind of failure, then at debug level)."""
         self.stats["pipeline_errors"] += 1
+        if datapath is not None:
+            what = datapath.failed(error, stage, port)
+        else:
+            what = f"packet from port {port} dropped: {stage} failed: {type(error).__name__}: {error}"
         kind = f"{stage}:{type(error).__name__}"
         if kind not in self._warned:
             self._warned.add(kind)
-            log.warning("packet from port %d dropped: %s failed: %s: %s (further such errors at debug level)",
-                        port, stage, type(error).__name__, error)
+            log.warning("%s (further such errors at debug level)", what)
         elif self._debug:
-            log.debug("packet from port %d dropped: %s: %s", port, stage, error)
+            log.debug("%s", what)
 
     # ---- the loop ------------------------------------------------------
 

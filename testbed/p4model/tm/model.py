@@ -108,7 +108,7 @@ class _Queue:
     __slots__ = (
         "items", "limit", "byte_limit", "interval_ns", "rate_pps", "last_ns", "bytes",
         "max_depth", "enqueued", "dequeued", "dropped_full", "enq_bytes", "deq_bytes",
-        "drop_bytes",
+        "drop_bytes", "passed", "passed_bytes",
     )
 
     def __init__(self, limit: int, byte_limit: int, rate_pps: float) -> None:
@@ -123,6 +123,7 @@ class _Queue:
         self.max_depth = 0
         self.enqueued = self.dequeued = self.dropped_full = 0
         self.enq_bytes = self.deq_bytes = self.drop_bytes = 0
+        self.passed = self.passed_bytes = 0  # left at arrival (depart_now): both enqueued and dequeued
 
 
 class _Port:
@@ -245,44 +246,47 @@ class TrafficManager:
             p.next_ns = start
         return depth
 
-    def offer_now(self, port: int, priority: int, packet: Any, now_ns: int, length: int):
-        """offer(), but a packet that departs at its arrival comes straight back.
+    def depart_now(self, port: int, priority: int, now_ns: int, length: int) -> int | None:
+        """A packet whose link is idle leaves at its arrival: its transmit time, or None.
 
-        Returns that packet's Departure when its port is idle (nothing queued,
-        nothing departed-but-not-handed-out, the link free by now) and its
-        queue's rate lets it go at once; otherwise offer()'s int code (queued
-        or dropped).  Exactly what offer() followed by dequeue_ready(now)
-        gives (property-tested), minus the queue round trip: on an idle link
-        the usual case, and the switch's fast path.  A caller that services
-        the TM only after a burst of same-instant arrivals would see those
-        queue behind each other instead; the switch reads the clock per packet."""
+        When `port` is idle (nothing queued, nothing departed-but-not-handed-
+        out, the link free by now) and the queue's rate lets a packet go at
+        once, the packet is counted as enqueued and dequeued at `now_ns` and
+        its transmit_at_ns is returned: its queue metadata is then known
+        without a Departure (enq_ts_us = deq_ts_us = now_ns // 1000, depths
+        and wait 0).  Otherwise nothing changes but the model's clock and
+        None is returned: the caller offer()s the packet.  Exactly what
+        offer() followed by dequeue_ready(now) gives (property-tested),
+        minus the queue round trip: on an idle link the usual case, and the
+        switch's fast path.  A caller that services the TM only after a
+        burst of same-instant arrivals would see those queue behind each
+        other instead; the switch reads the clock per packet."""
         if now_ns < self._now:
             now_ns = self._now
         else:
             self._now = now_ns
         p = self._ports.get(port)
-        if p is not None and p.next_ns is None and p.free_ns <= now_ns and not self._pending \
-                and 0 <= priority < len(p.queues):
-            q = p.queues[priority]
-            if q.last_ns + q.interval_ns <= now_ns and q.limit and (not q.byte_limit or length <= q.byte_limit):
-                q.last_ns = now_ns
-                q.enqueued += 1
-                q.dequeued += 1
-                q.enq_bytes += length
-                q.deq_bytes += length
-                if not q.max_depth:
-                    q.max_depth = 1
-                rate = p.rate_bps
-                free = now_ns + (length * 8_000_000_000 + rate - 1) // rate if rate else now_ns
-                at = free + p.delay_ns
-                if at < p.last_tx_ns:
-                    at = p.last_tx_ns
-                p.free_ns = free
-                p.last_tx_ns = at
-                self.dequeue_lag.record_on_time()  # dequeued at its scheduled time
-                us = now_ns // 1000
-                return _new_departure(Departure, (port, priority, packet, length, us, 0, us, 0, 0, at, now_ns))
-        return self.offer(port, priority, packet, now_ns, length)
+        if p is None or p.next_ns is not None or p.free_ns > now_ns or self._pending \
+                or not 0 <= priority < len(p.queues):
+            return None
+        q = p.queues[priority]
+        if q.last_ns + q.interval_ns > now_ns or not q.limit or (q.byte_limit and length > q.byte_limit):
+            return None
+        q.last_ns = now_ns
+        q.passed += 1
+        q.passed_bytes += length
+        if not q.max_depth:
+            q.max_depth = 1
+        self.dequeue_lag.on_time += 1  # dequeued at its scheduled time
+        rate = p.rate_bps
+        if rate:
+            now_ns += (length * 8_000_000_000 + rate - 1) // rate
+        p.free_ns = now_ns
+        at = now_ns + p.delay_ns
+        if at < p.last_tx_ns:
+            return p.last_tx_ns
+        p.last_tx_ns = at
+        return at
 
     def has_work(self) -> bool:
         """True when any packet is queued or departed-but-not-handed-out (cheap)."""
@@ -492,11 +496,11 @@ class TrafficManager:
                     "limit_packets": q.limit,
                     "limit_bytes": q.byte_limit,
                     "rate_pps": q.rate_pps,
-                    "enqueued": q.enqueued,
-                    "dequeued": q.dequeued,
+                    "enqueued": q.enqueued + q.passed,
+                    "dequeued": q.dequeued + q.passed,
                     "dropped_full": q.dropped_full,
-                    "enqueued_bytes": q.enq_bytes,
-                    "dequeued_bytes": q.deq_bytes,
+                    "enqueued_bytes": q.enq_bytes + q.passed_bytes,
+                    "dequeued_bytes": q.deq_bytes + q.passed_bytes,
                     "dropped_bytes": q.drop_bytes,
                 })
         return rows

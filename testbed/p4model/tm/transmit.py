@@ -22,11 +22,11 @@ class TransmitSchedule:
 
     def __init__(self) -> None:
         self._lines: dict[int, deque] = {}
-        self._count = 0
+        self.held = 0  # items waiting, all ports (read by the packet path: no call)
         self.transmit_lag = LagStats()
 
     def __len__(self) -> int:
-        return self._count
+        return self.held
 
     def push(self, port: int, transmit_at_ns: int, item: Any) -> None:
         """Schedule `item` on `port`; an earlier time than the port's last is raised to it."""
@@ -36,7 +36,7 @@ class TransmitSchedule:
         elif line and transmit_at_ns < line[-1][0]:
             transmit_at_ns = line[-1][0]  # never reorder a port's packets
         line.append((transmit_at_ns, item))
-        self._count += 1
+        self.held += 1
 
     def holds(self, port: int) -> bool:
         """True when `port` has packets waiting (a due packet may then not jump them)."""
@@ -60,5 +60,5 @@ class TransmitSchedule:
                 at, item = line.popleft()
                 record(now_ns - at)
                 out.append((port, item))
-        self._count -= len(out)
+        self.held -= len(out)
         return out

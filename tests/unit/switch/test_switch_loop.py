@@ -38,7 +38,7 @@ class SplitPipeline:
         self.seen = []
         self.cpu_port = None
 
-    def ingress(self, port, data):
+    def ingress(self, port, data, now_us=None):
         return [SimpleNamespace(port=data[0], priority=data[1], length=len(data), data=data)]
 
     def egress(self, job, departure):

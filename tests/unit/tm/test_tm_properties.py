@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testbed.p4model.clock import ManualClock
-from testbed.p4model.tm import TrafficManager
+from testbed.p4model.tm import Departure, TrafficManager
 
 PORTS = 3
 
@@ -117,7 +117,7 @@ def test_invariants(ops, prios, depth, rate_pps, rate_bps, delay_us):
 
 @settings(max_examples=250, deadline=None)
 @given(ops=ops, depth=st.integers(0, 6), **setups)
-def test_offer_now_is_offer_then_dequeue(ops, prios, depth, rate_pps, rate_bps, delay_us):
+def test_depart_now_is_offer_then_dequeue(ops, prios, depth, rate_pps, rate_bps, delay_us):
     """The switch's fast path hands out exactly the departures (times, depths,
     order per port) and counters that offer() + dequeue_ready(now) give
     (the TM serviced right after each arrival, as the switch does)."""
@@ -131,12 +131,14 @@ def test_offer_now_is_offer_then_dequeue(ops, prios, depth, rate_pps, rate_bps, 
             if op[0] == "enq":
                 _, port, prio, length = op
                 if fast:
-                    result = tm.offer_now(port, prio, i, clock.now_ns(), length)
-                    if isinstance(result, int):
-                        codes.append(result)
-                    else:
+                    now = clock.now_ns()
+                    at = tm.depart_now(port, prio, now, length)
+                    if at is None:
+                        codes.append(tm.offer(port, prio, i, now, length))
+                    else:  # the queue metadata depart_now implies
                         codes.append(0)
-                        out.append(result)
+                        us = now // 1000
+                        out.append(Departure(port, prio, i, length, us, 0, us, 0, 0, at, now))
                 else:
                     codes.append(tm.offer(port, prio, i, clock.now_ns(), length))
                 out += tm.dequeue_ready()
