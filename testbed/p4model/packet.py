@@ -185,4 +185,13 @@ class PacketContext:
         self.digest = None
         self.payload = b""
         self.sm = sm
-        self.dm = {}
+        self.dm = None  # direct meter colours of this pass: {key: colour}, made when a table sets one
+
+    def set_meter_result(self, key, colour: int) -> None:
+        if self.dm is None:
+            self.dm = {}
+        self.dm[key] = colour
+
+    def meter_result(self, key) -> int:
+        """The colour a direct meter's table gave this pass (0, green, if none)."""
+        return 0 if self.dm is None else self.dm.get(key, 0)

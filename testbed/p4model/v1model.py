@@ -333,8 +333,8 @@ class V1Switch:
             ctx.clone_fields = ()
         if limit:
             ctx.truncate = 0
-        if ctx.dm:
-            ctx.dm = {}
+        if ctx.dm is not None:
+            ctx.dm = None
         self.rt.pkt = ctx
         if self._egress is not None:
             self._egress(hdr, meta, sm)

@@ -169,7 +169,7 @@ class ExternMixin:
     def m_direct_meter_read(self, e, want):
         inst = e.target.target if isinstance(e.target, ir.InstanceRef) else None
         key = id(inst)
-        self.assign(e.args[0], f"RT.pkt.dm.get({key}, 0)", ir.BitT(32))
+        self.assign(e.args[0], f"RT.pkt.meter_result({key})", ir.BitT(32))
         return "None"
 
     # ---------------------------------------------------------- functions
@@ -345,6 +345,12 @@ class ExternMixin:
         guards = {g for _, g, _ in leaves}
         if len(guards) > 1 or any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
             return None
+        g = guards.pop() if guards else None
+        holder = g[:-len("._valid")] if g is not None and g.endswith("._valid") else None
+        if holder is not None and all(code.startswith(holder + ".") for code, _, _ in leaves):
+            local = self.tmp("h")       # the header once, not once per field
+            self.emit(f"{local} = {holder}")
+            leaves = [(local + code[len(holder):], guard, t) for code, guard, t in leaves]
         total = sum(width_of(t) for _, _, t in leaves)
         total += -total % 8             # pack_fields pads to whole bytes,
         total += -total % 16            # csum16 an odd byte count to a word
@@ -359,7 +365,6 @@ class ExternMixin:
             if not (isinstance(sc, ir.BitT) and not sc.signed):
                 v = f"({v} & {mask(w)})"
             terms.append(f"({v} << {offset % 16})" if offset % 16 else v)
-        g = guards.pop() if guards else None
         if g in checked:
             g = None   # the header is known to be valid here
         acc = self.tmp("sum")

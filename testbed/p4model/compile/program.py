@@ -127,6 +127,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.tables_fn: dict = {}           # id(TableDecl) -> fn
         self.field_lists: dict = {}         # key -> fn name
         self._chain_args = None             # set while writing an acyclic parser
+        self._skip_states: dict = {}        # states the acyclic parser being written jumps over
+        self._inline_states: dict = {}      # states written into their one predecessor
         self.out = CompiledProgram("", {}, self.rt, {}, None, None, None)
         self.defs: list[Source] = []
 
@@ -415,17 +417,22 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         state_fns = {s.name: self.names.new(f"ps_{stem}_{s.name}") for s in decl.states}
         # an acyclic state graph cannot loop: states then call their successor
         # directly (no driver loop, no step counter)
-        outer_chain = self._chain_args
+        outer_chain, outer_skips = self._chain_args, self._skip_states
         self._chain_args = None if self._has_cycle(decl) else ", ".join(state_args)
+        # a state that only moves on (no statements, one target) is not called:
+        # transitions to it go to its target (acyclic graphs only, so this ends)
+        self._skip_states = {} if self._chain_args is None else {
+            s.name: s.transition for s in decl.states if not s.stmts and isinstance(s.transition, str)}
+        outer_inline, self._inline_states = self._inline_states, self._states_to_inline(decl)
         for state in decl.states:
+            if state.name in self._skip_states or state.name in self._inline_states:
+                continue
             saved = self._begin_def()
             self.fc = FuncCtx(env, [], [], kind="parser")
             self.src.loc(state.loc)
             self.emit(f"def {state_fns[state.name]}({', '.join(state_args)}):")
             self.src.indent()
-            for st in state.stmts:
-                self.stmt(st)
-            self._gen_transition(state.transition, state_fns, state.loc)
+            self._gen_state_body(state, state_fns)
             self.src.dedent()
             self._end_def(saved)
         fn = self.names.new("prs_" + stem)
@@ -440,7 +447,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         if "start" not in state_fns:
             raise P4Error(decl.loc, f"parser {decl.name} has no start state")
         if self._chain_args is not None:
-            self.emit(f"{state_fns['start']}({self._chain_args})")
+            self.emit(self._state_ref("start", state_fns, decl.loc))
         else:
             self.emit(f"st = {state_fns['start']}")
             self.emit("n = 0")
@@ -451,13 +458,44 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
                       f"{str(decl.loc) + ': parser ' + decl.name + ' does not terminate'!r})")
             self.emit(f"st = st({', '.join(state_args)})")
             self.src.dedent()
-        self._chain_args = outer_chain
+        self._chain_args, self._skip_states, self._inline_states = outer_chain, outer_skips, outer_inline
         if outs:
             self.emit(self.fc.return_code(None))
         self.src.dedent()
         self._end_def(saved)
         # sub-parser calls pass the cursor first, then the other params
         return fn
+
+    def _gen_state_body(self, state, state_fns: dict) -> None:
+        for st in state.stmts:
+            self.stmt(st)
+        self._gen_transition(state.transition, state_fns, state.loc)
+
+    def _resolve_state(self, name: str) -> str:
+        while name in self._skip_states:
+            name = self._skip_states[name]
+        return name
+
+    def _states_to_inline(self, decl: ir.ParserDecl) -> dict:
+        """States of an acyclic parser that exactly one transition leads to
+        (not the start state, which the parser function calls): their code
+        is written into that transition instead of a function of their own,
+        one call less per packet.  Every state body ends in a return, so the
+        code after the inlined body is never reached from it."""
+        if self._chain_args is None:
+            return {}
+        refs: dict[str, int] = {}
+        for st in decl.states:
+            if st.name in self._skip_states:
+                continue
+            tr = st.transition
+            targets = [tr] if isinstance(tr, str) else [t for _, t in tr.cases] if isinstance(tr, ir.Select) else []
+            for target in targets:
+                target = self._resolve_state(target)
+                refs[target] = refs.get(target, 0) + 1
+        first = self._resolve_state("start")
+        return {st.name: st for st in decl.states
+                if refs.get(st.name) == 1 and st.name != first and st.name not in self._skip_states}
 
     @staticmethod
     def _has_cycle(decl: ir.ParserDecl) -> bool:
@@ -485,6 +523,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         return any(visit(n) for n in succ)
 
     def _state_ref(self, name: str, state_fns: dict, loc) -> str:
+        name = self._resolve_state(name)
         if name in ("accept", "reject"):
             return "None"   # bmv2 back end: reject behaves as accept, NoError
         if name not in state_fns:
@@ -498,7 +537,12 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.emit("return None")
             return
         if isinstance(tr, str):
-            self.emit(f"return {self._state_ref(tr, state_fns, loc)}")
+            inline = self._inline_states.get(self._resolve_state(tr))
+            if inline is not None:
+                self.src.loc(inline.loc)
+                self._gen_state_body(inline, state_fns)
+            else:
+                self.emit(f"return {self._state_ref(tr, state_fns, loc)}")
             return
         keys = []
         for i, k in enumerate(tr.keys):
@@ -507,6 +551,17 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             keys.append((name, k.type))
         for keyset, target in tr.cases:
             cond = self._keyset_cond(keyset, keys)
+            inline = self._inline_states.get(self._resolve_state(target))
+            if inline is not None:
+                if cond == "True":
+                    self._gen_state_body(inline, state_fns)
+                    return
+                self.emit(f"if {cond}:")
+                self.src.indent()
+                self.src.loc(inline.loc)
+                self._gen_state_body(inline, state_fns)
+                self.src.dedent()
+                continue
             ref = self._state_ref(target, state_fns, tr.loc)
             if cond == "True":
                 self.emit(f"return {ref}")
@@ -706,7 +761,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.emit("hit = False")
         if dm_key is not None:
             self.requests.add("direct_meter")
-            self.emit(f"RT.pkt.dm[{dm_key}] = 0")
+            self.emit(f"RT.pkt.set_meter_result({dm_key}, 0)")
         self.src.dedent()
         self.emit("else:")
         self.src.indent()
@@ -714,8 +769,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         if dc_kind is not None:
             self.emit("e.counter_packets += 1; e.counter_bytes += RT.pkt.ingress_length")
         if dm_key is not None:
-            self.emit(f"RT.pkt.dm[{dm_key}] = e.meter.execute(RT.pkt.ingress_length) "
-                      "if e.meter is not None else 0")
+            self.emit(f"RT.pkt.set_meter_result({dm_key}, e.meter.execute(RT.pkt.ingress_length) "
+                      "if e.meter is not None else 0)")
         if impl is not None:
             if sel:
                 algo = getattr(impl, "selector_algorithm", "crc16")
