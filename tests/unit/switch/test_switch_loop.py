@@ -1,9 +1,13 @@
 """The event loop's packet path and call queue, with fake ports and pipelines."""
 
+import logging
+import struct
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
+from testbed.p4model import hashing
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.switch.loop import Switch
 
@@ -216,3 +220,41 @@ def test_batch_frame_waits_behind_frames_held_on_the_link():
     clock.advance_ns(500_000)
     switch.service(clock.now_ns())
     assert switch.ports[2].sent == [b"\x01a", b"\x01b"]
+
+
+def ipv4_frame(dst: int) -> bytes:
+    """Ethernet (dst 00:..:01) + IPv4 from 10.0.0.1 to `dst`, TTL 64, 26-byte payload."""
+    ip = struct.pack("!BBHHHBBHII", 0x45, 0, 46, 1, 0, 64, 17, 0, 0x0A000001, dst)
+    ip = ip[:10] + hashing.csum16(ip).to_bytes(2, "big") + ip[12:]
+    return bytes.fromhex("000000000001" "000000000002" "0800") + ip + bytes(26)
+
+
+def test_batch_p4_error_is_dropped_counted_and_logged_once_with_its_location(caplog):
+    """A packet whose P4 program raises on the batch path (a real basic_ipv4
+    pipeline, an LPM entry with a non-int action argument) is dropped,
+    counted once in the switch's pipeline_errors and once in the pipeline's
+    errors/dropped, and logged once at WARNING with its P4 source location
+    for two such packets; a good packet after them is still forwarded."""
+    from testbed.p4model.pipeline import load
+    from testbed.p4model.tables import ActionCall, TableEntry
+
+    caplog.set_level(logging.WARNING, logger="testbed.p4model.switch")  # not debug: the batch path
+    pipeline = load(Path(__file__).resolve().parents[2] / "p4programs" / "basic_ipv4.p4", clock=ManualClock())
+    table = next(name for name in pipeline.tables if name.endswith("ipv4_lpm"))
+    nhop = next(a for a in pipeline.tables[table].action_names if a.endswith("set_nhop"))
+    pipeline.tables[table].insert(TableEntry(match=((0x0A000100, 24),),
+                                             action=ActionCall(nhop, (0x020000000102, 2))))
+    pipeline.tables[table]._matcher.add(TableEntry(match=((0x0B000000, 8),),   # dstAddr "x": egress raises
+                                                   action=ActionCall(nhop, ("x", 2))))
+    switch, clock = make(pipeline)
+    assert not switch._debug
+    clock.advance_ns(1_000)
+    switch._receive_batch(1, [ipv4_frame(0x0B000001), ipv4_frame(0x0B000002), ipv4_frame(0x0A000105)])
+    (sent,) = switch.ports[2].sent
+    assert sent[:12] == bytes.fromhex("020000000102" "000000000001") and sent[22] == 63   # MACs, TTL
+    assert switch.ports[1].sent == []
+    assert switch.stats["pipeline_errors"] == 2 and switch.stats["tx"] == 1
+    assert (pipeline.stats["errors"], pipeline.stats["dropped"], pipeline.stats["transmitted"]) == (2, 2, 1)
+    reported = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(reported) == 1 and reported[0].levelno == logging.WARNING
+    assert "basic_ipv4.p4:" in reported[0].getMessage()
