@@ -9,6 +9,7 @@ arithmetic is exact; P4 metadata wants microseconds (now_us).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 
 class Clock:
@@ -19,6 +20,12 @@ class Clock:
 
     def now_us(self) -> int:
         return self.now_ns() // 1000
+
+    def reading(self) -> tuple[Callable[[], int], int]:
+        """(read, offset) with now_ns() == read() - offset, so a per-packet
+        loop can read the time without a Python-level call when `read` is a
+        builtin."""
+        return self.now_ns, 0
 
 
 class MonotonicClock(Clock):
@@ -32,6 +39,9 @@ class MonotonicClock(Clock):
 
     def now_us(self) -> int:  # once per packet: one call, not two
         return (time.monotonic_ns() - self._start) // 1000
+
+    def reading(self) -> tuple[Callable[[], int], int]:
+        return time.monotonic_ns, self._start
 
 
 class ManualClock(Clock):

@@ -125,6 +125,7 @@ class V1Switch:
         self._M = compiled.meta_class
         self._SM = compiled.sm_class
         self._fields = compiled.field_list_fns
+        self._cursor = Cursor(b"")
         self.stats = {"received": 0, "transmitted": 0, "dropped": 0, "errors": 0,
                       "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
                       "replicas": 0}
@@ -173,7 +174,8 @@ class V1Switch:
         sm.packet_length = length  # instance_type: NORMAL, the new metadata's 0
         ctx = PacketContext(length, sm)
         self.rt.pkt = ctx
-        cur = Cursor(data)
+        cur = self._cursor  # one per switch: a parse never outlives it, nor starts another
+        cur.data, cur.off, cur.end = data, 0, length
         try:
             self._parser(cur, hdr, meta, sm)
         except ParseError as err:
@@ -308,7 +310,8 @@ class V1Switch:
         """Egress control, after-egress decisions and deparse.  `now_us`: the
         job left its queue as it arrived, then (egress_now; the queue fields
         are set here); None: egress() has set them.  One unicast frame with
-        nothing else asked for is the common case and returns early."""
+        nothing else asked for is the common case and ends here; a pass that
+        asked for more goes on in _after_egress."""
         sm = job.sm
         if now_us is not None:
             sm.enq_timestamp = now_us & 0xFFFFFFFF
@@ -323,27 +326,46 @@ class V1Switch:
             self.rt.pkt = ctx
             if self._egress is not None:
                 self._egress(hdr, meta, sm)
-            return self._transmit_one(ctx, hdr, meta, sm)
-        # the job's context serves the egress pass: its per-pass requests start empty
-        # (length, ingress_length, payload and sm carry over, as bmv2's registers do)
-        limit = job.truncate
-        if ctx.clone_session is not None or ctx.recirculate is not None or ctx.resubmit is not None \
-                or ctx.digest is not None:
-            ctx.clone_session = ctx.resubmit = ctx.recirculate = ctx.digest = None
-            ctx.clone_fields = ()
-        if limit:
-            ctx.truncate = 0
-        if ctx.dm is not None:
-            ctx.dm = None
-        self.rt.pkt = ctx
-        if self._egress is not None:
-            self._egress(hdr, meta, sm)
-        if ctx.clone_session is None and ctx.recirculate is None and not limit and not ctx.truncate:
-            return self._transmit_one(ctx, hdr, meta, sm)
+        else:
+            # the job's context serves the egress pass: its per-pass requests start empty
+            # (length, ingress_length, payload and sm carry over, as bmv2's registers do)
+            limit = job.truncate
+            if ctx.clone_session is not None or ctx.recirculate is not None or ctx.resubmit is not None \
+                    or ctx.digest is not None:
+                ctx.clone_session = ctx.resubmit = ctx.recirculate = ctx.digest = None
+                ctx.clone_fields = ()
+            if limit:
+                ctx.truncate = 0
+            if ctx.dm is not None:
+                ctx.dm = None
+            self.rt.pkt = ctx
+            if self._egress is not None:
+                self._egress(hdr, meta, sm)
+            if ctx.clone_session is not None or ctx.recirculate is not None or limit or ctx.truncate:
+                return self._after_egress(ctx, hdr, meta, sm, limit)
+        if sm.egress_spec == self._drop_port:
+            self.stats["dropped"] += 1
+            return _NOTHING
+        if self._compute is not None:  # deparse(), written out: the per-packet path
+            try:
+                self._compute(hdr, meta)
+            except ExitControl:
+                pass
+        out: list = []
+        self._deparser(out, hdr)
+        payload = ctx.payload
+        out.append(payload if payload.__class__ is bytes else bytes(payload))
+        self.stats["transmitted"] += 1
+        return _result(EgressResult, ([(ctx.port, b"".join(out))], _NO_JOBS))
+
+    def _after_egress(self, job: EgressJob, hdr, meta, sm, limit: int) -> EgressResult:
+        """The after-egress decisions of a pass that asked for an E2E clone,
+        recirculation or truncation (`limit`: the job's own truncation)."""
+        ctx = job
         packets, jobs = [], []
         if ctx.clone_session is not None:
             self._egress_clone(ctx, job, jobs)
-        if sm.egress_spec == self.drop_port:
+        if sm.egress_spec == self._drop_port:
             self.stats["dropped"] += 1
             return _result(EgressResult, (packets, jobs))
         data = self.deparse(hdr, meta, ctx)
@@ -364,23 +386,6 @@ class V1Switch:
         self.stats["transmitted"] += 1
         packets.append((job.port, data))
         return _result(EgressResult, (packets, jobs))
-
-    def _transmit_one(self, job, hdr, meta, sm) -> EgressResult:
-        """The end of an egress pass that asked for nothing: the frame, or a drop."""
-        if sm.egress_spec == self._drop_port:
-            self.stats["dropped"] += 1
-            return _NOTHING
-        if self._compute is not None:  # deparse(), written out: the per-packet path
-            try:
-                self._compute(hdr, meta)
-            except ExitControl:
-                pass
-        out: list = []
-        self._deparser(out, hdr)
-        payload = job.payload
-        out.append(payload if payload.__class__ is bytes else bytes(payload))
-        self.stats["transmitted"] += 1
-        return _result(EgressResult, ([(job.port, b"".join(out))], _NO_JOBS))
 
     # egress() for a job that left its queue as it arrived, at `now_us`
     # (tm.depart_now): enq_timestamp = egress_global_timestamp = now_us,

@@ -175,13 +175,13 @@ class Switch(Device):
         if datapath is None:
             self.stats["no_pipeline"] += len(frames)
             return
-        clock = self.clock.now_ns
         if self._debug:
             for data in frames:
-                now_ns = clock()
+                now_ns = self.clock.now_ns()
                 self.receive(port, data, now_ns)
                 self.service(now_ns)
             return
+        read_clock, clock_offset = self.clock.reading()
         ingress, egress_now = datapath.ingress, datapath.egress_now
         depart_now, offer = self.tm.depart_now, self.tm.offer
         drop_port = self.drop_port
@@ -191,7 +191,7 @@ class Switch(Device):
         send = self._send
         drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
-            now_ns = clock()
+            now_ns = read_clock() - clock_offset
             now_us = now_ns // 1000
             try:
                 jobs = ingress(port, data, now_us)
