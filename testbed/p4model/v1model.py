@@ -194,7 +194,11 @@ class V1Switch:
                 self.stats["dropped"] += 1
                 return []
             sm.instance_type = NORMAL
-            ctx.port, ctx.priority, ctx.hdr, ctx.meta, ctx.passes = out, sm.priority, hdr, meta, 0
+            ctx.port = out
+            ctx.priority = sm.priority
+            ctx.hdr = hdr
+            ctx.meta = meta
+            ctx.passes = 0
             return [ctx]  # length, ingress_length, payload, truncate are already the job's
         jobs: list = []
         self._resubmit(port, data, self._after_ingress(ctx, port, data, hdr, meta, sm, 0, jobs), 0, jobs)
@@ -304,14 +308,18 @@ class V1Switch:
         sm.deq_timedelta = q.deq_timedelta_us & 0xFFFFFFFF
         sm.deq_qdepth = q.deq_qdepth & 0x7FFFF
         sm.egress_global_timestamp = (self.clock.now_us() if ts is None else ts) & 0xFFFFFFFFFFFF
-        return self._egress_pass(job, None)
+        result = self._egress_pass(job, None)
+        if result.__class__ is bytes:
+            return _result(EgressResult, ([(job.port, result)], _NO_JOBS))
+        return result
 
-    def _egress_pass(self, job: EgressJob, now_us: int | None) -> EgressResult:
+    def _egress_pass(self, job: EgressJob, now_us: int | None) -> EgressResult | bytes:
         """Egress control, after-egress decisions and deparse.  `now_us`: the
         job left its queue as it arrived, then (egress_now; the queue fields
         are set here); None: egress() has set them.  One unicast frame with
-        nothing else asked for is the common case and ends here; a pass that
-        asked for more goes on in _after_egress."""
+        nothing else asked for is the common case: it ends here and returns
+        the frame itself (bytes, for job.port); a pass that asked for more
+        goes on in _after_egress and returns an EgressResult, as a drop does."""
         sm = job.sm
         if now_us is not None:
             sm.enq_timestamp = now_us & 0xFFFFFFFF
@@ -356,7 +364,7 @@ class V1Switch:
         payload = ctx.payload
         out.append(payload if payload.__class__ is bytes else bytes(payload))
         self.stats["transmitted"] += 1
-        return _result(EgressResult, ([(ctx.port, b"".join(out))], _NO_JOBS))
+        return b"".join(out)
 
     def _after_egress(self, job: EgressJob, hdr, meta, sm, limit: int) -> EgressResult:
         """The after-egress decisions of a pass that asked for an E2E clone,
@@ -389,7 +397,8 @@ class V1Switch:
 
     # egress() for a job that left its queue as it arrived, at `now_us`
     # (tm.depart_now): enq_timestamp = egress_global_timestamp = now_us,
-    # queue depths and deq_timedelta 0.
+    # queue depths and deq_timedelta 0.  Returns the frame itself (bytes) for
+    # the one-frame case (to job.port), an EgressResult otherwise.
     egress_now = _egress_pass
 
     def deparse(self, hdr, meta, ctx) -> bytes:

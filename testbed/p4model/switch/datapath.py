@@ -7,7 +7,8 @@ clones), and `egress(job, queue_meta)` runs egress with the queue metadata
 the TM computed and returns the frames to transmit (plus new jobs to queue:
 egress-to-egress clones and recirculated packets, whose ingress already
 ran); `egress_now(job, now_us)` is egress for a job that left its queue as
-it arrived (tm.depart_now), whose queue metadata is implied.  This module is
+it arrived (tm.depart_now), whose queue metadata is implied, and it may
+return just the frame (bytes, for job.port) when that is all the pass made.  This module is
 the only place that knows those shapes, so the event loop stays independent
 of them.
 

@@ -216,10 +216,14 @@ class Switch(Device):
                     self._packet_error(None, "enqueue", port, error)
                     continue
                 try:
-                    frames_out, more = egress_now(job, now_us)
+                    result = egress_now(job, now_us)
                 except Exception as error:
                     self._packet_error(datapath, "egress", out, error)
                     continue
+                if result.__class__ is bytes:  # the usual case: one frame, to the job's port
+                    frames_out, more = ((out, result),), None
+                else:
+                    frames_out, more = result
                 for to, data_out in frames_out:
                     if at > now_ns or (schedule.held and schedule.holds(to)):
                         schedule.push(to, at, data_out)
