@@ -221,6 +221,11 @@ class Switch(Device):
                     self._packet_error(datapath, "egress", out, error)
                     continue
                 if result.__class__ is bytes:  # the usual case: one frame, to the job's port
+                    if at == now_ns and not schedule.held:  # on time, nothing held: out it goes
+                        on_wire.on_time += 1
+                        p = ports.get(out)
+                        sent += p.send(result) if p is not None else send(out, result)
+                        continue
                     frames_out, more = ((out, result),), None
                 else:
                     frames_out, more = result
