@@ -443,9 +443,20 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.src.loc(decl.loc)
         self.emit(f"def {fn}({', '.join(py_args)}):")
         self.src.indent()
+        before_entry = len(self.src.lines)
         self._entry(decl, env, frame, scalars, composites, local_vars, toplevel)
         if "start" not in state_fns:
             raise P4Error(decl.loc, f"parser {decl.name} has no start state")
+        first = self._resolve_state("start")
+        if (self._chain_args is not None and not outs and py_args == state_args and first in state_fns
+                and len(self.src.lines) == before_entry):
+            # the parser only calls its first state: it is that state (one call less per packet)
+            del self.src.lines[before_entry - 1:]
+            self.src.dedent()
+            self.emit(f"{fn} = {state_fns[first]}")
+            self._chain_args, self._skip_states, self._inline_states = outer_chain, outer_skips, outer_inline
+            self._end_def(saved)
+            return fn
         if self._chain_args is not None:
             self.emit(self._state_ref("start", state_fns, decl.loc))
         else:

@@ -148,4 +148,4 @@ def test_dump_env_writes_generated_source(tmp_path, monkeypatch):
     monkeypatch.setenv("TESTBED_P4_DUMP", str(tmp_path))
     Pipeline(build_basic(), clock=ManualClock())
     text = (tmp_path / "t.py").read_text()
-    assert "def prs_MyParser" in text and "class H_ipv4_t" in text
+    assert "prs_MyParser" in text and "class H_ipv4_t" in text
