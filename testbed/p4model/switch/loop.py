@@ -226,22 +226,9 @@ class Switch(Device):
                         p = ports.get(out)
                         sent += p.send(result) if p is not None else send(out, result)
                         continue
-                    frames_out, more = ((out, result),), None
-                else:
-                    frames_out, more = result
-                for to, data_out in frames_out:
-                    if at > now_ns or (schedule.held and schedule.holds(to)):
-                        schedule.push(to, at, data_out)
-                        continue
-                    if at == now_ns:
-                        on_wire.on_time += 1
-                    else:
-                        on_wire.record(now_ns - at)
-                    p = ports.get(to)
-                    if p is not None:
-                        sent += p.send(data_out)
-                    else:
-                        sent += send(to, data_out)
+                    result = (((out, result),), None)
+                frames_out, more = result
+                sent += self._release(frames_out, at, now_ns)
                 if more:
                     self._enqueue(datapath, more, out, now_ns)
         stats = self.stats
@@ -301,11 +288,21 @@ class Switch(Device):
         except Exception as error:
             self._packet_error(datapath, "egress", d.port, error)
             return 0
-        at = d.transmit_at_ns
+        sent = self._release(frames, d.transmit_at_ns, now_ns)
+        if not frames and self._debug:
+            log.debug("port %d: dropped in egress", d.port)
+        if more:
+            self._enqueue(datapath, more, d.port, now_ns)
+        return sent
+
+    def _release(self, frames, at: int, now_ns: int) -> int:
+        """Each (port, frame) due at `at`: sent now when due and no earlier
+        frame of its port is held, else held until then.  Returns how many
+        went out of a port."""
         schedule = self.schedule
         sent = 0
         for port, data in frames:
-            if at <= now_ns and not schedule.holds(port):
+            if at <= now_ns and not (schedule.held and schedule.holds(port)):
                 if at == now_ns:  # what pop_due(now_ns) would record
                     schedule.transmit_lag.on_time += 1
                 else:
@@ -313,10 +310,6 @@ class Switch(Device):
                 sent += self._send(port, data)
             else:
                 schedule.push(port, at, data)
-        if not frames and self._debug:
-            log.debug("port %d: dropped in egress", d.port)
-        if more:
-            self._enqueue(datapath, more, d.port, now_ns)
         return sent
 
     def _send(self, port: int, data: bytes) -> int:
