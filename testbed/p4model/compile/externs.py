@@ -19,6 +19,8 @@ from testbed.p4model.compile.types import is_composite, scalar_type, width_of
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 
+_STACK_ELEMENT = re.compile(r"^(.+\.elems)\[\d+\]$")  # a header stack's element by constant index
+
 _PLAIN_READ = re.compile(r"[A-Za-z_][\w.]*")  # a field read: safe to evaluate once per struct item
 
 
@@ -337,25 +339,35 @@ class ExternMixin:
         base-65536 digits, and 65536 = 1 (mod 0xffff): n mod 0xffff is the
         sum of each field shifted by its bit offset modulo 16.  So the
         checksum is ~(sum - 1) % 0xffff + 1 (0xffff for an all-zero list)
-        over small ints.  Lists of one header (or none) without varbits;
-        `checked`: conditions the enclosing `if` already tested."""
+        over small ints.  Lists without varbits, either of one header (or
+        none), or of several runs of fields under their own validity (IPv4
+        and its option stack) each a whole number of 16-bit words long, so
+        that a run left out (invalid header) moves the others by whole
+        words; `checked`: conditions the enclosing `if` already tested."""
         if enum_member(algo) != "csum16":
             return None
         leaves = self.flatten(data)
-        guards = {g for _, g, _ in leaves}
-        if len(guards) > 1 or any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
+        if any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
             return None
-        g = guards.pop() if guards else None
-        holder = g[:-len("._valid")] if g is not None and g.endswith("._valid") else None
-        if holder is not None and all(code.startswith(holder + ".") for code, _, _ in leaves):
-            local = self.tmp("h")       # the header once, not once per field
-            self.emit(f"{local} = {holder}")
-            leaves = [(local + code[len(holder):], guard, t) for code, guard, t in leaves]
+        runs: list = []  # [guard, width] per run of leaves under the same guard
+        for _, g, t in leaves:
+            if runs and runs[-1][0] == g:
+                runs[-1][1] += width_of(t)
+            else:
+                runs.append([g, width_of(t)])
+        if len(runs) > 1 and any(width % 16 for _, width in runs):
+            return None
+        known = [g is None or g in checked for _, g, _ in leaves]  # valid here: no test
+        leaves = self._bind_holders(leaves)
         total = sum(width_of(t) for _, _, t in leaves)
         total += -total % 8             # pack_fields pads to whole bytes,
         total += -total % 16            # csum16 an odd byte count to a word
-        terms, offset = [], total
-        for code, _, t in leaves:
+        sums: list = []                 # [guard or None, terms] per run
+        offset = total
+        for (code, g, t), valid in zip(leaves, known):
+            guard = None if valid else g
+            if not sums or sums[-1][0] != guard or sums[-1][2] != g:
+                sums.append([guard, [], g])
             w = width_of(t)
             offset -= w
             if w == 0:
@@ -364,11 +376,16 @@ class ExternMixin:
             sc = scalar_type(t)
             if not (isinstance(sc, ir.BitT) and not sc.signed):
                 v = f"({v} & {mask(w)})"
-            terms.append(f"({v} << {offset % 16})" if offset % 16 else v)
-        if g in checked:
-            g = None   # the header is known to be valid here
+            sums[-1][1].append(f"({v} << {offset % 16})" if offset % 16 else v)
         acc = self.tmp("sum")
-        self.emit(f"{acc} = {' + '.join(terms) or '0'}" + (f" if {g} else 0" if g else ""))
+        for i, (guard, terms, _) in enumerate(sums):
+            value = " + ".join(terms) or "0"
+            if i == 0:
+                self.emit(f"{acc} = {value}" + (f" if {guard} else 0" if guard else ""))
+            elif terms:
+                self.emit(f"if {guard}: {acc} += {value}" if guard else f"{acc} += {value}")
+        if not sums:
+            self.emit(f"{acc} = 0")
         return f"((~((({acc} - 1) % 0xFFFF) + 1) & 0xFFFF) if {acc} else 0xFFFF)"
 
     def f_verify_checksum(self, e, want):
@@ -447,6 +464,7 @@ class ExternMixin:
         segment by segment, a run of leaves under the same guard being one
         segment added only when its header is valid (no per-packet list of
         (value, width) pairs)."""
+        leaves = self._bind_holders(leaves)
         segments: list = []
         for code, g, t in leaves:
             if segments and segments[-1][0] == g:
@@ -490,6 +508,40 @@ class ExternMixin:
             return f"({acc} << {pad}).to_bytes({(static + pad) // 8}, 'big')" if pad else \
                 f"{acc}.to_bytes({static // 8}, 'big')"
         return f"({acc} << (-{bits} % 8)).to_bytes(({bits} + 7) // 8, 'big')"
+
+    def _bind_holders(self, leaves) -> list:
+        """The leaves with each header read through a local (and each header
+        stack's element list), bound once here, instead of its path being
+        walked again for every field and validity test: a checksum over
+        IPv4 and a 10-deep option stack reads the stack 20 times."""
+        headers: dict[str, int] = {}
+        for code, g, _ in leaves:
+            if g is not None and g.endswith("._valid"):
+                holder = g[:-len("._valid")]
+                headers[holder] = headers.get(holder, 0) + 1
+        stacks: dict[str, int] = {}
+        for holder in headers:
+            m = _STACK_ELEMENT.match(holder)
+            if m:
+                stacks[m.group(1)] = stacks.get(m.group(1), 0) + 1
+        names: dict[str, str] = {}
+        for container, n in stacks.items():
+            if n > 1:
+                local = names[container + "["] = self.tmp("s") + "["
+                self.emit(f"{local[:-1]} = {container}")
+        for holder, n in headers.items():
+            if n > 1 and not _STACK_ELEMENT.match(holder):
+                local = names[holder + "."] = self.tmp("h") + "."
+                self.emit(f"{local[:-1]} = {holder}")
+
+        def rebind(code):
+            if code is None:
+                return None
+            for path, local in names.items():
+                if code.startswith(path):
+                    return local + code[len(path):]
+            return code
+        return [(rebind(code), rebind(g), t) for code, g, t in leaves] if names else leaves
 
     def _pack_struct(self, leaves) -> str | None:
         """The bytes of a whole-byte list with one precompiled struct (see

@@ -192,3 +192,99 @@ def test_csum16_from_field_sums_matches_csum16_of_packed_bytes(csum_pipe, seed):
     assert int.from_bytes(out[13:15], "big") == c
     assert int.from_bytes(out[15:17], "big") == d
     assert int.from_bytes(out[17:19], "big") == (0 if seed % 2 else 1)  # checksum_error
+
+
+RUNS_SOURCE = r"""
+#include <core.p4>
+#include <v1model.p4>
+header v_t { bit<4> a; bit<12> b; bit<16> c; }
+header w_t { bit<32> x; }
+header u_t { bit<3> f; bit<13> g; }
+header k_t { bit<8> y; }
+header o_t { bit<8> sel; bit<16> c; bit<16> d; bit<16> e; }
+struct headers_t { o_t o; v_t v; w_t[3] ws; u_t u; k_t k; }
+struct meta_t { }
+parser P(packet_in pk, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.o); transition select(hdr.o.sel[0:0]) { 1: v; default: ws; } }
+    state v { pk.extract(hdr.v); transition ws; }
+    state ws {
+        transition select(hdr.o.sel[2:1]) { 0: maybe_u; 1: w1; 2: w2; default: w3; }
+    }
+    state w1 { pk.extract(hdr.ws.next); transition maybe_u; }
+    state w2 { pk.extract(hdr.ws.next); pk.extract(hdr.ws.next); transition maybe_u; }
+    state w3 { pk.extract(hdr.ws.next); pk.extract(hdr.ws.next); pk.extract(hdr.ws.next); transition maybe_u; }
+    state maybe_u { transition select(hdr.o.sel[3:3]) { 1: u; default: maybe_k; } }
+    state u { pk.extract(hdr.u); transition maybe_k; }
+    state maybe_k { transition select(hdr.o.sel[4:4]) { 1: k; default: accept; } }
+    state k { pk.extract(hdr.k); transition accept; }
+}
+control V(inout headers_t hdr, inout meta_t meta) {
+    apply { verify_checksum(true, {hdr.v.a, hdr.v.b, hdr.v.c, hdr.ws[0].x, hdr.ws[1].x, hdr.ws[2].x,
+                                   hdr.u.f, hdr.u.g}, hdr.o.e, HashAlgorithm.csum16); }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        hdr.o.e = (bit<16>) sm.checksum_error;
+        // fields of invalid headers hold values that no checksum may count
+        if (!hdr.v.isValid()) { hdr.v.c = 16w0xBEEF; }
+        if (!hdr.ws[2].isValid()) { hdr.ws[2].x = 32w0xDEADBEEF; }
+        if (!hdr.k.isValid()) { hdr.k.y = 8w0xA5; }
+    }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t meta) {
+    apply {
+        update_checksum(true, {hdr.v.a, hdr.v.b, hdr.v.c, hdr.ws[0].x, hdr.ws[1].x, hdr.ws[2].x,
+                               hdr.u.f, hdr.u.g}, hdr.o.c, HashAlgorithm.csum16);
+        // a run of 8 bits: leaving it out moves the next by half a word, so packed
+        update_checksum(true, {hdr.k.y, hdr.v.c}, hdr.o.d, HashAlgorithm.csum16);
+    }
+}
+control D(packet_out pk, in headers_t hdr) { apply { pk.emit(hdr); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def runs_pipe(tmp_path_factory):
+    from testbed.p4model.pipeline import load
+
+    path = tmp_path_factory.mktemp("p4") / "runs.p4"
+    path.write_text(RUNS_SOURCE)
+    pipe = load(path, clock=ManualClock())
+    verify = pipe.compiled.source.split("def ctl_V", 1)[1].split("\ndef ", 1)[0]
+    compute = pipe.compiled.source.split("def ctl_C", 1)[1].split("\ndef ", 1)[0]
+    assert "HF" not in verify and compute.count("HF") == 1  # the whole-word runs are summed
+    return pipe
+
+
+@pytest.mark.parametrize("seed", range(64))
+def test_csum16_summed_over_runs_of_valid_headers_matches_packed_bytes(runs_pipe, seed):
+    """A csum16 list spread over several headers, each a whole number of
+    16-bit words (a header, a stack's elements, another header), any of them
+    invalid: the summed checksum equals csum16 of the valid ones' bytes, in
+    update_checksum and in verify_checksum (right and wrong checksums); a
+    list with a half-word run gives the packed result too."""
+    import random
+
+    rng = random.Random(seed)
+    with_v, stack, with_u, with_k = seed % 2, (seed // 2) % 4, (seed // 8) % 2, (seed // 16) % 2
+    sel = with_v | stack << 1 | with_u << 3 | with_k << 4
+    a, b, c = (0, 0, 0) if seed >= 32 else (rng.getrandbits(4), rng.getrandbits(12), rng.getrandbits(16))
+    xs = [rng.getrandbits(32) for _ in range(stack)]
+    f, g, y = rng.getrandbits(3), rng.getrandbits(13), rng.getrandbits(8)
+    fields = ([(a, 4), (b, 12), (c, 16)] if with_v else []) + [(x, 32) for x in xs] + \
+        ([(f, 3), (g, 13)] if with_u else [])
+    right = hashing.csum16(hashing.pack_fields(fields))
+    d = hashing.csum16(hashing.pack_fields(([(y, 8)] if with_k else []) + ([(c, 16)] if with_v else [])))
+    e = right if seed % 3 else right ^ 0x10
+    body = (((a << 12 | b) << 16 | c).to_bytes(4, "big") if with_v else b"") + \
+        b"".join(x.to_bytes(4, "big") for x in xs) + ((f << 13 | g).to_bytes(2, "big") if with_u else b"") + \
+        (bytes([y]) if with_k else b"")
+    data = bytes([sel]) + bytes(4) + e.to_bytes(2, "big") + body + b"pay"
+    [(port, out)] = runs_pipe.process(0, data)
+    assert int.from_bytes(out[1:3], "big") == right
+    assert int.from_bytes(out[3:5], "big") == d
+    assert int.from_bytes(out[5:7], "big") == (0 if seed % 3 else 1)  # checksum_error
+    assert out[7:] == body + b"pay"
