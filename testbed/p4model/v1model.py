@@ -98,7 +98,13 @@ def _queue_meta(q) -> QueueMeta:
 
 
 class V1Switch:
-    """Runs a CompiledProgram with simple_switch semantics."""
+    """Runs a CompiledProgram with simple_switch semantics.
+
+    Per packet: ingress(port, data, now_us=None) -> jobs, then per job
+    egress(job, queue_meta) -> EgressResult, or egress_now(job, now_us) for a
+    job that never waited.  ingress and egress_now are closures made once in
+    __init__ (_make_ingress, _make_egress_pass); they raise what a packet
+    raised (Pipeline adds the guard)."""
 
     def __init__(self, compiled, pre, digests, clock, drop_port: int = DROP_PORT,
                  max_passes: int = MAX_PASSES) -> None:
