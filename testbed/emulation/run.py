@@ -29,7 +29,6 @@ from testbed.emulation.network import FabricNetwork, Pacing, interface_names, sw
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
-from testbed.host.workloads import for_host
 from testbed.telemetry.collector import Collector
 
 CPU_PORT = 255

@@ -17,7 +17,7 @@ import random
 import struct
 import zlib
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from testbed.host import wire

@@ -1,6 +1,5 @@
 """`testbed clean` removes what manifests list, and only that."""
 
-import os
 import subprocess
 import sys
 import uuid

@@ -27,6 +27,6 @@ def test_pcaps_and_debug_log(tmp_path):
             assert out.returncode == 0, out.stderr
             assert out.stdout.count("ICMP echo request") >= 3, out.stdout
         log = net.log_path.read_text()
-        assert f"port 1 in 98 B: -> port 2 prio 0 queued behind 0" in log
+        assert "port 1 in 98 B: -> port 2 prio 0 queued behind 0" in log
     finally:
         net.close()

@@ -6,7 +6,6 @@ controller that goes away."""
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

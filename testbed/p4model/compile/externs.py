@@ -15,7 +15,7 @@ import struct
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
 from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
-from testbed.p4model.compile.types import is_composite, scalar_type, width_of
+from testbed.p4model.compile.types import scalar_type, width_of
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 

@@ -17,7 +17,7 @@ from lark import Token, Tree
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 from testbed.p4model.frontend import types as T
-from testbed.p4model.frontend.scope import BlockTemplate, Overloads
+from testbed.p4model.frontend.scope import Overloads
 
 _BINOPS = {
     "b_lor": "||", "b_land": "&&", "b_eq": "==", "b_ne": "!=", "b_lt": "<", "b_gt": ">",

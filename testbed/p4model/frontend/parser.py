@@ -20,7 +20,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend.preprocess import Source
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")

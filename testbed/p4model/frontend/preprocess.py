@@ -16,7 +16,6 @@ global; include cycles are detected by depth of the include stack.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -10,7 +10,7 @@ import re
 
 from lark import Token, Tree
 
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
 from testbed.p4model.frontend import types as T
 from testbed.p4model.frontend.annotations import control_plane_name, name_annotation

@@ -1,7 +1,6 @@
 """Preprocessor: includes, macros, conditionals, and the line map that
 makes later errors point at the original file:line."""
 
-from pathlib import Path
 
 import pytest
 
