@@ -106,7 +106,7 @@ _new_departure = tuple.__new__  # Departure(...) without NamedTuple's Python-lev
 
 class _Queue:
     __slots__ = (
-        "items", "limit", "byte_limit", "interval_ns", "rate_pps", "last_ns", "bytes",
+        "items", "limit", "byte_limit", "interval_ns", "_rate_pps", "last_ns", "bytes",
         "max_depth", "enqueued", "dequeued", "dropped_full", "enq_bytes", "deq_bytes",
         "drop_bytes", "passed", "passed_bytes",
     )
@@ -116,14 +116,22 @@ class _Queue:
         self.items: deque = deque()
         self.limit = limit
         self.byte_limit = byte_limit
-        self.rate_pps = rate_pps
-        self.interval_ns = _interval_ns(rate_pps)
+        self.rate_pps = rate_pps  # and interval_ns
         self.last_ns = _NEVER
         self.bytes = 0
         self.max_depth = 0
         self.enqueued = self.dequeued = self.dropped_full = 0
         self.enq_bytes = self.deq_bytes = self.drop_bytes = 0
         self.passed = self.passed_bytes = 0  # left at arrival (depart_now): both enqueued and dequeued
+
+    @property
+    def rate_pps(self) -> float:
+        return self._rate_pps
+
+    @rate_pps.setter
+    def rate_pps(self, pps: float) -> None:  # the packet path reads interval_ns
+        self._rate_pps = pps
+        self.interval_ns = _interval_ns(pps)
 
 
 class _Port:
@@ -419,59 +427,46 @@ class TrafficManager:
 
     def set_queue_rate(self, pps: float, port: int | None = None, priority: int | None = None) -> int:
         """bmv2 set_queue_rate: packets/s (0 = unlimited) for all / one port's / one queue(s)."""
-        pps = _check_rate_pps(pps)
-        self._advance()
-        if port is None:
-            self._default["rate_pps"] = pps
-        queues = self._select_queues(port, priority)
-        for q in queues:
-            q.rate_pps = pps
-            q.interval_ns = _interval_ns(pps)
-        return len(queues)
+        return self._on_queues("rate_pps", _check_rate_pps(pps), port, priority)
 
     def set_queue_depth(self, packets: int, port: int | None = None, priority: int | None = None) -> int:
         """bmv2 set_queue_depth: limit in packets; queued packets above a new limit stay."""
-        packets = _check_depth(packets)
-        self._advance()
-        if port is None:
-            self._default["limit"] = packets
-        queues = self._select_queues(port, priority)
-        for q in queues:
-            q.limit = packets
-        return len(queues)
+        return self._on_queues("limit", _check_depth(packets), port, priority)
 
     def set_queue_depth_bytes(self, nbytes: int, port: int | None = None, priority: int | None = None) -> int:
         """Extra limit in bytes (0 = none); a packet is dropped if either limit is exceeded."""
         if not isinstance(nbytes, int) or nbytes < 0:
             raise TMConfigError(f"a byte limit must be an integer >= 0 (0 = none), got {nbytes!r}")
-        self._advance()
-        if port is None:
-            self._default["byte_limit"] = nbytes
-        queues = self._select_queues(port, priority)
-        for q in queues:
-            q.byte_limit = nbytes
-        return len(queues)
+        return self._on_queues("byte_limit", nbytes, port, priority)
 
     def set_port_rate_bps(self, bps: int, port: int | None = None) -> int:
         """Link rate in bits/s (0 = unlimited); the packet on the wire keeps its old timing."""
-        bps = _check_rate_bps(bps)
-        self._advance()
-        if port is None:
-            self._default["rate_bps"] = bps
-        ports = self._select_ports(port)
-        for p in ports:
-            p.rate_bps = bps
-        return len(ports)
+        return self._on_ports("rate_bps", _check_rate_bps(bps), port)
 
     def set_port_delay_us(self, delay_us: float, port: int | None = None) -> int:
         """Propagation delay in µs for packets dequeued from now on (never reorders)."""
-        delay_ns = _delay_ns(delay_us)
+        return self._on_ports("delay_ns", _delay_ns(delay_us), port)
+
+    def _on_queues(self, setting: str, value, port: int | None, priority: int | None) -> int:
+        """Set a queue setting on all queues, one port's or one queue (checked
+        before anything changes); for all queues also the default of ports
+        made later."""
+        queues = self._select_queues(port, priority)
         self._advance()
         if port is None:
-            self._default["delay_ns"] = delay_ns
+            self._default[setting] = value
+        for q in queues:
+            setattr(q, setting, value)
+        return len(queues)
+
+    def _on_ports(self, setting: str, value, port: int | None) -> int:
+        """Set a link setting on all ports or one; for all also the default of ports made later."""
         ports = self._select_ports(port)
+        self._advance()
+        if port is None:
+            self._default[setting] = value
         for p in ports:
-            p.delay_ns = delay_ns
+            setattr(p, setting, value)
         return len(ports)
 
     # ---- statistics --------------------------------------------------

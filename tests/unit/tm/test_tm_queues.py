@@ -199,3 +199,29 @@ def test_departure_is_read_by_egress_as_queue_metadata():
     assert second.packet == b"b"
     assert {name: getattr(second, name) for name in QueueMeta._fields} == {
         "enq_ts_us": 3, "enq_qdepth": 1, "deq_timedelta_us": 1000, "deq_qdepth": 0, "deq_ts_us": 1003}
+
+
+def test_a_refused_setting_changes_nothing_and_a_global_one_reaches_later_ports():
+    """A priority without a port is refused before anything changes (also
+    not the default of ports made later); a setting for all ports is that
+    default, a setting for one port is not."""
+    clock = ManualClock()
+    tm = TrafficManager(clock, priority_queues=2, ports=[1])
+    with pytest.raises(TMConfigError):
+        tm.set_queue_rate(10, None, 1)
+    with pytest.raises(TMConfigError):
+        tm.set_queue_depth(3, None, 0)
+    assert tm.offer(9, 0, "p", clock.now_ns(), 100) == 0  # a port made after the refusals
+    for port in (1, 9):
+        assert [(q["rate_pps"], q["limit_packets"]) for q in tm.queue_stats(port)] == [(0, 64), (0, 64)]
+    tm.set_queue_rate(1000)
+    tm.set_queue_depth(5, 3)
+    tm.set_port_delay_us(50)
+    tm.set_port_rate_bps(8_000_000, 4)
+    for _ in range(3):  # port 7 is made by its first packet
+        assert tm.offer(7, 0, "p", clock.now_ns(), 100) >= 0
+    assert [(q["rate_pps"], q["limit_packets"]) for q in tm.queue_stats(7)] == [(1000, 64), (1000, 64)]
+    assert (tm.port_stats(7)[0]["delay_us"], tm.port_stats(7)[0]["rate_bps"]) == (50, 0)
+    clock.advance_ns(SECOND)  # the rate is in force at once: 1000 pps spaces the burst by 1 ms
+    times = [d.deq_ns for d in tm.dequeue_ready() if d.port == 7]
+    assert [b - a for a, b in zip(times, times[1:])] == [1_000_000, 1_000_000]
