@@ -218,60 +218,50 @@ class ExternMixin:
                     ir.IntLitT())
         return "None"
 
-    def f_truncate(self, e, want):
-        self.requests.add("truncate")
-        self.emit(f"RT.pkt.truncate = {self.ex(e.args[0])}")
+    def _request(self, kind: str, statement: str) -> str:
+        """Write a statement that leaves a request for the architecture in the
+        packet context, and note that the program makes it (REQUESTS)."""
+        self.requests.add(kind)
+        self.emit(statement)
         return "None"
+
+    def f_truncate(self, e, want):
+        return self._request("truncate", f"RT.pkt.truncate = {self.ex(e.args[0])}")
 
     def f_digest(self, e, want):
         data = e.args[1]
         t = ir.strip_newtype(e.type_args[0] if e.type_args else data.type)
         name = getattr(t, "name", "digest")
         values = ", ".join(to_unsigned(code, ft) for code, _, ft in self.flatten(data, guards=False))
-        self.requests.add("digest")
-        self.emit(f"RT.pkt.digest = ({name!r}, ({values},))" if values else f"RT.pkt.digest = ({name!r}, ())")
-        return "None"
+        return self._request("digest", f"RT.pkt.digest = ({name!r}, ({values},))" if values
+                             else f"RT.pkt.digest = ({name!r}, ())")
 
     # clone / resubmit / recirculate
 
     def f_clone(self, e, want):
-        self.requests.add("clone")
-        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = NO_FIELDS")
-        return "None"
+        return self._request("clone", f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = NO_FIELDS")
 
     def f_clone3(self, e, want):
         fl = self.field_list_from_data(e.args[2])
-        self.requests.add("clone")
-        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
-        return "None"
+        return self._request("clone", f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
 
     def f_clone_preserving_field_list(self, e, want):
         fl = self.field_list_from_index(e.args[2])
-        self.requests.add("clone")
-        self.emit(f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
-        return "None"
+        return self._request("clone", f"RT.pkt.clone_session = {self.ex(e.args[1])}; RT.pkt.clone_fields = {fl}")
 
     def f_resubmit(self, e, want):
         fl = self.field_list_from_data(e.args[0]) if e.args else "NO_FIELDS"
-        self.requests.add("resubmit")
-        self.emit(f"RT.pkt.resubmit = {fl}")
-        return "None"
+        return self._request("resubmit", f"RT.pkt.resubmit = {fl}")
 
     def f_resubmit_preserving_field_list(self, e, want):
-        self.requests.add("resubmit")
-        self.emit(f"RT.pkt.resubmit = {self.field_list_from_index(e.args[0])}")
-        return "None"
+        return self._request("resubmit", f"RT.pkt.resubmit = {self.field_list_from_index(e.args[0])}")
 
     def f_recirculate(self, e, want):
         fl = self.field_list_from_data(e.args[0]) if e.args else "NO_FIELDS"
-        self.requests.add("recirculate")
-        self.emit(f"RT.pkt.recirculate = {fl}")
-        return "None"
+        return self._request("recirculate", f"RT.pkt.recirculate = {fl}")
 
     def f_recirculate_preserving_field_list(self, e, want):
-        self.requests.add("recirculate")
-        self.emit(f"RT.pkt.recirculate = {self.field_list_from_index(e.args[0])}")
-        return "None"
+        return self._request("recirculate", f"RT.pkt.recirculate = {self.field_list_from_index(e.args[0])}")
 
     # hash and checksums
 
