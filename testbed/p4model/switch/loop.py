@@ -46,7 +46,8 @@ from testbed.p4model.switch.datapath import Datapath
 from testbed.p4model.switch.pcap import PortCapture
 from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
-from testbed.p4model.tm.model import PRIORITY_DROPPED
+from testbed.p4model.tm.classify import cell_class
+from testbed.p4model.tm.model import PRIORITY_DROPPED, UNCLASSIFIED
 from testbed.p4model.tm_control import CommandQueue
 
 log = logging.getLogger("testbed.p4model.switch")
@@ -164,7 +165,7 @@ class Switch(Device):
             if self._debug:
                 log.debug("port %d in %d B: dropped in ingress", port, len(data))
             return
-        self._enqueue(datapath, jobs, port, now_ns, len(data))
+        self._enqueue(datapath, jobs, port, now_ns, len(data), cell_class(data))
 
     def _receive_batch(self, port: int, frames: list) -> None:
         """receive() then service() for every frame of one drained batch (same
@@ -184,6 +185,7 @@ class Switch(Device):
         read_clock, clock_offset = self.clock.reading()
         ingress, egress_now = datapath.ingress, datapath.egress_now
         depart_now, offer = self.tm.depart_now, self.tm.offer
+        classify = cell_class
         drop_port = self.drop_port
         schedule = self.schedule
         on_wire = schedule.transmit_lag
@@ -193,6 +195,7 @@ class Switch(Device):
         for data in frames:
             now_ns = read_clock() - clock_offset
             now_us = now_ns // 1000
+            cls = classify(data)
             try:
                 jobs = ingress(port, data, now_us)
             except Exception as error:
@@ -207,9 +210,9 @@ class Switch(Device):
                     to_drop_port += 1
                     continue
                 try:
-                    at = depart_now(out, job.priority, now_ns, job.length)
+                    at = depart_now(out, job.priority, now_ns, job.length, cls)
                     if at is None:
-                        if offer(out, job.priority, (datapath, job), now_ns, job.length) < 0:
+                        if offer(out, job.priority, (datapath, job), now_ns, job.length, cls) < 0:
                             tm_drops += 1
                         continue
                 except Exception as error:  # e.g. an egress port the TM cannot model
@@ -238,7 +241,8 @@ class Switch(Device):
             stats["tm_drops"] += tm_drops
             stats["drop_port"] += to_drop_port
 
-    def _enqueue(self, datapath: Datapath, jobs, port: int, now_ns: int, size: int = 0) -> None:
+    def _enqueue(self, datapath: Datapath, jobs, port: int, now_ns: int, size: int = 0,
+                 cls: int = UNCLASSIFIED) -> None:
         debug = self._debug
         offer = self.tm.offer
         for job in jobs:
@@ -248,7 +252,7 @@ class Switch(Device):
                     log.debug("port %d in %d B: to the drop port", port, size)
                 continue
             try:
-                code = offer(job.port, job.priority, (datapath, job), now_ns, job.length)
+                code = offer(job.port, job.priority, (datapath, job), now_ns, job.length, cls)
             except Exception as error:  # e.g. an egress port the TM cannot model
                 self._packet_error(None, "enqueue", port, error)
                 continue

@@ -52,6 +52,11 @@ minus scheduled dequeue time).
 
 Packets are opaque; only their length in bytes is used (the length at
 enqueue; egress may change it afterwards, which the TM does not see).
+The caller may name a packet's class (a small integer, 0..CLASSES-1; the
+switch passes the cell type, `classify.py`): each queue then counts what
+it accepted and what it tail-dropped per class, so a run's report can say
+which kind of packet a full queue lost and what share of a link's bytes
+was data.  Two list increments per packet; UNCLASSIFIED when not given.
 Metadata widths (enq_timestamp 32 bits, etc.) are applied by the v1model
 layer when it assigns these values.  Not thread-safe: one thread (the
 switch's event loop) owns it; see tm_control for the control path.
@@ -74,6 +79,8 @@ DROP_FULL = "queue_full"
 DROP_PRIORITY = "priority"
 _NEVER = -(1 << 62)  # "no previous departure": max(now, _NEVER + interval) == now
 PRIORITY_DROPPED = -(1 << 40)  # TrafficManager.offer(): dropped for its priority
+CLASSES = 16  # packet classes a queue counts separately (see classify.py)
+UNCLASSIFIED = CLASSES - 1
 
 
 class TMConfigError(TestbedError):
@@ -108,7 +115,7 @@ class _Queue:
     __slots__ = (
         "items", "limit", "byte_limit", "interval_ns", "_rate_pps", "last_ns", "bytes",
         "max_depth", "enqueued", "dequeued", "dropped_full", "enq_bytes", "deq_bytes",
-        "drop_bytes", "passed", "passed_bytes",
+        "drop_bytes", "passed", "passed_bytes", "class_packets", "class_bytes", "class_drops",
     )
 
     def __init__(self, limit: int, byte_limit: int, rate_pps: float) -> None:
@@ -123,6 +130,9 @@ class _Queue:
         self.enqueued = self.dequeued = self.dropped_full = 0
         self.enq_bytes = self.deq_bytes = self.drop_bytes = 0
         self.passed = self.passed_bytes = 0  # left at arrival (depart_now): both enqueued and dequeued
+        self.class_packets = [0] * CLASSES  # accepted (queued or passed), per packet class
+        self.class_bytes = [0] * CLASSES
+        self.class_drops = [0] * CLASSES  # tail-dropped, per packet class
 
     @property
     def rate_pps(self) -> float:
@@ -193,9 +203,9 @@ class TrafficManager:
     # ---- packet path -------------------------------------------------
 
     def enqueue(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
-                length: int | None = None) -> EnqueueResult:
+                length: int | None = None, cls: int = UNCLASSIFIED) -> EnqueueResult:
         """Queue `packet` (length defaults to len(packet)) for `port` at `priority`."""
-        code = self.offer(port, priority, packet, now_ns, length)
+        code = self.offer(port, priority, packet, now_ns, length, cls)
         enq_us = self._now // 1000  # the (clamped) arrival time offer() used
         if code >= 0:
             return EnqueueResult(True, code, enq_us, None)
@@ -204,7 +214,7 @@ class TrafficManager:
         return EnqueueResult(False, -1 - code, enq_us, DROP_FULL)
 
     def offer(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
-              length: int | None = None) -> int:
+              length: int | None = None, cls: int = UNCLASSIFIED) -> int:
         """enqueue() without the result object, for the switch's packet path.
 
         Returns enq_qdepth (>= 0) when the packet was queued, ``-1 - depth``
@@ -235,6 +245,7 @@ class TrafficManager:
         if depth >= q.limit or (q.byte_limit and q.bytes + length > q.byte_limit):
             q.dropped_full += 1
             q.drop_bytes += length
+            q.class_drops[cls] += 1
             return -1 - depth
         eligible = q.last_ns + q.interval_ns
         if eligible < now_ns:
@@ -244,6 +255,8 @@ class TrafficManager:
         q.bytes += length
         q.enqueued += 1
         q.enq_bytes += length
+        q.class_packets[cls] += 1
+        q.class_bytes[cls] += length
         if depth >= q.max_depth:
             q.max_depth = depth + 1
         start = p.free_ns if p.free_ns > eligible else eligible
@@ -254,7 +267,8 @@ class TrafficManager:
             p.next_ns = start
         return depth
 
-    def depart_now(self, port: int, priority: int, now_ns: int, length: int) -> int | None:
+    def depart_now(self, port: int, priority: int, now_ns: int, length: int,
+                   cls: int = UNCLASSIFIED) -> int | None:
         """A packet whose link is idle leaves at its arrival: its transmit time, or None.
 
         When `port` is idle (nothing queued, nothing departed-but-not-handed-
@@ -283,6 +297,8 @@ class TrafficManager:
         q.last_ns = now_ns
         q.passed += 1
         q.passed_bytes += length
+        q.class_packets[cls] += 1
+        q.class_bytes[cls] += length
         if not q.max_depth:
             q.max_depth = 1
         self.dequeue_lag.on_time += 1  # dequeued at its scheduled time
@@ -497,6 +513,9 @@ class TrafficManager:
                     "enqueued_bytes": q.enq_bytes + q.passed_bytes,
                     "dequeued_bytes": q.deq_bytes + q.passed_bytes,
                     "dropped_bytes": q.drop_bytes,
+                    "by_class": {str(c): {"packets": q.class_packets[c], "bytes": q.class_bytes[c],
+                                          "dropped": q.class_drops[c]}
+                                 for c in range(CLASSES) if q.class_packets[c] or q.class_drops[c]},
                 })
         return rows
 
