@@ -26,6 +26,7 @@ from testbed.host import records
 from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint
+from testbed.host.lateness import Lateness
 from testbed.host.wire import CELL_UDP_PORT
 from testbed.host.workloads import MessageSpec
 
@@ -95,6 +96,7 @@ class Agent:
         self.tx_datagrams = 0
         self.rx_datagrams = 0
         self.wakeups = 0
+        self.lateness = Lateness()  # pacer lateness: the host half of the fidelity verdict
         self._cpu0 = 0.0
         self._tos = None
         self.sock = self._open()
@@ -158,12 +160,15 @@ class Agent:
         sel.register(self.sock, selectors.EVENT_READ)
         finished_at = None
         reason = "timeout"
+        due_s = None
         try:
             while not self.stop:
                 now = self.now()
                 self.runner.poll(now)
-                for tx in self.ep.poll(now):
+                sent = self.ep.poll(now)
+                for tx in sent:
                     self._send(tx.dst, tx.data, tx.ect)
+                self.lateness.on_wake(due_s, now, len(sent))
                 if finished_at is None and self._done():
                     finished_at = now
                 if finished_at is not None and now - finished_at >= self.grace_s:
@@ -173,6 +178,7 @@ class Agent:
                     break
                 due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now)) if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
+                due_s = min(due) if due else None
                 self.wakeups += 1
                 if sel.select(wait):
                     self._receive_batch()
@@ -199,6 +205,7 @@ class Agent:
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),
             "messages_expected_missing": len(self.expected_in - self.runner.received),
+            "pacer_lateness": self.lateness.summary(),
         })
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
 

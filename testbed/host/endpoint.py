@@ -64,6 +64,7 @@ class Endpoint:
         self.acked: list[tuple[str, OutMessage]] = []
         self.errors: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
+        self.tx_types = [0] * 16  # datagrams handed to the driver, per cell type
 
     # -- application ---------------------------------------------------------
     def send_message(self, now: float, dst: str, msg_id: int, payload: bytes) -> OutMessage:
@@ -161,6 +162,7 @@ class Endpoint:
                 if tx is None:
                     break
                 self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD)
+                self.tx_types[tx.data[0] & 0x0F] += 1
                 out.append(tx)
             due = self.next_deadline()
             if due is None or due > now:
@@ -246,6 +248,7 @@ class Endpoint:
                                default=None),
             "credits_wasted": sum(getattr(f.cc, "credits_wasted", 0) for f in self.senders.values()),
             "errors": dict(self.errors),
+            "tx_counts": {f"tx_{wire.TYPE_NAMES.get(t, t)}": n for t, n in enumerate(self.tx_types) if n},
         }
         s.update(self.rcc.stats())
         return s

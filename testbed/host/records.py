@@ -1,7 +1,10 @@
 """Per-message records as JSON lines, and their summary per collective.
 
 Every numeric field names its unit (`_us`, `_bytes`, `_cells`, `_bps`).
-Senders write `message_sent` (start, acknowledged, retransmissions);
+Senders write `message_sent` (queued, first DATA cell sent, acknowledged,
+retransmissions): `fct_us` counts from the moment the message was queued,
+so it includes the wait behind earlier messages of the same flow
+(`queueing_us`); `completion_us` counts from its first transmission.
 receivers write `message_delivered` (delivery time, reorder figures, whether
 the bytes matched). `summarize` joins them; it is pure so telemetry and
 tests use the same arithmetic.
@@ -20,10 +23,13 @@ class RecordsError(TestbedError):
 
 
 def sent_record(src: str, dst: str, spec, msg, acked_s: float) -> dict:
+    first_tx = msg.start_s if msg.first_tx_s is None else msg.first_tx_s
     return {
         "kind": "message_sent", "src": src, "dst": dst, "msg_id": spec.msg_id,
         "bytes": msg.payload_bytes, "cells": msg.ncells, "start_us": msg.start_s * 1e6,
         "acked_us": acked_s * 1e6, "fct_us": (acked_s - msg.start_s) * 1e6,
+        "first_tx_us": first_tx * 1e6, "queueing_us": (first_tx - msg.start_s) * 1e6,
+        "completion_us": (acked_s - first_tx) * 1e6,
         "retransmissions": msg.retransmissions, "collective": spec.collective,
     }
 

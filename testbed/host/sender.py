@@ -28,6 +28,7 @@ class OutMessage:
     acked_cells: int = 0
     retransmissions: int = 0
     done_s: float | None = None
+    first_tx_s: float | None = None  # when its first DATA cell left (queued until then)
 
 
 class SenderFlow:
@@ -79,6 +80,8 @@ class SenderFlow:
             return None
         psn, retx = taken
         msg = self._message_of(psn)
+        if msg.first_tx_s is None:
+            msg.first_tx_s = now
         index = psn - msg.first_psn
         flags = wire.FLAG_LAST if index == msg.ncells - 1 else 0
         if retx:
