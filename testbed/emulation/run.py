@@ -25,7 +25,8 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation.manifest import Manifest
-from testbed.emulation.network import FabricNetwork, Pacing, interface_names, switch_interface
+from testbed.emulation import host_counters
+from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
@@ -56,6 +57,7 @@ class RunResult:
     agents: dict = field(default_factory=dict)  # host -> exit code
     notes: list[str] = field(default_factory=list)
     tm_stats: dict = field(default_factory=dict)  # switch -> traffic-manager statistics
+    host_counters: dict = field(default_factory=dict)  # "before"/"after" -> host -> qdisc and UDP counters
 
 
 class VariantRun:
@@ -183,6 +185,7 @@ class VariantRun:
         self.collector = Collector(list(self.clients.values()), epoch,
                                    ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
+        self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
                       f"load balancing={scenario.fabric.load_balancing}")
         derived = scenario.derived
@@ -212,10 +215,22 @@ class VariantRun:
                 process.terminate()
                 self.result.agents[host] = process.wait()
                 self.result.notes.append(f"agent {host} did not finish in time and was stopped")
+        self.result.host_counters["after"] = self._read_host_counters(busy)
         failed = {h: c for h, c in self.result.agents.items() if c != 0}
         if failed:
             self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
                 f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    def _read_host_counters(self, hosts: list[str]) -> dict:
+        """Each host's qdisc and UDP drop counters (emulation.host_counters); a failed read is a note."""
+        out = {}
+        for host in hosts:
+            interfaces = [host_interface(host, p.number) for p in self.scenario.topo.ports(host)]
+            try:
+                out[host] = host_counters.read_host(self.network.host(host), interfaces)
+            except TestbedError as error:
+                self.result.notes.append(f"{host}: qdisc/UDP counters unavailable ({error})")
+        return out
 
     # -- teardown ------------------------------------------------------------------
     def _collect_tm_stats(self) -> None:
@@ -254,5 +269,6 @@ class VariantRun:
         self.manifest.unregister()
         (self.run_dir / "result.json").write_text(json.dumps({
             "variant": self.result.variant, "target": self.result.target, "pingall": self.result.pingall,
-            "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats},
+            "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
+            "host_counters": self.result.host_counters},
             indent=2, default=str))

@@ -1,0 +1,61 @@
+"""Where a host loses packets outside the switches: its NIC qdisc and its UDP sockets.
+
+Read once before the agents start and once after they end, inside each
+host's namespace: `tc -s -j qdisc show dev IF` (packets the tbf pacer sent
+and dropped per interface) and `/proc/net/snmp` (UDP InErrors, RcvbufErrors:
+datagrams the kernel dropped on the receive side, e.g. a full socket
+buffer).  The report subtracts the two readings.
+"""
+
+from __future__ import annotations
+
+import json
+
+UDP_FIELDS = ("InDatagrams", "InErrors", "RcvbufErrors", "SndbufErrors", "OutDatagrams", "NoPorts")
+
+
+def parse_snmp_udp(text: str) -> dict[str, int]:
+    """The Udp: header and value lines of /proc/net/snmp as {field: value}."""
+    rows = [line.split()[1:] for line in text.splitlines() if line.startswith("Udp:")]
+    if len(rows) < 2:
+        return {}
+    values = dict(zip(rows[0], (int(v) for v in rows[1])))
+    return {k: values[k] for k in UDP_FIELDS if k in values}
+
+
+def parse_qdisc(text: str) -> dict[str, int]:
+    """The root qdisc's counters from `tc -s -j qdisc show dev IF`."""
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    root = next((r for r in rows if r.get("root")), rows[0] if rows else None)
+    if not root:
+        return {}
+    return {"kind": root.get("kind"), "packets": int(root.get("packets", 0)), "bytes": int(root.get("bytes", 0)),
+            "drops": int(root.get("drops", 0)), "backlog_packets": int(root.get("qlen", 0))}
+
+
+def read_host(node, interfaces: list[str]) -> dict:
+    """One reading of a host: {"qdisc": {interface: counters}, "udp": counters}."""
+    from testbed.emulation.network import run_in
+
+    qdisc = {i: parse_qdisc(run_in(node, ["tc", "-s", "-j", "qdisc", "show", "dev", i], what=f"read qdisc of {i}"))
+             for i in interfaces}
+    udp = parse_snmp_udp(run_in(node, ["cat", "/proc/net/snmp"], what="read /proc/net/snmp"))
+    return {"qdisc": qdisc, "udp": udp}
+
+
+def difference(before: dict, after: dict) -> dict:
+    """after - before, per host, for every counter both readings hold (kind kept)."""
+    out = {}
+    for host, late in after.items():
+        early = before.get(host, {})
+        qdisc = {}
+        for interface, counters in late.get("qdisc", {}).items():
+            base = early.get("qdisc", {}).get(interface, {})
+            qdisc[interface] = {k: (v if k in ("kind", "backlog_packets") else v - base.get(k, 0))
+                                for k, v in counters.items()}
+        udp = {k: v - early.get("udp", {}).get(k, 0) for k, v in late.get("udp", {}).items()}
+        out[host] = {"qdisc": qdisc, "udp": udp}
+    return out
