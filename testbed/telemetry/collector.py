@@ -65,8 +65,7 @@ def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True,
     if reset_peaks:
         for index in peaks:
             client.write_register("FabricEgress.max_qdepth", index, 0)
-    return SwitchSample(t_s, client.name, {p: c for p, c in tx.items() if c[0]},
-                        {p: c for p, c in rx.items() if c[0]}, drops, marks, peaks)
+    return SwitchSample(t_s, client.name, dict(tx), dict(rx), drops, marks, peaks)
 
 
 def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: list[int]) -> SwitchSample:
@@ -122,8 +121,8 @@ def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: l
             updates.append(update)
         client.write(updates)
     tx, rx, marks = (values[name] for name in PORT_COUNTERS)
-    return SwitchSample(t_s, client.name, {p: c for p, c in tx.items() if c[0]},
-                        {p: c for p, c in rx.items() if c[0]},
+    # every port asked for is kept, zeros included: an idle link is a figure, not a gap
+    return SwitchSample(t_s, client.name, dict(tx), dict(rx),
                         drops, {p: c[0] for p, c in marks.items() if c[0]}, peaks)
 
 

@@ -1,7 +1,8 @@
 """The side-by-side report of a scenario's variants: report.md, plots, summary.json.
 
-The first line says whether every switch kept up with real time; a run
-whose switches fell behind says so before any number.
+The first line says whether every switch and every host agent kept up with
+real time; a run that fell behind says so before any number.  Every figure
+says its unit and what it counts; the report ends with how each is derived.
 """
 
 from __future__ import annotations
@@ -15,24 +16,94 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ROWS = [
-    ("messages delivered / sent", lambda s: f"{s.get('messages_verified', 0)} / {s.get('messages_sent', 0)}"),
-    ("goodput (Mbit/s)", lambda s: _num(s.get("goodput_mbps"), 2)),
-    ("message completion p50 (ms)", lambda s: _num(s.get("fct_p50_ms"), 1)),
-    ("message completion p99 (ms)", lambda s: _num(s.get("fct_p99_ms"), 1)),
-    ("switch drops, data (packets)", lambda s: _drops({k: v for k, v in (s.get("switch_drops_packets") or {}).items()
-                                                       if k not in ("credit_over_rate", "credit_queue_full")})),
-    ("credits dropped by switches (ExpressPass limiting)", lambda s: str(s.get("credit_drops_packets", "n/a"))),
+    ("load balancing", lambda s: str(s.get("load_balancing", "n/a"))),
+    ("messages planned / completed (delivered, verified and acknowledged)",
+     lambda s: f"{s.get('messages_planned', 0)} / {s.get('messages_completed', 0)}"),
+    ("goodput (Mbit/s): verified payload, first cell received to last delivery",
+     lambda s: _num(s.get("goodput_mbps"), 2)),
+    ("ideal goodput (Mbit/s) / measured over ideal", lambda s: _pair(_ideal(s, "goodput_mbps"), _mi(s, "goodput"), 2)),
+    ("completion p50 / p99 (ms), first DATA cell sent to last ACK", lambda s: _pct(s, "completion")),
+    ("ideal completion p50 / p99 (ms)", lambda s: _ideal_pct(s)),
+    ("completion measured over ideal, p50 / p99", lambda s: f"{_num(_mi(s, 'completion_p50'), 2)} / "
+                                                         f"{_num(_mi(s, 'completion_p99'), 2)}"),
+    ("queued before the first DATA cell, p50 / max (ms)",
+     lambda s: f"{_num(s.get('queueing_p50_ms'), 1)} / {_num(s.get('queueing_max_ms'), 1)}"),
+    ("DATA cells sent / received by agents (packets)", lambda s: _data_counts(s)),
+    ("switch queue drops by cell type (packets)", lambda s: _queue_drops(s)),
+    ("switch program drops by reason (packets, type not recorded)",
+     lambda s: _drops((s.get("drops") or {}).get("switch_program_drops_by_reason") or {})),
+    ("host qdisc / host socket receive drops (packets, any type)", lambda s: _host_drops(s)),
+    ("DATA conservation: sent - received - switch drops = unaccounted", lambda s: _balance(s)),
+    ("retransmitted DATA cells", lambda s: str(s.get("retransmissions_cells", "n/a"))),
+    ("sender timeouts (RTO)", lambda s: str((s.get("agents") or {}).get("timeouts", "n/a"))),
     ("max queue depth (packets)", lambda s: str(s.get("max_queue_depth_packets", "n/a"))),
     ("ECN marks (packets)", lambda s: str(s.get("ecn_marks_packets", "n/a"))),
-    ("retransmitted cells", lambda s: str(s.get("retransmissions_cells", "n/a"))),
-    ("sender timeouts (RTO)", lambda s: str((s.get("agents") or {}).get("timeouts", "n/a"))),
     ("CNPs received / rate cuts", lambda s: _cnps(s.get("agents") or {})),
     ("cells out of order", lambda s: str(s.get("cells_out_of_order", "n/a"))),
     ("largest out-of-order distance (cells)", lambda s: str(s.get("max_ooo_distance_cells", "n/a"))),
     ("peak reorder buffer (cells)", lambda s: str(s.get("peak_reorder_buffer_cells", "n/a"))),
-    ("uplink utilisation min / max (%)", lambda s: _range(s)),
-    ("uplink utilisation Jain fairness", lambda s: _num(s.get("uplink_jain_fairness"), 3)),
+    ("ToR uplink utilisation min / max (%), idle links included, all bytes", lambda s: _range(s)),
+    ("ToR uplink utilisation Jain fairness, idle links included", lambda s: _num(s.get("uplink_jain_fairness"), 3)),
+    ("equal-cost links idle while a sibling carried data", lambda s: ", ".join(s.get("idle_siblings") or []) or "none"),
 ]
+
+
+def _ideal(s: dict, key: str):
+    ideal = s.get("ideal") or {}
+    return ideal.get(key)
+
+
+def _mi(s: dict, key: str):
+    return (s.get("measured_over_ideal") or {}).get(key)
+
+
+def _pair(a, b, digits: int) -> str:
+    return f"{_num(a, digits)} / {_num(b, 2)}"
+
+
+def _pct(s: dict, prefix: str) -> str:
+    n = s.get(f"{prefix}_samples", 0)
+    return (f"{_num(s.get(f'{prefix}_p50_ms'), 1)} / {_num(s.get(f'{prefix}_p99_ms'), 1)} "
+            f"(n={n}, nearest-rank)")
+
+
+def _ideal_pct(s: dict) -> str:
+    ideal = s.get("ideal") or {}
+    if "completion_p50_ms" not in ideal:
+        return "n/a" if not ideal else ideal.get("unavailable", "n/a")
+    return (f"{_num(ideal['completion_p50_ms'], 1)} / {_num(ideal['completion_p99_ms'], 1)} "
+            f"(n={ideal['completion_samples']})")
+
+
+def _queue_drops(s: dict) -> str:
+    drops = s.get("drops") or {}
+    by_type = drops.get("switch_queue_drops_by_type") or {}
+    total = drops.get("switch_queue_drops_packets", 0)
+    if total and sum(by_type.values()) != total:
+        return f"{total} ({_drops(by_type)} typed; the rest not recorded by type)"
+    return _drops(by_type)
+
+
+def _data_counts(s: dict) -> str:
+    data = ((s.get("drops") or {}).get("by_type") or {}).get("DATA")
+    if not data:
+        return "n/a"
+    return f"{'n/a' if data['sent'] is None else data['sent']} / {data['received']}"
+
+
+def _host_drops(s: dict) -> str:
+    untyped = (s.get("drops") or {}).get("untyped_losses_packets") or {}
+    if not (s.get("drops") or {}).get("hosts"):
+        return "not read"
+    return f"{untyped.get('host qdisc', 0)} / {untyped.get('host socket receive', 0)}"
+
+
+def _balance(s: dict) -> str:
+    balance = (s.get("drops") or {}).get("data_balance") or {}
+    if "unaccounted" not in balance:
+        return f"{balance.get('verdict', 'n/a')} ({balance.get('why', '')})"
+    return (f"{balance['sent']} - {balance['received']} - {balance['switch_queue_drops']} = "
+            f"{balance['unaccounted']}: **{balance['verdict']}**")
 
 
 def _num(value, digits: int) -> str:
@@ -88,12 +159,14 @@ def _plot_fct(run_dirs: dict[str, Path], path: Path) -> bool:
     figure, axes = plt.subplots(figsize=(6, 4))
     plotted = False
     for name, run_dir in run_dirs.items():
-        fct = sorted(r["fct_us"] / 1000 for r in _records(run_dir) if r["kind"] == "message_sent")
-        if fct:
-            axes.plot(fct, [(i + 1) / len(fct) for i in range(len(fct))], label=name)
+        times = sorted(r["completion_us"] / 1000 for r in _records(run_dir)
+                       if r["kind"] == "message_sent" and "completion_us" in r)
+        if times:
+            axes.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post",
+                      label=f"{name} (n={len(times)})")
             plotted = True
     if plotted:
-        axes.set_xlabel("message completion time (ms)")
+        axes.set_xlabel("message completion time, first DATA cell sent to last ACK (ms)")
         axes.set_ylabel("fraction of messages")
         axes.set_title("Message completion time CDF")
         axes.legend()
@@ -103,24 +176,157 @@ def _plot_fct(run_dirs: dict[str, Path], path: Path) -> bool:
     return plotted
 
 
+def _plot_links(summaries: dict[str, dict], path: Path) -> bool:
+    """Every directed link's utilisation, data and control stacked, one panel per variant, by tier."""
+    names = [n for n, s in summaries.items() if s.get("links")]
+    if not names:
+        return False
+    order = {t: i for i, t in enumerate(TIER_ORDER)}
+    links = sorted(summaries[names[0]]["links"], key=lambda l: (order.get(l["tier"], 99), l["link"]))
+    labels = [l["link"] for l in links]
+    figure, panels = plt.subplots(len(names), 1, figsize=(max(8, 0.3 * len(labels) + 2), 3.2 * len(names)),
+                                  squeeze=False, sharex=True)
+    colours = plt.get_cmap("tab10")
+    tiers = list(dict.fromkeys(l["tier"] for l in links))
+    for axes, name in zip(panels[:, 0], names):
+        by_link = {l["link"]: l for l in summaries[name]["links"]}
+        ideal = (summaries[name].get("ideal") or {}).get("link_utilisation") or {}
+        for x, label in enumerate(labels):
+            load = by_link[label]
+            colour = colours(tiers.index(load["tier"]) % 10)
+            total = 100 * load["utilisation"]
+            data = load.get("data_utilisation")
+            control = load.get("control_utilisation")
+            if data is not None and control is not None:
+                axes.bar(x, 100 * data, color=colour)
+                axes.bar(x, 100 * control, bottom=100 * data, color=colour, alpha=0.35, hatch="//")
+                axes.bar(x, max(0.0, total - 100 * (data + control)), bottom=100 * (data + control),
+                         color="grey", alpha=0.3)
+            else:
+                axes.bar(x, total, color=colour, alpha=0.7)
+            if label in ideal:
+                axes.plot([x - 0.4, x + 0.4], [100 * ideal[label]] * 2, color="black", linewidth=1)
+        axes.set_ylim(0, 110)
+        axes.set_ylabel("utilisation (%)")
+        axes.set_title(f"{name}: every link (solid data, hatched control, black line: fluid ideal)", fontsize=9)
+        for tier in tiers:
+            axes.bar([], [], color=colours(tiers.index(tier) % 10), label=tier)
+        axes.legend(fontsize=7, ncol=len(tiers), loc="upper right")
+    panels[-1, 0].set_xticks(range(len(labels)))
+    panels[-1, 0].set_xticklabels(labels, rotation=90, fontsize=6)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+TIER_ORDER = ("host->tor", "leaf->spine", "edge->agg", "agg->core", "core->agg", "spine->leaf", "agg->edge",
+              "tor->host")
+
+
+def _fidelity_line(summaries: dict[str, dict]) -> str:
+    lost = []
+    kept = []
+    for name, s in summaries.items():
+        f = s.get("fidelity") or {}
+        parts = []
+        if f.get("worst_p99_dequeue_lag_us") is not None:
+            parts.append(f"switch {f['switch']} p99 dequeue lag {f['worst_p99_dequeue_lag_us']:.0f} us")
+        if f.get("worst_p99_pacer_lateness_us") is not None:
+            parts.append(f"host {f['host']} p99 pacer lateness {f['worst_p99_pacer_lateness_us']:.0f} us")
+        text = f"{name} ({'; '.join(parts) or 'no lag reported'})"
+        (lost if f.get("behind_real_time") else kept).append(text)
+    threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)
+    limit = f"one data cell's time on the host link ({threshold:.0f} us)" if threshold else "one cell time"
+    if lost:
+        return ("**Fidelity lost: switches or hosts ran behind real time by more than " + limit + " at p99 in "
+                + "; ".join(lost) + ". Timings in those variants reflect the CPU, not the modelled links.**")
+    return "Fidelity kept: every switch and every host agent stayed within " + limit + " of its schedule at p99 (" \
+        + "; ".join(kept) + ")."
+
+
+def _tier_table(summaries: dict[str, dict]) -> list[str]:
+    names = list(summaries)
+    tiers = [t for t in TIER_ORDER if any(t in (s.get("tiers") or {}) for s in summaries.values())]
+    if not tiers:
+        return []
+    lines = ["Mean utilisation per tier and direction (%; all bytes, of which DATA cells; fluid ideal; "
+             "measured / ideal; idle links of all):", "",
+             "| tier | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for tier in tiers:
+        cells = []
+        for n in names:
+            t = (summaries[n].get("tiers") or {}).get(tier)
+            if not t:
+                cells.append("-")
+                continue
+            ideal = ((summaries[n].get("ideal") or {}).get("tiers") or {}).get(tier, {}).get("utilisation_mean")
+            ratio = ((summaries[n].get("measured_over_ideal") or {}).get("tiers") or {}).get(tier)
+            data = t.get("data_utilisation_mean")
+            cells.append(f"{100 * t['utilisation_mean']:.1f} (data {_num(None if data is None else 100 * data, 1)}); "
+                         f"ideal {_num(None if ideal is None else 100 * ideal, 1)}; {_num(ratio, 2)}; "
+                         f"idle {t['idle_links']}/{t['links']}")
+        lines.append(f"| {tier} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _gap_lines(summaries: dict[str, dict]) -> list[str]:
+    """What the run itself shows about the distance to the ideal, per variant."""
+    lines = []
+    for name, s in summaries.items():
+        ratio = _mi(s, "goodput")
+        if ratio is None:
+            continue
+        data = ((s.get("drops") or {}).get("by_type") or {}).get("DATA") or {}
+        facts = [f"measured / ideal goodput {ratio:.3f}"]
+        if data.get("sent"):
+            facts.append(f"{s.get('retransmissions_cells', 0)} retransmitted of {data['sent']} DATA cells sent "
+                         f"({100 * s.get('retransmissions_cells', 0) / data['sent']:.1f}%)")
+            facts.append(f"{data.get('switch_queue_drops', 0)} DATA cells dropped at switch queues")
+        timeouts = (s.get("agents") or {}).get("timeouts")
+        if timeouts:
+            facts.append(f"{timeouts} sender timeouts")
+        placement = (s.get("ideal") or {}).get("placement") or {}
+        if "data_unexplained_share" in placement:
+            facts.append(f"inferred ECMP paths leave {100 * placement['data_unexplained_share']:.1f}% of the "
+                         f"fabric links' DATA bytes unexplained")
+        if (s.get("fidelity") or {}).get("behind_real_time"):
+            facts.append("fidelity lost (see the first line)")
+        lines.append(f"- {name}: " + "; ".join(facts) + ".")
+    if lines:
+        lines = ["Distance to the ideal (the ideal already includes this variant's path placement and its "
+                 "control-cell overhead, so what remains is loss, recovery and timing):", ""] + lines + [""]
+    return lines
+
+
+DERIVATION = """How the figures are derived (every one recomputable from the variant directories by
+`tests/recompute_report.py`):
+
+- Completion time: from the sender's first DATA cell of the message to the acknowledgement of its last
+  cell (records `completion_us`); the wait between queueing and that first cell is the queueing figure.
+  Percentiles are nearest-rank, n = the number of acknowledged messages.
+- Goodput: verified payload bytes over the time from the first cell any receiver got to the last delivery.
+- Link utilisation: bytes over the traffic window (first message queued to last delivery) at the link's
+  rate; switch egress from the fabric program's tx counters, host egress from the ToR's rx counters. The
+  DATA / control split comes from the traffic manager's per-cell-type counts (switch egress) and from the
+  agents' per-type send counts times each type's wire size (host egress).
+- Drops: switch queues by cell type (traffic manager), the fabric program's drop counters by reason,
+  host qdisc drops (`tc -s qdisc`) and UDP receive errors (`/proc/net/snmp`) read before and after the
+  agents in each host's namespace.
+- Ideal: max-min fair fluid sharing (`testbed/telemetry/fluid.py`) of the planned messages on the same
+  link rates and placement (spray: every equal-cost path evenly; ECMP: each flow's path inferred from the
+  switches' DATA bytes per port), with each receiver's measured control bytes per DATA byte on the reverse
+  links; no loss, no propagation delay.
+- Fidelity: switches' p99 dequeue lag (traffic manager) and hosts' p99 pacer lateness (agent: how late it
+  woke and sent relative to the deadline it slept for), each against one data cell's time on the host link.
+"""
+
+
 def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
-    behind = [f"{n} ({s['fidelity']['switch']}: p99 dequeue lag {s['fidelity']['worst_p99_dequeue_lag_us']:.0f} us"
-              f" > {s['fidelity']['threshold_us']:.0f} us)"
-              for n, s in summaries.items() if s.get("fidelity", {}).get("behind_real_time")]
-    lines = []
-    if behind:
-        lines.append("**Fidelity warning: switches fell behind real time in " + "; ".join(behind)
-                     + ". Timings in those variants reflect the CPU, not the modelled links.**")
-    else:
-        lags = [f"{n}: {s['fidelity']['worst_p99_dequeue_lag_us']:.0f} us" for n, s in summaries.items()
-                if s.get("fidelity", {}).get("worst_p99_dequeue_lag_us") is not None]
-        threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)
-        lines.append("Fidelity: every switch kept its queues' departure schedule within one cell time "
-                     + (f"({threshold:.0f} us) at p99 (worst p99 lag " + ", ".join(lags) + ")." if lags
-                        else "(this target does not report its lag)."))
+    lines = [_fidelity_line(summaries)]
     lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
     d = scenario.derived
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
@@ -133,6 +339,10 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     for label, render in ROWS:
         lines.append(f"| {label} | " + " | ".join(render(summaries[n]) for n in names) + " |")
     lines.append("")
+    lines += _tier_table(summaries)
+    lines += _gap_lines(summaries)
+    if _plot_links(summaries, out_dir / "links.png"):
+        lines += ["![Every link's utilisation](links.png)", ""]
     if _plot_uplinks(summaries, out_dir / "uplinks.png"):
         lines += ["![ToR uplink utilisation](uplinks.png)", ""]
     if _plot_fct(run_dirs, out_dir / "fct_cdf.png"):
@@ -143,6 +353,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
             lines.append(f"Notes for {name}:")
             lines += [f"- {note}" for note in notes]
             lines.append("")
+    lines += DERIVATION.splitlines() + [""]
     lines.append("Run directories: " + ", ".join(f"`{p}`" for p in run_dirs.values()))
     path = out_dir / "report.md"
     path.write_text("\n".join(lines) + "\n")

@@ -5,9 +5,11 @@ over time), `result.json` (ping-all, traffic-manager statistics, notes),
 `scenario.resolved.yaml`, `records/*.stats.json` (each agent's transport
 counters, added up).  Every figure names its unit in its key.
 
-Drops are split: credits dropped by a switch (the credit meter, reason
-credit_over_rate, or a full credit queue at priority 1) are ExpressPass's
-congestion signal, by design; `data_drops_packets` is every other drop.
+Links (every direction of every cable, idle ones included, data and control
+apart): `links.py`; drops by type and place and the DATA conservation check:
+`conservation.py`; message counts and times: `messages.py`; the fluid ideal
+and measured / ideal: `ideal.py`.  The fidelity verdict covers the switches'
+dequeue lag and the hosts' pacer lateness.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from pathlib import Path
 import yaml
 
 from testbed.host.records import read_jsonl
+from testbed.telemetry.conservation import drops_and_balance
+from testbed.telemetry.ideal import ideal_for_variant
+from testbed.telemetry.links import by_tier, idle_siblings, link_loads
+from testbed.telemetry.messages import message_figures, planned_messages
 
 # A switch whose dequeues ran behind schedule by more than one data cell's
 # time on the host link (p99; never less than this floor) produced timings
@@ -31,14 +37,6 @@ def fidelity_threshold_us(scenario: dict) -> float:
     """One data cell's serialization time on the host link, at least the floor."""
     cell_bits = scenario["derived"]["cell_wire_bytes"] * 8
     return max(FIDELITY_FLOOR_US, cell_bits / scenario["links"]["host"]["rate_mbps"])
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def _records(run_dir: Path) -> list[dict]:
@@ -55,34 +53,6 @@ def _telemetry(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def port_utilisation(samples: list[dict], topology, scenario: dict,
-                     window_s: tuple[float, float] | None) -> dict[str, float]:
-    """Share of link capacity each switch egress port carried while traffic
-    flowed: bytes between the first sample (taken before the agents start)
-    and the last (after they end), over the traffic window from the agents'
-    records (first message start to last delivery), at the link's rate.
-    Keyed 'switch:port->neighbour'."""
-    if window_s is None or window_s[1] <= window_s[0]:
-        return {}
-    seconds = window_s[1] - window_s[0]
-    by_switch: dict[str, list[dict]] = {}
-    for sample in samples:
-        by_switch.setdefault(sample["switch"], []).append(sample)
-    links = scenario["links"]
-    out = {}
-    for switch, series in by_switch.items():
-        series.sort(key=lambda s: s["t_s"])
-        first, last = series[0]["tx"], series[-1]["tx"]
-        for port in last:
-            carried = last[port]["bytes"] - first.get(port, {"bytes": 0})["bytes"]
-            if carried <= 0:
-                continue
-            port_info = topology.port(switch, int(port))
-            rate = links["host" if port_info.tier == "host" else "fabric"]["rate_mbps"] * 1e6
-            out[f"{switch}:{port}->{port_info.peer}"] = carried * 8 / seconds / rate
-    return out
-
-
 def traffic_window_s(sent: list[dict], delivered: list[dict]) -> tuple[float, float] | None:
     """First message start to last delivery, in seconds since the run's epoch."""
     if not sent or not delivered:
@@ -96,7 +66,7 @@ def jain_fairness(values: list[float]) -> float | None:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
-CREDIT_DROP_REASONS = ("credit_over_rate", "credit_queue_full")
+UPLINK_TIERS = ("leaf->spine", "edge->agg")
 AGENT_COUNTERS = ("retransmissions", "timeouts", "nacks_sent", "cnps_sent", "cnps_received", "rate_cuts",
                   "credits_sent", "credits_lost", "credits_wasted", "corrupt_messages", "verify_failures")
 
@@ -125,26 +95,62 @@ def agent_stats(run_dir: Path) -> dict:
     return total
 
 
+def host_stats(run_dir: Path) -> dict[str, dict]:
+    """Each agent's stats file, by host; a file that cannot be read is left out."""
+    out = {}
+    for path in sorted((run_dir / "records").glob("*.stats.json")):
+        try:
+            stats = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        out[stats.get("host", path.name.split(".")[0])] = stats
+    return out
+
+
+def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict]) -> dict:
+    """Switches: p99 dequeue lag of each traffic manager; hosts: p99 pacer lateness of each agent.
+    Either beyond one data cell's time on the host link means the CPU, not the model, set the timing."""
+    threshold = fidelity_threshold_us(scenario)
+    switch_lag = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us"), name)
+                  for name, s in tm_stats.items()]
+    switch_lag = [x for x in switch_lag if x[0] is not None]
+    host_late = [((h.get("pacer_lateness") or {}).get("p99_us"), name) for name, h in hosts.items()]
+    host_late = [x for x in host_late if x[0] is not None]
+    worst_switch = max(switch_lag, default=None)
+    worst_host = max(host_late, default=None)
+    switches_behind = bool(worst_switch and worst_switch[0] > threshold)
+    hosts_behind = bool(worst_host and worst_host[0] > threshold)
+    return {"threshold_us": threshold,
+            "worst_p99_dequeue_lag_us": worst_switch[0] if worst_switch else None,
+            "switch": worst_switch[1] if worst_switch else None,
+            "worst_p99_pacer_lateness_us": worst_host[0] if worst_host else None,
+            "host": worst_host[1] if worst_host else None,
+            "host_p99_pacer_lateness_us": {name: v for v, name in sorted(host_late, key=lambda x: x[1])},
+            "switches_behind": switches_behind, "hosts_behind": hosts_behind,
+            "behind_real_time": switches_behind or hosts_behind}
+
+
 def summarize_variant(run_dir: Path, topology) -> dict:
     scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
     result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
     records = _records(run_dir)
     samples = _telemetry(run_dir)
+    hosts = host_stats(run_dir)
+    tm_stats = result.get("tm_stats") or {}
     sent = [r for r in records if r["kind"] == "message_sent"]
     delivered = [r for r in records if r["kind"] == "message_delivered"]
-    fct_ms = [r["fct_us"] / 1000 for r in sent]
-    summary: dict = {"variant": result.get("variant"), "target": result.get("target")}
-    summary["messages_sent"] = len(sent)
-    summary["messages_delivered"] = len(delivered)
-    summary["messages_verified"] = sum(1 for r in delivered if r["verified"])
-    summary["fct_p50_ms"] = _percentile(fct_ms, 50)
-    summary["fct_p99_ms"] = _percentile(fct_ms, 99)
+    planned = planned_messages(run_dir)
+    summary: dict = {"variant": result.get("variant"), "target": result.get("target"),
+                     "load_balancing": scenario["fabric"]["load_balancing"]}
+    summary.update(message_figures(planned, sent, delivered))
     summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
+    window = traffic_window_s(sent, delivered)
+    summary["traffic_window_s"] = list(window) if window else None
     if delivered:
         start = min(r["first_cell_us"] for r in delivered)
         end = max(r["delivered_us"] for r in delivered)
-        total = sum(r["bytes"] for r in delivered)
-        summary["goodput_mbps"] = total * 8 / max(1e-9, (end - start)) if end > start else None
+        total = sum(r["bytes"] for r in delivered if r["verified"])
+        summary["goodput_mbps"] = total * 8 / (end - start) if end > start else None
         summary["cells_out_of_order"] = sum(r["cells_out_of_order"] for r in delivered)
         summary["max_ooo_distance_cells"] = max(r["max_ooo_distance_cells"] for r in delivered)
         summary["peak_reorder_buffer_cells"] = max(r["peak_reorder_buffer_cells"] for r in delivered)
@@ -153,40 +159,26 @@ def summarize_variant(run_dir: Path, topology) -> dict:
     last_per_switch = {}
     for sample in samples:
         last_per_switch[sample["switch"]] = sample
-    drops: dict[str, int] = {}
+    program_drops: dict[str, int] = {}
     for sample in last_per_switch.values():
         for reason, packets in sample["drops_packets"].items():
-            drops[reason] = drops.get(reason, 0) + packets
-    queue_drops = credit_queue_drops = 0
-    fidelity_lag = []
-    tm_peaks = []
-    for switch, stats in (result.get("tm_stats") or {}).items():
-        for queue in stats.get("queues", []):
-            if queue.get("priority", 0) == 0:
-                queue_drops += queue.get("dropped_full", 0)
-                tm_peaks.append(queue.get("max_depth", 0))
-            else:  # the credit queue (fabric.p4 queues only credits at priority 1)
-                credit_queue_drops += queue.get("dropped_full", 0)
-        lag = stats.get("tm", {}).get("fidelity", {}).get("dequeue", {})
-        if lag.get("p99_lag_us") is not None:
-            fidelity_lag.append((lag["p99_lag_us"], switch))
-    if queue_drops:
-        drops["queue_full"] = queue_drops
-    if credit_queue_drops:
-        drops["credit_queue_full"] = credit_queue_drops
-    summary["switch_drops_packets"] = drops
-    summary["data_drops_packets"] = sum(v for k, v in drops.items() if k not in CREDIT_DROP_REASONS)
-    summary["credit_drops_packets"] = sum(v for k, v in drops.items() if k in CREDIT_DROP_REASONS)
+            program_drops[reason] = program_drops.get(reason, 0) + packets
+    summary["drops"] = drops_and_balance(tm_stats, program_drops, hosts, result.get("host_counters") or {},
+                                         result.get("target"))
     summary["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_per_switch.values())
     # The program's register sees enq_qdepth (data and credits alike); the traffic manager its own
-    # peak per queue (data queues only, above): report the larger.
+    # peak per queue (data queues only): report the larger.
+    tm_peaks = [q.get("max_depth", 0) for s in tm_stats.values() for q in s.get("queues", [])
+                if q.get("priority", 0) == 0]
     peaks = [v for s in samples for v in s["max_qdepth_packets"].values()] + tm_peaks
     summary["max_queue_depth_packets"] = max(peaks) if peaks else 0
 
-    utilisation = port_utilisation(samples, topology, scenario, traffic_window_s(sent, delivered))
-    uplinks = {k: v for k, v in utilisation.items()
-               if topology.node(k.split(":")[0]).kind in ("leaf", "edge")
-               and not topology.node(k.split("->")[1]).is_host}
+    seconds = window[1] - window[0] if window and window[1] > window[0] else None
+    loads = link_loads(topology, scenario, samples, tm_stats, hosts, seconds)
+    summary["links"] = [load.to_json() for load in loads]
+    summary["tiers"] = by_tier(loads)
+    summary["idle_siblings"] = idle_siblings(topology, loads)
+    uplinks = {load.link: load.utilisation for load in loads if load.tier in UPLINK_TIERS}
     summary["uplink_utilisation"] = dict(sorted(uplinks.items()))
     if uplinks:
         values = list(uplinks.values())
@@ -194,13 +186,26 @@ def summarize_variant(run_dir: Path, topology) -> dict:
         summary["uplink_utilisation_max"] = max(values)
         summary["uplink_utilisation_stdev"] = statistics.pstdev(values)
         summary["uplink_jain_fairness"] = jain_fairness(values)
+    ideal = ideal_for_variant(topology, scenario, planned, hosts, loads)
+    summary["ideal"] = ideal
+    summary["measured_over_ideal"] = measured_over_ideal(summary, ideal)
     summary["agents"] = agent_stats(run_dir)
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
-    worst = max(fidelity_lag, default=None)
-    threshold = fidelity_threshold_us(scenario)
-    summary["fidelity"] = {"worst_p99_dequeue_lag_us": worst[0] if worst else None,
-                           "switch": worst[1] if worst else None,
-                           "threshold_us": threshold,
-                           "behind_real_time": bool(worst and worst[0] > threshold)}
+    summary["fidelity"] = fidelity(scenario, tm_stats, hosts)
     return summary
+
+
+def measured_over_ideal(summary: dict, ideal: dict | None) -> dict | None:
+    """Goodput, completion p50/p99 and per-tier mean utilisation, measured / ideal."""
+    if not ideal or "unavailable" in ideal:
+        return None
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    return {"goodput": ratio(summary.get("goodput_mbps"), ideal["goodput_mbps"]),
+            "completion_p50": ratio(summary.get("completion_p50_ms"), ideal["completion_p50_ms"]),
+            "completion_p99": ratio(summary.get("completion_p99_ms"), ideal["completion_p99_ms"]),
+            "tiers": {t: ratio(summary["tiers"][t]["utilisation_mean"], v["utilisation_mean"])
+                      for t, v in ideal["tiers"].items() if t in summary["tiers"]}}

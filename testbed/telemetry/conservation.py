@@ -1,0 +1,132 @@
+"""Where packets were lost, by type and place, and whether every DATA cell is accounted for.
+
+Places, each counted where it happens:
+  * switch queue (traffic manager tail drop): per cell type (builtin target);
+  * switch program (fabric.p4 drop counters): per reason, not per type, except
+    credit_over_rate, which only credits can hit;
+  * switch priority (a priority without a queue) and switch output (a frame
+    for a port without an interface): not per type;
+  * host qdisc (the tbf pacer of each host NIC): not per type;
+  * host socket (UDP RcvbufErrors + InErrors in the host's namespace): not per type.
+
+Conservation of DATA cells, per variant: sent by the agents (handed to their
+sockets) = received by the agents + dropped at switch queues + lost at a place
+that does not say the type + in flight at the end.  `unaccounted` is what the
+typed counts leave over; it balances when that is 0, or when it is no larger
+than the untyped losses plus what was still queued at the end (the report
+then says so); a larger remainder, or a negative one, is a cell the counters
+lost or invented.
+"""
+
+from __future__ import annotations
+
+from testbed.host import wire
+from testbed.telemetry.links import CELL_TYPES
+
+CREDIT_PROGRAM_REASONS = ("credit_over_rate",)
+
+
+def switch_queue_drops(tm_stats: dict) -> dict[str, int]:
+    """Tail drops per cell type name, all switches; 'unclassified' when the TM was not told."""
+    from testbed.p4model.tm.classify import CELL_CLASS_NAMES
+
+    out: dict[str, int] = {}
+    for stats in tm_stats.values():
+        for q in stats.get("queues", []):
+            for cls, counts in (q.get("by_class") or {}).items():
+                if counts.get("dropped"):
+                    name = CELL_CLASS_NAMES.get(int(cls), f"class_{cls}")
+                    out[name] = out.get(name, 0) + counts["dropped"]
+    return out
+
+
+def switch_queue_drops_total(tm_stats: dict) -> int:
+    return sum(q.get("dropped_full", 0) for s in tm_stats.values() for q in s.get("queues", []))
+
+
+def in_queue_at_end(tm_stats: dict) -> int:
+    return sum(q.get("depth", 0) for s in tm_stats.values() for q in s.get("queues", []))
+
+
+def switch_priority_drops(tm_stats: dict) -> int:
+    return sum(p.get("dropped_priority", 0) for s in tm_stats.values() for p in s.get("tm", {}).get("ports", []))
+
+
+def host_losses(host_counters: dict) -> dict[str, dict[str, int]]:
+    """Per host: qdisc drops (all NICs) and UDP receive errors, after minus before."""
+    from testbed.emulation.host_counters import difference
+
+    before, after = host_counters.get("before"), host_counters.get("after")
+    if not before or not after:
+        return {}
+    out = {}
+    for host, diff in difference(before, after).items():
+        out[host] = {"qdisc_drops": sum(q.get("drops", 0) for q in diff["qdisc"].values()),
+                     "udp_rcvbuf_errors": diff["udp"].get("RcvbufErrors", 0),
+                     "udp_in_errors": diff["udp"].get("InErrors", 0)}
+    return out
+
+
+def per_type_counts(host_stats: dict[str, dict], prefix: str) -> dict[str, int]:
+    """Sum over hosts of tx_<TYPE> or rx_<TYPE> counts."""
+    key = "tx_counts" if prefix == "tx" else "rx_counts"
+    out: dict[str, int] = {}
+    for stats in host_stats.values():
+        for name, count in (stats.get(key) or {}).items():
+            if name.startswith(prefix + "_"):
+                t = name[len(prefix) + 1:]
+                out[t] = out.get(t, 0) + count
+    return out
+
+
+def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats: dict[str, dict],
+                      host_counters: dict, target: str | None) -> dict:
+    """The drop split and the DATA conservation check of one variant (see the module docstring)."""
+    queue_by_type = switch_queue_drops(tm_stats)
+    hosts = host_losses(host_counters)
+    qdisc = sum(h["qdisc_drops"] for h in hosts.values())
+    # InErrors counts RcvbufErrors too (the kernel adds both for a full buffer): take InErrors, the larger.
+    socket = sum(max(h["udp_in_errors"], h["udp_rcvbuf_errors"]) for h in hosts.values())
+    sender_socket = sum(s.get("socket_errors", 0) for s in host_stats.values())
+    malformed = sum((s.get("errors") or {}).get("malformed", 0) for s in host_stats.values())
+    program_untyped = sum(v for k, v in program_drops.items() if k not in CREDIT_PROGRAM_REASONS)
+    priority = switch_priority_drops(tm_stats)
+    counted_sends = any("tx_counts" in s for s in host_stats.values())
+    sent = per_type_counts(host_stats, "tx")
+    received = per_type_counts(host_stats, "rx")
+    by_type = {}
+    for name in CELL_TYPES.values():
+        if sent.get(name) or received.get(name) or queue_by_type.get(name):
+            by_type[name] = {"sent": sent.get(name, 0) if counted_sends else None,
+                             "received": received.get(name, 0), "switch_queue_drops": queue_by_type.get(name, 0)}
+            by_type[name]["unaccounted"] = (None if not counted_sends else by_type[name]["sent"]
+                                            - by_type[name]["received"] - by_type[name]["switch_queue_drops"])
+    untyped = {"switch program (not credit)": program_untyped, "switch priority": priority,
+               "host qdisc": qdisc, "host socket receive": socket, "sender socket errors": sender_socket,
+               "malformed at receiver": malformed}
+    queued_at_end = in_queue_at_end(tm_stats)
+    out = {"switch_queue_drops_by_type": queue_by_type,
+           "switch_queue_drops_packets": switch_queue_drops_total(tm_stats),
+           "switch_program_drops_by_reason": dict(program_drops),
+           "untyped_losses_packets": untyped, "hosts": hosts, "by_type": by_type,
+           "queued_at_end_packets": queued_at_end}
+    data = by_type.get(CELL_TYPES[wire.DATA])
+    if data is None or data["sent"] is None or target != "builtin" or not host_counters.get("after"):
+        out["data_balance"] = {"verdict": "not checked", "why": (
+            "no DATA cells were sent" if data is None else
+            "the agents did not count what they sent" if data["sent"] is None else
+            "this target does not count drops per cell type" if target != "builtin" else
+            "the hosts' qdisc and socket counters were not read")}
+        return out
+    slack = sum(untyped.values()) + queued_at_end
+    unaccounted = data["unaccounted"]
+    if unaccounted == 0:
+        verdict = "balances"
+    elif 0 < unaccounted <= slack:
+        verdict = "balances within untyped losses"
+    else:
+        verdict = "does not balance"
+    out["data_balance"] = {"verdict": verdict, "sent": data["sent"], "received": data["received"],
+                           "switch_queue_drops": data["switch_queue_drops"], "unaccounted": unaccounted,
+                           "untyped_losses_and_queued": slack}
+    return out

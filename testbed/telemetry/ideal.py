@@ -1,0 +1,130 @@
+"""A variant's ideal: the fluid model (telemetry.fluid) run on its planned messages and placement.
+
+Units: a flow's progress is counted in bits of DATA cells on the wire (each
+message is its cell count x the DATA cell's wire size, no retransmissions).
+Its usage is 1 on its data path (1/k on each of k sprayed paths) plus, on the
+links its peer's control cells take, the control bytes the run's hosts sent
+per byte of DATA they received (ACKs, NACKs, credits: measured per host from
+the agents' per-type send counts), so the ideal pays for the transport's own
+control traffic but for no loss.  Messages start at their planned time, back
+to back per flow; dependencies between messages (collectives) are not
+modelled, so for them the ideal is a lower bound.
+"""
+
+from __future__ import annotations
+
+from testbed.host import segment, wire
+from testbed.telemetry import fluid, placement
+from testbed.telemetry.links import LinkLoad, _host_split, by_tier
+
+
+def _flows(planned: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    flows: dict[tuple[str, str], list[dict]] = {}
+    for m in sorted(planned, key=lambda m: m["start_us"]):  # stable: the agents' order
+        flows.setdefault((m["src"], m["dst"]), []).append(m)
+    return flows
+
+
+def data_wire_bytes(size_bytes: int, cell_size: int) -> int:
+    cells = segment.cell_count(size_bytes + segment.TRAILER_LEN, cell_size)
+    return cells * wire.wire_bytes(cell_size, wire.DATA)
+
+
+def is_spray(load_balancing: str) -> bool:
+    return load_balancing.startswith("spray")
+
+
+def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats: dict[str, dict],
+                      loads: list[LinkLoad]) -> dict | None:
+    """Ideal figures and the placement they assume; None when nothing was planned."""
+    if not planned:
+        return None
+    cell_size = scenario["fabric"]["cell_size"]
+    flows = _flows(planned)
+    capacity = {load.link: load.rate_mbps * 1e6 for load in loads}
+    data_bytes = {k: sum(data_wire_bytes(m["size_bytes"], cell_size) for m in ms) for k, ms in flows.items()}
+    names = {k: f"{k[0]}->{k[1]}" for k in flows}
+    candidates = {names[k]: placement.candidate_paths(topology, *k) for k in flows}
+    reverse = {names[k]: placement.candidate_paths(topology, k[1], k[0]) for k in flows}
+    spray = is_spray(scenario["fabric"]["load_balancing"])
+    measured_data = {load.link: load.data_bytes for load in loads if load.data_bytes is not None}
+    measured_control = {load.link: load.control_bytes for load in loads if load.control_bytes is not None}
+    volumes = {names[k]: float(v) for k, v in data_bytes.items()}
+    how = {}
+    if spray:
+        data_paths = {n: paths for n, paths in candidates.items()}
+        how["data"] = "split evenly over every equal-cost path"
+    elif len(measured_data) == len(loads):
+        chosen, residual = placement.infer_single_paths(candidates, volumes, measured_data)
+        data_paths = {n: [p] for n, p in chosen.items()}
+        how["data"] = "one path per flow, inferred from the switches' DATA bytes per port"
+        how["data_unexplained_share"] = residual
+    else:
+        return {"unavailable": "ECMP paths cannot be inferred: this target does not count DATA bytes per port"}
+    control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
+    control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
+    if len(measured_control) == len(loads) and any(control_volume.values()):
+        chosen, residual = placement.infer_single_paths(reverse, control_volume, measured_control)
+        control_paths = {n: [p] for n, p in chosen.items()}
+        how["control"] = "one reverse path per flow, inferred from the switches' control bytes per port"
+        how["control_unexplained_share"] = residual
+    else:
+        control_paths = reverse
+        how["control"] = "split evenly over the reverse paths"
+    model_flows = []
+    for k, messages in flows.items():
+        n = names[k]
+        usage = fluid.usage_from_paths(data_paths[n])
+        ratio = control_ratio.get(k[1], 0.0)
+        if ratio:
+            fluid.add_usage(usage, fluid.usage_from_paths(control_paths[n], ratio))
+        sizes = [(data_wire_bytes(m["size_bytes"], cell_size) * 8.0, m["start_us"] / 1e6) for m in messages]
+        model_flows.append(fluid.FluidFlow(n, sizes, usage))
+    result = fluid.simulate(model_flows, capacity)
+    return _figures(result, flows, names, loads, how, data_paths)
+
+
+def _control_ratio(flows, host_stats, data_bytes, cell_size) -> dict[str, float]:
+    """Per receiving host: control bytes it sent per DATA byte it was planned to receive."""
+    received: dict[str, int] = {}
+    for (src, dst), nbytes in data_bytes.items():
+        received[dst] = received.get(dst, 0) + nbytes
+    out = {}
+    for host, nbytes in received.items():
+        split = _host_split(host_stats.get(host), cell_size)
+        if split is not None and nbytes:
+            out[host] = split[1] / nbytes
+    return out
+
+
+def _figures(result: fluid.FluidResult, flows, names, loads: list[LinkLoad], how: dict, data_paths) -> dict:
+    start, end = result.start_s(), result.end_s()
+    window = end - start
+    payload = sum(m["size_bytes"] for ms in flows.values() for m in ms)
+    per_message = []
+    for k, messages in flows.items():
+        for m, (first_tx, done) in zip(messages, result.messages[names[k]]):
+            per_message.append({"src": k[0], "dst": k[1], "msg_id": m["msg_id"],
+                                "queueing_ms": (first_tx - m["start_us"] / 1e6) * 1e3,
+                                "completion_ms": (done - first_tx) * 1e3})
+    from testbed.telemetry.messages import nearest_rank
+
+    completion = [m["completion_ms"] for m in per_message]
+    ideal_loads = []
+    for load in loads:
+        bits = result.link_bits.get(load.link, 0.0)
+        util = bits / (window * load.rate_mbps * 1e6) if window > 0 else 0.0
+        ideal_loads.append(LinkLoad(load.link, load.tier, load.source, load.peer, load.rate_mbps, round(bits / 8),
+                                    None, None, util, None, None))
+    return {
+        "placement": how,
+        "paths": {n: paths for n, paths in data_paths.items()},
+        "window_s": [start, end],
+        "goodput_mbps": payload * 8 / window / 1e6 if window > 0 else None,
+        "completion_p50_ms": nearest_rank(completion, 50),
+        "completion_p99_ms": nearest_rank(completion, 99),
+        "completion_samples": len(completion),
+        "messages": per_message,
+        "link_utilisation": {load.link: load.utilisation for load in ideal_loads},
+        "tiers": {t: {"utilisation_mean": v["utilisation_mean"]} for t, v in by_tier(ideal_loads).items()},
+    }
