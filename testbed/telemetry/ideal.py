@@ -54,7 +54,7 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     if spray:
         data_paths = {n: paths for n, paths in candidates.items()}
         how["data"] = "split evenly over every equal-cost path"
-    elif len(measured_data) == len(loads):
+    elif all(load.data_bytes is not None for load in loads if load.tier not in ("host->tor",)):
         chosen, residual = placement.infer_single_paths(candidates, volumes, measured_data)
         data_paths = {n: [p] for n, p in chosen.items()}
         how["data"] = "one path per flow, inferred from the switches' DATA bytes per port"
@@ -63,7 +63,8 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
         return {"unavailable": "ECMP paths cannot be inferred: this target does not count DATA bytes per port"}
     control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
     control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
-    if len(measured_control) == len(loads) and any(control_volume.values()):
+    switch_egress_split = all(load.control_bytes is not None for load in loads if load.tier != "host->tor")
+    if switch_egress_split and any(control_volume.values()):
         chosen, residual = placement.infer_single_paths(reverse, control_volume, measured_control)
         control_paths = {n: [p] for n, p in chosen.items()}
         how["control"] = "one reverse path per flow, inferred from the switches' control bytes per port"

@@ -1,48 +1,17 @@
-"""Figures in summary.json and report.md come from the run files, computed right."""
+"""Figures in summary.json and report.md, on a run directory worked out by hand (run_fixture.py)."""
 
 import json
 from pathlib import Path
 
 import pytest
-import yaml
+from run_fixture import ACK_B, CELLS, DATA_B, edit_json, make_run
 
 from testbed.scenario import load_scenario
 from testbed.telemetry.report import write_report
 from testbed.telemetry.summary import jain_fairness, summarize_variant
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def make_run(run_dir: Path, scenario, uplink_bytes: dict, lag_us: float) -> None:
-    run_dir.mkdir(parents=True)
-    (run_dir / "scenario.resolved.yaml").write_text(yaml.safe_dump(scenario.to_dict()))
-    records = [
-        {"kind": "message_sent", "src": "h1", "dst": "h3", "msg_id": 0, "bytes": 1_000_000, "cells": 977,
-         "start_us": 1_000_000, "acked_us": 1_500_000, "fct_us": 500_000, "retransmissions": 2, "collective": "p"},
-        {"kind": "message_sent", "src": "h2", "dst": "h4", "msg_id": 0, "bytes": 1_000_000, "cells": 977,
-         "start_us": 1_000_000, "acked_us": 2_000_000, "fct_us": 1_000_000, "retransmissions": 0, "collective": "p"},
-    ]
-    for src, dst, end in (("h1", "h3", 2_480_000), ("h2", "h4", 3_000_000)):
-        records.append({"kind": "message_delivered", "src": src, "dst": dst, "msg_id": 0, "flow_id": 1,
-                        "bytes": 1_000_000, "cells": 977, "first_cell_us": 1_010_000, "delivered_us": end,
-                        "cells_out_of_order": 5, "max_ooo_distance_cells": 3, "peak_reorder_buffer_cells": 4,
-                        "window_overflows": 0, "duplicate_cells": 0, "ce_cells": 1, "verified": True})
-    (run_dir / "records").mkdir()
-    (run_dir / "records" / "all.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    samples = []
-    for t, fraction in ((0.0, 0.0), (1.0, 0.0), (3.0, 1.0)):
-        tx = {str(port): {"packets": 1, "bytes": int(b * fraction) + 1} for port, b in uplink_bytes.items()}
-        samples.append({"t_s": t, "switch": "leaf1", "tx": tx, "rx": {}, "drops_packets": {"ttl_expired": 2},
-                        "ecn_marks_packets": {"3": 7}, "max_qdepth_packets": {"3": 9}})
-    (run_dir / "telemetry.jsonl").write_text("\n".join(json.dumps(s) for s in samples) + "\n")
-    (run_dir / "result.json").write_text(json.dumps({
-        "variant": run_dir.name, "target": "builtin", "pingall": {"pairs": 56, "failed": []}, "notes": [],
-        "tm_stats": {"leaf1": {"tm": {"fidelity": {"dequeue": {"p99_lag_us": lag_us}}},
-                               "queues": [{"dropped_full": 3, "max_depth": 12},
-                                          {"priority": 1, "dropped_full": 4, "max_depth": 8}]}}}))
-    for host, stats in (("h1", {"cnps_received": 2, "rate_cuts": 2, "min_rate_mbps": 3.5, "end_reason": "done"}),
-                        ("h2", {"cnps_received": 1, "rate_cuts": 0, "min_rate_mbps": 9.0, "end_reason": "timeout"})):
-        (run_dir / "records" / f"{host}.stats.json").write_text(json.dumps({"host": host, **stats}))
+CAPACITY_B = 5e6 / 8 * 2.0  # 5 Mbit/s over the 2 s traffic window
 
 
 @pytest.fixture(scope="module")
@@ -50,37 +19,120 @@ def scenario():
     return load_scenario(ROOT / "scenarios" / "default.yaml")
 
 
-def test_summary_figures(tmp_path, scenario):
-    topology = scenario.topo
-    uplinks = [p.number for p in topology.ports("leaf1") if p.tier == "fabric"]
-    rate_bytes_per_s = scenario.links.fabric.rate_mbps * 1e6 / 8
-    make_run(tmp_path / "ecmp", scenario, {uplinks[0]: 2 * rate_bytes_per_s, uplinks[1]: 0.5 * rate_bytes_per_s}, 10)
-    summary = summarize_variant(tmp_path / "ecmp", topology)
-    assert summary["messages_verified"] == 2 and summary["retransmissions_cells"] == 2
-    assert summary["fct_p99_ms"] == pytest.approx(1000) and summary["fct_p50_ms"] in (500, 1000)
-    assert summary["goodput_mbps"] == pytest.approx(2_000_000 * 8 / (3_000_000 - 1_010_000))
-    assert summary["switch_drops_packets"] == {"ttl_expired": 2, "queue_full": 3, "credit_queue_full": 4}
-    assert (summary["data_drops_packets"], summary["credit_drops_packets"]) == (5, 4)
-    agents = summary["agents"]
-    assert (agents["cnps_received"], agents["rate_cuts"], agents["min_rate_mbps"]) == (3, 2, 3.5)
-    assert agents["agents_not_done"] == ["h2 (timeout)"]
-    assert summary["ecn_marks_packets"] == 7 and summary["max_queue_depth_packets"] == 12
-    utilisation = summary["uplink_utilisation"]
-    assert len(utilisation) == 2  # 2 s of traffic (records: 1 s to 3 s), counted from the first to the last sample
-    assert sorted(utilisation.values()) == pytest.approx([0.25, 1.0], rel=0.01)
-    assert summary["fidelity"]["behind_real_time"] is False
+@pytest.fixture
+def run(tmp_path, scenario):
+    return make_run(tmp_path / "ecmp", scenario)
 
 
-def test_report_puts_a_fidelity_warning_first(tmp_path, scenario):
-    topology = scenario.topo
-    uplinks = [p.number for p in topology.ports("leaf1") if p.tier == "fabric"]
-    make_run(tmp_path / "a", scenario, {uplinks[0]: 1000, uplinks[1]: 1000}, 50_000)
-    summaries = {"a": summarize_variant(tmp_path / "a", topology)}
-    report = write_report(scenario, {"a": tmp_path / "a"}, summaries, tmp_path / "out")
-    first = report.read_text().splitlines()[0]
-    assert first.startswith("**Fidelity warning") and "leaf1" in first
-    assert (tmp_path / "out" / "uplinks.png").stat().st_size > 1000
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["a"]["messages_verified"] == 2
+def links(summary):
+    return {l["link"]: l for l in summary["links"]}
+
+
+def test_idle_link_is_in_the_table_the_fairness_and_the_sibling_line(run, scenario):
+    s = summarize_variant(run, scenario.topo)
+    by = links(s)
+    assert len(by) == 32  # 16 cables, both directions, hosts included
+    assert by["leaf1:4->spine2"]["utilisation"] == 0.0 and by["leaf1:4->spine2"]["total_bytes"] == 0
+    assert len(s["uplink_utilisation"]) == 8 and s["uplink_utilisation_min"] == 0.0
+    busy = 2 * CELLS * DATA_B / CAPACITY_B
+    acks = 2 * CELLS * ACK_B / CAPACITY_B
+    assert s["uplink_utilisation_max"] == pytest.approx(busy)
+    assert s["uplink_jain_fairness"] == pytest.approx((busy + acks) ** 2 / (8 * (busy ** 2 + acks ** 2)))
+    assert s["uplink_jain_fairness"] == pytest.approx(0.1419, abs=1e-4)
+    # leaf2's uplinks carried only ACKs: no data sibling was busy there, so only leaf1's idle uplink is named
+    assert s["idle_siblings"] == ["leaf1:4->spine2"]
+    assert s["tiers"]["leaf->spine"]["idle_links"] == 7
+    assert s["tiers"]["leaf->spine"]["utilisation_mean"] == pytest.approx((busy + acks) / 8)
+
+
+def test_data_and_control_split_per_link(run, scenario):
+    by = links(summarize_variant(run, scenario.topo))
+    up = by["leaf2:4->spine2"]
+    assert (up["data_bytes"], up["control_bytes"]) == (0, 2 * CELLS * ACK_B)
+    h1 = by["h1:1->leaf1"]  # host egress: the agent's own send counts, 3 retransmissions included
+    assert (h1["data_bytes"], h1["control_bytes"], h1["total_bytes"]) == ((CELLS + 3) * DATA_B, 0, (CELLS + 3) * DATA_B)
+    assert by["h3:1->leaf2"]["control_utilisation"] == pytest.approx(CELLS * ACK_B / CAPACITY_B)
+    assert by["leaf1:3->spine1"]["tier"] == "leaf->spine" and by["leaf1:1->h1"]["tier"] == "tor->host"
+
+
+def test_drops_split_by_type_and_place_and_data_balances(run, scenario):
+    d = summarize_variant(run, scenario.topo)["drops"]
+    assert d["switch_queue_drops_by_type"] == {"DATA": 3, "ACK": 1}
+    assert d["by_type"]["DATA"] == {"sent": CELLS * 2 + 3, "received": CELLS * 2, "switch_queue_drops": 3,
+                                    "unaccounted": 0}
+    assert d["by_type"]["ACK"]["unaccounted"] == 0
+    assert d["data_balance"]["verdict"] == "balances"
+
+
+def test_a_silently_lost_cell_breaks_the_balance(run, scenario):
+    edit_json(run / "records" / "h3.stats.json", lambda s: s["rx_counts"].update(rx_DATA=CELLS - 1))
+    balance = summarize_variant(run, scenario.topo)["drops"]["data_balance"]
+    assert balance["unaccounted"] == 1 and balance["verdict"] == "does not balance"
+
+
+def test_a_loss_at_an_untyped_place_is_named(run, scenario):
+    edit_json(run / "records" / "h3.stats.json", lambda s: s["rx_counts"].update(rx_DATA=CELLS - 1))
+    edit_json(run / "result.json", lambda r: r["host_counters"]["after"]["h3"]["udp"].update(InErrors=1,
+                                                                                            RcvbufErrors=1))
+    d = summarize_variant(run, scenario.topo)["drops"]
+    assert d["untyped_losses_packets"]["host socket receive"] == 1
+    assert d["data_balance"]["verdict"] == "balances within untyped losses"
+
+
+def test_messages_and_completion_from_first_transmission(run, scenario):
+    s = summarize_variant(run, scenario.topo)
+    assert (s["messages_planned"], s["messages_completed"]) == (2, 2)
+    assert (s["completion_p50_ms"], s["completion_p99_ms"], s["completion_samples"]) == (1500, 1800, 2)
+    assert (s["queueing_p50_ms"], s["queueing_max_ms"]) == (0, 200)
+    assert s["goodput_mbps"] == pytest.approx(2 * 200_000 * 8 / (3_000_000 - 1_010_000))
+
+
+def test_a_planned_message_that_never_completed_is_counted(run, scenario):
+    extra = {"src": "h5", "dst": "h7", "msg_id": 0, "size_bytes": 1000, "start_us": 1_000_000.0, "deps": []}
+    edit_json(run / "agents" / "workload.json", lambda w: w["messages"].append(extra))
+    s = summarize_variant(run, scenario.topo)
+    assert (s["messages_planned"], s["messages_completed"], s["messages_missing"]) == (3, 2, ["h5->h7#0"])
+
+
+def test_ideal_for_the_inferred_ecmp_placement(run, scenario):
+    s = summarize_variant(run, scenario.topo)
+    ideal = s["ideal"]
+    assert ideal["paths"]["h1->h3"] == [["h1:1->leaf1", "leaf1:3->spine1", "spine1:2->leaf2", "leaf2:1->h3"]]
+    assert ideal["placement"]["data_unexplained_share"] == 0.0
+    # both flows share leaf1->spine1 (5 Mbit/s): 196 cells x 1090 B at 2.5 Mbit/s each = 683.648 ms
+    assert ideal["completion_p50_ms"] == pytest.approx(683.648) and ideal["completion_p99_ms"] == pytest.approx(683.648)
+    assert ideal["goodput_mbps"] == pytest.approx(400_000 * 8 / 0.683648 / 1e6)
+    assert s["measured_over_ideal"]["goodput"] == pytest.approx(s["goodput_mbps"] / ideal["goodput_mbps"])
+    assert ideal["link_utilisation"]["leaf1:3->spine1"] == pytest.approx(1.0)
+    assert ideal["link_utilisation"]["leaf1:4->spine2"] == 0.0
+
+
+def test_spray_ideal_splits_evenly(tmp_path, scenario):
+    s = summarize_variant(make_run(tmp_path / "spray", scenario, load_balancing="spray_entropy"), scenario.topo)
+    # each flow has half its bytes on each uplink: the host links (5 Mbit/s each) are the bottleneck
+    assert s["ideal"]["completion_p50_ms"] == pytest.approx(CELLS * DATA_B * 8 / 5e6 * 1e3)
+    assert s["ideal"]["link_utilisation"]["leaf1:4->spine2"] == pytest.approx(1.0)
+
+
+def test_fidelity_covers_switches_and_hosts(tmp_path, scenario):
+    kept = summarize_variant(make_run(tmp_path / "a", scenario), scenario.topo)["fidelity"]
+    assert not kept["behind_real_time"] and kept["worst_p99_pacer_lateness_us"] == 200.0
+    late_host = summarize_variant(make_run(tmp_path / "b", scenario, lateness_p99_us=5000), scenario.topo)["fidelity"]
+    assert late_host["hosts_behind"] and not late_host["switches_behind"] and late_host["behind_real_time"]
+    late_switch = summarize_variant(make_run(tmp_path / "c", scenario, lag_us=50_000), scenario.topo)["fidelity"]
+    assert late_switch["switches_behind"] and late_switch["switch"] == "spine1"
+
+
+def test_report_puts_the_fidelity_verdict_first_and_draws_every_link(tmp_path, scenario):
+    run = make_run(tmp_path / "a", scenario, lateness_p99_us=5000)
+    summaries = {"a": summarize_variant(run, scenario.topo)}
+    report = write_report(scenario, {"a": run}, summaries, tmp_path / "out")
+    text = report.read_text()
+    first = text.splitlines()[0]
+    assert first.startswith("**Fidelity lost") and "host" in first and "5000 us" in first
+    assert "leaf1:4->spine2" in text and "n=2, nearest-rank" in text and "**balances**" in text
+    assert (tmp_path / "out" / "links.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["a"]["messages_completed"] == 2
 
 
 def test_jain_fairness():
