@@ -1,0 +1,380 @@
+"""Recompute every figure of a run's summary.json and report.md from the raw files, and compare.
+
+    python tests/recompute_report.py runs/default/<timestamp>
+
+A second, independent implementation: it reads only the variant
+directories' raw files (agents' records and stats, workload, telemetry
+samples, traffic-manager statistics, host counters, resolved scenario) and
+uses nothing of testbed.telemetry but the fluid model itself (whose own
+tests check it against hand-worked cases); the topology comes from
+testbed.topo.  Every mismatch is printed; the exit status is 1 if there is
+any, 0 if every figure agrees.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+
+import yaml
+
+from testbed.telemetry import fluid
+from testbed.topo.build import build_topology
+
+DATA, ACK = 0, 3
+TYPES = {0: "DATA", 1: "CREDIT", 2: "CREDIT_REQUEST", 3: "ACK", 4: "NACK", 5: "CNP", 6: "CREDIT_STOP"}
+FRAME = 14 + 20 + 8 + 24  # Ethernet, IPv4, UDP, cell header
+REL = 1e-9
+
+
+def wire(cell_type: int, cell_size: int) -> int:
+    return FRAME + (cell_size if cell_type == DATA else 8 if cell_type == ACK else 0)
+
+
+def rank(values, q):
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
+
+
+def read_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class Variant:
+    """The raw files of one variant directory."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir
+        self.scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
+        self.result = json.loads((run_dir / "result.json").read_text())
+        self.topology = build_topology(self.scenario["topology"])
+        self.records = [r for p in sorted((run_dir / "records").glob("*.jsonl")) for r in read_lines(p)]
+        self.stats = {}
+        for p in sorted((run_dir / "records").glob("*.stats.json")):
+            s = json.loads(p.read_text())
+            self.stats[s.get("host", p.name.split(".")[0])] = s
+        self.samples = read_lines(run_dir / "telemetry.jsonl")
+        workload = run_dir / "agents" / "workload.json"
+        self.planned = json.loads(workload.read_text())["messages"] if workload.exists() else []
+        self.tm = self.result.get("tm_stats") or {}
+        self.cell = self.scenario["fabric"]["cell_size"]
+
+
+def recompute(v: Variant) -> dict:
+    """The figures, keyed like summary.json (nested keys joined by '/')."""
+    out: dict = {}
+    sent = [r for r in v.records if r["kind"] == "message_sent"]
+    got = [r for r in v.records if r["kind"] == "message_delivered"]
+    plan = {(m["src"], m["dst"], m["msg_id"]) for m in v.planned}
+    ok = {(r["src"], r["dst"], r["msg_id"]) for r in got if r["verified"]}
+    acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
+    out["messages_planned"] = len(plan)
+    out["messages_completed"] = len(plan & ok & acked)
+    completion = [r["completion_us"] / 1000 for r in sent]
+    out["completion_samples"] = len(completion)
+    out["completion_p50_ms"] = rank(completion, 50)
+    out["completion_p99_ms"] = rank(completion, 99)
+    out["queueing_p50_ms"] = rank([r["queueing_us"] / 1000 for r in sent], 50)
+    out["queueing_max_ms"] = max(r["queueing_us"] / 1000 for r in sent) if sent else None
+    out["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
+    first_cell = min(r["first_cell_us"] for r in got)
+    last = max(r["delivered_us"] for r in got)
+    out["goodput_mbps"] = sum(r["bytes"] for r in got if r["verified"]) * 8 / (last - first_cell)
+    window = (min(r["start_us"] for r in sent) / 1e6, last / 1e6)
+    seconds = window[1] - window[0]
+
+    # links: every port of every node, both directions
+    def delta(switch, key):
+        series = sorted((s for s in v.samples if s["switch"] == switch), key=lambda s: s["t_s"])
+        a, b = series[0][key], series[-1][key]
+        return {int(p): b.get(p, {"bytes": 0})["bytes"] - a.get(p, {"bytes": 0})["bytes"] for p in set(a) | set(b)}
+
+    tx = {s: delta(s, "tx") for s in v.topology.switches}
+    rx = {s: delta(s, "rx") for s in v.topology.switches}
+    loads = {}
+    for node in list(v.topology.switches) + list(v.topology.hosts):
+        for port in v.topology.ports(node):
+            rate = v.scenario["links"]["host" if port.tier == "host" else "fabric"]["rate_mbps"] * 1e6
+            name = f"{node}:{port.number}->{port.peer}"
+            if v.topology.node(node).is_host:
+                total = rx[port.peer].get(port.peer_port, 0)
+                counts = v.stats.get(node, {}).get("tx_counts")
+                data = control = None
+                if counts is not None and len(v.topology.ports(node)) == 1:
+                    data = control = 0
+                    for t, tname in TYPES.items():
+                        n = counts.get(f"tx_{tname}", 0)
+                        if t == DATA:
+                            data += n * wire(t, v.cell)
+                        else:
+                            control += n * wire(t, v.cell)
+            else:
+                total = tx[node].get(port.number, 0)
+                rows = [q for q in v.tm.get(node, {}).get("queues", []) if q["port"] == port.number]
+                data = sum(q["by_class"].get("0", {}).get("bytes", 0) for q in rows)
+                control = sum(c["bytes"] for q in rows for k, c in q["by_class"].items() if 1 <= int(k) <= 6)
+            a, b = v.topology.node(node), v.topology.node(port.peer)
+            short = {"leaf": "leaf", "spine": "spine", "edge": "edge", "aggregation": "agg", "core": "core"}
+            tier = "host->tor" if a.is_host else "tor->host" if b.is_host else f"{short[a.kind]}->{short[b.kind]}"
+            loads[name] = {"tier": tier, "source": node, "peer": port.peer, "rate": rate, "total": total,
+                           "data": data, "control": control, "util": total * 8 / seconds / rate}
+            out[f"links/{name}/total_bytes"] = total
+            out[f"links/{name}/data_bytes"] = data
+            out[f"links/{name}/control_bytes"] = control
+            out[f"links/{name}/utilisation"] = loads[name]["util"]
+    uplinks = [l["util"] for l in loads.values() if l["tier"] in ("leaf->spine", "edge->agg")]
+    if uplinks:
+        out["uplink_utilisation_min"] = min(uplinks)
+        out["uplink_utilisation_max"] = max(uplinks)
+        out["uplink_jain_fairness"] = sum(uplinks) ** 2 / (len(uplinks) * sum(x * x for x in uplinks))
+    level = {"host": 0, "leaf": 1, "edge": 1, "aggregation": 2, "spine": 2, "core": 3}
+    groups: dict = {}
+    for name, l in loads.items():
+        up = level[v.topology.node(l["peer"]).kind] > level[v.topology.node(l["source"]).kind]
+        groups.setdefault((l["source"], l["tier"]) if up else (l["source"], l["peer"]), []).append(name)
+    idle = lambda n: (loads[n]["data"] if loads[n]["data"] is not None else loads[n]["total"]) == 0  # noqa: E731
+    out["idle_siblings"] = sorted(n for g in groups.values() if len(g) > 1 and any(not idle(m) for m in g)
+                                  for n in g if idle(n))
+    for tier in {l["tier"] for l in loads.values()}:
+        members = [n for n, l in loads.items() if l["tier"] == tier]
+        out[f"tiers/{tier}/utilisation_mean"] = sum(loads[n]["util"] for n in members) / len(members)
+        out[f"tiers/{tier}/idle_links"] = sum(idle(n) for n in members)
+
+    # drops and conservation
+    names = {**TYPES, 14: "other", 15: "unclassified"}
+    queue = {}
+    for s in v.tm.values():
+        for q in s.get("queues", []):
+            for k, c in (q.get("by_class") or {}).items():
+                if c["dropped"]:
+                    queue[names[int(k)]] = queue.get(names[int(k)], 0) + c["dropped"]
+    out["drops/switch_queue_drops_by_type"] = queue
+    tx_n = {t: sum(s.get("tx_counts", {}).get(f"tx_{t}", 0) for s in v.stats.values()) for t in TYPES.values()}
+    rx_n = {t: sum(s.get("rx_counts", {}).get(f"rx_{t}", 0) for s in v.stats.values()) for t in TYPES.values()}
+    hc = v.result.get("host_counters") or {}
+    qdisc = socket = 0
+    for host, after in (hc.get("after") or {}).items():
+        before = hc["before"].get(host, {})
+        qdisc += sum(c["drops"] - before.get("qdisc", {}).get(i, {}).get("drops", 0) for i, c in after["qdisc"].items())
+        in_err = after["udp"].get("InErrors", 0) - before.get("udp", {}).get("InErrors", 0)
+        buf = after["udp"].get("RcvbufErrors", 0) - before.get("udp", {}).get("RcvbufErrors", 0)
+        socket += max(in_err, buf)
+    out["drops/untyped_losses_packets/host qdisc"] = qdisc
+    out["drops/untyped_losses_packets/host socket receive"] = socket
+    unaccounted = tx_n["DATA"] - rx_n["DATA"] - queue.get("DATA", 0)
+    out["drops/by_type/DATA/sent"] = tx_n["DATA"]
+    out["drops/by_type/DATA/received"] = rx_n["DATA"]
+    out["drops/by_type/DATA/unaccounted"] = unaccounted
+    last_sample = {}
+    for s in v.samples:
+        last_sample[s["switch"]] = s
+    program = sum(n for s in last_sample.values() for r, n in s["drops_packets"].items() if r != "credit_over_rate")
+    slack = (program + qdisc + socket
+             + sum(s.get("socket_errors", 0) + (s.get("errors") or {}).get("malformed", 0) for s in v.stats.values())
+             + sum(p.get("dropped_priority", 0) for s in v.tm.values() for p in s.get("tm", {}).get("ports", []))
+             + sum(q.get("depth", 0) for s in v.tm.values() for q in s.get("queues", [])))
+    if hc.get("after") and v.result.get("target") == "builtin":
+        out["drops/data_balance/verdict"] = ("balances" if unaccounted == 0 else "balances within untyped losses"
+                                             if 0 < unaccounted <= slack else "does not balance")
+    out["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_sample.values())
+
+    # fidelity
+    threshold = max(1000.0, v.scenario["derived"]["cell_wire_bytes"] * 8 / v.scenario["links"]["host"]["rate_mbps"])
+    lags = [s["tm"]["fidelity"]["dequeue"]["p99_lag_us"] for s in v.tm.values()
+            if s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") is not None]
+    late = [s["pacer_lateness"]["p99_us"] for s in v.stats.values()
+            if (s.get("pacer_lateness") or {}).get("p99_us") is not None]
+    out["fidelity/worst_p99_dequeue_lag_us"] = max(lags, default=None)
+    out["fidelity/worst_p99_pacer_lateness_us"] = max(late, default=None)
+    out["fidelity/behind_real_time"] = bool((lags and max(lags) > threshold) or (late and max(late) > threshold))
+
+    out.update(recompute_ideal(v, loads, out))
+    return out
+
+
+def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
+    out = {}
+    if not v.planned:
+        return out
+    flows: dict = {}
+    for m in sorted(v.planned, key=lambda m: m["start_us"]):
+        flows.setdefault((m["src"], m["dst"]), []).append(m)
+
+    def cells(size):
+        return -(-(size + 4) // v.cell)
+
+    def paths(a, b):
+        return [[f"{p.nodes[i]}:{p.ports[i][0]}->{p.nodes[i + 1]}" for i in range(len(p.links))]
+                for p in v.topology.paths(a, b)]
+
+    volume = {k: sum(cells(m["size_bytes"]) for m in ms) * wire(DATA, v.cell) for k, ms in flows.items()}
+    ratio = {}
+    for dst in {k[1] for k in flows}:
+        counts = v.stats.get(dst, {}).get("tx_counts")
+        if counts is not None:
+            ctrl = sum(counts.get(f"tx_{n}", 0) * wire(t, v.cell) for t, n in TYPES.items() if t != DATA)
+            ratio[dst] = ctrl / sum(vol for k, vol in volume.items() if k[1] == dst)
+
+    def best_single(cands: dict, vol: dict, key: str):
+        considered = {l for ps in cands.values() for p in ps for l in p if sum(l in q for q in ps) < len(ps)}
+        order = sorted(cands)
+        combos = itertools.product(*(range(len(cands[f])) for f in order))
+
+        def score(combo):
+            pred = dict.fromkeys(considered, 0.0)
+            for f, i in zip(order, combo):
+                for l in cands[f][i]:
+                    if l in pred:
+                        pred[l] += vol[f]
+            return sum(abs(loads[l][key] - pred[l]) for l in considered)
+
+        chosen = min(combos, key=score)
+        return {f: [cands[f][i]] for f, i in zip(order, chosen)}
+
+    spray = v.scenario["fabric"]["load_balancing"].startswith("spray")
+    forward = {k: paths(*k) for k in flows}
+    reverse = {k: paths(k[1], k[0]) for k in flows}
+    data_paths = forward if spray else best_single(forward, volume, "data")
+    control_volume = {k: volume[k] * ratio.get(k[1], 0.0) for k in flows}
+    control_paths = best_single(reverse, control_volume, "control") if any(control_volume.values()) else reverse
+    model = []
+    for k, ms in flows.items():
+        usage = {}
+        for p in data_paths[k]:
+            for l in p:
+                usage[l] = usage.get(l, 0.0) + 1 / len(data_paths[k])
+        for p in control_paths[k]:
+            for l in p:
+                usage[l] = usage.get(l, 0.0) + ratio.get(k[1], 0.0) / len(control_paths[k])
+        model.append(fluid.FluidFlow(f"{k[0]}->{k[1]}", [(cells(m["size_bytes"]) * wire(DATA, v.cell) * 8.0,
+                                                          m["start_us"] / 1e6) for m in ms], usage))
+    result = fluid.simulate(model, {n: l["rate"] for n, l in loads.items()})
+    start = min(a for ms in result.messages.values() for a, _ in ms)
+    end = max(b for ms in result.messages.values() for _, b in ms)
+    completion = [(b - a) * 1e3 for ms in result.messages.values() for a, b in ms]
+    out["ideal/goodput_mbps"] = sum(m["size_bytes"] for m in v.planned) * 8 / (end - start) / 1e6
+    out["ideal/completion_p50_ms"] = rank(completion, 50)
+    out["ideal/completion_p99_ms"] = rank(completion, 99)
+    for n, l in loads.items():
+        out[f"ideal/link_utilisation/{n}"] = result.link_bits.get(n, 0.0) / ((end - start) * l["rate"])
+    out["measured_over_ideal/goodput"] = measured["goodput_mbps"] / out["ideal/goodput_mbps"]
+    if measured["completion_p50_ms"] is not None:
+        out["measured_over_ideal/completion_p50"] = measured["completion_p50_ms"] / out["ideal/completion_p50_ms"]
+        out["measured_over_ideal/completion_p99"] = measured["completion_p99_ms"] / out["ideal/completion_p99_ms"]
+    return out
+
+
+def lookup(summary: dict, key: str):
+    """summary.json's value for a '/'-joined key (links/<name>/... index the links list)."""
+    parts = key.split("/")
+    if parts[0] == "links":
+        row = next(l for l in summary["links"] if l["link"] == parts[1])
+        return row[parts[2]]
+    value = summary
+    if parts[0] in ("ideal", "measured_over_ideal") and parts[1] in ("link_utilisation",):
+        return summary[parts[0]][parts[1]][parts[2]]
+    for p in parts:
+        value = value[p]
+    return value
+
+
+def same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=REL, abs_tol=1e-9)
+    return a == b
+
+
+def report_rows(text: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[str]:
+    """The report's table cells against the recomputed figures, rendered as the report renders them."""
+    rows = report_rows(text)
+    problems = []
+
+    def expect(label_start: str, render) -> None:
+        label = next((l for l in rows if l.startswith(label_start)), None)
+        if label is None:
+            problems.append(f"report.md: no row '{label_start}'")
+            return
+        for i, name in enumerate(names):
+            want = render(figures[name])
+            if want is not None and not rows[label][i].startswith(want):
+                problems.append(f"report.md {name} '{label}': shows '{rows[label][i]}', recomputed '{want}'")
+
+    expect("messages planned / completed", lambda f: f"{f['messages_planned']} / {f['messages_completed']}")
+    expect("goodput (Mbit/s)", lambda f: f"{f['goodput_mbps']:.2f}")
+    expect("ideal goodput", lambda f: f"{f['ideal/goodput_mbps']:.2f} / {f['measured_over_ideal/goodput']:.2f}"
+           if "ideal/goodput_mbps" in f else None)
+    expect("completion p50 / p99", lambda f: f"{f['completion_p50_ms']:.1f} / {f['completion_p99_ms']:.1f} "
+           f"(n={f['completion_samples']}, nearest-rank)" if f["completion_samples"] else None)
+    expect("ideal completion p50 / p99", lambda f: f"{f['ideal/completion_p50_ms']:.1f} / "
+           f"{f['ideal/completion_p99_ms']:.1f}" if "ideal/completion_p50_ms" in f else None)
+    expect("DATA cells sent / received", lambda f: f"{f['drops/by_type/DATA/sent']} / {f['drops/by_type/DATA/received']}")
+    expect("DATA conservation", lambda f: f"{f['drops/by_type/DATA/sent']} - {f['drops/by_type/DATA/received']} - "
+           f"{f['drops/switch_queue_drops_by_type'].get('DATA', 0)} = {f['drops/by_type/DATA/unaccounted']}")
+    expect("retransmitted DATA cells", lambda f: str(f["retransmissions_cells"]))
+    expect("ToR uplink utilisation min / max", lambda f: f"{100 * f['uplink_utilisation_min']:.0f} / "
+           f"{100 * f['uplink_utilisation_max']:.0f}" if "uplink_utilisation_min" in f else None)
+    expect("ToR uplink utilisation Jain", lambda f: f"{f['uplink_jain_fairness']:.3f}"
+           if "uplink_jain_fairness" in f else None)
+    expect("equal-cost links idle", lambda f: ", ".join(f["idle_siblings"]) or "none")
+    for tier in ("host->tor", "leaf->spine", "spine->leaf", "tor->host", "edge->agg", "agg->core", "core->agg",
+                 "agg->edge"):
+        if f"tiers/{tier}/utilisation_mean" in figures[names[0]]:
+            expect(tier, lambda f, t=tier: f"{100 * f[f'tiers/{t}/utilisation_mean']:.1f} ")
+    first = text.splitlines()[0]
+    lost = any(figures[n]["fidelity/behind_real_time"] for n in names)
+    if first.startswith("**Fidelity lost") != lost:
+        problems.append(f"report.md first line says '{first[:40]}...', recomputed fidelity lost = {lost}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[0])
+        return 2
+    out_dir = Path(argv[0])
+    summaries = json.loads((out_dir / "summary.json").read_text())
+    dirs = {}
+    for result in out_dir.glob("*/result.json"):
+        dirs[json.loads(result.read_text())["variant"]] = result.parent
+    problems, figures, checked = [], {}, 0
+    for name, summary in summaries.items():
+        if name not in dirs:
+            problems.append(f"{name}: no variant directory under {out_dir}")
+            continue
+        figures[name] = recompute(Variant(dirs[name]))
+        for key, value in figures[name].items():
+            try:
+                shown = lookup(summary, key)
+            except (KeyError, StopIteration, TypeError):
+                problems.append(f"{name}: summary.json has no {key} (recomputed {value!r})")
+                continue
+            checked += 1
+            if not same(shown, value):
+                problems.append(f"{name}: {key} is {shown!r} in summary.json, recomputed {value!r}")
+    names = [n for n in summaries if n in figures]
+    problems += check_report((out_dir / "report.md").read_text(), names, figures)
+    for problem in problems:
+        print(problem)
+    print(f"{checked} summary.json figures and the report's table recomputed for {len(names)} variant(s): "
+          + ("all agree" if not problems else f"{len(problems)} disagree"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
