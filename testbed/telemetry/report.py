@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 ROWS = [
     ("load balancing", lambda s: str(s.get("load_balancing", "n/a"))),
@@ -206,12 +207,12 @@ def _plot_links(summaries: dict[str, dict], path: Path) -> bool:
                 axes.bar(x, total, color=colour, alpha=0.7)
             if label in ideal:
                 axes.plot([x - 0.4, x + 0.4], [100 * ideal[label]] * 2, color="black", linewidth=1)
-        axes.set_ylim(0, 110)
+        axes.set_ylim(0, 125)
         axes.set_ylabel("utilisation (%)")
-        axes.set_title(f"{name}: every link (solid data, hatched control, black line: fluid ideal)", fontsize=9)
-        for tier in tiers:
-            axes.bar([], [], color=colours(tiers.index(tier) % 10), label=tier)
-        axes.legend(fontsize=7, ncol=len(tiers), loc="upper right")
+        axes.set_title(f"{name}: every link (solid data, hatched control, grey other, black line: fluid ideal)",
+                       fontsize=9)
+        handles = [Patch(color=colours(i % 10), label=tier) for i, tier in enumerate(tiers)]
+        axes.legend(handles=handles, fontsize=7, ncol=len(tiers), loc="upper left")
     panels[-1, 0].set_xticks(range(len(labels)))
     panels[-1, 0].set_xticklabels(labels, rotation=90, fontsize=6)
     figure.tight_layout()
