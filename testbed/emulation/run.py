@@ -30,6 +30,7 @@ from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, re
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
 from testbed.telemetry.collector import Collector
+from testbed.topo.entropy import layout_of
 
 CPU_PORT = 255
 AGENT_MARGIN_S = 30.0
@@ -186,6 +187,7 @@ class VariantRun:
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
                       f"load balancing={scenario.fabric.load_balancing}")
         derived = scenario.derived
+        lb, layout = scenario.fabric.load_balancing, layout_of(topology)
         for host in busy:
             argv = [sys.executable, "-m", "testbed.cli", "host", "--name", host, "--addr", topology.node(host).ip,
                     "--peers-file", str(agent_dir / "peers.json"),
@@ -193,9 +195,12 @@ class VariantRun:
                     "--transport-file", str(agent_dir / "transport.json"),
                     "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
                     "--link-rate-mbps", str(scenario.links.host.rate_mbps),
+                    "--link-delay-us", str(scenario.links.host.delay_us),
                     "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),
                     "--reorder-window-cells", str(scenario.transport.reorder_window_cells),
                     "--entropy-values", str(scenario.fabric.entropy_values),
+                    "--entropy-choice", "random" if lb == "spray_random_entropy" else "rr",
+                    "--entropy-layout", ",".join(str(r) for r in layout.radices_in_order),
                     "--records", str(records), "--epoch", str(epoch),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             log = open(agent_dir / f"{host}.log", "wb")
