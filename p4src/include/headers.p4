@@ -92,6 +92,13 @@ struct fabric_metadata_t {
     bit<16> group_id;
     bit<8>  group_size;
     bit<2>  cell_mode;
+    bit<16> entropy_divisor;     /* entropy mode: this tier's digit is (entropy / divisor) mod size */
+    bit<8>  entropy_shift;       /* divisor = 2^shift * odd */
+    bit<16> entropy_inverse;     /* odd^-1 mod 2^16 */
+    bit<16> entropy_low;         /* entropy mod divisor */
+    bit<16> entropy_quotient;    /* entropy / divisor */
+    bit<32> hash_multiplier;     /* this switch's ECMP seed (hash_config) */
+    bit<32> flow_hash;
     bit<8>  member;
     bit<8>  rr_following;        /* round robin: the member after this one */
     bit<16> rand16;

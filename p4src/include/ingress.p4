@@ -85,17 +85,25 @@ control FabricIngress(inout headers_t hdr,
         size = ROUTES;
     }
 
-    action set_group(bit<8> size, bit<2> cell_mode) {
+    /* entropy_divisor = 2^entropy_shift * odd, entropy_inverse = odd^-1 mod
+     * 2^16: the entropy digit of this group's tier is
+     * (entropy / entropy_divisor) mod size (p4src/README.md, "Path choice"). */
+    action set_group(bit<8> size, bit<2> cell_mode, bit<16> entropy_divisor,
+                     bit<8> entropy_shift, bit<16> entropy_inverse) {
         meta.group_size = size;
         meta.cell_mode = cell_mode;
+        meta.entropy_divisor = entropy_divisor;
+        meta.entropy_shift = entropy_shift;
+        meta.entropy_inverse = entropy_inverse;
     }
 
-    /* Next-hop group -> its size and how cells choose a member
-     * (CELL_MODE_*: 0 ECMP flow hash, 1 round robin, 2 entropy, 3 random).
-     * The controller writes one entry per group it uses in routes; the cell
-     * mode is the experiment's load-balancing scheme. Non-cell traffic
-     * ignores cell_mode and always uses the flow hash, so TCP is never
-     * reordered. */
+    /* Next-hop group -> its size, how cells choose a member (CELL_MODE_*:
+     * 0 ECMP flow hash, 1 round robin, 2 entropy, 3 random) and, for the
+     * entropy mode, which digit of the entropy value this group's tier
+     * reads. The controller writes one entry per group it uses in routes;
+     * the cell mode is the experiment's load-balancing scheme. Non-cell
+     * traffic ignores cell_mode and always uses the flow hash, so TCP is
+     * never reordered. */
     table groups {
         key = {
             meta.group_id: exact;
@@ -133,23 +141,51 @@ control FabricIngress(inout headers_t hdr,
 
     /* ---- member choice ------------------------------------------------ */
 
-    /* 5-tuple flow hash: every packet of a flow takes the same member. */
-    action pick_by_flow_hash() {
-        hash(meta.member, HashAlgorithm.crc16, 8w0,
-             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-               meta.l4_src, meta.l4_dst },
-             meta.group_size);
+    action set_hash_multiplier(bit<32> multiplier) {
+        meta.hash_multiplier = multiplier;
     }
 
-    /* member = entropy mod size (identity hash of the 16-bit entropy).
-     * This must stay a pure function of (entropy, group size): groups are
-     * ordered by neighbour index, so on a leaf-spine a DATA cell carrying
-     * its credit's entropy picks, at the sender's leaf, the same spine the
-     * credit picked at the receiver's leaf, and so retraces the credit's
-     * path in reverse (ExpressPass needs data on the credit's path). */
-    action pick_by_entropy() {
+    /* Keyless: its default action is this switch's own ECMP hash seed, an
+     * odd 32-bit multiplier the controller draws per switch from the
+     * scenario's seed. Every switch hashing the same 5-tuple the same way
+     * would repeat the ToR's choice at the next tier (hash polarisation:
+     * half of a fat-tree's core idles); crc32 is linear, so a seed XORed or
+     * prepended to the key would not help, a multiplication does. */
+    table hash_config {
+        actions = {
+            set_hash_multiplier;
+        }
+        default_action = set_hash_multiplier(32w0x9E3779B1);
+        size = 1;
+    }
+
+    /* 5-tuple flow hash: every packet of a flow takes the same member.
+     * member = (high 16 bits of crc32(5-tuple) * multiplier) mod size. */
+    action pick_by_flow_hash() {
+        hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
+             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_src, meta.l4_dst },
+             64w0x100000000);
+        meta.flow_hash = meta.flow_hash * meta.hash_multiplier;
         hash(meta.member, HashAlgorithm.identity, 8w0,
-             { hdr.cell.entropy }, meta.group_size);
+             { meta.flow_hash[31:16] }, meta.group_size);
+    }
+
+    /* member = (entropy / divisor) mod size: the digit of the entropy value
+     * that belongs to this group's tier. A pure function of the entropy and
+     * the group, so a DATA cell that carries its credit's entropy (mirrored
+     * by the sender, p4src/README.md) retraces the credit's path in reverse
+     * on every tier (ExpressPass needs data on its credit's path). The
+     * division is exact: entropy - (entropy mod divisor) is a multiple of
+     * the divisor, so shifting out its power of two and multiplying by the
+     * inverse of its odd part mod 2^16 gives the quotient. */
+    action pick_by_entropy() {
+        hash(meta.entropy_low, HashAlgorithm.identity, 16w0,
+             { hdr.cell.entropy }, meta.entropy_divisor);
+        meta.entropy_quotient = ((hdr.cell.entropy - meta.entropy_low) >> meta.entropy_shift)
+                                * meta.entropy_inverse;
+        hash(meta.member, HashAlgorithm.identity, 8w0,
+             { meta.entropy_quotient }, meta.group_size);
     }
 
     /* A uniformly random member per cell. random() draws 16 bits; the
@@ -200,6 +236,7 @@ control FabricIngress(inout headers_t hdr,
         }
 
         if (meta.drop_reason == DROP_NONE) {
+            hash_config.apply();
             groups.apply();
             if (meta.drop_reason == DROP_NONE && meta.group_size == 0) {
                 drop_no_route();

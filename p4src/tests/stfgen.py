@@ -6,8 +6,8 @@ program or of the wire format is one re-run away. Packets are built with
 scapy (checksums included), cells with the host's own scapy layer
 (testbed.host.scapy_cell), and every load-balancing expectation is the
 member the program's hash gives, computed here with the bmv2 hash
-algorithms of testbed.p4model.hashing (crc16 of the 5-tuple, identity of
-the entropy): hashes are deterministic, so the STF files assert the exact
+algorithms of testbed.p4model.hashing (crc32 of the 5-tuple times the
+switch's multiplier, identity of the entropy digit): hashes are deterministic, so the STF files assert the exact
 egress port. tests/unit/p4src checks that the committed files equal this
 script's output.
 
@@ -27,6 +27,7 @@ from scapy.packet import Raw, raw
 
 from testbed.host.scapy_cell import Cell
 from testbed.p4model import hashing
+from testbed.topo.entropy import exact_division
 
 HERE = Path(__file__).resolve().parent
 PORTS = (1, 2, 3, 4)
@@ -36,6 +37,7 @@ CELL_UDP_LENGTH = 8 + 24 + CELL_SIZE   # what cell_config is given
 DATA, CREDIT, ACK = 0, 1, 3
 
 ING = "FabricIngress."
+DEFAULT_MULTIPLIER = 0x9E3779B1        # hash_config's default action in ingress.p4
 EGR = "FabricEgress."
 
 
@@ -95,8 +97,8 @@ def routed(pkt, port: int, ecn: int | None = None):
     return Ether(raw(out))
 
 
-def flow_member(pkt, size: int) -> int:
-    """crc16 over (srcAddr, dstAddr, protocol, l4 src, l4 dst) mod size."""
+def flow_member(pkt, size: int, multiplier: int = DEFAULT_MULTIPLIER) -> int:
+    """High 16 bits of crc32(srcAddr, dstAddr, protocol, l4 src, l4 dst) x multiplier, mod size."""
     ip = pkt[IP]
     sport = dport = 0
     if TCP in pkt:
@@ -105,11 +107,13 @@ def flow_member(pkt, size: int) -> int:
         sport, dport = pkt[UDP].sport, pkt[UDP].dport
     data = hashing.pack_fields([(ip_value(ip.src), 32), (ip_value(ip.dst), 32),
                                 (ip.proto, 8), (sport, 16), (dport, 16)])
-    return hashing.hash_result("crc16", data, 0, size)
+    h = hashing.hash_result("crc32", data, 0, 1 << 32)
+    return (((h * multiplier) & 0xFFFFFFFF) >> 16) % size
 
 
-def entropy_member(entropy: int, size: int) -> int:
-    return hashing.hash_result("identity", hashing.pack_fields([(entropy, 16)]), 0, size)
+def entropy_member(entropy: int, size: int, divisor: int = 1) -> int:
+    """The group's digit of the entropy: (entropy / divisor) mod size."""
+    return hashing.hash_result("identity", hashing.pack_fields([(entropy // divisor, 16)]), 0, size)
 
 
 def ip_value(ip: str) -> int:
@@ -141,9 +145,14 @@ def setup_ports(stf: Stf, ports=PORTS) -> None:
                  f"{EGR}set_source_mac(mac:{mac_int(switch_mac(p))})")
 
 
-def add_group(stf: Stf, group: int, ports, mode: int) -> None:
-    stf.line(f"add {ING}groups meta.group_id:{group} "
-             f"{ING}set_group(size:{len(ports)}, cell_mode:{mode})")
+def set_group(size: int, mode: int, divisor: int = 1) -> str:
+    shift, inverse = exact_division(divisor)
+    return (f"{ING}set_group(size:{size}, cell_mode:{mode}, entropy_divisor:{divisor}, "
+            f"entropy_shift:{shift}, entropy_inverse:{inverse})")
+
+
+def add_group(stf: Stf, group: int, ports, mode: int, divisor: int = 1) -> None:
+    stf.line(f"add {ING}groups meta.group_id:{group} {set_group(len(ports), mode, divisor)}")
     for member, port in enumerate(ports):
         stf.line(f"add {ING}group_members meta.group_id:{group} meta.member:{member} "
                  f"{ING}set_next_hop(port:{port}, next_hop_mac:{mac_int(neighbour_mac(port))})")
@@ -208,7 +217,7 @@ def fabric_forwarding() -> Stf:
     add_group(stf, 1, [1], 0)
     add_group(stf, 2, [2], 0)
     add_group(stf, 3, [4], 0)
-    stf.line(f"add {ING}groups meta.group_id:8 {ING}set_group(size:2, cell_mode:0)")
+    stf.line(f"add {ING}groups meta.group_id:8 {set_group(2, 0)}")
     add_route(stf, "10.0.1.0", 24, 1)
     add_route(stf, "10.0.1.5", 32, 2)
     add_route(stf, "10.0.4.0", 24, 3)
@@ -271,8 +280,8 @@ def fabric_forwarding() -> Stf:
 
 def fabric_ecmp() -> Stf:
     stf = Stf("fabric_ecmp.stf", "fabric.p4",
-              "flow-hash ECMP: crc16 of the 5-tuple mod group size picks the member; "
-              "non-cell traffic uses it in every cell mode")
+              "flow-hash ECMP: crc32 of the 5-tuple times the switch's multiplier picks the "
+              "member; non-cell traffic uses it in every cell mode; the multiplier moves flows")
     setup_ports(stf)
     stf.comment("Group 1: ports 1-4, cell mode 0 (ECMP). Group 2: ports 1-3, cell mode 1\n"
                 "(round robin) - which non-cell traffic must ignore.")
@@ -280,8 +289,9 @@ def fabric_ecmp() -> Stf:
     add_group(stf, 2, [1, 2, 3], 1)
     add_route(stf, "10.0.1.0", 24, 1)
     add_route(stf, "10.0.2.0", 24, 2)
-    stf.comment("Expected member = crc16(srcAddr, dstAddr, protocol, sport, dport) mod size\n"
-                "(other protocols hash ports 0). Each flow is sent twice: same member.")
+    stf.comment("Expected member = high 16 bits of crc32(srcAddr, dstAddr, protocol, sport,\n"
+                "dport) x multiplier, mod size (other protocols hash ports 0; the default\n"
+                "multiplier until the controller sets one). Each flow is sent twice: same member.")
     flows = []
     for i in range(6):
         flows.append(host_packet(f"10.0.1.{10 + i}", src=f"10.0.9.{1 + i}", in_port=1)
@@ -313,6 +323,17 @@ def fabric_ecmp() -> Stf:
     for _ in range(3):
         stf.packet(1, p)
         stf.expect(m + 1, routed(p, m + 1))
+    seed = 0x2545F491
+    stf.comment(f"The controller gives the switch its own multiplier ({seed:#x}): the same\n"
+                "flows move to other members (no two switches repeat each other's choice).")
+    stf.line(f"setdefault {ING}hash_config {ING}set_hash_multiplier(multiplier:{seed})")
+    moved = 0
+    for p in flows[:6]:
+        m = flow_member(p, 4, seed)
+        moved += m != flow_member(p, 4)
+        stf.packet(1, p)
+        stf.expect(m + 1, routed(p, m + 1))
+    assert moved >= 2, "pick a multiplier that moves several flows"
     return stf
 
 
@@ -341,20 +362,27 @@ def fabric_spray_rr() -> Stf:
 
 def fabric_spray_entropy() -> Stf:
     stf = Stf("fabric_spray_entropy.stf", "fabric.p4",
-              "cell spraying by entropy: member = entropy mod group size, so the sender "
-              "chooses the path")
+              "cell spraying by entropy: member = (entropy / divisor) mod group size, the "
+              "group's digit of the entropy, so the sender chooses the path")
     setup_ports(stf)
     add_group(stf, 1, [1, 2, 3, 4], 2)
     add_group(stf, 2, [1, 2, 3], 2)
+    add_group(stf, 3, [1, 2], 2, divisor=3)
+    add_group(stf, 4, [2, 3, 4], 2, divisor=12)
     add_route(stf, "10.0.1.0", 24, 1)
     add_route(stf, "10.0.3.0", 24, 2)
-    stf.comment("Group 1 has 4 members, group 2 has 3. A credit and the DATA cell that\n"
-                "echoes its entropy pick the same member (path symmetry).")
-    for group, size, dst in ((1, 4, "10.0.1.5"), (2, 3, "10.0.3.5")):
+    add_route(stf, "10.0.5.0", 24, 3)
+    add_route(stf, "10.0.6.0", 24, 4)
+    stf.comment("Group 1 has 4 members, group 2 has 3 (divisor 1: the lowest digit);\n"
+                "group 3 reads the digit above a radix-3 one (divisor 3, odd), group 4 the\n"
+                "digit above 12 = 4 x 3 (shift and odd inverse). A credit and the DATA cell\n"
+                "that carries the same entropy pick the same member (path symmetry).")
+    for group, size, dst, divisor in ((1, 4, "10.0.1.5", 1), (2, 3, "10.0.3.5", 1),
+                                      (3, 2, "10.0.5.5", 3), (4, 3, "10.0.6.5", 12)):
         for entropy in (0, 1, 2, 3, 5, 31, 0x1234, 0xFFFF):
-            m = entropy_member(entropy, size)
-            assert m == entropy % size
-            port = m + 1
+            m = entropy_member(entropy, size, divisor)
+            assert m == entropy // divisor % size
+            port = (1, 2, 3, 4)[m] if group != 4 else (2, 3, 4)[m]
             stf.comment(f"group {group}, entropy {entropy}: member {m}, port {port}")
             for ctype, body in ((CREDIT, 0), (DATA, CELL_SIZE)):
                 c = cell(dst, ctype, body, entropy=entropy, in_port=1)

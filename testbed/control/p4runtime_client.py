@@ -56,6 +56,41 @@ def _details(error: grpc.RpcError) -> str:
     return "; ".join(messages)
 
 
+def encode_table_entry(index: P4InfoIndex, spec: TableEntrySpec) -> p4runtime_pb2.TableEntry:
+    """A TableEntrySpec (names) as the P4Runtime message (ids, encoded values)."""
+    table = index.table(spec.table)
+    entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id, priority=spec.priority,
+                                     is_default_action=spec.is_default)
+    for name, value in spec.match.items():
+        field = index.match_field(table, name)
+        match = entry.match.add(field_id=field.id)
+        what = f"{spec.table} key {field.name}"
+        kind = field.match_type
+        if kind == p4info_pb2.MatchField.EXACT:
+            match.exact.value = encode_value(value, field.bitwidth, what)
+        elif kind == p4info_pb2.MatchField.LPM:
+            prefix, length = value
+            match.lpm.value = encode_value(prefix, field.bitwidth, what)
+            match.lpm.prefix_len = length
+        elif kind == p4info_pb2.MatchField.TERNARY:
+            data, mask = value
+            match.ternary.value = encode_value(data, field.bitwidth, what)
+            match.ternary.mask = encode_value(mask, field.bitwidth, what)
+        elif kind == p4info_pb2.MatchField.RANGE:
+            low, high = value
+            match.range.low = encode_value(low, field.bitwidth, what)
+            match.range.high = encode_value(high, field.bitwidth, what)
+        elif kind == p4info_pb2.MatchField.OPTIONAL:
+            match.optional.value = encode_value(value, field.bitwidth, what)
+    action = index.action(spec.action)
+    entry.action.action.action_id = action.preamble.id
+    for name, value in spec.params.items():
+        param = index.param(action, name)
+        entry.action.action.params.add(
+            param_id=param.id, value=encode_value(value, param.bitwidth, f"{spec.action}({name})"))
+    return entry
+
+
 class P4RuntimeClient:
     """Connection to one switch: arbitration, pipeline, writes, reads."""
 
@@ -150,38 +185,7 @@ class P4RuntimeClient:
         self._call("Write", request)
 
     def table_entry(self, spec: TableEntrySpec) -> p4runtime_pb2.TableEntry:
-        index = self._need_index()
-        table = index.table(spec.table)
-        entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id, priority=spec.priority,
-                                         is_default_action=spec.is_default)
-        for name, value in spec.match.items():
-            field = index.match_field(table, name)
-            match = entry.match.add(field_id=field.id)
-            what = f"{spec.table} key {field.name}"
-            kind = field.match_type
-            if kind == p4info_pb2.MatchField.EXACT:
-                match.exact.value = encode_value(value, field.bitwidth, what)
-            elif kind == p4info_pb2.MatchField.LPM:
-                prefix, length = value
-                match.lpm.value = encode_value(prefix, field.bitwidth, what)
-                match.lpm.prefix_len = length
-            elif kind == p4info_pb2.MatchField.TERNARY:
-                data, mask = value
-                match.ternary.value = encode_value(data, field.bitwidth, what)
-                match.ternary.mask = encode_value(mask, field.bitwidth, what)
-            elif kind == p4info_pb2.MatchField.RANGE:
-                low, high = value
-                match.range.low = encode_value(low, field.bitwidth, what)
-                match.range.high = encode_value(high, field.bitwidth, what)
-            elif kind == p4info_pb2.MatchField.OPTIONAL:
-                match.optional.value = encode_value(value, field.bitwidth, what)
-        action = index.action(spec.action)
-        entry.action.action.action_id = action.preamble.id
-        for name, value in spec.params.items():
-            param = index.param(action, name)
-            entry.action.action.params.add(
-                param_id=param.id, value=encode_value(value, param.bitwidth, f"{spec.action}({name})"))
-        return entry
+        return encode_table_entry(self._need_index(), spec)
 
     def insert(self, specs: list[TableEntrySpec]) -> None:
         updates = []

@@ -6,21 +6,28 @@ tables and their meaning are the contract in p4src/README.md.
 
 Routing: one /32 route per destination host, to a next-hop group whose
 members are the equal-cost egress ports towards it (the topology's
-shortest paths), in port order.  Port numbers grow with the neighbour's
-index on every switch, so member i of a leaf's uplink group is the same
-spine on every leaf: a cell that reuses its credit's entropy value then
-retraces the credit's path in reverse.
+shortest paths), ordered and given an entropy divisor by
+`testbed.topo.entropy`, so each tier reads its own digit of a cell's
+entropy and a DATA cell can retrace its credit's path.  Each switch gets its
+own ECMP hash multiplier, drawn from the scenario's seed and the switch's
+name, so no tier repeats another's flow-hash choice.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
+from testbed.topo.entropy import exact_division, group_choice, layout_of
 from testbed.topo.model import Topology
 
 CELL_UDP_OVERHEAD = 8 + 24  # UDP header + cell header in front of a DATA body
-CELL_MODES = {"ecmp": 0, "spray_rr": 1, "spray_entropy": 2, "spray_random": 3}
+# Load-balancing scheme -> the groups' cell_mode (p4src/README.md).  Both
+# entropy schemes let switches read the cell's entropy; they differ in how
+# senders choose it (testbed/host/sender.py).
+CELL_MODES = {"ecmp": 0, "spray_rr_switch": 1, "spray_rr_entropy": 2, "spray_random_entropy": 2,
+              "spray_random_switch": 3}
 DATA_PRIORITY, CREDIT_PRIORITY = 0, 1
 PMAX_SCALE = 65536
 
@@ -44,15 +51,25 @@ class SwitchPlan:
     meters: list[MeterSetting] = field(default_factory=list)
     tm_commands: list[str] = field(default_factory=list)  # traffic-manager control lines
     groups: dict[tuple[int, ...], int] = field(default_factory=dict)  # member ports -> group id
+    hash_multiplier: int = 0
 
 
-def _group_id(plan: SwitchPlan, ports: tuple[int, ...], cell_mode: int, neighbour_macs: dict[int, str]) -> int:
+def hash_multiplier(seed: int, switch: str) -> int:
+    """An odd 32-bit ECMP multiplier, a pure function of the seed and the switch."""
+    digest = hashlib.blake2b(f"{seed}/{switch}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") | 1
+
+
+def _group_id(plan: SwitchPlan, ports: tuple[int, ...], cell_mode: int, neighbour_macs: dict[int, str],
+              divisor: int) -> int:
     if ports in plan.groups:
         return plan.groups[ports]
     group = len(plan.groups) + 1
     plan.groups[ports] = group
+    shift, inverse = exact_division(divisor)
     plan.entries.append(TableEntrySpec("FabricIngress.groups", {"group_id": group}, "FabricIngress.set_group",
-                                       {"size": len(ports), "cell_mode": cell_mode}))
+                                       {"size": len(ports), "cell_mode": cell_mode, "entropy_divisor": divisor,
+                                        "entropy_shift": shift, "entropy_inverse": inverse}))
     for member, port in enumerate(ports):
         plan.entries.append(TableEntrySpec(
             "FabricIngress.group_members", {"group_id": group, "member": member},
@@ -81,9 +98,13 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
     plan.entries.append(TableEntrySpec("FabricIngress.cell_config", {}, "FabricIngress.set_cell_size",
                                        {"data_udp_length": CELL_UDP_OVERHEAD + fabric.cell_size},
                                        is_default=True))
+    plan.hash_multiplier = hash_multiplier(scenario.seed, switch)
+    plan.entries.append(TableEntrySpec("FabricIngress.hash_config", {}, "FabricIngress.set_hash_multiplier",
+                                       {"multiplier": plan.hash_multiplier}, is_default=True))
+    layout = layout_of(topology)
     for host in topology.hosts:
-        members = tuple(topology.next_hops(switch, host))
-        group = _group_id(plan, members, cell_mode, neighbour_macs)
+        divisor, members = group_choice(topology, layout, switch, topology.next_hops(switch, host))
+        group = _group_id(plan, tuple(members), cell_mode, neighbour_macs, divisor)
         plan.entries.append(TableEntrySpec("FabricIngress.ipv4_routes",
                                            {"dstAddr": (topology.node(host).ip, 32)},
                                            "FabricIngress.route_to_group", {"group_id": group}))

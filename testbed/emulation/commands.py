@@ -6,7 +6,9 @@ import os
 import time
 from pathlib import Path
 
+from testbed.emulation.runlock import hold_run_lock
 from testbed.errors import TestbedError
+from testbed.scenario import capacity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,10 +19,7 @@ def _need_root(what: str) -> None:
 
 
 def run_command(args) -> int:
-    from testbed.emulation.run import VariantRun
     from testbed.scenario import expand_variants, load_scenario
-    from testbed.telemetry.report import write_report
-    from testbed.telemetry.summary import summarize_variant
 
     scenario = load_scenario(args.scenario)
     variants = expand_variants(scenario)
@@ -32,6 +31,18 @@ def run_command(args) -> int:
                                f"(variants: {', '.join(v.name for v in variants)})")
         variants = chosen
     _need_root("testbed run")
+    with hold_run_lock(f"testbed run {args.scenario}"):
+        return _run_variants(args, scenario, variants)
+
+
+def _run_variants(args, scenario, variants) -> int:
+    from testbed.emulation.run import VariantRun
+    from testbed.telemetry.report import write_report
+    from testbed.telemetry.summary import summarize_variant
+
+    if not args.force:  # refuse before anything is built, for every variant's rates
+        for variant in variants:
+            capacity.check(variant.scenario)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.runs_dir) / scenario.name / stamp
     run_dirs, summaries = {}, {}
@@ -40,7 +51,7 @@ def run_command(args) -> int:
         print(f"{prefix} starting", flush=True)
         run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
         started = time.monotonic()
-        VariantRun(variant, run_dir, REPO_ROOT,
+        VariantRun(variant, run_dir, REPO_ROOT, force=args.force,
                    progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
         run_dirs[variant.name] = run_dir
         summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo)
@@ -107,6 +118,8 @@ def register(sub) -> None:
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--variant", action="append", help="run only this variant (repeatable), e.g. load_balancing=spray")
     run.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    run.add_argument("--force", action="store_true",
+                     help="run even when the pre-flight capacity check says this machine cannot hold the fabric")
     run.set_defaults(func=run_command)
 
     clean = sub.add_parser("clean", help="remove what killed runs left behind (only what their manifests list)",

@@ -24,13 +24,17 @@ import yaml
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
-from testbed.emulation.manifest import Manifest
 from testbed.emulation import host_counters
+from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
+from testbed.emulation.realtime import make_realtime
+from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
+from testbed.scenario import capacity
 from testbed.telemetry.collector import Collector
+from testbed.topo.entropy import layout_of
 
 CPU_PORT = 255
 AGENT_MARGIN_S = 30.0
@@ -58,17 +62,30 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     tm_stats: dict = field(default_factory=dict)  # switch -> traffic-manager statistics
     host_counters: dict = field(default_factory=dict)  # "before"/"after" -> host -> qdisc and UDP counters
+    scheduling: str = "normal"  # realtime: every switch ran under SCHED_FIFO
+    switch_cpu_s: dict = field(default_factory=dict)  # switch -> CPU seconds from traffic start to teardown
+    costs: dict = field(default_factory=dict)  # CPU per switch packet and per agent datagram
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (/proc/PID/stat), None if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class VariantRun:
     """Runs one variant in `run_dir`; use as a context manager or call run()."""
 
-    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print) -> None:
+    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print, force: bool = False) -> None:
         self.variant = variant
         self.scenario = variant.scenario
         self.run_dir = run_dir
         self.repo_root = repo_root
         self.progress = progress
+        self.force = force  # run even when the capacity check says the machine cannot hold it
         self.manifest = Manifest(run_id=f"{self.scenario.name}-{run_dir.name}-{os.getpid()}",
                                  path=run_dir / "manifest.json")
         self.network: FabricNetwork | None = None
@@ -77,9 +94,16 @@ class VariantRun:
         self.agents: dict[str, subprocess.Popen] = {}
         self.collector: Collector | None = None
         self.result = RunResult(variant.name, run_dir, target="")
+        self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
 
     # -- the steps ---------------------------------------------------------------
     def run(self) -> RunResult:
+        with hold_run_lock(f"scenario {self.scenario.name}, {self.run_dir}"):
+            if not self.force:
+                self.progress(capacity.check(self.scenario))
+            return self._run()
+
+    def _run(self) -> RunResult:
         previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             self._prepare()
@@ -145,6 +169,22 @@ class VariantRun:
         for switch in self.switches:
             self.result.notes += apply_tm(self.result.target, plans[switch.config.name], switch.config.thrift_port,
                                           scenario.derived.cell_wire_bytes)
+        self._raise_switches()
+
+    def _raise_switches(self) -> None:
+        """Switches to real-time scheduling once configured (testbed/emulation/realtime.py)."""
+        refused = {}
+        for switch in self.switches:
+            reason = make_realtime(switch.process.pid, all_threads=self.result.target == "bmv2")
+            if reason is not None:
+                refused[switch.config.name] = reason
+        self.result.scheduling = "realtime" if not refused else "normal"
+        if refused:
+            name, reason = next(iter(refused.items()))
+            note = (f"{len(refused)} of {len(self.switches)} switches run without real-time scheduling "
+                    f"({name}: {reason}); a busy machine can delay their departures")
+            self.result.notes.append(note)
+            self.progress("warning: " + note)
 
     def _pingall(self) -> None:
         if not any(p.kind == "pingall" for p in self.scenario.workload):
@@ -184,11 +224,13 @@ class VariantRun:
         epoch = time.time() + 1.0
         self.collector = Collector(list(self.clients.values()), epoch,
                                    ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
+        self._cpu_at_traffic = {s.config.name: process_cpu_s(s.process.pid) or 0.0 for s in self.switches}
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
                       f"load balancing={scenario.fabric.load_balancing}")
         derived = scenario.derived
+        lb, layout = scenario.fabric.load_balancing, layout_of(topology)
         for host in busy:
             argv = [sys.executable, "-m", "testbed.cli", "host", "--name", host, "--addr", topology.node(host).ip,
                     "--peers-file", str(agent_dir / "peers.json"),
@@ -196,9 +238,12 @@ class VariantRun:
                     "--transport-file", str(agent_dir / "transport.json"),
                     "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
                     "--link-rate-mbps", str(scenario.links.host.rate_mbps),
+                    "--link-delay-us", str(scenario.links.host.delay_us),
                     "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),
                     "--reorder-window-cells", str(scenario.transport.reorder_window_cells),
                     "--entropy-values", str(scenario.fabric.entropy_values),
+                    "--entropy-choice", "random" if lb == "spray_random_entropy" else "rr",
+                    "--entropy-layout", ",".join(str(r) for r in layout.radices_in_order),
                     "--records", str(records), "--epoch", str(epoch),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             log = open(agent_dir / f"{host}.log", "wb")
@@ -246,6 +291,32 @@ class VariantRun:
             except Exception as error:  # telemetry must never block teardown
                 self.result.notes.append(f"{switch.config.name}: traffic-manager statistics unavailable ({error})")
 
+    def _measure_costs(self) -> None:
+        """CPU the switches and agents spent per packet in this run: the report's
+        emulation cost, and the next capacity check's calibration."""
+        cpu = {s.config.name: process_cpu_s(s.process.pid) for s in self.switches if s.process is not None}
+        before = self._cpu_at_traffic
+        self.result.switch_cpu_s = {name: round(v - before.get(name, 0.0), 3) for name, v in cpu.items()
+                                    if v is not None and name in before}
+        packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in self.result.tm_stats.values()
+                      if "tm" in stats)
+        switch_us = (sum(self.result.switch_cpu_s.values()) * 1e6 / packets) if packets > 1000 else None
+        agent_cpu = datagrams = 0.0
+        for path in (self.run_dir / "records").glob("*.stats.json"):
+            try:
+                stats = json.loads(path.read_text())
+                agent_cpu += stats.get("cpu_s") or 0.0
+                datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
+            except (OSError, ValueError):
+                continue
+        agent_us = agent_cpu * 1e6 / datagrams if datagrams > 1000 else None
+        self.result.costs = {"switch_us_per_packet": switch_us and round(switch_us, 1),
+                             "agent_us_per_datagram": agent_us and round(agent_us, 1),
+                             "switch_packets": packets, "agent_datagrams": int(datagrams)}
+        if switch_us or agent_us:
+            capacity.save_costs(switch_us, agent_us, f"{self.scenario.name} {self.variant.name}, "
+                                                     f"{time.strftime('%Y-%m-%d %H:%M')}")
+
     def teardown(self) -> None:
         for process in self.agents.values():
             if process.poll() is None:
@@ -255,6 +326,7 @@ class VariantRun:
             self.collector.write(self.run_dir / "telemetry.jsonl")
             self.result.notes += sorted(set(self.collector.errors))[:5]
         self._collect_tm_stats()
+        self._measure_costs()
         for client in self.clients.values():
             client.close()
         for switch in self.switches:
@@ -270,5 +342,6 @@ class VariantRun:
         (self.run_dir / "result.json").write_text(json.dumps({
             "variant": self.result.variant, "target": self.result.target, "pingall": self.result.pingall,
             "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
-            "host_counters": self.result.host_counters},
+            "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
+            "costs": self.result.costs, "host_counters": self.result.host_counters},
             indent=2, default=str))

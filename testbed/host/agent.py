@@ -1,8 +1,10 @@
 """The UDP driver: runs an Endpoint and a WorkloadRunner on a real socket.
 
-One socket bound to (addr, 4793) sends and receives every cell. IP_RECVTOS
-gives each datagram's TOS byte (so CE marks reach DCQCN); IP_TOS is set to
-ECT(0) for DATA and to not-ECT for control cells. A selectors loop sleeps
+One socket bound to (addr, 4793) receives every cell; each flow (one per
+peer) sends from its own socket and UDP source port (`flowports`), so
+flow-hash ECMP sees flows. IP_RECVTOS gives each datagram's TOS byte (so
+CE marks reach DCQCN); IP_TOS is set to ECT(0) for DATA and to not-ECT for
+control cells. A selectors loop sleeps
 until the earlier of the next datagram and the endpoint's next deadline.
 The agent stops when its own messages are acknowledged and every message
 addressed to it has been delivered, then lingers for a grace period so
@@ -18,6 +20,7 @@ import selectors
 import signal
 import socket
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from testbed.host import records
 from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint
+from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host.wire import CELL_UDP_PORT
 from testbed.host.workloads import MessageSpec
@@ -71,7 +75,8 @@ def load_workload(path: Path) -> tuple[int, list[MessageSpec]]:
 class Agent:
     def __init__(self, name: str, addr: str, peers: dict[str, str], specs: list[MessageSpec],
                  cfg: TransportConfig, records_dir: Path, seed: int, port: int = CELL_UDP_PORT,
-                 grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None) -> None:
+                 grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None,
+                 link_delay_s: float = 0.0) -> None:
         self.name = name
         self.addr = addr
         self.port = port
@@ -98,8 +103,14 @@ class Agent:
         self.wakeups = 0
         self.lateness = Lateness()  # pacer lateness: the host half of the fidelity verdict
         self._cpu0 = 0.0
-        self._tos = None
+        self.seed = seed
+        # The host->ToR half of the host link's propagation delay (the ToR's
+        # traffic manager models the other half): cells the NIC released wait
+        # here, in release order, until they would reach the ToR.
+        self.link_delay_s = link_delay_s
+        self._on_the_wire: deque[tuple[float, str, bytes, bool]] = deque()
         self.sock = self._open()
+        self._flow_socks: dict[str, FlowSocket] = {}
 
     def _open(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -117,15 +128,17 @@ class Agent:
         return time.time() - self.epoch
 
     def _send(self, dst: str, data: bytes, ect: bool) -> None:
-        tos = ECT0 if ect else 0
+        flow = self._flow_socks.get(dst)
+        if flow is None:
+            flow = self._flow_socks[dst] = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports())
         try:
-            if tos != self._tos:
-                self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
-                self._tos = tos
-            self.sock.sendto(data, (dst, self.port))
+            flow.send(data, (dst, self.port), ECT0 if ect else 0)
             self.tx_datagrams += 1
         except OSError:
             self.socket_errors += 1  # peer gone (ICMP unreachable) or buffer full: like a loss
+
+    def _flow_ports(self) -> set[int]:
+        return {self.port} | {f.sport for f in self._flow_socks.values()}
 
     def _receive_batch(self) -> None:
         for _ in range(MAX_BATCH):
@@ -165,10 +178,19 @@ class Agent:
             while not self.stop:
                 now = self.now()
                 self.runner.poll(now)
-                sent = self.ep.poll(now)
-                for tx in sent:
-                    self._send(tx.dst, tx.data, tx.ect)
-                self.lateness.on_wake(due_s, now, len(sent))
+                sent = 0
+                for tx in self.ep.poll(now):
+                    if self.link_delay_s:
+                        self._on_the_wire.append((now + self.link_delay_s, tx.dst, tx.data, tx.ect))
+                    else:
+                        self._send(tx.dst, tx.data, tx.ect)
+                        sent += 1
+                wire = self._on_the_wire
+                while wire and wire[0][0] <= now:
+                    _due, dst, data, ect = wire.popleft()
+                    self._send(dst, data, ect)
+                    sent += 1
+                self.lateness.on_wake(due_s, now, sent)
                 if finished_at is None and self._done():
                     finished_at = now
                 if finished_at is not None and now - finished_at >= self.grace_s:
@@ -176,7 +198,8 @@ class Agent:
                     break
                 if now >= self.timeout_s:
                     break
-                due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now)) if t is not None]
+                due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now),
+                                   wire[0][0] if wire else None) if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
                 self.wakeups += 1
@@ -187,6 +210,8 @@ class Agent:
         finally:
             sel.close()
             self.sock.close()
+            for flow in self._flow_socks.values():
+                flow.sock.close()
             self.write_records(reason)
         code = 0 if reason in ("done", "stopped") else 3
         acked = sum(1 for r in self.runner.records if r["kind"] == "message_sent")
@@ -205,6 +230,7 @@ class Agent:
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),
             "messages_expected_missing": len(self.expected_in - self.runner.received),
+            "udp_source_ports": {self.by_addr.get(dst, dst): f.sport for dst, f in self._flow_socks.items()},
             "pacer_lateness": self.lateness.summary(),
         })
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))

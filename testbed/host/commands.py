@@ -28,6 +28,13 @@ def register(subparsers) -> None:
                    help="base RTT; default: BDP cells at the link rate")
     p.add_argument("--reorder-window-cells", type=int, default=None, help="default 2 BDP")
     p.add_argument("--entropy-values", type=int, default=32)
+    p.add_argument("--link-delay-us", type=float, default=0.0,
+                   help="propagation delay of the host->ToR direction, applied by the agent")
+    p.add_argument("--entropy-choice", choices=("rr", "random"), default="rr",
+                   help="cycle through the entropy values (rr) or draw one per cell (random)")
+    p.add_argument("--entropy-layout", type=_layout, default=(1, 1, 1, 1, 1),
+                   help="nic,dtor,parallel,tier1,tier2 radices of the fabric's entropy digits "
+                        "(testbed/topo/entropy.py); echoed cells mirror their entropy with it")
     p.add_argument("--ack-every", type=int, default=4,
                    help="acknowledge every N-th in-order DATA cell (1 = every cell; default 4)")
     p.add_argument("--nic-catchup-cells", type=float, default=1.0,
@@ -43,6 +50,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _layout(text: str) -> tuple[int, ...]:
+    try:
+        radices = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        radices = ()
+    if len(radices) != 5 or min(radices) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not five comma-separated radices of at least 1")
+    return radices
+
+
 def run(args: argparse.Namespace) -> int:
     from testbed.host.agent import Agent, install_sigterm, load_peers, load_workload
 
@@ -51,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         bdp_cells=args.bdp_cells,
         base_rtt_s=None if args.base_rtt_us is None else args.base_rtt_us / 1e6,
         reorder_window_cells=args.reorder_window_cells, entropy_values=args.entropy_values,
+        entropy_choice=args.entropy_choice, entropy_layout=args.entropy_layout,
         ack_every=args.ack_every, nic_catchup_cells=args.nic_catchup_cells,
     )
     if args.transport_file is not None:
@@ -65,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     seed, specs = load_workload(args.workload_file)
     agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
                   args.seed if args.seed is not None else seed, port=args.port,
-                  grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch)
+                  grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
+                  link_delay_s=args.link_delay_us / 1e6)
     install_sigterm(agent)
     result = agent.run()
     if result.exit_code:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from testbed.errors import TestbedError
 from testbed.host import wire
+from testbed.topo.entropy import EntropyLayout
 
 CC_NAMES = ("tita", "dcqcn", "none")
 
@@ -66,6 +67,10 @@ class TransportConfig:
     base_rtt_s: float | None = None  # default: bdp_cells cell times at link rate
     reorder_window_cells: int | None = None  # default: 2 BDP
     entropy_values: int = 32
+    entropy_choice: str = "rr"  # rr: cycle through the values; random: a uniform draw per cell
+    # (nic, dtor, parallel, tier1, tier2) radices of testbed.topo.entropy.EntropyLayout:
+    # how echoed cells mirror an entropy value; all 1 = echo unchanged
+    entropy_layout: tuple[int, int, int, int, int] = (1, 1, 1, 1, 1)
     rto_low_rtt: float = 5.0
     rto_high_rtt: float = 15.0
     rto_low_max_inflight: int = 3  # IRN: few cells in flight -> low RTO
@@ -104,6 +109,14 @@ class TransportConfig:
             raise ConfigError(f"nic_catchup_cells={self.nic_catchup_cells} must not be negative")
         if not 1 <= self.entropy_values <= 65536:
             raise ConfigError(f"entropy values {self.entropy_values} outside 1..65536")
+        if self.entropy_choice not in ("rr", "random"):
+            raise ConfigError(f"entropy choice {self.entropy_choice!r} is not rr or random")
+        if len(self.entropy_layout) != 5 or min(self.entropy_layout) < 1:
+            raise ConfigError(f"entropy layout {self.entropy_layout} must be five radices of at least 1")
+
+    @property
+    def layout(self) -> EntropyLayout:
+        return EntropyLayout(*self.entropy_layout)
 
     def with_scenario(self, transport: dict) -> "TransportConfig":
         """Apply a scenario's resolved `transport` section (testbed.scenario's names and units)."""

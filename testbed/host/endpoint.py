@@ -20,6 +20,7 @@ from typing import Callable
 from testbed.host import wire
 from testbed.host.cc import make_receiver_cc
 from testbed.host.config import TransportConfig
+from testbed.host.entropy import echo
 from testbed.host.pacing import Pacer
 from testbed.host.receiver import Delivered, ReceiverFlow
 from testbed.host.sender import OutMessage, SenderFlow
@@ -123,7 +124,7 @@ class Endpoint:
             if len(self.receivers) >= MAX_RECEIVER_FLOWS:
                 self.errors["too_many_flows"] += 1
                 return
-            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id)
+            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id, here=self.name)
         if ce:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):
@@ -141,7 +142,8 @@ class Endpoint:
         cc = flow.cc
         cc.last_credit = now
         cc.credits_received += 1
-        data = flow.build(now, credit_seq=cell.credit_seq, entropy=cell.entropy)
+        data = flow.build(now, credit_seq=cell.credit_seq,
+                          entropy=echo(self.cfg.layout, cell.entropy, self.name, flow.dst))
         if data is not None:
             self._credited.append((flow.dst, data))
             return
@@ -246,6 +248,8 @@ class Endpoint:
                                  default=None),
             "srtt_ms_max": max((f.window.srtt * 1e3 for f in self.senders.values() if f.window.srtt is not None),
                                default=None),
+            "rtt_min_ms": min((f.window.min_rtt * 1e3 for f in self.senders.values()
+                               if f.window.min_rtt is not None), default=None),
             "credits_wasted": sum(getattr(f.cc, "credits_wasted", 0) for f in self.senders.values()),
             "errors": dict(self.errors),
             "tx_counts": {f"tx_{wire.TYPE_NAMES.get(t, t)}": n for t, n in enumerate(self.tx_types) if n},

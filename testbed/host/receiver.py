@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from testbed.host import segment, wire
 from testbed.host.config import TransportConfig
+from testbed.host.entropy import echo
 from testbed.host.reorder import ReorderBuffer, Verdict
 
 NACKS_PER_ROUND = 8
@@ -63,9 +64,10 @@ class _Assembly:
 
 
 class ReceiverFlow:
-    def __init__(self, cfg: TransportConfig, src: str, flow_id: int) -> None:
+    def __init__(self, cfg: TransportConfig, src: str, flow_id: int, here: str = "") -> None:
         self.cfg = cfg
         self.src = src
+        self.here = here
         self.flow_id = flow_id
         self.buf = ReorderBuffer(cfg.window)
         self.nack_delay = cfg.nack_delay_rtt * cfg.rtt_s
@@ -149,7 +151,7 @@ class ReceiverFlow:
         self.acks_sent += 1
         return wire.CellPacket(
             type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
-            entropy=cell.entropy,  # back along the cell's (= its credit's) path
+            entropy=echo(self.cfg.layout, cell.entropy, self.here, self.src),  # back along the cell's path
             flags=wire.FLAG_ECE if ce else 0, body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
         )
 

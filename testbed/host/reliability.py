@@ -46,6 +46,7 @@ class SendWindow:
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rtt_samples = 0
+        self.min_rtt: float | None = None  # smallest sample: the emulated base RTT plus host time
         # Oldest send time among cells waiting for an ack (not queued for
         # retransmission), cached: deadline() runs on every event-loop turn.
         self._oldest: float | None = None
@@ -134,6 +135,7 @@ class SendWindow:
         if rtt < 0:
             return
         self.rtt_samples += 1
+        self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
         if self.srtt is None:
             self.srtt, self.rttvar = rtt, rtt / 2
         else:

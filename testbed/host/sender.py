@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from testbed.host import segment, wire
 from testbed.host.cc import make_sender_cc
+from testbed.host.entropy import EntropySource
 from testbed.host.config import TransportConfig
 from testbed.host.reliability import SendWindow
 
@@ -45,7 +46,7 @@ class SenderFlow:
         self._msgs: list[OutMessage] = []
         self._firsts: list[int] = []
         self.end_psn = 0
-        self._entropy = salt
+        self.entropy = EntropySource(cfg.entropy_values, cfg.entropy_choice, salt, seed=cfg.seed ^ flow_id)
         self.cells_sent = 0
         self.unfinished = 0
 
@@ -88,8 +89,7 @@ class SenderFlow:
             flags |= wire.FLAG_RETX
             msg.retransmissions += 1
         if entropy is None:
-            entropy = self._entropy % self.cfg.entropy_values
-            self._entropy += 1
+            entropy = self.entropy.next()
         cell = wire.CellPacket(
             type=wire.DATA, flags=flags, entropy=entropy, flow_id=self.flow_id, msg_id=msg.msg_id,
             psn=psn, credit_seq=credit_seq, aux=len(msg.framed),

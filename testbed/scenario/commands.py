@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from testbed.scenario import capacity
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.load import load_scenario
 from testbed.scenario.model import Scenario
@@ -39,8 +40,15 @@ def run_validate(args: argparse.Namespace) -> int:
             print(error, file=sys.stderr)
             failed += 1
             continue
-        n = len(expand_variants(scenario))
+        variants = expand_variants(scenario)
+        n = len(variants)
         print(f"{file}: ok ({n} variant{'s' if n != 1 else ''})")
+        for variant in variants:  # the file is valid; whether this machine can run it is a note
+            try:
+                capacity.check(variant.scenario)
+            except capacity.CapacityError as error:
+                print(f"  note: {variant.name or 'the scenario'}: {error}")
+                break
     return 1 if failed else 0
 
 

@@ -25,9 +25,9 @@ PROGRAM = "p4src/fabric.p4"
 LOG_LEVEL = "warn"
 
 LOAD_BALANCING = "ecmp"
-LB_ALIASES = {"spray": "spray_entropy"}
+LB_ALIASES = {"spray": "spray_rr_entropy"}
 CELL_SIZE = 1024
-ENTROPY_VALUES = 32
+ENTROPY_VALUES = 32  # at least; rounded up to a multiple of the equal-cost path count
 
 # Wire overhead of a cell: Ethernet 14 + IPv4 20 + UDP 8 + cell header 24.
 CELL_OVERHEAD_BYTES = 14 + 20 + 8 + 24

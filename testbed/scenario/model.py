@@ -61,7 +61,7 @@ class Credits:
 
 @dataclass(frozen=True)
 class Fabric:
-    load_balancing: str  # ecmp | spray_rr | spray_entropy | spray_random ('spray' resolved)
+    load_balancing: str  # ecmp | spray_rr_entropy | spray_random_entropy | spray_rr_switch | spray_random_switch
     cell_size: int  # DATA cell body, bytes
     entropy_values: int
     ecn: Ecn

@@ -19,6 +19,7 @@ from testbed.scenario.model import (
 )
 from testbed.scenario.source import DataPath, SourceMap
 from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
+from testbed.topo.entropy import layout_of
 
 
 def get(data: dict, path: DataPath, default: Any = None) -> Any:
@@ -62,7 +63,7 @@ class _Resolver:
         buffer = d.cells(derived.bdp_cells, d.BUFFER_BDP)
         links = Links(*(LinkParams(p["rate_mbps"], p["delay_us"], p.get("buffer_packets", buffer))
                         for p in (links_raw["host"], links_raw["fabric"])))
-        fabric = self.fabric(cell_size, cc, derived, links)
+        fabric = self.fabric(topo, cell_size, cc, derived, links)
         switch = self.switch(fabric)
         transport = self.transport(cc, derived)
         workload = tuple(self.phase(i, topo, duration, seed)
@@ -126,7 +127,7 @@ class _Resolver:
             bdp_bytes=bdp_bytes, oversubscription=round(over, 6),
         )
 
-    def fabric(self, cell_size: int, cc: str, derived: Derived, links: Links) -> Fabric:
+    def fabric(self, topo: Topology, cell_size: int, cc: str, derived: Derived, links: Links) -> Fabric:
         lb = self.get(("fabric", "load_balancing"), d.LOAD_BALANCING)
         ecn = self.ecn(cc, derived, links)
         credit = derived.credit_wire_bytes
@@ -143,8 +144,9 @@ class _Resolver:
             burst_credits=self.get(("fabric", "credits", "burst_credits"), d.BURST_CREDITS),
             queue_credits=self.get(("fabric", "credits", "queue_credits"), d.QUEUE_CREDITS),
         )
-        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size,
-                      self.get(("fabric", "entropy_values"), d.ENTROPY_VALUES), ecn, credits)
+        entropy_values = self.get(("fabric", "entropy_values"),
+                                  layout_of(topo).default_entropy_values(d.ENTROPY_VALUES))
+        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits)
 
     def ecn(self, cc: str, derived: Derived, links: Links) -> Ecn:
         raw = self.get(("fabric", "ecn"), {})

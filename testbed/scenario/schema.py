@@ -9,7 +9,8 @@ it replaces jsonschema's wording for a failed value check.
 
 from __future__ import annotations
 
-LOAD_BALANCING = ["ecmp", "spray", "spray_rr", "spray_entropy", "spray_random"]
+LOAD_BALANCING = ["ecmp", "spray", "spray_rr_entropy", "spray_random_entropy", "spray_rr_switch",
+                  "spray_random_switch"]
 CC = ["tita", "dcqcn", "none"]
 TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]

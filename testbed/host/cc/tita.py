@@ -32,6 +32,7 @@ import random
 from testbed.host import wire
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.config import TransportConfig
+from testbed.host.entropy import EntropySource
 
 MAX_FLOWS = 4096
 MAX_DEMAND_CELLS = 1 << 24
@@ -78,7 +79,7 @@ class _CreditFlow:
         self.lost = 0
         self.good_rounds = 0
         self.issued = 0
-        self.entropy = 0
+        self.entropy: EntropySource | None = None
         self.total_lost = 0
         self.total_used = 0
 
@@ -240,8 +241,10 @@ class TitaReceiver(ReceiverCC):
         jitter = 1 + self.p.jitter * (2 * self.rng.random() - 1)
         flow.next_time = max(flow.next_time, now) + jitter / flow.rate
         self.host_next = max(self.host_next, now) + self.interval
-        entropy = flow.entropy % self.cfg.entropy_values
-        flow.entropy += 1
+        if flow.entropy is None:
+            flow.entropy = EntropySource(self.cfg.entropy_values, self.cfg.entropy_choice, 0,
+                                         seed=self.cfg.seed ^ flow.flow_id)
+        entropy = flow.entropy.next()
         return wire.CellPacket(type=wire.CREDIT, flow_id=flow.flow_id, credit_seq=seq, entropy=entropy)
 
     def deadline(self) -> float | None:

@@ -49,7 +49,7 @@ def test_spray_is_an_alias_and_per_tier_links_override():
     s = parse_scenario(MINIMAL + "fabric: {load_balancing: spray}\n"
                        "links: {rate_mbps: 50, delay_us: 200, host: {rate_mbps: 25}, "
                        "fabric: {buffer_packets: 64}}\n")
-    assert s.fabric.load_balancing == "spray_entropy"
+    assert s.fabric.load_balancing == "spray_rr_entropy"
     assert (s.links.host.rate_mbps, s.links.fabric.rate_mbps) == (25, 50)
     assert s.links.host.delay_us == s.links.fabric.delay_us == 200
     assert s.links.fabric.buffer_packets == 64

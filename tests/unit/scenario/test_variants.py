@@ -23,7 +23,7 @@ def test_cartesian_product_in_file_order():
                      for cc in ("tita", "dcqcn", "none")]
     by_name = {v.name: v.scenario for v in expand_variants(s)}
     tita = by_name["load_balancing=spray,cc=tita"]
-    assert tita.fabric.load_balancing == "spray_entropy" and tita.transport.cc == "tita"
+    assert tita.fabric.load_balancing == "spray_rr_entropy" and tita.transport.cc == "tita"
     assert tita.fabric.credits.enabled and tita.variants == ()
     assert tita.variant == (("load_balancing", "spray"), ("cc", "tita"))
     assert by_name["load_balancing=ecmp,cc=dcqcn"].fabric.ecn.mode == "red"

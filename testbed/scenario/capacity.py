@@ -1,0 +1,156 @@
+"""Will this machine hold the fabric at the asked rates? Asked before building it.
+
+A fabric's CPU demand is, to first order, cells per second times the CPU
+one cell costs where it is handled: each switch it crosses, and the host
+agents at both ends. The rates come from the scenario (every sending host
+at its NIC rate, each cell crossing the switches of its longest path, with
+its share of ACKs and credits coming back); the per-cell costs are
+measured: every run writes what its switches and agents spent per packet
+(`CALIBRATION_PATH`), and until a first run has
+done so the figures measured on this project's 2-core reference machine
+stand in. A run that needs more than `HEADROOM` of the machine's cores is
+refused before anything is built, with the largest rate that fits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+# Share of the cores a run may plan to use: the rest is slack for bursts,
+# the kernel's veth work and the controller, so that departures stay on time.
+HEADROOM = 0.6
+# Measured in k=4 fat-tree runs at 5 Mbit/s (CPU time / packets handled).
+DEFAULT_SWITCH_US_PER_PACKET = 110.0
+DEFAULT_AGENT_US_PER_DATAGRAM = 60.0
+DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch or agent spends
+MEMORY_PER_SWITCH_BYTES = 80 << 20
+MEMORY_PER_AGENT_BYTES = 60 << 20
+
+
+class CapacityError(TestbedError):
+    """The fabric does not fit this machine at the asked rates."""
+
+
+@dataclass(frozen=True)
+class Costs:
+    switch_us_per_packet: float = DEFAULT_SWITCH_US_PER_PACKET
+    agent_us_per_datagram: float = DEFAULT_AGENT_US_PER_DATAGRAM
+    source: str = "reference figures (no run measured on this machine yet)"
+
+
+@dataclass(frozen=True)
+class Demand:
+    """CPU-seconds per second the fabric needs, and its parts."""
+
+    switch_packets_per_s: float
+    agent_datagrams_per_s: float
+    processes: int
+    cpu: float
+    memory_bytes: int
+
+
+CALIBRATION_PATH = Path(os.environ.get("TESTBED_CALIBRATION", "/run/testbed/calibration.json"))
+
+
+def calibration_path() -> Path:
+    return CALIBRATION_PATH
+
+
+def load_costs() -> Costs:
+    try:
+        data = json.loads(calibration_path().read_text())
+        return Costs(float(data["switch_us_per_packet"]), float(data["agent_us_per_datagram"]),
+                     f"measured on this machine ({data.get('from', 'an earlier run')})")
+    except (OSError, ValueError, KeyError, TypeError):
+        return Costs()
+
+
+def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str) -> None:
+    """Keep a run's measured per-packet costs for the next check (missing ones stay as they were)."""
+    old = load_costs()
+    data = {"switch_us_per_packet": switch_us_per_packet or old.switch_us_per_packet,
+            "agent_us_per_datagram": agent_us_per_datagram or old.agent_us_per_datagram, "from": source}
+    try:
+        calibration_path().parent.mkdir(parents=True, exist_ok=True)
+        calibration_path().write_text(json.dumps(data, indent=1))
+    except OSError:
+        pass  # a read-only registry only means the reference figures stay in use
+
+
+def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
+    """What the scenario's busiest moment asks of the CPU: every host that sends in
+    some phase sending at its NIC rate at once."""
+    topo = scenario.topo
+    derived = scenario.derived
+    senders = {m for phase in scenario.workload for m in _senders(phase)} or set(topo.hosts)
+    cells_per_host = scenario.links.host.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
+    switch_hops = derived.path_host_links + derived.path_fabric_links - 1
+    # Per DATA cell, the answers that cross the fabric back: an ACK every
+    # ack_every (4) cells, and with credits one credit per cell.
+    answers = 0.25 + (1.0 if scenario.fabric.credits.enabled else 0.0)
+    cells = len(senders) * cells_per_host * (1 + answers)
+    switch_packets = cells * switch_hops
+    agent_datagrams = 2 * cells  # sent at one end, received at the other
+    processes = len(topo.switches) + len(topo.hosts)
+    cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
+    cpu += processes * DEFAULT_IDLE_CPU_PER_PROCESS
+    memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
+    return Demand(switch_packets, agent_datagrams, processes, cpu, memory)
+
+
+def _senders(phase) -> set[str]:
+    if phase.kind == "pingall":
+        return set()
+    if phase.kind == "incast":
+        return set(phase.senders)
+    return set(phase.hosts)
+
+
+def machine_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except OSError:
+        return os.cpu_count() or 1
+
+
+def machine_memory_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str:
+    """One line on whether the fabric fits; raises CapacityError when it does not."""
+    costs = costs or load_costs()
+    cores = cores or machine_cores()
+    need = demand(scenario, costs)
+    budget = cores * HEADROOM
+    memory = machine_memory_bytes()
+    rate = scenario.links.host.rate_mbps
+    where = f"{scenario.file}: " if scenario.file else ""
+    if memory and need.memory_bytes > memory:
+        raise CapacityError(
+            f"{where}{len(scenario.topo.switches)} switches and {len(scenario.topo.hosts)} hosts need about "
+            f"{need.memory_bytes / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available: "
+            "choose a smaller fabric")
+    if need.cpu > budget:
+        idle = need.processes * DEFAULT_IDLE_CPU_PER_PROCESS
+        fits = (budget - idle) / (need.cpu - idle) * rate if budget > idle else 0.0
+        advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits >= 0.1
+                  else "even its idle processes do not fit: choose a smaller fabric")
+        raise CapacityError(
+            f"{where}this fabric needs about {need.cpu:.2f} CPU-s/s at {rate:g} Mbit/s "
+            f"({need.switch_packets_per_s:,.0f} switch packets/s, {need.agent_datagrams_per_s:,.0f} agent "
+            f"datagrams/s) and this machine plans for {budget:.2f} ({cores} cores x {HEADROOM:g}); {advice} "
+            f"(costs: {costs.source}); `testbed run --force` runs it anyway")
+    return (f"capacity: needs about {need.cpu:.2f} of {budget:.2f} CPU-s/s planned "
+            f"({cores} cores x {HEADROOM:g}; costs: {costs.source})")

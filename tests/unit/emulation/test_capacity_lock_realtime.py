@@ -1,0 +1,115 @@
+"""Pre-flight capacity check, the one-run-at-a-time lock, real-time scheduling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from testbed.emulation import realtime, runlock
+from testbed.scenario import capacity, parse_scenario
+
+SCENARIO = """
+topology: {topology}
+links: {{rate_mbps: {rate}}}
+workload: [{{kind: permutation}}]
+"""
+
+
+def scenario(topology="{kind: fat_tree, k: 4}", rate=5):
+    return parse_scenario(SCENARIO.format(topology=topology, rate=rate), "s.yaml")
+
+
+COSTS = capacity.Costs(switch_us_per_packet=20.0, agent_us_per_datagram=40.0, source="test figures")
+
+
+def test_demand_grows_with_rate_and_hops():
+    slow, fast = capacity.demand(scenario(rate=5), COSTS), capacity.demand(scenario(rate=10), COSTS)
+    assert fast.switch_packets_per_s == pytest.approx(2 * slow.switch_packets_per_s)
+    leaf_spine = capacity.demand(scenario("{kind: leaf_spine, leaves: 8, spines: 2, hosts_per_leaf: 2}"), COSTS)
+    # 16 hosts either way; a cross-pod path has 5 switches, a cross-leaf one 3
+    assert slow.switch_packets_per_s == pytest.approx(leaf_spine.switch_packets_per_s * 5 / 3)
+
+
+def test_a_fabric_that_fits_passes_and_one_that_does_not_is_refused_with_the_rate_that_fits():
+    assert capacity.check(scenario(rate=1), COSTS, cores=2).startswith("capacity: needs about")
+    with pytest.raises(capacity.CapacityError) as refused:
+        capacity.check(scenario(rate=100), COSTS, cores=2)
+    message = str(refused.value)
+    assert "s.yaml: this fabric needs about" in message and "largest host link rate that fits" in message
+    fits = float(message.split("fits is about ")[1].split(" Mbit/s")[0])
+    assert capacity.check(scenario(rate=fits * 0.95), COSTS, cores=2)  # the named rate does fit
+    with pytest.raises(capacity.CapacityError):
+        capacity.check(scenario(rate=fits * 1.1), COSTS, cores=2)
+
+
+def test_too_many_hosts_for_the_memory_is_refused():
+    big = scenario("{kind: leaf_spine, leaves: 100, spines: 64, hosts_per_leaf: 64}", rate=0.01)
+    with pytest.raises(capacity.CapacityError, match="GiB of memory"):
+        capacity.check(big, COSTS, cores=2)
+
+
+def test_calibration_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    assert "reference figures" in capacity.load_costs().source
+    capacity.save_costs(25.0, None, "a run")
+    costs = capacity.load_costs()
+    assert costs.switch_us_per_packet == 25.0
+    assert costs.agent_us_per_datagram == capacity.DEFAULT_AGENT_US_PER_DATAGRAM
+    assert "a run" in costs.source
+
+
+def test_a_second_run_is_refused_with_one_line_naming_the_first(tmp_path, monkeypatch):
+    lock = tmp_path / "run.lock"
+    monkeypatch.setattr(runlock, "LOCK_PATH", lock)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from testbed.emulation import runlock\n"
+         f"runlock.LOCK_PATH = Path({str(lock)!r})\n"
+         "with runlock.hold_run_lock('scenario first'):\n"
+         "    print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(runlock.RunInProgress) as refused:
+            with runlock.hold_run_lock("scenario second"):
+                pass
+        assert f"pid {holder.pid}, scenario first" in str(refused.value)
+        assert "\n" not in str(refused.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    with runlock.hold_run_lock("after"):  # the lock died with its holder
+        with runlock.hold_run_lock("re-entered"):
+            pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="real-time scheduling needs root")
+def test_realtime_scheduling_and_its_guard():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert realtime.make_realtime(child.pid) is None
+        assert realtime.scheduling_of(child.pid) == f"fifo {realtime.SWITCH_RT_PRIORITY}"
+        import resource
+        assert resource.prlimit(child.pid, resource.RLIMIT_RTTIME) == (realtime.RTTIME_SOFT_US,
+                                                                         realtime.RTTIME_HARD_US)
+    finally:
+        child.kill()
+        child.wait()
+    assert realtime.make_realtime(child.pid) == f"process {child.pid} is gone"
+
+
+def test_a_runaway_realtime_process_is_stopped_by_the_guard():
+    if os.geteuid() != 0:
+        pytest.skip("real-time scheduling needs root")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert realtime.make_realtime(spinner.pid) is None
+        code = spinner.wait(timeout=10)
+    finally:
+        if spinner.poll() is None:
+            spinner.kill()
+            spinner.wait()
+    assert code in (-24, -9), f"the spinning real-time process ended with {code}"  # SIGXCPU or SIGKILL

@@ -1,0 +1,98 @@
+"""Entropy choice per sender, mirrored echoes, per-flow UDP source ports,
+and the host->ToR delay line of the agent."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from testbed.host import wire, workloads
+from testbed.host.agent import Agent
+from testbed.host.config import TransportConfig
+from testbed.host.endpoint import Endpoint
+from testbed.host.entropy import EntropySource, echo
+from testbed.host.flowports import FLOW_PORT_BASE, FLOW_PORTS, FlowSocket, flow_source_port
+from testbed.topo.entropy import EntropyLayout
+
+
+def test_round_robin_cycles_and_random_draws_cover_the_values():
+    rr = EntropySource(8, "rr", start=5, seed=1)
+    assert [rr.next() for _ in range(10)] == [5, 6, 7, 0, 1, 2, 3, 4, 5, 6]
+    draws = EntropySource(8, "random", start=0, seed=1)
+    values = [draws.next() for _ in range(800)]
+    assert set(values) == set(range(8)) and values[:8] != sorted(values[:8])
+    with pytest.raises(ValueError):
+        EntropySource(8, "adaptive", 0, 1)
+
+
+def test_echo_mirrors_between_tor_groups_and_not_within_one():
+    layout = EntropyLayout(nic=2, dtor=2, parallel=3, tier1=2)
+    entropy = layout.compose({"nic": 1, "dtor": 0, "pdown": 2, "pup": 0, "tier1": 1})
+    mirrored = layout.digits(echo(layout, entropy, "10.1.0.2", "10.2.0.3"))
+    assert mirrored == {"nic": 0, "dtor": 1, "pdown": 0, "pup": 2, "tier1": 1, "tier2": 0}
+    assert echo(layout, entropy, "10.1.0.2", "10.1.0.3") == entropy  # same ToR group: no middle
+    assert layout.mirror(layout.mirror(entropy)) == entropy
+    big = entropy + 5 * layout.paths  # digits above the layout are kept
+    assert layout.mirror(big) - layout.mirror(entropy) == 5 * layout.paths
+
+
+def test_a_credited_data_cell_carries_the_mirrored_entropy():
+    layout = EntropyLayout(nic=2, dtor=2, tier1=2)
+    cfg = TransportConfig(cc="tita", link_rate_bps=10e6, entropy_layout=layout.radices_in_order)
+    ep = Endpoint("10.1.0.2", cfg)
+    ep.send_message(0.0, "10.2.0.5", 1, b"x" * 3000)
+    ep.poll(0.0)
+    flow = ep.senders["10.2.0.5"]
+    credit = wire.CellPacket(type=wire.CREDIT, flow_id=flow.flow_id, credit_seq=1,
+                             entropy=layout.compose({"nic": 1, "tier1": 1}))
+    ep.receive(0.01, "10.2.0.5", wire.encode(credit), 0)
+    sent = [wire.decode(tx.data) for tx in ep.poll(0.02)]
+    data = [c for c in sent if c.type == wire.DATA]
+    assert data and data[0].entropy == layout.compose({"dtor": 1, "tier1": 1})
+
+
+def test_source_ports_depend_on_seed_and_flow_and_stay_in_range():
+    ports = {flow_source_port(seed, "10.1.0.2", f"10.2.0.{i}") for seed in (1, 2) for i in range(50)}
+    assert len(ports) > 90 and all(FLOW_PORT_BASE <= p < FLOW_PORT_BASE + FLOW_PORTS for p in ports)
+    assert flow_source_port(1, "a", "b") != flow_source_port(1, "b", "a")
+
+
+def test_a_taken_port_moves_the_flow_to_the_next_free_one():
+    first = flow_source_port(7, "127.0.0.5", "127.0.0.6")
+    blocker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    blocker.bind(("127.0.0.5", first))
+    try:
+        flow = FlowSocket.open("127.0.0.5", "127.0.0.6", 7, taken=set())
+        assert flow.sport != first
+        flow.sock.close()
+    finally:
+        blocker.close()
+
+
+def test_agents_send_each_flow_from_its_own_port_and_delay_by_the_link(tmp_path):
+    hosts = {"h1": "127.0.0.21", "h2": "127.0.0.22", "h3": "127.0.0.23"}
+    wl = workloads.incast(["h1", "h2"], "h3", 20_000)
+    cfg = TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=16)
+    seen: dict = {}
+
+    def run(agent):
+        seen[agent.name] = agent.run()
+
+    delay = 0.02
+    agents = [Agent(n, a, hosts, wl, cfg, tmp_path, seed=3, port=4893, grace_s=0.2, timeout_s=20,
+                    link_delay_s=delay) for n, a in hosts.items()]
+    threads = [threading.Thread(target=run, args=(a,)) for a in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(r.reason == "done" for r in seen.values()), seen
+    import json
+    stats = {n: json.loads((tmp_path / f"{n}.stats.json").read_text()) for n in hosts}
+    for sender in ("h1", "h2"):
+        assert stats[sender]["udp_source_ports"]["h3"] == flow_source_port(3, hosts[sender], hosts["h3"])
+    # every answer crosses two delay lines: the smallest RTT sample is at least 2 x the delay
+    assert stats["h1"]["rtt_min_ms"] >= 2 * delay * 1e3
