@@ -241,9 +241,14 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     spray = v.scenario["fabric"]["load_balancing"].startswith("spray")
     forward = {k: paths(*k) for k in flows}
     reverse = {k: paths(k[1], k[0]) for k in flows}
-    data_paths = forward if spray else best_single(forward, volume, "data")
     control_volume = {k: volume[k] * ratio.get(k[1], 0.0) for k in flows}
-    control_paths = best_single(reverse, control_volume, "control") if any(control_volume.values()) else reverse
+    traced = None if spray else trace(v, list(flows) + [(d, s) for s, d in flows])
+    if traced is not None:
+        data_paths = {k: [traced[k]] for k in flows}
+        control_paths = {k: [traced[(k[1], k[0])]] for k in flows}
+    else:
+        data_paths = forward if spray else best_single(forward, volume, "data")
+        control_paths = best_single(reverse, control_volume, "control") if any(control_volume.values()) else reverse
     model = []
     for k, ms in flows.items():
         usage = {}
@@ -268,6 +273,34 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     if measured["completion_p50_ms"] is not None:
         out["measured_over_ideal/completion_p50"] = measured["completion_p50_ms"] / out["ideal/completion_p50_ms"]
         out["measured_over_ideal/completion_p99"] = measured["completion_p99_ms"] / out["ideal/completion_p99_ms"]
+    return out
+
+
+def trace(v: Variant, pairs):
+    """ECMP paths through the variant's fabric plan (testbed.control.trace), or None without the
+    scenario file or the agents' source ports."""
+    from testbed.control.plan import plan_fabric
+    from testbed.control.trace import FabricModel, Flow
+    from testbed.scenario import expand_variants, load_scenario
+
+    path = Path(v.scenario.get("file") or "")
+    if not path.is_file():
+        return None
+    scenario = next((x.scenario for x in expand_variants(load_scenario(str(path)))
+                     if x.name == v.result.get("variant")), None)
+    ports = {h: s.get("udp_source_ports") or {} for h, s in v.stats.items()}
+    if scenario is None or any(d not in ports.get(s, {}) for s, d in pairs):
+        return None
+    model = FabricModel(v.topology, plan_fabric(v.topology, scenario), seed=scenario.seed)
+    out = {}
+    for src, dst in pairs:
+        here, hops = src, []
+        for cable in model.path(Flow(src, dst, sport=ports[src][dst])):
+            link = v.topology.link(cable)
+            peer = link.b if link.a == here else link.a
+            hops.append(f"{here}:{link.a_port if link.a == here else link.b_port}->{peer}")
+            here = peer
+        out[(src, dst)] = hops
     return out
 
 

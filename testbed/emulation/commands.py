@@ -54,7 +54,7 @@ def _run_variants(args, scenario, variants) -> int:
         VariantRun(variant, run_dir, REPO_ROOT, force=args.force,
                    progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
         run_dirs[variant.name] = run_dir
-        summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo)
+        summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
         print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
     report = write_report(scenario, run_dirs, summaries, out_dir)
     print(f"report: {report}")

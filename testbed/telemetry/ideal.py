@@ -35,8 +35,9 @@ def is_spray(load_balancing: str) -> bool:
 
 
 def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats: dict[str, dict],
-                      loads: list[LinkLoad]) -> dict | None:
-    """Ideal figures and the placement they assume; None when nothing was planned."""
+                      loads: list[LinkLoad], scenario_obj=None) -> dict | None:
+    """Ideal figures and the placement they assume; None when nothing was planned.
+    `scenario_obj` (the variant's Scenario) lets ECMP paths be traced through the fabric plan."""
     if not planned:
         return None
     cell_size = scenario["fabric"]["cell_size"]
@@ -51,9 +52,25 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     measured_control = {load.link: load.control_bytes for load in loads if load.control_bytes is not None}
     volumes = {names[k]: float(v) for k, v in data_bytes.items()}
     how = {}
+    distinguishing = {link for paths in candidates.values() for path in paths for link in path
+                      if sum(1 for p in paths if link in p) < len(paths)}
+    traced = None
+    if not spray and scenario_obj is not None:
+        pairs = list(flows) + [(dst, src) for src, dst in flows]
+        traced = placement.traced_paths(topology, scenario_obj, host_stats, pairs)
+    control_paths = None
     if spray:
         data_paths = {n: paths for n, paths in candidates.items()}
         how["data"] = "split evenly over every equal-cost path"
+    elif traced is not None:
+        data_paths = {names[k]: [traced[k]] for k in flows}
+        control_paths = {names[k]: [traced[(k[1], k[0])]] for k in flows}
+        how["data"] = ("one path per flow, traced through the fabric plan (testbed.control.trace) with the "
+                       "flow's UDP source port")
+        how["control"] = "the receiver's own flow towards the sender, traced the same way"
+        if all(load.data_bytes is not None for load in loads if load.tier != "host->tor"):
+            how["data_unexplained_share"] = placement.unexplained_share(
+                {n: p[0] for n, p in data_paths.items()}, volumes, measured_data, distinguishing)
     elif all(load.data_bytes is not None for load in loads if load.tier not in ("host->tor",)):
         chosen, residual = placement.infer_single_paths(candidates, volumes, measured_data)
         data_paths = {n: [p] for n, p in chosen.items()}
@@ -64,7 +81,9 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
     control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
     switch_egress_split = all(load.control_bytes is not None for load in loads if load.tier != "host->tor")
-    if switch_egress_split and any(control_volume.values()):
+    if control_paths is not None:
+        pass
+    elif switch_egress_split and any(control_volume.values()):
         chosen, residual = placement.infer_single_paths(reverse, control_volume, measured_control)
         control_paths = {n: [p] for n, p in chosen.items()}
         how["control"] = "one reverse path per flow, inferred from the switches' control bytes per port"

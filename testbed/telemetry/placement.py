@@ -2,16 +2,22 @@
 
 * Spraying: a flow's DATA cells are split evenly over all its equal-cost
   paths (`topo.paths`), which is what per-cell spraying aims at.
-* ECMP: each flow took one path, decided by the switches' hash.  The path is
+* ECMP: each flow took one path, decided by the switches' hash.  Traced
+  (`traced_paths`) through the variant's fabric plan with the flow's UDP
+  source port, which the agents write into their stats; the traced paths'
+  disagreement with the measured per-port DATA bytes is reported beside them.
+  Without the plan or the ports (an old run directory), the path is
   inferred from what the run measured: the traffic manager's DATA bytes per
   egress port.  Every combination of one candidate path per flow is scored by
   how far its predicted per-link bytes are from the measured ones (sum of
   absolute differences; exhaustive up to MAX_COMBINATIONS, else coordinate
   descent from the best single-flow choices), and the best is taken; the
   remaining difference, as a share of the measured bytes, is reported with it.
-* Control cells (ACK, NACK, credits) of a flow: inferred the same way from
-  the per-port control bytes when the target counts them, else split evenly
-  over the reverse paths.
+* Control cells (ACK, NACK, credits) of a flow: with ECMP traced as the
+  receiver's flow back to the sender; otherwise inferred like ECMP data from
+  the per-port control bytes when the target counts them (sprayed modes
+  choose control cells' paths by their own rules), else split evenly over
+  the reverse paths.
 
 A directed link is named `node:port->peer`, as in `telemetry.links`.
 """
@@ -71,3 +77,44 @@ def infer_single_paths(candidates: dict[str, list[list[str]]], volume: dict[str,
     measured_total = sum(target.values())
     residual = _score(best, candidates, volume, target) / measured_total if measured_total else 0.0
     return {f: candidates[f][i] for f, i in best.items()}, residual
+
+
+def cable_path_to_directed(topology, src: str, cables: list[str]) -> list[str]:
+    """Cable names from `src` onwards (as the tracer returns them) as directed link names."""
+    out, here = [], src
+    for name in cables:
+        link = topology.link(name)
+        peer = link.peer_of(here)
+        out.append(f"{here}:{link.port_on(here)}->{peer}")
+        here = peer
+    return out
+
+
+def traced_paths(topology, scenario, host_stats: dict[str, dict],
+                 pairs: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]] | None:
+    """The path flow-hash ECMP gives each (src, dst) pair's cells, from the lead's tracer
+    (testbed.control.trace) on this variant's fabric plan and the UDP source port the sending
+    agent used towards that peer (its stats' udp_source_ports); None when a port is unknown."""
+    from testbed.control.plan import plan_fabric
+    from testbed.control.trace import Flow, FabricModel
+
+    model = FabricModel(topology, plan_fabric(topology, scenario), seed=scenario.seed)
+    out = {}
+    for src, dst in pairs:
+        sport = ((host_stats.get(src) or {}).get("udp_source_ports") or {}).get(dst)
+        if sport is None:
+            return None
+        out[(src, dst)] = cable_path_to_directed(topology, src, model.path(Flow(src, dst, sport=sport)))
+    return out
+
+
+def unexplained_share(paths: dict[str, list[str]], volume: dict[str, float], measured: dict[str, float],
+                      links: set[str]) -> float:
+    """|measured - predicted| over `links`, as a share of the measured bytes there."""
+    predicted = dict.fromkeys(links, 0.0)
+    for flow, path in paths.items():
+        for link in path:
+            if link in predicted:
+                predicted[link] += volume[flow]
+    total = sum(measured.get(link, 0.0) for link in links)
+    return sum(abs(measured.get(link, 0.0) - predicted[link]) for link in links) / total if total else 0.0

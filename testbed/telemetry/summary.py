@@ -130,9 +130,27 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict]) -> dict:
             "behind_real_time": switches_behind or hosts_behind}
 
 
-def summarize_variant(run_dir: Path, topology) -> dict:
+def variant_scenario(resolved: dict, variant: str | None):
+    """The variant's Scenario object, rebuilt from the scenario file the run names (None if it is gone)."""
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.scenario.errors import ScenarioError
+
+    path = Path(resolved.get("file") or "")
+    if not path.is_file():
+        return None
+    try:
+        variants = expand_variants(load_scenario(str(path)))
+    except ScenarioError:
+        return None
+    return next((v.scenario for v in variants if v.name == variant), None)
+
+
+def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
+    """`scenario_obj`: the variant's Scenario (lets ECMP paths be traced); rebuilt from the file if not given."""
     scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
     result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    if scenario_obj is None:
+        scenario_obj = variant_scenario(scenario, result.get("variant"))
     records = _records(run_dir)
     samples = _telemetry(run_dir)
     hosts = host_stats(run_dir)
@@ -186,7 +204,7 @@ def summarize_variant(run_dir: Path, topology) -> dict:
         summary["uplink_utilisation_max"] = max(values)
         summary["uplink_utilisation_stdev"] = statistics.pstdev(values)
         summary["uplink_jain_fairness"] = jain_fairness(values)
-    ideal = ideal_for_variant(topology, scenario, planned, hosts, loads)
+    ideal = ideal_for_variant(topology, scenario, planned, hosts, loads, scenario_obj)
     summary["ideal"] = ideal
     summary["measured_over_ideal"] = measured_over_ideal(summary, ideal)
     summary["agents"] = agent_stats(run_dir)

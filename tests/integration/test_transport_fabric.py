@@ -68,7 +68,7 @@ def run_variant(tmp_path, name: str, cc: str, workload: str) -> dict:
     (variant,) = expand_variants(scenario)
     result = VariantRun(variant, tmp_path / name, ROOT, progress=lambda m: None).run()
     assert result.pingall["failed"] == [], result.pingall
-    summary = summarize_variant(tmp_path / name, scenario.topo)
+    summary = summarize_variant(tmp_path / name, scenario.topo, variant.scenario)
     write_report(scenario, {variant.name: tmp_path / name}, {variant.name: summary}, tmp_path)
     assert recompute_report.main([str(tmp_path)]) == 0, "a report figure does not follow from the raw files"
     for link in summary["links"]:

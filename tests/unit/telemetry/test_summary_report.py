@@ -157,3 +157,26 @@ def test_lag_percentiles_are_exact_in_the_verdict_range():
     for us in range(1, 101):
         lag.record(us * 30_000)  # 30 us .. 3000 us
     assert lag.percentile_us(0.99) == 2970
+
+
+def test_ecmp_paths_are_traced_when_the_plan_and_source_ports_are_known(run, scenario):
+    from testbed.control.plan import plan_fabric
+    from testbed.control.trace import FabricModel, Flow
+    from testbed.scenario import expand_variants
+
+    ports = {"h1": {"h3": 50001}, "h2": {"h4": 50002}, "h3": {"h1": 50003}, "h4": {"h2": 50004}}
+    for host, peers in ports.items():
+        edit_json(run / "records" / f"{host}.stats.json", lambda s, p=peers: s.update(udp_source_ports=p))
+    variant = next(v for v in expand_variants(scenario) if v.name == "load_balancing=ecmp")
+    s = summarize_variant(run, scenario.topo, variant.scenario)
+    assert "traced" in s["ideal"]["placement"]["data"]
+    model = FabricModel(scenario.topo, plan_fabric(scenario.topo, variant.scenario), seed=variant.scenario.seed)
+    cables = model.path(Flow("h1", "h3", sport=50001))
+    spine = next(c for c in cables if "spine" in c).split("-")[1]
+    traced = s["ideal"]["paths"]["h1->h3"][0]
+    assert traced[0] == "h1:1->leaf1" and traced[-1] == "leaf2:1->h3"
+    assert traced[1] == f"leaf1:{3 if spine == 'spine1' else 4}->{spine}"
+    # the fixture's bytes went over spine1 for both flows (784 cells on the 4 links that tell spines apart):
+    # each flow traced over spine2 instead misplaces its 196 cells on 4 of them, 784 cells of difference
+    on_spine2 = sum("spine2" in s["ideal"]["paths"][f][0][1] for f in ("h1->h3", "h2->h4"))
+    assert s["ideal"]["placement"]["data_unexplained_share"] == pytest.approx(on_spine2)
