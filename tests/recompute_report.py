@@ -159,15 +159,17 @@ def recompute(v: Variant) -> dict:
     tx_n = {t: sum(s.get("tx_counts", {}).get(f"tx_{t}", 0) for s in v.stats.values()) for t in TYPES.values()}
     rx_n = {t: sum(s.get("rx_counts", {}).get(f"rx_{t}", 0) for s in v.stats.values()) for t in TYPES.values()}
     hc = v.result.get("host_counters") or {}
-    qdisc = socket = 0
+    qdisc = socket = no_ports = 0
     for host, after in (hc.get("after") or {}).items():
         before = hc["before"].get(host, {})
+        no_ports += after["udp"].get("NoPorts", 0) - before.get("udp", {}).get("NoPorts", 0)
         qdisc += sum(c["drops"] - before.get("qdisc", {}).get(i, {}).get("drops", 0) for i, c in after["qdisc"].items())
         in_err = after["udp"].get("InErrors", 0) - before.get("udp", {}).get("InErrors", 0)
         buf = after["udp"].get("RcvbufErrors", 0) - before.get("udp", {}).get("RcvbufErrors", 0)
         socket += max(in_err, buf)
     out["drops/untyped_losses_packets/host qdisc"] = qdisc
     out["drops/untyped_losses_packets/host socket receive"] = socket
+    out["drops/untyped_losses_packets/host without a listener"] = no_ports
     unaccounted = tx_n["DATA"] - rx_n["DATA"] - queue.get("DATA", 0)
     out["drops/by_type/DATA/sent"] = tx_n["DATA"]
     out["drops/by_type/DATA/received"] = rx_n["DATA"]
@@ -176,7 +178,7 @@ def recompute(v: Variant) -> dict:
     for s in v.samples:
         last_sample[s["switch"]] = s
     program = sum(n for s in last_sample.values() for r, n in s["drops_packets"].items() if r != "credit_over_rate")
-    slack = (program + qdisc + socket
+    slack = (program + qdisc + socket + no_ports
              + sum(s.get("socket_errors", 0) + (s.get("errors") or {}).get("malformed", 0) for s in v.stats.values())
              + sum(p.get("dropped_priority", 0) for s in v.tm.values() for p in s.get("tm", {}).get("ports", []))
              + sum(q.get("depth", 0) for s in v.tm.values() for q in s.get("queues", [])))

@@ -7,7 +7,9 @@ Places, each counted where it happens:
   * switch priority (a priority without a queue) and switch output (a frame
     for a port without an interface): not per type;
   * host qdisc (the tbf pacer of each host NIC): not per type;
-  * host socket (UDP RcvbufErrors + InErrors in the host's namespace): not per type.
+  * host socket (UDP RcvbufErrors + InErrors in the host's namespace): not per type;
+  * host without a listener (UDP NoPorts: a datagram to a port nobody had bound
+    yet, e.g. a cell that reached an agent before it started): not per type.
 
 Conservation of DATA cells, per variant: sent by the agents (handed to their
 sockets) = received by the agents + dropped at switch queues + lost at a place
@@ -63,7 +65,8 @@ def host_losses(host_counters: dict) -> dict[str, dict[str, int]]:
     for host, diff in difference(before, after).items():
         out[host] = {"qdisc_drops": sum(q.get("drops", 0) for q in diff["qdisc"].values()),
                      "udp_rcvbuf_errors": diff["udp"].get("RcvbufErrors", 0),
-                     "udp_in_errors": diff["udp"].get("InErrors", 0)}
+                     "udp_in_errors": diff["udp"].get("InErrors", 0),
+                     "udp_no_ports": diff["udp"].get("NoPorts", 0)}
     return out
 
 
@@ -87,6 +90,7 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
     qdisc = sum(h["qdisc_drops"] for h in hosts.values())
     # InErrors counts RcvbufErrors too (the kernel adds both for a full buffer): take InErrors, the larger.
     socket = sum(max(h["udp_in_errors"], h["udp_rcvbuf_errors"]) for h in hosts.values())
+    no_listener = sum(h["udp_no_ports"] for h in hosts.values())
     sender_socket = sum(s.get("socket_errors", 0) for s in host_stats.values())
     malformed = sum((s.get("errors") or {}).get("malformed", 0) for s in host_stats.values())
     program_untyped = sum(v for k, v in program_drops.items() if k not in CREDIT_PROGRAM_REASONS)
@@ -102,7 +106,8 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
             by_type[name]["unaccounted"] = (None if not counted_sends else by_type[name]["sent"]
                                             - by_type[name]["received"] - by_type[name]["switch_queue_drops"])
     untyped = {"switch program (not credit)": program_untyped, "switch priority": priority,
-               "host qdisc": qdisc, "host socket receive": socket, "sender socket errors": sender_socket,
+               "host qdisc": qdisc, "host socket receive": socket, "host without a listener": no_listener,
+               "sender socket errors": sender_socket,
                "malformed at receiver": malformed}
     queued_at_end = in_queue_at_end(tm_stats)
     out = {"switch_queue_drops_by_type": queue_by_type,

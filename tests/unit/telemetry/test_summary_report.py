@@ -76,6 +76,7 @@ def test_a_loss_at_an_untyped_place_is_named(run, scenario):
                                                                                             RcvbufErrors=1))
     d = summarize_variant(run, scenario.topo)["drops"]
     assert d["untyped_losses_packets"]["host socket receive"] == 1
+    assert d["untyped_losses_packets"]["host without a listener"] == 0
     assert d["data_balance"]["verdict"] == "balances within untyped losses"
 
 
