@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "testbed.scenario.commands",
     "testbed.host.commands",
     "testbed.emulation.commands",
+    "testbed.telemetry.commands",
 ]
 
 

@@ -289,8 +289,9 @@ def _gap_lines(summaries: dict[str, dict]) -> list[str]:
             facts.append(f"{timeouts} sender timeouts")
         placement = (s.get("ideal") or {}).get("placement") or {}
         if "data_unexplained_share" in placement:
-            facts.append(f"inferred ECMP paths leave {100 * placement['data_unexplained_share']:.1f}% of the "
-                         f"fabric links' DATA bytes unexplained")
+            how = "traced" if "traced" in placement.get("data", "") else "inferred"
+            facts.append(f"the {how} ECMP paths leave {100 * placement['data_unexplained_share']:.2f}% of the "
+                         f"measured DATA bytes on the links that tell paths apart unexplained")
         if (s.get("fidelity") or {}).get("behind_real_time"):
             facts.append("fidelity lost (see the first line)")
         lines.append(f"- {name}: " + "; ".join(facts) + ".")

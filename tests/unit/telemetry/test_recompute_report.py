@@ -51,3 +51,15 @@ def test_a_wrong_figure_in_report_md_is_caught(out, capsys):
     (out / "report.md").write_text(text.replace("| 2 / 2 |", "| 2 / 1 |", 1))
     assert recompute_report.main([str(out)]) == 1
     assert "messages planned / completed" in capsys.readouterr().out
+
+
+def test_testbed_report_writes_the_report_again_from_the_raw_files(out, monkeypatch, capsys):
+    from testbed.cli import main
+
+    monkeypatch.chdir(ROOT)  # the run names its scenario file relative to the repository
+    (out / "report.md").unlink()
+    (out / "summary.json").write_text("{}")
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.md").read_text().splitlines()[0].startswith("Fidelity kept")
+    assert set(json.loads((out / "summary.json").read_text())) == {"load_balancing=ecmp", "load_balancing=spray"}
+    assert recompute_report.main([str(out)]) == 0

@@ -1,0 +1,49 @@
+"""`testbed report RUN`: recompute a finished run's summary.json, report.md and plots.
+
+Why: the figures come from the run directory alone, so a run made before a
+fix to the report can be reported again, without running the fabric.  The
+scenario is rebuilt from the file the run names (its resolved scenario's
+`file`), so that file must still exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+from testbed.errors import TestbedError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="write a finished run's report again from its raw files",
+                              description="Recompute summary.json, report.md and the plots of a run directory "
+                                          "(runs/<scenario>/<timestamp>) from its variant directories.")
+    p.add_argument("run", help="the run directory, e.g. runs/default/20261201-094525")
+    p.set_defaults(func=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.telemetry.report import write_report
+    from testbed.telemetry.summary import summarize_variant
+
+    out_dir = Path(args.run)
+    dirs = {}
+    for result in sorted(out_dir.glob("*/result.json")):
+        dirs[json.loads(result.read_text())["variant"]] = result.parent
+    if not dirs:
+        raise TestbedError(f"{out_dir}: no variant directories (*/result.json) to report")
+    first = yaml.safe_load((next(iter(dirs.values())) / "scenario.resolved.yaml").read_text())
+    source = Path(first.get("file") or "")
+    if not source.is_file():
+        raise TestbedError(f"{out_dir}: the scenario file the run names ({source}) is not there")
+    scenario = load_scenario(str(source))
+    variants = {v.name: v for v in expand_variants(scenario)}
+    order = [name for name in variants if name in dirs]
+    summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
+    report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
+    print(f"report: {report}")
+    return 0
