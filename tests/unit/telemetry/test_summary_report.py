@@ -181,3 +181,24 @@ def test_ecmp_paths_are_traced_when_the_plan_and_source_ports_are_known(run, sce
     # each flow traced over spine2 instead misplaces its 196 cells on 4 of them, 784 cells of difference
     on_spine2 = sum("spine2" in s["ideal"]["paths"][f][0][1] for f in ("h1->h3", "h2->h4"))
     assert s["ideal"]["placement"]["data_unexplained_share"] == pytest.approx(on_spine2)
+
+
+def test_nearest_rank_percentiles():
+    from testbed.telemetry.messages import nearest_rank
+
+    sixteen = list(range(1, 17))
+    assert nearest_rank(sixteen, 50) == 8  # the 8th of 16: half the samples at or below it
+    assert nearest_rank(sixteen, 99) == 16  # with 16 samples p99 is the maximum
+    assert nearest_rank(list(range(1, 201)), 99) == 198
+    assert nearest_rank([], 50) is None
+
+
+def test_switch_egress_split_counts_every_control_type_and_no_other_frame():
+    from testbed.telemetry.links import _tm_split
+
+    queues = [{"port": 3, "priority": 0, "by_class": {"0": {"bytes": 1090}, "3": {"bytes": 74}, "4": {"bytes": 66},
+                                                      "14": {"bytes": 98}}},
+              {"port": 3, "priority": 1, "by_class": {"1": {"bytes": 66}}},
+              {"port": 4, "priority": 0, "by_class": {"0": {"bytes": 5}}}]
+    assert _tm_split(queues, 3) == (1090, 74 + 66 + 66)
+    assert _tm_split([{"port": 3}], 3) is None  # a target that does not count classes
