@@ -40,9 +40,13 @@ def _run_variants(args, scenario, variants) -> int:
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
-    if not args.force:  # refuse before anything is built, for every variant's rates
-        for variant in variants:
-            capacity.check(variant.scenario)
+    for variant in variants:  # refuse before anything is built, for every variant's rates
+        try:
+            print(capacity.check(variant.scenario), flush=True)
+        except capacity.CapacityError:
+            if not args.force:
+                raise
+            print(f"warning: --force: {variant.name or scenario.name} may exceed this machine", flush=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.runs_dir) / scenario.name / stamp
     run_dirs, summaries = {}, {}
@@ -51,7 +55,7 @@ def _run_variants(args, scenario, variants) -> int:
         print(f"{prefix} starting", flush=True)
         run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
         started = time.monotonic()
-        VariantRun(variant, run_dir, REPO_ROOT, force=args.force,
+        VariantRun(variant, run_dir, REPO_ROOT,
                    progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
         run_dirs[variant.name] = run_dir
         summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)

@@ -21,6 +21,7 @@ import resource
 from pathlib import Path
 
 SWITCH_RT_PRIORITY = 50
+AGENT_RT_PRIORITY = 40  # below the switches: a host waits for the fabric, not the reverse
 # A switch's loop blocks in epoll between packets: 0.2 s of CPU without
 # blocking once is a runaway; 1 s kills it.
 RTTIME_SOFT_US, RTTIME_HARD_US = 200_000, 1_000_000

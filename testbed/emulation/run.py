@@ -27,7 +27,7 @@ from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
-from testbed.emulation.realtime import make_realtime
+from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
@@ -79,13 +79,12 @@ def process_cpu_s(pid: int) -> float | None:
 class VariantRun:
     """Runs one variant in `run_dir`; use as a context manager or call run()."""
 
-    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print, force: bool = False) -> None:
+    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print) -> None:
         self.variant = variant
         self.scenario = variant.scenario
         self.run_dir = run_dir
         self.repo_root = repo_root
         self.progress = progress
-        self.force = force  # run even when the capacity check says the machine cannot hold it
         self.manifest = Manifest(run_id=f"{self.scenario.name}-{run_dir.name}-{os.getpid()}",
                                  path=run_dir / "manifest.json")
         self.network: FabricNetwork | None = None
@@ -99,8 +98,6 @@ class VariantRun:
     # -- the steps ---------------------------------------------------------------
     def run(self) -> RunResult:
         with hold_run_lock(f"scenario {self.scenario.name}, {self.run_dir}"):
-            if not self.force:
-                self.progress(capacity.check(self.scenario))
             return self._run()
 
     def _run(self) -> RunResult:
@@ -239,6 +236,7 @@ class VariantRun:
                     "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
                     "--link-rate-mbps", str(scenario.links.host.rate_mbps),
                     "--link-delay-us", str(scenario.links.host.delay_us),
+                    "--realtime-priority", str(AGENT_RT_PRIORITY if self.result.scheduling == "realtime" else 0),
                     "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),
                     "--reorder-window-cells", str(scenario.transport.reorder_window_cells),
                     "--entropy-values", str(scenario.fabric.entropy_values),

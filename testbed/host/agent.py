@@ -15,6 +15,7 @@ Nothing a peer sends can raise out of the loop.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import selectors
 import signal
@@ -31,7 +32,7 @@ from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint
 from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
-from testbed.host.wire import CELL_UDP_PORT
+from testbed.host.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
 
 MAX_BATCH = 256
@@ -76,7 +77,7 @@ class Agent:
     def __init__(self, name: str, addr: str, peers: dict[str, str], specs: list[MessageSpec],
                  cfg: TransportConfig, records_dir: Path, seed: int, port: int = CELL_UDP_PORT,
                  grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None,
-                 link_delay_s: float = 0.0) -> None:
+                 link_delay_s: float = 0.0, realtime_priority: int = 0) -> None:
         self.name = name
         self.addr = addr
         self.port = port
@@ -104,10 +105,13 @@ class Agent:
         self.lateness = Lateness()  # pacer lateness: the host half of the fidelity verdict
         self._cpu0 = 0.0
         self.seed = seed
-        # The host->ToR half of the host link's propagation delay (the ToR's
-        # traffic manager models the other half): cells the NIC released wait
-        # here, in release order, until they would reach the ToR.
+        # The host->ToR direction of the host link (the ToR's traffic manager
+        # models the other): a cell the NIC pacer released at t reaches the ToR
+        # when its last bit does, t + serialisation + propagation delay, as a
+        # switch port's departure does; until then it waits here, in order.
         self.link_delay_s = link_delay_s
+        self.realtime_priority = realtime_priority
+        self.scheduling = "other"
         self._on_the_wire: deque[tuple[float, str, bytes, bool]] = deque()
         self.sock = self._open()
         self._flow_socks: dict[str, FlowSocket] = {}
@@ -167,7 +171,20 @@ class Agent:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return ru.ru_utime + ru.ru_stime
 
+    def _enter_realtime(self) -> None:
+        """SCHED_FIFO for the packet loop (below the switches' priority), so a busy
+        machine cannot make the NIC late; RLIMIT_RTTIME stops a runaway loop."""
+        if not self.realtime_priority:
+            return
+        try:
+            resource.setrlimit(resource.RLIMIT_RTTIME, (200_000, 1_000_000))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.realtime_priority))
+            self.scheduling = f"fifo {self.realtime_priority}"
+        except OSError as error:
+            self.scheduling = f"other ({error.strerror})"
+
     def run(self) -> AgentResult:
+        self._enter_realtime()
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         sel = selectors.DefaultSelector()
         sel.register(self.sock, selectors.EVENT_READ)
@@ -181,7 +198,8 @@ class Agent:
                 sent = 0
                 for tx in self.ep.poll(now):
                     if self.link_delay_s:
-                        self._on_the_wire.append((now + self.link_delay_s, tx.dst, tx.data, tx.ect))
+                        serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.cfg.link_rate_bps
+                        self._on_the_wire.append((now + serialised + self.link_delay_s, tx.dst, tx.data, tx.ect))
                     else:
                         self._send(tx.dst, tx.data, tx.ect)
                         sent += 1
@@ -230,6 +248,7 @@ class Agent:
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),
             "messages_expected_missing": len(self.expected_in - self.runner.received),
+            "scheduling": self.scheduling,
             "udp_source_ports": {self.by_addr.get(dst, dst): f.sport for dst, f in self._flow_socks.items()},
             "pacer_lateness": self.lateness.summary(),
         })

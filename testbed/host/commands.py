@@ -28,6 +28,8 @@ def register(subparsers) -> None:
                    help="base RTT; default: BDP cells at the link rate")
     p.add_argument("--reorder-window-cells", type=int, default=None, help="default 2 BDP")
     p.add_argument("--entropy-values", type=int, default=32)
+    p.add_argument("--realtime-priority", type=int, default=0,
+                   help="run the packet loop under SCHED_FIFO at this priority (0: normal scheduling)")
     p.add_argument("--link-delay-us", type=float, default=0.0,
                    help="propagation delay of the host->ToR direction, applied by the agent")
     p.add_argument("--entropy-choice", choices=("rr", "random"), default="rr",
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
                   args.seed if args.seed is not None else seed, port=args.port,
                   grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
-                  link_delay_s=args.link_delay_us / 1e6)
+                  link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority)
     install_sigterm(agent)
     result = agent.run()
     if result.exit_code:

@@ -83,17 +83,19 @@ def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float 
 
 
 def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
-    """What the scenario's busiest moment asks of the CPU: every host that sends in
-    some phase sending at its NIC rate at once."""
+    """What the scenario's busiest moment asks of the CPU."""
     topo = scenario.topo
     derived = scenario.derived
-    senders = {m for phase in scenario.workload for m in _senders(phase)} or set(topo.hosts)
     cells_per_host = scenario.links.host.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
+    # Hosts sending at their NIC rate at once in the busiest phase; a receiver-paced
+    # transport (tita) cannot send more than its receivers' links take.
+    paced = scenario.transport.cc == "tita"
+    busy = max((_busy_hosts(phase, paced) for phase in scenario.workload), default=0) or len(topo.hosts)
     switch_hops = derived.path_host_links + derived.path_fabric_links - 1
     # Per DATA cell, the answers that cross the fabric back: an ACK every
     # ack_every (4) cells, and with credits one credit per cell.
     answers = 0.25 + (1.0 if scenario.fabric.credits.enabled else 0.0)
-    cells = len(senders) * cells_per_host * (1 + answers)
+    cells = busy * cells_per_host * (1 + answers)
     switch_packets = cells * switch_hops
     agent_datagrams = 2 * cells  # sent at one end, received at the other
     processes = len(topo.switches) + len(topo.hosts)
@@ -103,12 +105,12 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     return Demand(switch_packets, agent_datagrams, processes, cpu, memory)
 
 
-def _senders(phase) -> set[str]:
+def _busy_hosts(phase, paced: bool) -> int:
     if phase.kind == "pingall":
-        return set()
+        return 0
     if phase.kind == "incast":
-        return set(phase.senders)
-    return set(phase.hosts)
+        return 1 if paced else len(phase.senders)
+    return len(phase.hosts)
 
 
 def machine_cores() -> int:
