@@ -227,6 +227,8 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     def best_single(cands: dict, vol: dict, key: str):
         considered = {l for ps in cands.values() for p in ps for l in p if sum(l in q for q in ps) < len(ps)}
         order = sorted(cands)
+        if math.prod(len(cands[f]) for f in order) > 1 << 14:
+            return None  # too many to try them all: the ideal is then not recomputed (said in the output)
         combos = itertools.product(*(range(len(cands[f])) for f in order))
 
         def score(combo):
@@ -251,6 +253,9 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     else:
         data_paths = forward if spray else best_single(forward, volume, "data")
         control_paths = best_single(reverse, control_volume, "control") if any(control_volume.values()) else reverse
+        if data_paths is None or control_paths is None:
+            print(f"{v.dir}: ECMP paths neither traced nor few enough to infer exhaustively; ideal not recomputed")
+            return out
     model = []
     for k, ms in flows.items():
         usage = {}

@@ -202,3 +202,20 @@ def test_switch_egress_split_counts_every_control_type_and_no_other_frame():
               {"port": 4, "priority": 0, "by_class": {"0": {"bytes": 5}}}]
     assert _tm_split(queues, 3) == (1090, 74 + 66 + 66)
     assert _tm_split([{"port": 3}], 3) is None  # a target that does not count classes
+
+
+def test_fat_tree_tiers_and_siblings():
+    from testbed.telemetry.links import idle_siblings, link_loads
+    from testbed.topo.build import build_topology
+
+    topo = build_topology({"kind": "fat_tree", "k": 4})
+    scenario = {"links": {"host": {"rate_mbps": 5}, "fabric": {"rate_mbps": 5}}, "fabric": {"cell_size": 1024}}
+    samples = [{"t_s": 0, "switch": s, "rx": {}, "tx": {str(p.number): {"packets": 1, "bytes": 0}
+                                                        for p in topo.ports(s)}} for s in topo.switches]
+    edge = topo.switches[0]  # at the end, only its first uplink has carried anything
+    up = [p for p in topo.ports(edge) if p.tier == "fabric"]
+    samples.append({"t_s": 2, "switch": edge, "rx": {}, "tx": {str(up[0].number): {"packets": 9, "bytes": 9000}}})
+    loads = link_loads(topo, scenario, samples, {}, {}, 1.0)
+    assert {l.tier for l in loads} == {"host->tor", "edge->agg", "agg->core", "core->agg", "agg->edge", "tor->host"}
+    assert len(loads) == 2 * len(topo.links)
+    assert idle_siblings(topo, loads) == [f"{edge}:{up[1].number}->{up[1].peer}"]
