@@ -397,7 +397,11 @@ def main(argv: list[str]) -> int:
         if name not in dirs:
             problems.append(f"{name}: no variant directory under {out_dir}")
             continue
-        figures[name] = recompute(Variant(dirs[name]))
+        variant = Variant(dirs[name])
+        if any("completion_us" not in r for r in variant.records if r["kind"] == "message_sent"):
+            print(f"{dirs[name]}: its records predate the fields this script checks (no completion_us)")
+            return 2
+        figures[name] = recompute(variant)
         for key, value in figures[name].items():
             try:
                 shown = lookup(summary, key)

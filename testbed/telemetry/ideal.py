@@ -77,7 +77,7 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
         how["data"] = "one path per flow, inferred from the switches' DATA bytes per port"
         how["data_unexplained_share"] = residual
     else:
-        return {"unavailable": "ECMP paths cannot be inferred: this target does not count DATA bytes per port"}
+        return {"unavailable": "ECMP paths neither traced (no source ports) nor inferred (no DATA bytes per port)"}
     control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
     control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
     switch_egress_split = all(load.control_bytes is not None for load in loads if load.tier != "host->tor")
