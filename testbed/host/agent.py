@@ -36,7 +36,6 @@ from testbed.host.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
 
 MAX_BATCH = 256
-MIN_BATCH = 8
 MAX_SLEEP_S = 0.05
 
 
@@ -145,13 +144,8 @@ class Agent:
     def _flow_ports(self) -> set[int]:
         return {self.port} | {f.sport for f in self._flow_socks.values()}
 
-    def _receive_batch(self, until_s: float | None = None) -> None:
-        """Up to MAX_BATCH datagrams, but after the first MIN_BATCH (progress even when a deadline is
-        overdue) not past `until_s`, the loop's next deadline: a backlog drained in one go held the
-        pacer's releases for up to MAX_BATCH datagrams' work."""
-        for count in range(MAX_BATCH):
-            if count >= MIN_BATCH and until_s is not None and self.now() >= until_s:
-                return
+    def _receive_batch(self) -> None:
+        for _ in range(MAX_BATCH):
             try:
                 data, anc, _flags, src = self.sock.recvmsg(65535, socket.CMSG_SPACE(4))
             except (BlockingIOError, InterruptedError):
@@ -228,7 +222,7 @@ class Agent:
                 due_s = min(due) if due else None
                 self.wakeups += 1
                 if sel.select(wait):
-                    self._receive_batch(due_s)
+                    self._receive_batch()
             else:
                 reason = "stopped"
         finally:
