@@ -106,9 +106,10 @@ class Agent:
         self._cpu0 = 0.0
         self.seed = seed
         # The host->ToR direction of the host link (the ToR's traffic manager
-        # models the other): a cell the NIC pacer released at t reaches the ToR
-        # when its last bit does, t + serialisation + propagation delay, as a
-        # switch port's departure does; until then it waits here, in order.
+        # models the other): a cell the NIC pacer put on the wire at `start`
+        # (its schedule, which a late wake-up may have passed) reaches the ToR
+        # when its last bit does, start + serialisation + propagation delay, as
+        # a switch port's departure does; until then it waits here, in order.
         self.link_delay_s = link_delay_s
         self.realtime_priority = realtime_priority
         self.scheduling = "other"
@@ -199,7 +200,8 @@ class Agent:
                 for tx in self.ep.poll(now):
                     if self.link_delay_s:
                         serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.cfg.link_rate_bps
-                        self._on_the_wire.append((now + serialised + self.link_delay_s, tx.dst, tx.data, tx.ect))
+                        due = tx.start + serialised + self.link_delay_s
+                        self._on_the_wire.append((due, tx.dst, tx.data, tx.ect))
                     else:
                         self._send(tx.dst, tx.data, tx.ect)
                         sent += 1

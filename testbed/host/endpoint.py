@@ -33,11 +33,12 @@ ECT0 = 0x02
 
 @dataclass(slots=True)
 class Transmit:
-    """One datagram to send: destination, UDP payload, and whether it is ECT(0)."""
+    """One datagram to send: destination, UDP payload, whether it is ECT(0), and its wire start."""
 
     dst: str
     data: bytes
     ect: bool
+    start: float = 0.0  # when the NIC puts it on the wire (the pacer's schedule; may be before `now`)
 
 
 class Endpoint:
@@ -162,8 +163,9 @@ class Endpoint:
             while self.nic.ready(now):
                 tx = self._next_packet(now)
                 if tx is None:
+                    self.nic.idle(now)
                     break
-                self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD)
+                tx.start = self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD)
                 self.tx_types[tx.data[0] & 0x0F] += 1
                 out.append(tx)
             due = self.next_deadline()

@@ -6,7 +6,8 @@ release is fixed when a packet leaves, like the bmv2 queue rate:
 next = max(now - catchup, previous next) + size / rate.
 
 `catchup` (seconds, default 0 = strict) lets a driver that wakes late make
-up for part of the time it lost: the schedule may lag `now` by at most
+up for part of the time it lost while it had packets waiting (`idle` tells
+the pacer when it had none, so an idle NIC saves up no burst): the schedule may lag `now` by at most
 `catchup`, so a late wake-up sends the packet that was due plus at most
 `catchup * rate` bits more back to back, and over any interval T the pacer
 releases at most rate * T + catchup * rate + one packet. It is a token
@@ -33,8 +34,15 @@ class Pacer:
     def ready(self, now: float) -> bool:
         return now >= self.next_free
 
-    def consume(self, now: float, nbytes: int) -> None:
+    def consume(self, now: float, nbytes: int) -> float:
+        """Charge one packet; returns when it starts on the wire (at most `catchup` ago)."""
         start = now - self.catchup_s
         if self.next_free > start:
             start = self.next_free
         self.next_free = start + nbytes * self._s_per_byte
+        return start
+
+    def idle(self, now: float) -> None:
+        """Nothing to send at `now`: the wire is free from now on, with no catch-up before it."""
+        if self.next_free < now:
+            self.next_free = now

@@ -84,6 +84,7 @@ class ReceiverFlow:
         self.unacked = 0  # in-order cells received since the last ACK
         self.ack_due: float | None = None  # delayed-ACK deadline while unacked > 0
         self._last_cell: wire.CellPacket | None = None  # newest cell, for a timer ACK's ids
+        self._last_arrival = 0.0  # when the newest DATA cell arrived: a timer ACK says how long it waited
         self.data_cells = 0
         self.acks_sent = 0
         self.acks_delayed = 0  # ACKs sent by the timer
@@ -137,6 +138,7 @@ class ReceiverFlow:
         else:
             self.hole_since = None
         self.unacked += 1
+        self._last_arrival = now
         if immediate or self.unacked >= self.ack_every:
             return self._ack(cell, ce), delivered
         self._last_cell = cell
@@ -144,7 +146,8 @@ class ReceiverFlow:
             self.ack_due = now + self.ack_delay
         return None, delivered
 
-    def _ack(self, cell: wire.CellPacket, ce: bool = False) -> wire.CellPacket:
+    def _ack(self, cell: wire.CellPacket, ce: bool = False, now: float | None = None) -> wire.CellPacket:
+        held_us = 0 if now is None else min(wire.U32, max(0, round((now - self._last_arrival) * 1e6)))
         self.unacked = 0
         self.ack_due = None
         self._last_cell = None
@@ -152,7 +155,8 @@ class ReceiverFlow:
         return wire.CellPacket(
             type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
             entropy=echo(self.cfg.layout, cell.entropy, self.here, self.src),  # back along the cell's path
-            flags=wire.FLAG_ECE if ce else 0, body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
+            flags=wire.FLAG_ECE if ce else 0, aux=held_us,
+            body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
         )
 
     def ack_deadline(self) -> float | None:
@@ -164,7 +168,7 @@ class ReceiverFlow:
         if self.ack_due is None or now < self.ack_due or self._last_cell is None:
             return None
         self.acks_delayed += 1
-        return self._ack(self._last_cell)
+        return self._ack(self._last_cell, now=now)
 
     def _assemble(self, now: float, cell: wire.CellPacket) -> Delivered | None:
         asm = self._asm

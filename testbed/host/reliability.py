@@ -87,13 +87,15 @@ class SendWindow:
         return None
 
     # -- feedback --------------------------------------------------------
-    def on_ack(self, cum: int, sack: int, sack_bits: int, now: float | None = None) -> list[int] | None:
+    def on_ack(self, cum: int, sack: int, sack_bits: int, now: float | None = None,
+               ack_delay: float = 0.0) -> list[int] | None:
         """Newly acknowledged psns, or None if the ack claims cells never sent.
 
         With `now`, the most recently sent of the newly acknowledged cells that
         were sent only once gives an RTT sample (Karn). With coalesced ACKs one
         ACK covers several cells; the newest of them is the one that triggered
-        it, so the sample is not inflated by the older cells' wait."""
+        it, so the sample is not inflated by the older cells' wait; a timer ACK
+        says how long it waited after that cell (`ack_delay`), which is left out too."""
         if cum > self.next_psn:
             self.bogus_acks += 1
             return None
@@ -128,7 +130,7 @@ class SendWindow:
             if resent:
                 resent.difference_update(acked)
         if newest >= 0 and now is not None:
-            self._rtt_sample(now - newest)
+            self._rtt_sample(now - newest - ack_delay)  # the receiver's delayed-ACK wait is not the path's
         return acked
 
     def _rtt_sample(self, rtt: float) -> None:

@@ -108,7 +108,8 @@ class SenderFlow:
 
     # -- feedback ------------------------------------------------------------
     def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:
-        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS, now)
+        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS, now,
+                                   ack_delay=cell.aux / 1e6)
         done = []
         for psn in acked or ():
             msg = self._message_of(psn)

@@ -10,6 +10,7 @@ from testbed.scenario.errors import ScenarioError
 from testbed.scenario.load import load_scenario
 from testbed.scenario.model import Scenario
 from testbed.scenario.variants import expand_variants
+from testbed.topo.entropy import layout_of
 from testbed.topo.render import describe
 
 
@@ -60,6 +61,13 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _entropy_fit(s: Scenario) -> str:
+    paths = layout_of(s.topo).paths
+    fit = "a multiple: every path equally often" if s.fabric.entropy_values % paths == 0 else \
+        "not a multiple: some paths more often than others"
+    return f"{paths} equal-cost paths between the farthest hosts, {fit}"
+
+
 def summary(s: Scenario) -> str:
     d, f, t = s.derived, s.fabric, s.transport
     lines = [
@@ -69,8 +77,8 @@ def summary(s: Scenario) -> str:
         f"links: host {_link(s.links.host)}; fabric {_link(s.links.fabric)}",
         f"base RTT {d.base_rtt_us / 1000:.2f} ms over {d.path_host_links}+{d.path_fabric_links} "
         f"links, BDP {d.bdp_cells} cells ({d.bdp_bytes} B), oversubscription {d.oversubscription:g}:1",
-        f"fabric: {f.load_balancing}, {f.cell_size} B cells, {f.entropy_values} entropy values, "
-        f"ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}",
+        f"fabric: {f.load_balancing}, {f.cell_size} B cells, {f.entropy_values} entropy values "
+        f"({_entropy_fit(s)}), ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}",
         f"transport: cc {t.cc}, reorder window {t.reorder_window_cells} cells, "
         f"RTO {t.rto_low_rtt:g}/{t.rto_high_rtt:g} RTT",
         "workload:",

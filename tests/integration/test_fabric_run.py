@@ -67,7 +67,8 @@ def test_kill_9_then_clean_leaves_nothing(tmp_path, registry):
     scenario.write_text(PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}")
                         + "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n")
     before = interfaces()
-    run = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", str(scenario), "--runs-dir", str(tmp_path / "runs")],
+    run = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--force", str(scenario), "--runs-dir",
+                            str(tmp_path / "runs")],
                            env={**os.environ, "TESTBED_REGISTRY": str(registry)},
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     manifest_path = None

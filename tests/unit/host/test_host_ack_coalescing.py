@@ -227,3 +227,39 @@ def test_pacer_never_exceeds_the_rate_on_average():
     strict = drive(Pacer(rate), wakes, size)
     assert len(sent) > 1.1 * len(strict)  # and it recovers bandwidth a strict pacer loses
     assert len(sent) * per_packet <= wakes[-1] + catchup + per_packet
+
+
+def test_a_timer_ack_says_how_long_it_waited_and_the_sample_leaves_it_out():
+    cfg, rf = flow(4)
+    assert rf.on_data(1.0, data(0), False)[0] is None  # coalesced: waits for more cells or the timer
+    late = rf.ack_due_now(1.0 + cfg.ack_delay_s)
+    assert late is not None and late.aux == round(cfg.ack_delay_s * 1e6)
+    assert rf.on_data(2.0, data(1, flags=wire.FLAG_LAST), False)[0].aux == 0  # sent at once: no wait
+    w = SendWindow(window=16, rto_low=5.0, rto_high=15.0, low_max_inflight=3, min_retx_gap=0.5)
+    w.take(0.0, 1)
+    w.on_ack(1, 0, 64, now=0.1 + cfg.ack_delay_s, ack_delay=late.aux / 1e6)
+    assert w.min_rtt == pytest.approx(0.1, abs=1e-6)
+
+
+def test_an_idle_nic_saves_no_burst_and_a_late_cell_starts_on_schedule():
+    cell = 1e-3
+    p = Pacer(8e6, catchup_s=1 * cell)  # 1 byte per microsecond, 1000-byte cells
+    assert p.consume(0.0, 1000) == 0.0
+    p.idle(5.0)  # nothing to send for a while
+    assert p.ready(5.0) and p.consume(5.0, 1000) == 5.0  # starts now, not a cell in the past
+    assert not p.ready(5.0)  # so a second cell waits its turn: no burst above the link rate
+    late = 5.0 + 2.5 * cell  # backlogged, the loop wakes 1.5 cells late
+    assert p.consume(late, 1000) == pytest.approx(late - cell)  # on the wire as scheduled (within catch-up)
+
+
+def test_endpoint_hands_out_each_cells_wire_start():
+    cfg = make_cfg("none", cell_size=CELL)
+    ep = Endpoint("10.1.0.2", cfg)
+    ep.send_message(0.0, "10.2.0.3", 1, bytes(10 * CELL))
+    first = ep.poll(0.0)
+    assert [tx.start for tx in first] == [0.0]
+    gap = (CELL + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / cfg.link_rate_bps
+    later = ep.poll(3.5 * gap)
+    # 2.5 cell times late: the catch-up (one cell) puts the next cell at 2.5, not 1.0, and the
+    # one after it right behind, at 3.5: never more than the link carries
+    assert [round(tx.start / gap, 6) for tx in later] == [2.5, 3.5]
