@@ -53,11 +53,11 @@ def run(tmp_path, lb: str, cc: str, workload: str = PERMUTATION, messages: int =
     (variant,) = expand_variants(scenario)
     run_dir = tmp_path / name
     result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, scenario.topo)
-    context = f"{name}: notes {result.notes}, agents {result.agents}, drops {summary['switch_drops_packets']}"
+    summary = summarize_variant(run_dir, scenario.topo, variant.scenario)
+    context = f"{name}: notes {result.notes}, agents {result.agents}, drops {summary['drops']}"
     assert result.pingall["failed"] == [], context
     assert all(code == 0 for code in result.agents.values()), context
-    assert summary["messages_delivered"] == summary["messages_verified"] == messages, context
+    assert summary["messages_planned"] == summary["messages_completed"] == messages, context
     return scenario, result, summary, run_dir, context
 
 
@@ -81,7 +81,9 @@ def fabric_tx_bytes(run_dir: Path, topology) -> dict[str, int]:
 def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(tmp_path, registry):
     scenario, result, summary, run_dir, context = run(tmp_path, "spray_rr_entropy", "tita")
     assert result.scheduling == "realtime", context
-    assert summary["data_drops_packets"] == 0, context  # credits pace data: nothing lost anywhere
+    drops = summary["drops"]  # credits pace data: no DATA cell lost anywhere
+    assert drops["switch_queue_drops_by_type"].get("DATA", 0) == 0, context
+    assert drops["data_balance"]["verdict"] == "balances", context
     carried = fabric_tx_bytes(run_dir, scenario.topo)
     assert len(carried) == 2 * 32  # both directions of every fabric link
     idle = sorted(link for link, sent in carried.items() if sent < 20_000)
