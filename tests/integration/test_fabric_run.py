@@ -32,15 +32,6 @@ def interfaces() -> set[str]:
     return set(os.listdir("/sys/class/net"))
 
 
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    from testbed.emulation import manifest
-
-    path = tmp_path / "registry"
-    monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
-    monkeypatch.setenv("TESTBED_REGISTRY", str(path))
-    return path
-
 
 def run_pingall(tmp_path, name, topology):
     scenario = parse_scenario(PINGALL.format(name=name, topology=topology), f"{name}.yaml")

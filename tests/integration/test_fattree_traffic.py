@@ -37,15 +37,6 @@ PERMUTATION = "{kind: permutation, start_s: 0.5, message_bytes: 131072, count: 1
 LONE_FLOW = "{kind: incast, start_s: 0.5, receiver: h1, senders: [h16], message_bytes: 131072, count: 1}"
 
 
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    from testbed.emulation import manifest
-
-    path = tmp_path / "registry"
-    monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
-    monkeypatch.setenv("TESTBED_REGISTRY", str(path))
-    return path
-
 
 def run(tmp_path, lb: str, cc: str, workload: str = PERMUTATION, messages: int = 16):
     name = f"ft-{lb}-{cc}"

@@ -53,15 +53,6 @@ INCAST = "{kind: incast, start_s: 0.5, receiver: h1, senders: 4, message_bytes: 
 PERMUTATION = "{kind: permutation, start_s: 0.5, message_bytes: 65536, count: 2, cross_tor: true}"
 
 
-@pytest.fixture
-def registry(tmp_path, monkeypatch):
-    from testbed.emulation import manifest
-
-    path = tmp_path / "registry"
-    monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
-    monkeypatch.setenv("TESTBED_REGISTRY", str(path))
-    return path
-
 
 def run_variant(tmp_path, name: str, cc: str, workload: str) -> dict:
     scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload), f"{name}.yaml")
