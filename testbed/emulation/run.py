@@ -25,6 +25,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
+from testbed.emulation.faults import FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
@@ -92,6 +93,7 @@ class VariantRun:
         self.clients: dict[str, P4RuntimeClient] = {}
         self.agents: dict[str, subprocess.Popen] = {}
         self.collector: Collector | None = None
+        self.faults: FaultRunner | None = None
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
 
@@ -249,6 +251,7 @@ class VariantRun:
             log.close()
             self.agents[host] = process
             self.manifest.add_process(process.pid, f"agent {host}", argv)
+        self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl").start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
             remaining = max(0.1, deadline - time.monotonic())
@@ -332,6 +335,8 @@ class VariantRun:
             if code not in (0, None, -signal.SIGTERM):
                 self.result.notes.append(f"switch {switch.config.name} exited with code {code}: "
                                          f"{log_tail(switch.config.log_file, 3)}")
+        if self.faults is not None:
+            self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]
         if self.network is not None:
             self.network.stop()
         self.manifest.finished = True

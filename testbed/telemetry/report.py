@@ -324,6 +324,20 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
 """
 
 
+def _fault_lines(summaries: dict[str, dict]) -> list[str]:
+    """When each variant's faults happened (planned and actual time, seconds on the run's clock)."""
+    lines = []
+    for name, summary in summaries.items():
+        events = summary.get("faults") or []
+        if events:
+            lines.append(f"Faults in {name}:")
+            lines += [f"- {e['kind']} {e['target']} at {e['t_s']:.3f} s (planned {e['at_s']:g} s)"
+                      + (f": not carried out, {e['error']}" if e.get("error") else
+                         f" ({', '.join(e['interfaces'])})") for e in events]
+            lines.append("")
+    return lines
+
+
 def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -349,6 +363,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
         lines += ["![ToR uplink utilisation](uplinks.png)", ""]
     if _plot_fct(run_dirs, out_dir / "fct_cdf.png"):
         lines += ["![Message completion time CDF](fct_cdf.png)", ""]
+    lines += _fault_lines(summaries)
     for name in names:
         notes = summaries[name].get("notes") or []
         if notes:

@@ -211,7 +211,14 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts)
+    summary["faults"] = faults(run_dir)
     return summary
+
+
+def faults(run_dir: Path) -> list[dict]:
+    """The faults the run carried out (faults.jsonl), in the order they happened."""
+    path = run_dir / "faults.jsonl"
+    return read_jsonl(path) if path.exists() else []
 
 
 def measured_over_ideal(summary: dict, ideal: dict | None) -> dict | None:

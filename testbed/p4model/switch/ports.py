@@ -97,7 +97,7 @@ class RawPort:
     """One switch port on one interface (PACKET_MMAP rings unless `rings=False` or unavailable)."""
 
     __slots__ = ("number", "iface", "sock", "fd", "ignore_outgoing", "rings", "mtu", "rx_frames", "tx_frames",
-                 "tx_errors", "rx_bytes", "tx_bytes", "rx_truncated", "_recv", "_send", "_recvfrom", "_mm",
+                 "tx_errors", "rx_bytes", "tx_bytes", "rx_truncated", "socket_errors", "_recv", "_send", "_recvfrom", "_mm",
                  "_plain", "_rx_off", "_tx_off", "_tx_last", "_tx_max", "_pending")
 
     def __init__(self, number: int, iface: str, buffer_bytes: int = BUFFER_BYTES, rings: bool = True) -> None:
@@ -129,6 +129,7 @@ class RawPort:
         self._tx_off = self._tx_last = _RX_END
         self._pending = False
         self.rx_frames = self.tx_frames = self.tx_errors = self.rx_bytes = self.tx_bytes = self.rx_truncated = 0
+        self.socket_errors = 0  # pending errors cleared (a link that went down)
 
     def _open(self, index: int, buffer_bytes: int, rings: bool) -> None:
         """Set up self.sock (and with rings: the mmap and the plain TX socket); on error leave nothing open."""
@@ -203,6 +204,11 @@ class RawPort:
                 off = 0
         self._rx_off = off
         self.rx_frames += len(out)
+        if not out:
+            # Readable with an empty ring: a pending socket error (ENETDOWN when the
+            # link goes down). Reading SO_ERROR clears it; else select() would report
+            # the port readable forever and the loop would spin.
+            self.socket_errors += bool(self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
         return out
 
     def _receive_plain(self, budget: int) -> list[bytes]:
@@ -291,7 +297,8 @@ class RawPort:
 
     def stats(self) -> dict:
         return {"port": self.number, "iface": self.iface, "rx_frames": self.rx_frames,
-                "tx_frames": self.tx_frames, "tx_errors": self.tx_errors, "tx_bytes": self.tx_bytes}
+                "tx_frames": self.tx_frames, "tx_errors": self.tx_errors, "tx_bytes": self.tx_bytes,
+                "socket_errors": self.socket_errors}
 
     def close(self) -> None:
         if self._mm is not None:
