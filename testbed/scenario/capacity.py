@@ -6,7 +6,8 @@ agents at both ends. The rates come from the scenario (every sending host
 at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
-(`CALIBRATION_PATH`), and until a first run has
+(`CALIBRATION_PATH`; the check takes the median of the last few runs), and
+until a first run has
 done so the figures measured on this project's 2-core reference machine
 stand in. A run that needs more than `HEADROOM` of the machine's cores is
 refused before anything is built, with the largest rate that fits.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,25 +63,38 @@ def calibration_path() -> Path:
     return CALIBRATION_PATH
 
 
-def load_costs() -> Costs:
+RECENT_RUNS = 5  # the calibration is the median of the last few runs: one run on a busy machine does not decide
+
+
+def _recent() -> list[dict]:
     try:
-        data = json.loads(calibration_path().read_text())
-        return Costs(float(data["switch_us_per_packet"]), float(data["agent_us_per_datagram"]),
-                     f"measured on this machine ({data.get('from', 'an earlier run')})")
+        runs = json.loads(calibration_path().read_text())["runs"]
+        return [r for r in runs if isinstance(r, dict)][-RECENT_RUNS:]
     except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def load_costs() -> Costs:
+    runs = _recent()
+    switch = [float(r["switch_us_per_packet"]) for r in runs if r.get("switch_us_per_packet")]
+    agent = [float(r["agent_us_per_datagram"]) for r in runs if r.get("agent_us_per_datagram")]
+    if not switch and not agent:
         return Costs()
+    return Costs(statistics.median(switch) if switch else DEFAULT_SWITCH_US_PER_PACKET,
+                 statistics.median(agent) if agent else DEFAULT_AGENT_US_PER_DATAGRAM,
+                 f"median of the last {max(len(switch), len(agent))} runs on this machine, newest "
+                 f"{runs[-1].get('from', 'unnamed')}")
 
 
 def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str) -> None:
-    """Keep a run's measured per-packet costs for the next check (missing ones stay as they were)."""
-    old = load_costs()
-    data = {"switch_us_per_packet": switch_us_per_packet or old.switch_us_per_packet,
-            "agent_us_per_datagram": agent_us_per_datagram or old.agent_us_per_datagram, "from": source}
+    """Keep a run's measured per-packet costs (None: not measured) for the next checks."""
+    runs = _recent() + [{"switch_us_per_packet": switch_us_per_packet,
+                         "agent_us_per_datagram": agent_us_per_datagram, "from": source}]
     try:
         calibration_path().parent.mkdir(parents=True, exist_ok=True)
-        calibration_path().write_text(json.dumps(data, indent=1))
+        calibration_path().write_text(json.dumps({"runs": runs[-RECENT_RUNS:]}, indent=1))
     except OSError:
-        pass  # a read-only registry only means the reference figures stay in use
+        pass  # a read-only place only means the reference figures stay in use
 
 
 def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
