@@ -40,6 +40,8 @@ def _run_variants(args, scenario, variants) -> int:
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
+    if args.fit:
+        variants = [_fitted(variant) for variant in variants]
     for variant in variants:  # refuse before anything is built, for every variant's rates
         try:
             print(capacity.check(variant.scenario), flush=True)
@@ -63,6 +65,30 @@ def _run_variants(args, scenario, variants) -> int:
     report = write_report(scenario, run_dirs, summaries, out_dir)
     print(f"report: {report}")
     return 0
+
+
+FIT_MARGIN = 0.9  # run a little below the rate the check computes, not on its edge
+
+
+def _fitted(variant):
+    """The variant slowed (rates down, times up: `scenario.timescale`) until it fits, if it must be."""
+    import dataclasses
+
+    from testbed.scenario.timescale import slowed
+
+    s = variant.scenario
+    fits = capacity.fitting_rate(s) * FIT_MARGIN
+    if fits >= s.links.host.rate_mbps:
+        return variant
+    if fits <= 0:
+        raise TestbedError(f"{s.file}: {variant.name}: even its idle processes do not fit this machine; "
+                           "choose a smaller fabric")
+    slow = slowed(s, fits / s.links.host.rate_mbps)
+    print(f"{variant.name}: --fit: host links {s.links.host.rate_mbps:g} -> {slow.links.host.rate_mbps:.3g} "
+          f"Mbit/s, every time x{s.links.host.rate_mbps / slow.links.host.rate_mbps:.3g} (duration "
+          f"{slow.duration_s:g} s, base RTT {slow.derived.base_rtt_us / 1000:.1f} ms, BDP still "
+          f"{slow.derived.bdp_cells} cells)", flush=True)
+    return dataclasses.replace(variant, scenario=slow)
 
 
 def clean_command(args) -> int:
@@ -122,6 +148,9 @@ def register(sub) -> None:
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--variant", action="append", help="run only this variant (repeatable), e.g. load_balancing=spray")
     run.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    run.add_argument("--fit", action="store_true",
+                     help="slow a fabric this machine cannot hold down to a rate it can: every link rate "
+                          "times f, every delay and time over f (ratios such as the BDP in cells unchanged)")
     run.add_argument("--force", action="store_true",
                      help="run even when the pre-flight capacity check says this machine cannot hold the fabric")
     run.set_defaults(func=run_command)

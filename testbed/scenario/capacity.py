@@ -145,6 +145,17 @@ def machine_memory_bytes() -> int:
     return 0
 
 
+def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None) -> float:
+    """The host link rate (Mbit/s) at which the fabric's CPU demand meets the plan (0: none)."""
+    costs = costs or load_costs()
+    need = demand(scenario, costs)
+    budget = (cores or machine_cores()) * HEADROOM
+    idle = need.processes * DEFAULT_IDLE_CPU_PER_PROCESS
+    if budget <= idle:
+        return 0.0
+    return (budget - idle) / (need.cpu - idle) * scenario.links.host.rate_mbps
+
+
 def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str:
     """One line on whether the fabric fits; raises CapacityError when it does not."""
     costs = costs or load_costs()
@@ -160,14 +171,14 @@ def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str
             f"{need.memory_bytes / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available: "
             "choose a smaller fabric")
     if need.cpu > budget:
-        idle = need.processes * DEFAULT_IDLE_CPU_PER_PROCESS
-        fits = (budget - idle) / (need.cpu - idle) * rate if budget > idle else 0.0
+        fits = fitting_rate(scenario, costs, cores)
         advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits >= 0.1
                   else "even its idle processes do not fit: choose a smaller fabric")
         raise CapacityError(
             f"{where}this fabric needs about {need.cpu:.2f} CPU-s/s at {rate:g} Mbit/s "
             f"({need.switch_packets_per_s:,.0f} switch packets/s, {need.agent_datagrams_per_s:,.0f} agent "
             f"datagrams/s) and this machine plans for {budget:.2f} ({cores} cores x {HEADROOM:g}); {advice} "
-            f"(costs: {costs.source}); `testbed run --force` runs it anyway")
+            f"(costs: {costs.source}); `testbed run --fit` slows the whole scenario to it, "
+            "`--force` runs it as it is")
     return (f"capacity: needs about {need.cpu:.2f} of {budget:.2f} CPU-s/s planned "
             f"({cores} cores x {HEADROOM:g}; costs: {costs.source})")

@@ -1,0 +1,37 @@
+"""The same experiment at a slower clock: every rate times f, every time over f.
+
+Emulated fabrics keep the dimensionless ratios of real ones, not their
+microseconds (REFERENCE.md, "Scaled-down defaults"), so a fabric that this
+machine cannot hold at the asked rates can run slower without changing what
+it measures: with link rates times f and propagation delays, the run's
+duration, phase starts and fault times over f, the BDP in cells, buffers and
+ECN thresholds in cells, timers in RTTs, oversubscription and message sizes
+all stay as they were; only the seconds stretch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from testbed.scenario.model import LinkParams, Scenario
+
+
+def slowed(scenario: Scenario, factor: float) -> Scenario:
+    """`scenario` with rates times `factor` (0 < factor <= 1) and times over it."""
+    if not 0 < factor <= 1:
+        raise ValueError(f"a slow-down factor must be in (0, 1], not {factor}")
+    stretch = 1 / factor
+
+    def link(p: LinkParams) -> LinkParams:
+        return dataclasses.replace(p, rate_mbps=round(p.rate_mbps * factor, 6),
+                                   delay_us=round(p.delay_us * stretch, 3))
+
+    return dataclasses.replace(
+        scenario,
+        duration_s=round(scenario.duration_s * stretch, 3),
+        links=dataclasses.replace(scenario.links, host=link(scenario.links.host),
+                                  fabric=link(scenario.links.fabric)),
+        workload=tuple(dataclasses.replace(p, start_s=round(p.start_s * stretch, 3)) for p in scenario.workload),
+        faults=tuple(dataclasses.replace(f, at_s=round(f.at_s * stretch, 3)) for f in scenario.faults),
+        derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
+    )
