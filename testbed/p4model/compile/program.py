@@ -281,13 +281,16 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         cls = self.names.new("Fr_" + stem)
         s = self.src_types
         slots = [n for n, _ in scalars] + [n for n, _ in composites]
+        # the zero values first: they may add classes to src_types, which
+        # must not land inside this one
+        inits = [f"self.{n} = {self.types.zero(t)}" for n, t in scalars + composites]
         s.line(f"class {cls}:")
         s.indent()
         s.line(f"__slots__ = {tuple(slots)!r}")
         s.line("def __init__(self):")
         s.indent()
-        for n, t in scalars + composites:
-            s.line(f"self.{n} = {self.types.zero(t)}")
+        for line in inits:
+            s.line(line)
         if not slots:
             s.line("pass")
         s.dedent()

@@ -57,7 +57,8 @@ class TypeClasses:
 
     def __init__(self, src: Source, names: Names, oob_code: int, too_short_code: int,
                  header_too_short_code: int) -> None:
-        self.src = src
+        self.sink = src      # finished classes, each whole at module level
+        self.src = src       # the class being written (a private buffer while it is)
         self.names = names
         self.classes: dict[int, str] = {}
         self._stack_classes: dict[tuple, str] = {}
@@ -102,24 +103,33 @@ class TypeClasses:
                 elem_cls = self.class_of(t.element)
                 name = self.names.new(f"Stack_{elem_cls}_{t.size}")
                 self._stack_classes[key] = name
-                self._gen_stack(name, elem_cls, t.size)
+                self._generate(self._gen_stack, name, elem_cls, t.size)
             return self._stack_classes[key]
         if id(t) not in self.classes:
             if isinstance(t, ir.HeaderT):
-                name = self.names.new(f"H_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_header(name, t)
+                prefix, gen = "H_", self._gen_header
             elif isinstance(t, ir.UnionT):
-                name = self.names.new(f"U_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_union(name, t)
+                prefix, gen = "U_", self._gen_union
             elif isinstance(t, ir.StructT):
-                name = self.names.new(f"S_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_struct(name, t)
+                prefix, gen = "S_", self._gen_struct
             else:
                 raise P4Unsupported(None, f"value of type {t}")
+            name = self.names.new(f"{prefix}{t.name}")
+            self.classes[id(t)] = name
+            self._generate(gen, name, t)
         return self.classes[id(t)]
+
+    def _generate(self, gen, *args) -> None:
+        """Write one class into a private buffer and add it to the module
+        when complete: a class needed while another one is being written
+        (a nested type first met in a tuple, say) must not land inside it."""
+        outer, self.src = self.src, Source()
+        try:
+            gen(*args)
+            part = self.src
+        finally:
+            self.src = outer
+        self.sink.lines.extend(part.lines)
 
     def _field_init(self, fields) -> list[str]:
         return [f"self.{f.name} = {self.zero(f.type)}" for f in fields]
