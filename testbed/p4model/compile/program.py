@@ -15,6 +15,7 @@ from pathlib import Path
 from testbed.p4model import externs as rtx
 from testbed.p4model import tables as rtt
 from testbed.p4model import tableinfo
+from testbed.p4model.compile.effects import ExitAnalysis, sees_outer_state
 from testbed.p4model.compile.emitter import Names, Source, py_ident
 from testbed.p4model.compile.exprs import ExprMixin, to_unsigned
 from testbed.p4model.compile.externs import ExternMixin, enum_member
@@ -131,6 +132,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self._inline_states: dict = {}      # states written into their one predecessor
         self.out = CompiledProgram("", {}, self.rt, {}, None, None, None)
         self.defs: list[Source] = []
+        self.exits = ExitAnalysis()          # which actions/controls can end in exit
 
     # ------------------------------------------------------- def buffers
 
@@ -399,6 +401,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.src.indent()
             self.emit("pass")
             self.src.dedent()
+        elif outs and self.exits.control(decl):
+            self.exit_copy_out(decl.apply.stmts)
         else:
             self.block(decl.apply.stmts)
         if outs:
@@ -652,7 +656,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.emit(f"def {fn}({', '.join(list(ctl_args) + names)}):")
         self.src.indent()
         self._param_fixups(action.params, env)
-        self.block(action.body.stmts)
+        if outs and self.exits.action(action):
+            self.exit_copy_out(action.body.stmts)
+        else:
+            self.block(action.body.stmts)
         if outs:
             self.emit(self.fc.return_code(None))
         self.src.dedent()
@@ -711,6 +718,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         cp = t.cp_name or t.name
         fields = []
         for k in t.keys:
+            kt = scalar_type(k.expr.type)
+            if not isinstance(kt, (ir.BitT, ir.BoolT)) and kt.bit_width() is None:
+                raise P4Unsupported(k.loc if getattr(k, "loc", None) else t.loc,
+                                    f"table key of type {ir.type_str(k.expr.type)}")
             fields.append(rtt.MatchField(tableinfo.key_name(k), k.match_kind, width_of(k.expr.type)))
         impl_name = impl = None
         if t.implementation is not None:
@@ -841,7 +852,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.fc.env[id(var)] = n
             fake_args.append(ir.VarRef(var, type=p.type))
         self.gen_call(self.action_fn(action, ref.loc), action.params, fake_args,
-                      self.ctl_args_for(action), False, False)
+                      self.ctl_args_for(action), False, False,
+                      may_exit=self.exits.action(action), copy_composites=sees_outer_state(action))
         self.src.dedent()
         self._end_def(saved)
         return fn
