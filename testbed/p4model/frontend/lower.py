@@ -235,6 +235,9 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if header:
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
+                if not ok and _bit_struct(st):
+                    # P4 allows a struct of bit-strings here (p4c flattens it)
+                    raise P4Unsupported(floc, f"header field '{fname}' of struct type {ir.type_str(ftype)}")
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
             elif isinstance(st, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT)) or isinstance(ftype, BlockTemplate):
@@ -901,3 +904,16 @@ def lower(tree, source: Source) -> ir.Program:
     lw.finish()
     program.declarations = lw.declarations
     return program
+
+
+def _bit_struct(t) -> bool:
+    """A struct whose fields are bit<W>/int<W> or serializable enums, or
+    such structs: what P4 allows as the type of a header field."""
+    if not isinstance(t, ir.StructT):
+        return False
+    for f in t.fields:
+        ft = ir.strip_newtype(f.type)
+        if not (isinstance(ft, ir.BitT) or (isinstance(ft, ir.EnumT) and ft.underlying is not None)
+                or _bit_struct(ft)):
+            return False
+    return True
