@@ -22,8 +22,9 @@ from testbed.p4model.compile.externs import ExternMixin, enum_member
 from testbed.p4model.compile.helpers import RuntimeState, make_helpers
 from testbed.p4model.compile.stmts import FuncCtx, StmtMixin, param_convention
 from testbed.p4model.compile.types import TypeClasses, is_composite, scalar_type, width_of
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error, P4InternalError, P4Unsupported
 from testbed.p4model.frontend import ir
+from testbed.p4model.guard import internal_error
 from testbed.p4model.packet import ValueSet
 
 PARSER_STATE_LIMIT = 10000   # bound on state transitions per packet (no hang)
@@ -210,7 +211,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             path = d / f"{name}.py"
             path.write_text(source)
             filename = str(path)
-        code = compile(source, filename, "exec")
+        try:
+            code = compile(source, filename, "exec")
+        except SyntaxError as e:   # a generator bug: report the P4 construct it came from
+            raise P4InternalError(merged.loc_for_line(e.lineno or 0), "generated code", e) from e
         exec(code, namespace)
         out = self.out
         out.source = source
@@ -988,8 +992,15 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
 
 
 def compile_program(program: ir.Program, clock, rng, drop_port: int = 511) -> CompiledProgram:
+    """Compile, with the semantic guard: a bug of ours (an exception that
+    is not a P4Error) becomes one line at the P4 construct being compiled."""
     pc = ProgramCompiler(program, clock, rng, drop_port)
-    out = pc.compile()
+    try:
+        out = pc.compile()
+    except P4Error:
+        raise
+    except Exception as e:  # noqa: BLE001 - the contract is one line, never a traceback
+        raise internal_error(e, ", ".join(program.source_files[:1])) from e
     ns = out.namespace
     for dispatch, dnames in getattr(pc, "_pending_dispatch", []):
         for action, fn in dnames.items():

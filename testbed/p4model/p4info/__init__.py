@@ -65,7 +65,14 @@ def generate_file(program_path: str | Path, include_dirs=(), defines=None) -> p4
     except ImportError as e:
         raise TestbedError(f"{program_path}: the P4 front end is not available ({e})") from None
 
-    return generate(load_program(program_path, include_dirs=list(include_dirs), defines=defines))
+    program = load_program(program_path, include_dirs=list(include_dirs), defines=defines)
+    try:
+        return generate(program)
+    except TestbedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a generator bug is one line at its P4 construct
+        from testbed.p4model.guard import internal_error
+        raise internal_error(e, str(program_path)) from e
 
 
 def main(args) -> int:
