@@ -4,7 +4,11 @@ sub-blocks.
 Calling convention (copy-in/copy-out, P4-16 section 6.8):
 * `in` scalars are passed by value; `in` composites as a copy;
 * `inout`/`out` composites by reference (the callee works on the caller's
-  object; `out` ones are reset to zero/invalid at entry);
+  object; `out` ones are reset to zero/invalid at entry), except for an
+  action that also reaches the control's variables directly: it gets a
+  copy, copied back after the call (or its exit);
+* `exit` in a callee with scalar `out`/`inout` params raises ExitControl
+  carrying their values, which the caller copies out before passing it on;
 * `inout`/`out` scalars are passed in (out: as zero) and the callee
   returns their final values, which the caller assigns back;
 * a function's return value comes first in the returned tuple; one
