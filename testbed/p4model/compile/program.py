@@ -116,7 +116,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             return errors.index(name) if name in errors else 0
         self.err_too_short = code("PacketTooShort")
         self.types = TypeClasses(self.src_types, self.names, code("StackOutOfBounds"),
-                                 self.err_too_short, code("HeaderTooShort"))
+                                 self.err_too_short, code("HeaderTooShort"), code("ParserInvalidArgument"))
         self.rt = RuntimeState()
         self.globals: dict = {}
         self.empty_fns: set[str] = set()

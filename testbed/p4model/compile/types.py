@@ -56,7 +56,7 @@ class TypeClasses:
     """Generates (once per type) the Python class of each composite type."""
 
     def __init__(self, src: Source, names: Names, oob_code: int, too_short_code: int,
-                 header_too_short_code: int) -> None:
+                 header_too_short_code: int, invalid_argument_code: int = 0) -> None:
         self.sink = src      # finished classes, each whole at module level
         self.src = src       # the class being written (a private buffer while it is)
         self.names = names
@@ -65,6 +65,7 @@ class TypeClasses:
         self.oob_code = oob_code
         self.too_short_code = too_short_code
         self.header_too_short_code = header_too_short_code
+        self.invalid_argument_code = invalid_argument_code
         self._inline: dict[int, _InlineCodec] = {}  # header type id -> its struct codec's code
 
     # ---------------------------------------------------------------- values
@@ -464,6 +465,8 @@ class TypeClasses:
         s.line("def _extract_vb(self, cur, vb):")
         s.indent()
         s.line(f"if vb > {max_w} or vb < 0: raise ParseError({self.header_too_short_code})")
+        # bmv2 extracts varbits in whole bytes only
+        s.line(f"if vb % 8: raise ParseError({self.invalid_argument_code})")
         s.line(f"total = {bits_before + bits_after} + vb")
         s.line("o = cur.off")
         s.line("e = o + (total + 7) // 8")
