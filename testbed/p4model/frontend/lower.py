@@ -159,9 +159,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
                 raise P4Error(loc, "header stack size must be a positive constant")
             se = ir.strip_newtype(elem)
-            if isinstance(se, ir.UnionT):
-                raise P4Unsupported(loc, "header union stack")
-            if not isinstance(se, ir.HeaderT):
+            if not isinstance(se, (ir.HeaderT, ir.UnionT)):
                 raise P4Error(loc, f"stack elements must be headers, not {ir.type_str(elem)}")
             return ir.StackT(elem, size.value)
         if data in ("tuple_type", "list_type"):

@@ -23,6 +23,7 @@ CLASSES = {
     "conf_exit_copy_out": "exit still copies out; inout composites seen by another path",
     "conf_lvalue_once": "the left-hand side (its index) is evaluated once, before the right",
     "conf_unused_lookahead": "a lookahead whose value is unused still checks the length",
+    "conf_union_stack": "stacks of header unions (were refused): extract(s.next.member)",
     "conf_varbit_bytes": "a varbit length that is not whole bytes is ParserInvalidArgument",
 }
 
