@@ -15,7 +15,7 @@ import struct
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
 from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
-from testbed.p4model.compile.types import scalar_type, width_of
+from testbed.p4model.compile.types import scalar_type, width_of, wire_view
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 
@@ -444,8 +444,8 @@ class ExternMixin:
 
     def _flatten_value(self, code: str, t: ir.Type, guard):
         t = ir.strip_newtype(t)
-        if isinstance(t, ir.HeaderT):
-            return [(f"{code}.{f.name}", f"{code}._valid", f.type) for f in t.fields]
+        if isinstance(t, ir.HeaderT):   # a struct field's leaves, in wire order
+            return [(f"{code}.{f.name}", f"{code}._valid", f.type) for f in wire_view(t).fields]
         if isinstance(t, ir.StructLikeT):
             out = []
             for f in t.fields:

@@ -258,6 +258,18 @@ class TypeClasses:
     def _gen_header(self, name: str, t: ir.HeaderT) -> None:
         s = self.src
         self._gen_common(name, t.fields, has_valid=True)
+        wire = wire_view(t)
+        if wire is not t:   # struct fields: the codec works on their leaves
+            self._gen_header_codec(name, wire)
+            if id(wire) in self._inline:
+                self._inline[id(t)] = self._inline.pop(id(wire))
+            return
+        self._gen_header_codec(name, t)
+
+    def _gen_header_codec(self, name: str, t: ir.HeaderT) -> None:
+        """_NBITS, _zero, extract/load/bytes and _emit of a header class;
+        `t`'s fields are the wire fields (dotted names reach into structs)."""
+        s = self.src
         fixed_bits = t.bit_width()
         varbit = [f for f in t.fields if isinstance(ir.strip_newtype(f.type), ir.VarbitT)]
         if len(varbit) > 1:
@@ -519,3 +531,20 @@ _SELF = re.compile(r"\bself\.")
 def _on(line: str, h: str) -> str:
     """`line` with the header `self` replaced by the expression `h`."""
     return _SELF.sub(f"{h}.", line)
+
+
+def wire_view(t: ir.HeaderT) -> ir.HeaderT:
+    """t itself, or (when a field is a struct) a HeaderT of its leaf fields
+    in wire order, named by path (`row.e`): what extract and emit see."""
+    if not any(isinstance(ir.strip_newtype(f.type), ir.StructT) for f in t.fields):
+        return t
+
+    def leaves(fields, prefix):
+        for f in fields:
+            ft = ir.strip_newtype(f.type)
+            if isinstance(ft, ir.StructT):
+                yield from leaves(ft.fields, f"{prefix}{f.name}.")
+            else:
+                yield ir.Field(prefix + f.name, f.type, f.annotations, f.loc)
+
+    return ir.HeaderT(t.name, list(leaves(t.fields, "")), t.annotations, t.loc)

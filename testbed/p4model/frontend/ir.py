@@ -219,7 +219,8 @@ class StructLikeT(Type):
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
     """A header: fields are BitT / VarbitT / BoolT / serializable EnumT /
-    NewT of those.  Has a validity bit."""
+    NewT of those, or StructT of BitT / serializable EnumT (recursively).
+    Has a validity bit."""
 
     def bit_width(self) -> Optional[int]:
         """Fixed width; for headers with a varbit, the width without it."""

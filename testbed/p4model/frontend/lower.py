@@ -233,9 +233,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if header:
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
-                if not ok and _bit_struct(st):
-                    # P4 allows a struct of bit-strings here (p4c flattens it)
-                    raise P4Unsupported(floc, f"header field '{fname}' of struct type {ir.type_str(ftype)}")
+                ok = ok or _bit_struct(st)   # P4 allows a struct of bit-strings here
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
             elif isinstance(st, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT)) or isinstance(ftype, BlockTemplate):

@@ -21,6 +21,7 @@ CLASSES = {
     "conf_parser_locals": "parser locals of new struct types (IndentationError in generated code)",
     "conf_eval_order": "left-to-right operands, conditional ?: / && / || arms",
     "conf_exit_copy_out": "exit still copies out; inout composites seen by another path",
+    "conf_header_struct_field": "a header field of struct type (was rejected as invalid P4)",
     "conf_lvalue_once": "the left-hand side (its index) is evaluated once, before the right",
     "conf_unused_lookahead": "a lookahead whose value is unused still checks the length",
     "conf_union_stack": "stacks of header unions (were refused): extract(s.next.member)",
