@@ -165,7 +165,7 @@ class Generator:
         preamble.alias = self.symbols.alias(name)
         anno.fill(preamble, annotations, skip)
 
-    def _emit_action(self, action: ir.ActionDecl) -> None:
+    def _emit_action(self, action: ir.ActionDecl, with_params: bool = True) -> None:
         if _hidden(action.annotations):
             return
         action_id = self.symbols.id(nm.ACTION, action.cp_name)
@@ -175,7 +175,7 @@ class Generator:
         msg = self.info.actions.add()
         self._preamble(msg.preamble, nm.ACTION, action.cp_name, action.annotations)
         ids = self._param_ids(action)
-        for param, pid in zip(action.data_params(), ids):
+        for param, pid in zip(action.data_params() if with_params else (), ids):
             p = msg.params.add()
             p.id = pid
             p.name = param.name
@@ -449,7 +449,7 @@ class Generator:
         for view in self.views:
             if isinstance(view, pv.ControlView):
                 for action in view.actions:
-                    self._emit_action(action)
+                    self._emit_action(action, with_params=id(action) not in view.called_only)
                 self._emit_digests(view)
             else:
                 for vs in view.value_sets:

@@ -64,6 +64,7 @@ class ControlView:
     actions: list[ir.ActionDecl] = field(default_factory=list)
     children: list = field(default_factory=list)       # TableDecl | Instance(ExternT)
     bodies: list = field(default_factory=list)         # apply bodies, inlined sub-controls included
+    called_only: set = field(default_factory=set)      # ids of actions no table lists, only called
 
 
 @dataclass
@@ -169,9 +170,13 @@ def control_view(instance: ir.Instance) -> ControlView:
     for table in tables:
         for ref in _table_action_refs(table):
             note(ref.action)
+    in_tables = set(seen)
     for n in walk(view.bodies, live=True):
         if isinstance(n, ir.ActionCall):
             note(n.action)
+    # p4c's RemoveActionParameters binds the arguments of a direct call, so
+    # an action that is only called (no table lists it) has no parameters
+    view.called_only = set(seen) - in_tables
     globals_used = [a for a in referenced if id(a) not in local_ids]
 
     # Actions survive when a table or an apply body refers to them.  Calls
