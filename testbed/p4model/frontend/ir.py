@@ -931,6 +931,7 @@ class TableDecl:
     default_is_implicit: bool = False
     entries: list[TableEntryDecl] = field(default_factory=list)
     entries_are_const: bool = True
+    has_entries: bool = False        # an `entries` property is present (possibly empty)
     size: Optional[int] = None
     implementation: Optional[Instance] = None
     counters: Optional[Instance] = None

@@ -212,6 +212,7 @@ class TableLowering:
         if is_const:
             rest = rest[1:]
         table.entries_are_const = is_const
+        table.has_entries = True
         self._entries_loc = self.loc(p, ctx)
         if not table.keys:
             raise P4Error(self.loc(p, ctx), f"table {table.name} has entries but no key")

@@ -302,8 +302,8 @@ class Generator:
         msg.size = size
         if table.entries:
             msg.has_initial_entries = True
-            if table.entries_are_const:
-                msg.is_const_table = True
+        if (table.entries or table.has_entries) and table.entries_are_const:
+            msg.is_const_table = True     # p4c: also for `const entries = { }`
         self._table_properties(msg, table)
 
     def _default_args(self, call, ref: ir.ActionRef) -> None:
