@@ -14,6 +14,7 @@ from p4.config.v1 import p4info_pb2
 from testbed.p4model import tableinfo
 from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
+from testbed.p4model.frontend.annotations import name_annotation
 from testbed.p4model.p4info import annots as anno
 from testbed.p4model.p4info import naming as nm
 from testbed.p4model.p4info import program as pv
@@ -178,7 +179,7 @@ class Generator:
         for param, pid in zip(action.data_params() if with_params else (), ids):
             p = msg.params.add()
             p.id = pid
-            p.name = param.name
+            p.name = name_annotation(param.annotations) or param.name   # p4c: @name renames
             anno.fill(p, param.annotations)
             t = param.type
             if isinstance(t, ir.EnumT) and t.underlying is None:
