@@ -7,6 +7,7 @@ messages in p4c's order (see program.py).
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from p4.config.v1 import p4info_pb2
@@ -427,11 +428,16 @@ class Generator:
         pkg.arch = self.program.architecture or "v1model"
         annotations = self.program.main.annotations
         for a in annotations:
-            if a.name == "pkginfo" and a.kv:
-                for key, value in a.kv.items():
+            kv = a.kv or _body_kv(a.body)
+            if a.name == "pkginfo" and kv:
+                for key, value in kv.items():
                     if key in ("name", "version", "organization", "contact", "url", "arch"):
                         setattr(pkg, key, str(value))
-        anno.fill(pkg, annotations, skip=("pkginfo",))
+            if a.name == "platform_property" and kv:
+                for key, value in kv.items():
+                    if key in pkg.platform_properties.DESCRIPTOR.fields_by_name and isinstance(value, int):
+                        setattr(pkg.platform_properties, key, value)
+        anno.fill(pkg, annotations, skip=("pkginfo", "platform_property"))
 
     # ------------------------------------------------------------ run
 
@@ -478,3 +484,19 @@ def _flat_fields(fields, prefix: str = ""):
 def generate(program: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info p4c would generate for `program` (a v1model program)."""
     return Generator(program).run()
+
+
+def _body_kv(body) -> dict:
+    """`k = "s", n = 10` written as a plain annotation body (p4c reads
+    @pkginfo / @platform_property this way too): strings and integers."""
+    out = {}
+    for part in re.findall(r'(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|[-\w]+)', body or ""):
+        key, raw = part
+        if raw.startswith('"'):
+            out[key] = raw[1:-1]
+        else:
+            try:
+                out[key] = int(raw, 0)
+            except ValueError:
+                out[key] = raw
+    return out
