@@ -37,6 +37,9 @@ class TableLowering:
                                    for c, k in zip(t.children, keys)],
                                   type=ir.TupleT(tuple(k.type for k in keys)), loc=loc)
         if len(keys) == 1:
+            if isinstance(t, Tree) and t.data == "list_expr" and t.children \
+                    and isinstance(t.children[0], Tree) and len(t.children[0].children) == 1:
+                t = t.children[0].children[0]   # `{ x }` for one key: p4c reads the 1-tuple as x
             return self.simple_keyset(t, keys[0].type, ctx, allow_value_set)
         ks = self.simple_keyset(t, ir.TupleT(tuple(k.type for k in keys)), ctx, allow_value_set)
         if isinstance(ks, (ir.KeysetDefault, ir.KeysetValueSet)):

@@ -31,3 +31,15 @@ def test_empty_const_entries_is_a_const_table():
     assert tables["I.none_yet"].is_const_table
     assert not tables["I.none_yet"].has_initial_entries
     assert not tables["I.plain"].is_const_table
+
+
+ONE_TUPLE = PROGRAM.replace("const entries = { }", "const entries = { { 8w0x20 } : a(); }")
+
+
+def test_one_key_entry_written_as_a_one_tuple():
+    """`{ x } : a()` for a one-key table is the key x (p4c accepts it)."""
+    program = load_source(ONE_TUPLE, "ce1.p4")
+    table = next(d for d in program.block("ingress").type.decl.locals
+                 if getattr(d, "name", "") == "none_yet")
+    [entry] = table.entries
+    assert [k.value for k in entry.keys] == [0x20]
