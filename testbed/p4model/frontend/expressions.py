@@ -585,6 +585,12 @@ class ExprLowering:
         base, member = self.callee(callee_tree, ctx)
         args = list(args_tree.children) if args_tree is not None else []
         if member is None:
+            if isinstance(base, ActionName) and len(args) > len(base.target.params):
+                # an action named like an extern function (p4c's issue1541:
+                # `action hash() { hash(...); }`): the call resolves by arity
+                outer = ctx.scope.top().lookup(base.target.name)
+                if isinstance(outer, Overloads):
+                    return self.extern_function_call(outer, type_args, args, ctx, loc)
             if isinstance(base, ActionName):
                 return self.action_call(base.target, args, ctx, loc)
             if isinstance(base, FunctionName):
