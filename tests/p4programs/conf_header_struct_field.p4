@@ -3,7 +3,7 @@
 // setValid zeroes them, and they are read and written by path.
 #include <core.p4>
 #include <v1model.p4>
-struct pair_t { bit<4> hi; bit<12> lo; }
+struct pair_t { bit<3> hi; bool flag; bit<12> lo; }
 struct nest_t { pair_t p; bit<8> z; }
 header h_t { bit<8> a; nest_t n; }
 header x_t { pair_t q; }
@@ -18,7 +18,8 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
         h.h.n.p.lo = h.h.n.p.lo + 1;
         h.h.n.z = (bit<8>) h.h.n.p.hi;
         h.x.setValid();
-        h.x.q.hi = 0xf;
+        h.x.q.hi = 7;
+        h.x.q.flag = !h.h.n.p.flag;
     }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }

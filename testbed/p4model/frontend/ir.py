@@ -219,7 +219,7 @@ class StructLikeT(Type):
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
     """A header: fields are BitT / VarbitT / BoolT / serializable EnumT /
-    NewT of those, or StructT of BitT / serializable EnumT (recursively).
+    NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
     Has a validity bit."""
 
     def bit_width(self) -> Optional[int]:

@@ -903,13 +903,14 @@ def lower(tree, source: Source) -> ir.Program:
 
 
 def _bit_struct(t) -> bool:
-    """A struct whose fields are bit<W>/int<W> or serializable enums, or
-    such structs: what P4 allows as the type of a header field."""
+    """A struct whose fields are bit<W>/int<W>, bool or serializable enums,
+    or such structs: what p4c allows as the type of a header field
+    (TypeInference's onlyBitsOrBitStructs)."""
     if not isinstance(t, ir.StructT):
         return False
     for f in t.fields:
         ft = ir.strip_newtype(f.type)
-        if not (isinstance(ft, ir.BitT) or (isinstance(ft, ir.EnumT) and ft.underlying is not None)
+        if not (isinstance(ft, (ir.BitT, ir.BoolT)) or (isinstance(ft, ir.EnumT) and ft.underlying is not None)
                 or _bit_struct(ft)):
             return False
     return True
