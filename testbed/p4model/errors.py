@@ -33,6 +33,11 @@ class P4Unsupported(P4Error):
         super().__init__(loc, f"unsupported: {construct}")
 
 
+class P4NoMain(P4Error):
+    """The program declares no `main` package instance: nothing to run (p4c
+    still writes an empty P4Info for it)."""
+
+
 class P4InternalError(P4Error):
     """A bug of the builtin target met while loading a valid-looking
     program, reported (one line) at the P4 construct it was handling."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from lark import Token, Tree
 
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error, P4NoMain, P4Unsupported
 from testbed.p4model.frontend import ir
 from testbed.p4model.frontend import types as T
 from testbed.p4model.frontend.annotations import control_plane_name, make_annotation
@@ -100,8 +100,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         for decl in tree.children:
             self.declaration(decl, ctx)
         if self.main is None:
-            raise P4Error(self.source.loc(max(1, len(self.source.origins)), 1),
-                          "the program has no 'main' package instance")
+            raise P4NoMain(self.source.loc(max(1, len(self.source.origins)), 1),
+                           "the program has no 'main' package instance")
         main = self.main
         if not isinstance(main.type, ir.PackageT):
             raise P4Error(main.loc, "'main' must be a package instance")
