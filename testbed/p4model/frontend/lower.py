@@ -668,12 +668,13 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
 
     def select(self, t, ctx, names) -> ir.Select:
         loc = self.loc(t, ctx)
-        keys = [self.expr(k, ctx) for k in t.children[0].children]
+        has_keys = bool(t.children) and getattr(t.children[0], "data", None) == "arg_exprs"
+        keys = [self.expr(k, ctx) for k in t.children[0].children] if has_keys else []
         for k in keys:
             if isinstance(k.type, ir.IntLitT):
                 raise P4Error(k.loc, "a select key needs a width")
         cases = []
-        for c in t.children[1:]:
+        for c in t.children[1:] if has_keys else t.children:   # `select()`: only default applies
             ks = self.keyset(c.children[0], keys, ctx, allow_value_set=True)
             cases.append((ks, self.state_name(c.children[1], names, ctx)))
         return ir.Select(keys, cases, loc)
