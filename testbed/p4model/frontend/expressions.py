@@ -679,7 +679,20 @@ class ExprLowering:
         bound = self.bind_args(decl.params, args, ctx, loc, f"{ov.name}", bindings)
         targs = [bindings.get(p, ir.TypeParamT(p)) for p in decl.type_params]
         rt = T.substitute(decl.return_type, bindings)
+        if ov.name == "static_assert":
+            return self.static_assert(bound, loc)
         return ir.ExternFunctionCall(decl, bound, targs, type=rt, loc=loc)
+
+    @staticmethod
+    def static_assert(bound, loc) -> ir.Const:
+        """core.p4's static_assert, evaluated while loading (as p4c does)."""
+        check = bound[0]
+        if not isinstance(check, ir.Const) or not isinstance(check.value, bool):
+            raise P4Error(loc, "static_assert needs a compile-time constant condition")
+        if not check.value:
+            message = bound[1].value if len(bound) > 1 and isinstance(bound[1], ir.Const) else ""
+            raise P4Error(loc, f"static assertion failed{': ' + message if message else ''}")
+        return ir.Const(True, type=ir.BoolT(), loc=loc)
 
     def extern_method_call(self, base, et: ir.ExternT, member, type_args, args, ctx, loc):
         decl = et.decl
