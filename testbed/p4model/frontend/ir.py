@@ -54,13 +54,16 @@ class Annotation:
     (P4 annotation bodies are unparsed token lists); `args` holds the
     parsed expression list when the body parses as expressions
     (e.g. `@name("x")` -> args == ["x"] as Python str/int values), else None.
-    Structured annotations `@a[k=v]` put their key/values in `kv`."""
+    Structured annotations `@a[...]` (structured=True) put their key/values
+    in `kv` or their expression list in `args`, constant expressions
+    evaluated (`5 + 6` -> 11, `1 == 2` -> False)."""
 
     name: str
     body: str = ""
     args: Optional[list] = None
     kv: Optional[dict] = None
     loc: Loc = NO_LOC
+    structured: bool = False
 
 
 def find_annotation(annotations: list[Annotation], name: str) -> Optional[Annotation]:

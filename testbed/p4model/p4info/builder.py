@@ -282,6 +282,7 @@ class Generator:
             r = msg.action_refs.add()
             r.id = self.symbols.id(nm.ACTION, ref.action.cp_name)
             r.annotations.extend(anno.strings(ref.annotations))
+            anno.fill_structured(r, ref.annotations)
             names = {a.name for a in ref.annotations}
             if "tableonly" in names and "defaultonly" in names:
                 raise P4Error(ref.loc, f"table {table.cp_name}: action {ref.action.cp_name} is "
@@ -418,6 +419,7 @@ class Generator:
             m.id = fid
             m.name = name
             m.annotations.extend(anno.strings(f_annos))
+            anno.fill_structured(m, f_annos)
             m.bitwidth = width(t)
             self.types.record(t)
             if newtype_name(t):
