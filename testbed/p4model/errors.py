@@ -33,6 +33,24 @@ class P4Unsupported(P4Error):
         super().__init__(loc, f"unsupported: {construct}")
 
 
+class P4NoMain(P4Error):
+    """The program declares no `main` package instance: nothing to run (p4c
+    still writes an empty P4Info for it)."""
+
+
+class P4InternalError(P4Error):
+    """A bug of the builtin target met while loading a valid-looking
+    program, reported (one line) at the P4 construct it was handling."""
+
+    def __init__(self, loc, construct: str, exc: BaseException, where: str = "") -> None:
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+        at = f"at {loc}" if loc is not None else f"in {where or 'the program'}"
+        self.construct = construct
+        TestbedError.__init__(self, f"internal error {at} ({construct}): {detail}")
+        self.loc = loc
+        self.message = f"internal error ({construct}): {detail}"
+
+
 class ControlPlaneError(TestbedError):
     """A refused control-plane request; `code` is a gRPC status name."""
 

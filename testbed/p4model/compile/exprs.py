@@ -7,6 +7,7 @@ int<W>), so assignments of same-typed values need no further work.
 
 from __future__ import annotations
 
+from testbed.p4model.compile.effects import has_effects
 from testbed.p4model.compile.types import is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
@@ -49,9 +50,41 @@ class ExprMixin:
     def emit(self, line: str) -> None:
         self.src.line(line)
 
+    def ex_in_order(self, exprs) -> list[str]:
+        """Codes of operands evaluated left to right: an operand followed by
+        one with side effects (a call written as statements before the
+        expression) is first saved in a temporary."""
+        codes = []
+        for i, e in enumerate(exprs):
+            code = self.ex(e)
+            if not isinstance(e, ir.Const) and any(has_effects(x) for x in exprs[i + 1:]):
+                t = self.tmp("o")
+                self.emit(f"{t} = {self.types.copy(e.type, code) if e.type is not None else code}")
+                code = t
+            codes.append(code)
+        return codes
+
+    def ex_when(self, cond_code: str, e: ir.Expr, other: str, negate: bool = False) -> str:
+        """`e if cond else other`, with e's side effects (statements) run
+        only when cond holds."""
+        t = self.tmp("c")
+        self.emit(f"if {'not ' if negate else ''}{cond_code}:")
+        self.src.indent()
+        code = self.ex(e)
+        self.emit(f"{t} = {self.types.copy(e.type, code) if e.type is not None else code}")
+        self.src.dedent()
+        self.emit("else:")
+        self.src.indent()
+        self.emit(f"{t} = {other}")
+        self.src.dedent()
+        return t
+
     # -------------------------------------------------------- expressions
 
     def ex(self, e: ir.Expr) -> str:
+        pinned = self.__dict__.get("_pinned")
+        if pinned and id(e) in pinned:
+            return pinned[id(e)]
         method = getattr(self, "ex_" + type(e).__name__, None)
         if method is None:
             raise P4Unsupported(e.loc, f"expression {type(e).__name__}")
@@ -137,15 +170,19 @@ class ExprMixin:
 
     def ex_Binary(self, e: ir.Binary) -> str:
         op = e.op
+        if op in ("&&", "||") and has_effects(e.right):
+            left = self.tmp("b")
+            self.emit(f"{left} = {self.ex(e.left)}")
+            return self.ex_when(left, e.right, left, negate=(op == "||"))
         if op == "&&":
             return f"({self.ex(e.left)} and {self.ex(e.right)})"
         if op == "||":
             return f"({self.ex(e.left)} or {self.ex(e.right)})"
         lt = ir.strip_newtype(e.left.type)
+        a, b = self.ex_in_order([e.left, e.right])
         if op in ("==", "!=") and is_composite(lt) and not isinstance(lt, ir.TupleT):
-            r = f"{self.ex(e.left)}._eq({self.ex(e.right)})"
+            r = f"{a}._eq({b})"
             return r if op == "==" else f"(not {r})"
-        a, b = self.ex(e.left), self.ex(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
             return f"({a} {op} {b})"
         t = scalar_type(e.type)
@@ -214,6 +251,17 @@ class ExprMixin:
         return v
 
     def ex_Mux(self, e: ir.Mux) -> str:
+        if has_effects(e.if_true) or has_effects(e.if_false):
+            cond = self.tmp("m")
+            self.emit(f"{cond} = {self.ex(e.cond)}")
+            t = self.tmp("c")
+            for test, arm in ((f"if {cond}:", e.if_true), ("else:", e.if_false)):
+                self.emit(test)
+                self.src.indent()
+                code = self.ex(arm)
+                self.emit(f"{t} = {self.types.copy(arm.type, code) if arm.type is not None else code}")
+                self.src.dedent()
+            return t
         return f"({self.ex(e.if_true)} if {self.ex(e.cond)} else {self.ex(e.if_false)})"
 
     def ex_ListExpr(self, e: ir.ListExpr) -> str:
@@ -222,22 +270,23 @@ class ExprMixin:
             return self._build(t, [(f.name, item) for f, item in zip(t.fields, e.items)])
         if isinstance(t, ir.StackT):
             cls = self.types.class_of(t)
-            items = ", ".join(self.types.copy(i.type, self.ex(i)) for i in e.items)
+            items = ", ".join(self.types.copy(i.type, c) for i, c in zip(e.items, self.ex_in_order(e.items)))
             return f"_build_stack({cls}(), [{items}])"
-        items = ", ".join(self.types.copy(i.type, self.ex(i)) for i in e.items)
+        items = ", ".join(self.types.copy(i.type, c) for i, c in zip(e.items, self.ex_in_order(e.items)))
         return f"[{items}]"
 
     def ex_StructExpr(self, e: ir.StructExpr) -> str:
         t = ir.strip_newtype(e.type)
         if isinstance(t, ir.TupleT):
-            return "[" + ", ".join(self.ex(v) for v in e.fields.values()) + "]"
+            return "[" + ", ".join(self.ex_in_order(list(e.fields.values()))) + "]"
         return self._build(t, list(e.fields.items()))
 
     def _build(self, t: ir.Type, items) -> str:
         cls = self.types.class_of(t)
         valid = isinstance(t, ir.HeaderT)
         names = tuple(name for name, _ in items)
-        values = ", ".join(self.types.copy(v.type, self.ex(v)) for _, v in items)
+        codes = self.ex_in_order([v for _, v in items])
+        values = ", ".join(self.types.copy(v.type, c) for (_, v), c in zip(items, codes))
         return f"_build({cls}(), {valid}, {names!r}, ({values}{',' if len(items) == 1 else ''}))"
 
     def ex_DontCare(self, e: ir.DontCare) -> str:

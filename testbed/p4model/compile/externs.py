@@ -15,7 +15,7 @@ import struct
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
 from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
-from testbed.p4model.compile.types import scalar_type, width_of
+from testbed.p4model.compile.types import scalar_type, width_of, wire_view
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 
@@ -58,6 +58,9 @@ class ExternMixin:
         target = e.args[0]
         is_next = isinstance(target, ir.Member) and target.name == "next" \
             and isinstance(ir.strip_newtype(target.base.type), ir.StackT)
+        if self._union_stack_next(target):
+            self._extract_union_next(target, e.args[1] if len(e.args) > 1 else None)
+            return "None"
         if len(e.args) == 1:
             if is_next:
                 self.emit(f"{self.ex(target.base)}._extract_next(pk)")
@@ -70,6 +73,31 @@ class ExternMixin:
             else:
                 self.emit(f"{self.ex(target)}._extract_vb(pk, {bits})")
         return "None"
+
+    @staticmethod
+    def _union_stack_next(target: ir.Expr) -> bool:
+        """`stack.next.member` on a stack of header unions."""
+        if not (isinstance(target, ir.Member) and isinstance(target.base, ir.Member)
+                and target.base.name == "next"):
+            return False
+        st = ir.strip_newtype(target.base.base.type)
+        return isinstance(st, ir.StackT) and isinstance(ir.strip_newtype(st.element), ir.UnionT)
+
+    def _extract_union_next(self, target: ir.Member, bits) -> None:
+        """extract(u.next.member): the member of the next free union is
+        extracted (its siblings become invalid) and the stack advances."""
+        stack = self.ex(target.base.base)
+        union_t = ir.strip_newtype(ir.strip_newtype(target.base.base.type).element)
+        u = self.tmp("u")
+        self.emit(f"{u} = {stack}._next()")
+        if bits is None:
+            self.emit(f"{u}.{target.name}._extract(pk)")
+        else:
+            self.emit(f"{u}.{target.name}._extract_vb(pk, {self.ex(bits)})")
+        for f in union_t.fields:
+            if f.name != target.name:
+                self.emit(f"{u}.{f.name}._valid = False")
+        self.emit(f"{stack}.nxt += 1")
 
     def _extract_fixed(self, target: ir.Expr) -> None:
         """extract(hdr): the header's struct codec inlined (no method call)."""
@@ -416,8 +444,8 @@ class ExternMixin:
 
     def _flatten_value(self, code: str, t: ir.Type, guard):
         t = ir.strip_newtype(t)
-        if isinstance(t, ir.HeaderT):
-            return [(f"{code}.{f.name}", f"{code}._valid", f.type) for f in t.fields]
+        if isinstance(t, ir.HeaderT):   # a struct field's leaves, in wire order
+            return [(f"{code}.{f.name}", f"{code}._valid", f.type) for f in wire_view(t).fields]
         if isinstance(t, ir.StructLikeT):
             out = []
             for f in t.fields:

@@ -15,14 +15,16 @@ from pathlib import Path
 from testbed.p4model import externs as rtx
 from testbed.p4model import tables as rtt
 from testbed.p4model import tableinfo
+from testbed.p4model.compile.effects import ExitAnalysis, sees_outer_state
 from testbed.p4model.compile.emitter import Names, Source, py_ident
 from testbed.p4model.compile.exprs import ExprMixin, to_unsigned
 from testbed.p4model.compile.externs import ExternMixin, enum_member
 from testbed.p4model.compile.helpers import RuntimeState, make_helpers
 from testbed.p4model.compile.stmts import FuncCtx, StmtMixin, param_convention
 from testbed.p4model.compile.types import TypeClasses, is_composite, scalar_type, width_of
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error, P4InternalError, P4Unsupported
 from testbed.p4model.frontend import ir
+from testbed.p4model.guard import internal_error
 from testbed.p4model.packet import ValueSet
 
 PARSER_STATE_LIMIT = 10000   # bound on state transitions per packet (no hang)
@@ -114,7 +116,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             return errors.index(name) if name in errors else 0
         self.err_too_short = code("PacketTooShort")
         self.types = TypeClasses(self.src_types, self.names, code("StackOutOfBounds"),
-                                 self.err_too_short, code("HeaderTooShort"))
+                                 self.err_too_short, code("HeaderTooShort"), code("ParserInvalidArgument"))
         self.rt = RuntimeState()
         self.globals: dict = {}
         self.empty_fns: set[str] = set()
@@ -131,6 +133,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self._inline_states: dict = {}      # states written into their one predecessor
         self.out = CompiledProgram("", {}, self.rt, {}, None, None, None)
         self.defs: list[Source] = []
+        self.exits = ExitAnalysis()          # which actions/controls can end in exit
 
     # ------------------------------------------------------- def buffers
 
@@ -208,7 +211,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             path = d / f"{name}.py"
             path.write_text(source)
             filename = str(path)
-        code = compile(source, filename, "exec")
+        try:
+            code = compile(source, filename, "exec")
+        except SyntaxError as e:   # a generator bug: report the P4 construct it came from
+            raise P4InternalError(merged.loc_for_line(e.lineno or 0), "generated code", e) from e
         exec(code, namespace)
         out = self.out
         out.source = source
@@ -281,13 +287,16 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         cls = self.names.new("Fr_" + stem)
         s = self.src_types
         slots = [n for n, _ in scalars] + [n for n, _ in composites]
+        # the zero values first: they may add classes to src_types, which
+        # must not land inside this one
+        inits = [f"self.{n} = {self.types.zero(t)}" for n, t in scalars + composites]
         s.line(f"class {cls}:")
         s.indent()
         s.line(f"__slots__ = {tuple(slots)!r}")
         s.line("def __init__(self):")
         s.indent()
-        for n, t in scalars + composites:
-            s.line(f"self.{n} = {self.types.zero(t)}")
+        for line in inits:
+            s.line(line)
         if not slots:
             s.line("pass")
         s.dedent()
@@ -396,6 +405,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.src.indent()
             self.emit("pass")
             self.src.dedent()
+        elif outs and self.exits.control(decl):
+            self.exit_copy_out(decl.apply.stmts)
         else:
             self.block(decl.apply.stmts)
         if outs:
@@ -649,7 +660,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         self.emit(f"def {fn}({', '.join(list(ctl_args) + names)}):")
         self.src.indent()
         self._param_fixups(action.params, env)
-        self.block(action.body.stmts)
+        if outs and self.exits.action(action):
+            self.exit_copy_out(action.body.stmts)
+        else:
+            self.block(action.body.stmts)
         if outs:
             self.emit(self.fc.return_code(None))
         self.src.dedent()
@@ -708,6 +722,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         cp = t.cp_name or t.name
         fields = []
         for k in t.keys:
+            kt = scalar_type(k.expr.type)
+            if not isinstance(kt, (ir.BitT, ir.BoolT)) and kt.bit_width() is None:
+                raise P4Unsupported(k.loc if getattr(k, "loc", None) else t.loc,
+                                    f"table key of type {ir.type_str(k.expr.type)}")
             fields.append(rtt.MatchField(tableinfo.key_name(k), k.match_kind, width_of(k.expr.type)))
         impl_name = impl = None
         if t.implementation is not None:
@@ -838,7 +856,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.fc.env[id(var)] = n
             fake_args.append(ir.VarRef(var, type=p.type))
         self.gen_call(self.action_fn(action, ref.loc), action.params, fake_args,
-                      self.ctl_args_for(action), False, False)
+                      self.ctl_args_for(action), False, False,
+                      may_exit=self.exits.action(action), copy_composites=sees_outer_state(action))
         self.src.dedent()
         self._end_def(saved)
         return fn
@@ -973,8 +992,15 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
 
 
 def compile_program(program: ir.Program, clock, rng, drop_port: int = 511) -> CompiledProgram:
+    """Compile, with the semantic guard: a bug of ours (an exception that
+    is not a P4Error) becomes one line at the P4 construct being compiled."""
     pc = ProgramCompiler(program, clock, rng, drop_port)
-    out = pc.compile()
+    try:
+        out = pc.compile()
+    except P4Error:
+        raise
+    except Exception as e:  # noqa: BLE001 - the contract is one line, never a traceback
+        raise internal_error(e, ", ".join(program.source_files[:1])) from e
     ns = out.namespace
     for dispatch, dnames in getattr(pc, "_pending_dispatch", []):
         for action, fn in dnames.items():

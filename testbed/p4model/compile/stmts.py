@@ -4,7 +4,11 @@ sub-blocks.
 Calling convention (copy-in/copy-out, P4-16 section 6.8):
 * `in` scalars are passed by value; `in` composites as a copy;
 * `inout`/`out` composites by reference (the callee works on the caller's
-  object; `out` ones are reset to zero/invalid at entry);
+  object; `out` ones are reset to zero/invalid at entry), except for an
+  action that also reaches the control's variables directly: it gets a
+  copy, copied back after the call (or its exit);
+* `exit` in a callee with scalar `out`/`inout` params raises ExitControl
+  carrying their values, which the caller copies out before passing it on;
 * `inout`/`out` scalars are passed in (out: as zero) and the callee
   returns their final values, which the caller assigns back;
 * a function's return value comes first in the returned tuple; one
@@ -16,6 +20,7 @@ in one per-instance frame object, shared by its apply body and actions.
 
 from __future__ import annotations
 
+from testbed.p4model.compile.effects import has_effects, sees_outer_state
 from testbed.p4model.compile.types import is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
@@ -85,6 +90,38 @@ class StmtMixin:
         pass
 
     def st_Assign(self, st: ir.Assign) -> None:
+        pins = self._pin_indices(st.lhs, st.rhs)
+        try:
+            self._assign_stmt(st)
+        finally:
+            for key in pins:
+                del self._pinned[key]
+
+    def _pin_indices(self, lhs: ir.Expr, rhs: ir.Expr) -> list[int]:
+        """P4 evaluates the left-hand side (its run-time indices) once and
+        before the right-hand side: when the right-hand side has side
+        effects, or an index does (a compound assignment repeats the
+        l-value in its value), each run-time index is computed into a
+        temporary first and stands for that index expression wherever it
+        occurs in the statement."""
+        pinned = self.__dict__.setdefault("_pinned", {})
+        keys = []
+        rhs_effects = has_effects(rhs)
+        n = lhs
+        chain = []
+        while isinstance(n, (ir.Member, ir.Slice, ir.Index)):
+            chain.append(n)
+            n = n.base
+        for n in reversed(chain):      # outermost base first: P4's order
+            if isinstance(n, ir.Index) and not isinstance(n.index, ir.Const) \
+                    and (rhs_effects or has_effects(n.index)) and id(n.index) not in pinned:
+                t = self.tmp("i")
+                self.emit(f"{t} = {self.ex(n.index)}")
+                pinned[id(n.index)] = t
+                keys.append(id(n.index))
+        return keys
+
+    def _assign_stmt(self, st: ir.Assign) -> None:
         rhs = st.rhs
         if isinstance(rhs, (ir.StructExpr, ir.ListExpr)) and is_composite(st.lhs.type) \
                 and not isinstance(ir.strip_newtype(st.lhs.type), ir.TupleT):
@@ -97,10 +134,14 @@ class StmtMixin:
         call = st.call
         if isinstance(call, ir.BuiltinCall):
             self.stmt_builtin(call)
-        elif isinstance(call, ir.ExternMethodCall):
-            self.call_extern_method(call, want=False)
-        elif isinstance(call, ir.ExternFunctionCall):
-            self.call_extern_function(call, want=False)
+        elif isinstance(call, (ir.ExternMethodCall, ir.ExternFunctionCall)):
+            method = self.call_extern_method if isinstance(call, ir.ExternMethodCall) \
+                else self.call_extern_function
+            code = method(call, want=False)
+            if code and code != "None":
+                # a call whose value is unused still runs (a lookahead
+                # past the end of the packet is a parser error)
+                self.emit(code)
         elif isinstance(call, ir.ActionCall):
             self.call_action(call, want=False)
         elif isinstance(call, ir.FunctionCall):
@@ -237,53 +278,117 @@ class StmtMixin:
     # ---------------------------------------------------------------- calls
 
     def gen_call(self, fn: str, params: list[ir.Param], args: list[ir.Expr],
-                 prefix: list[str], returns_value: bool, want: bool) -> str:
-        """Emit a call with copy-in/copy-out; returns the value's code."""
+                 prefix: list[str], returns_value: bool, want: bool,
+                 may_exit: bool = False, copy_composites: bool = False) -> str:
+        """Emit a call with copy-in/copy-out; returns the value's code.
+
+        Arguments are evaluated left to right (an argument followed by one
+        with side effects is saved first).  may_exit: the callee can end in
+        `exit`, which still copies out (the callee raises ExitControl with
+        its out values).  copy_composites: the callee can see the caller's
+        objects by another path, so inout/out composites are copied in and
+        out instead of passed by reference."""
         codes = list(prefix)
-        outs = []
-        for p, a in zip(params, args):
+        outs = []          # scalar (arg, type): assigned from the returned values
+        backs = []         # composite (arg code, temp): copied back after the call
+        for i, (p, a) in enumerate(zip(params, args)):
             composite = is_composite(p.type)
+            later_effects = any(has_effects(x) for x in args[i + 1:])
             if p.direction in ("out", "inout"):
                 if composite:
                     if isinstance(a, ir.DontCare):
                         codes.append(self.types.zero(p.type))
+                    elif copy_composites and not isinstance(ir.strip_newtype(p.type), ir.TupleT):
+                        ref = self.ex(a)
+                        t = self.tmp("k")
+                        self.emit(f"{t} = {ref}._copy()" if p.direction == "inout"
+                                  else f"{t} = {self.types.zero(p.type)}")
+                        codes.append(t)
+                        backs.append((a, t))
                     else:
                         codes.append(self.ex(a))
                 else:
                     if p.direction == "inout" and not isinstance(a, ir.DontCare):
-                        codes.append(self.ex(a))
+                        codes.append(self._in_order_value(a, later_effects))
                     else:
                         codes.append(self.types.zero(p.type))
                     outs.append((a, p.type))
             else:
-                code = self.ex(a)
-                codes.append(self.types.copy(a.type, code) if composite else code)
+                code = self._in_order_value(a, later_effects)
+                codes.append(self.types.copy(a.type, code) if composite and not later_effects else code)
         call = f"{fn}({', '.join(codes)})"
         n = int(returns_value) + len(outs)
-        if n == 0:
-            if want:
-                return call
-            self.emit(call)
-            return "None"
+        if may_exit and (outs or backs):
+            t = self.tmp("r")
+            self.emit("try:")
+            self.src.indent()
+            self.emit(f"{t} = {call}")
+            self.src.dedent()
+            self.emit("except ExitControl as _x:")
+            self.src.indent()
+            self._copy_out(f"_x.args[0]", outs, backs, returns_value=False)
+            self.emit("raise")
+            self.src.dedent()
+            self._copy_out(t, outs, backs, returns_value)
+            return f"{t}[0]" if returns_value and outs else (t if returns_value else "None")
         if not outs:
+            if backs:
+                t = self.tmp("r")
+                self.emit(f"{t} = {call}")
+                self._copy_out(t, outs, backs, returns_value)
+                return t if returns_value else "None"
             if want:
                 return call
             self.emit(call)
             return "None"
         t = self.tmp("r")
         self.emit(f"{t} = {call}")
+        self._copy_out(t, outs, backs, returns_value)
+        return f"{t}[0]" if returns_value else "None"
+
+    def _in_order_value(self, a: ir.Expr, later_effects: bool) -> str:
+        """An argument's value, saved (as a copy) when a later argument has
+        side effects."""
+        code = self.ex(a)
+        if not later_effects or isinstance(a, ir.Const):
+            return code
+        t = self.tmp("o")
+        self.emit(f"{t} = {self.types.copy(a.type, code)}")
+        return t
+
+    def _copy_out(self, result: str, outs, backs, returns_value: bool) -> None:
+        """Assign a call's out values (`result`: the callee's return value)."""
+        for a, t in backs:
+            self.emit(f"{self.ex(a)}._set({t})")
+        if not outs:
+            return
+        n = int(returns_value) + len(outs)
         if n == 1:
-            self.assign(outs[0][0], t, outs[0][1])
-            return "None"
+            self.assign(outs[0][0], result, outs[0][1])
+            return
         base = int(returns_value)
         for i, (a, ptype) in enumerate(outs):
-            self.assign(a, f"{t}[{base + i}]", ptype)
-        return f"{t}[0]" if returns_value else "None"
+            self.assign(a, f"{result}[{base + i}]", ptype)
 
     def call_action(self, e: ir.ActionCall, want: bool) -> str:
         fn = self.action_fn(e.action, e.loc)
         prefix = self.ctl_args_for(e.action)
-        return self.gen_call(fn, e.action.params, e.args, prefix, False, want)
+        return self.gen_call(fn, e.action.params, e.args, prefix, False, want,
+                             may_exit=self.exits.action(e.action),
+                             copy_composites=sees_outer_state(e.action))
+
+    def exit_copy_out(self, body_stmts) -> None:
+        """Write a callee's body so that `exit` still copies its scalar
+        out/inout values out: ExitControl carries them to the caller."""
+        outs = self.fc.outs
+        self.emit("try:")
+        self.src.indent()
+        self.block(body_stmts)
+        self.src.dedent()
+        self.emit("except ExitControl:")
+        self.src.indent()
+        self.emit(f"raise ExitControl({outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ')'})")
+        self.src.dedent()
 
     def call_function(self, e: ir.FunctionCall, want: bool) -> str:
         fn = self.function_fn(e.function)
@@ -299,7 +404,8 @@ class StmtMixin:
             args = [a for p, a in zip(e.instance.type.decl.params, e.args) if not self._is_packet_param(p)]
         else:
             args = e.args
-        return self.gen_call(fn, params, args, prefix, False, want)
+        return self.gen_call(fn, params, args, prefix, False, want,
+                             may_exit=self.exits.control(e.instance.type.decl))
 
     @staticmethod
     def _is_packet_param(p: ir.Param) -> bool:

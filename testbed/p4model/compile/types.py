@@ -56,14 +56,16 @@ class TypeClasses:
     """Generates (once per type) the Python class of each composite type."""
 
     def __init__(self, src: Source, names: Names, oob_code: int, too_short_code: int,
-                 header_too_short_code: int) -> None:
-        self.src = src
+                 header_too_short_code: int, invalid_argument_code: int = 0) -> None:
+        self.sink = src      # finished classes, each whole at module level
+        self.src = src       # the class being written (a private buffer while it is)
         self.names = names
         self.classes: dict[int, str] = {}
         self._stack_classes: dict[tuple, str] = {}
         self.oob_code = oob_code
         self.too_short_code = too_short_code
         self.header_too_short_code = header_too_short_code
+        self.invalid_argument_code = invalid_argument_code
         self._inline: dict[int, _InlineCodec] = {}  # header type id -> its struct codec's code
 
     # ---------------------------------------------------------------- values
@@ -102,24 +104,33 @@ class TypeClasses:
                 elem_cls = self.class_of(t.element)
                 name = self.names.new(f"Stack_{elem_cls}_{t.size}")
                 self._stack_classes[key] = name
-                self._gen_stack(name, elem_cls, t.size)
+                self._generate(self._gen_stack, name, elem_cls, t.size)
             return self._stack_classes[key]
         if id(t) not in self.classes:
             if isinstance(t, ir.HeaderT):
-                name = self.names.new(f"H_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_header(name, t)
+                prefix, gen = "H_", self._gen_header
             elif isinstance(t, ir.UnionT):
-                name = self.names.new(f"U_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_union(name, t)
+                prefix, gen = "U_", self._gen_union
             elif isinstance(t, ir.StructT):
-                name = self.names.new(f"S_{t.name}")
-                self.classes[id(t)] = name
-                self._gen_struct(name, t)
+                prefix, gen = "S_", self._gen_struct
             else:
                 raise P4Unsupported(None, f"value of type {t}")
+            name = self.names.new(f"{prefix}{t.name}")
+            self.classes[id(t)] = name
+            self._generate(gen, name, t)
         return self.classes[id(t)]
+
+    def _generate(self, gen, *args) -> None:
+        """Write one class into a private buffer and add it to the module
+        when complete: a class needed while another one is being written
+        (a nested type first met in a tuple, say) must not land inside it."""
+        outer, self.src = self.src, Source()
+        try:
+            gen(*args)
+            part = self.src
+        finally:
+            self.src = outer
+        self.sink.lines.extend(part.lines)
 
     def _field_init(self, fields) -> list[str]:
         return [f"self.{f.name} = {self.zero(f.type)}" for f in fields]
@@ -247,6 +258,18 @@ class TypeClasses:
     def _gen_header(self, name: str, t: ir.HeaderT) -> None:
         s = self.src
         self._gen_common(name, t.fields, has_valid=True)
+        wire = wire_view(t)
+        if wire is not t:   # struct fields: the codec works on their leaves
+            self._gen_header_codec(name, wire)
+            if id(wire) in self._inline:
+                self._inline[id(t)] = self._inline.pop(id(wire))
+            return
+        self._gen_header_codec(name, t)
+
+    def _gen_header_codec(self, name: str, t: ir.HeaderT) -> None:
+        """_NBITS, _zero, extract/load/bytes and _emit of a header class;
+        `t`'s fields are the wire fields (dotted names reach into structs)."""
+        s = self.src
         fixed_bits = t.bit_width()
         varbit = [f for f in t.fields if isinstance(ir.strip_newtype(f.type), ir.VarbitT)]
         if len(varbit) > 1:
@@ -454,6 +477,8 @@ class TypeClasses:
         s.line("def _extract_vb(self, cur, vb):")
         s.indent()
         s.line(f"if vb > {max_w} or vb < 0: raise ParseError({self.header_too_short_code})")
+        # bmv2 extracts varbits in whole bytes only
+        s.line(f"if vb % 8: raise ParseError({self.invalid_argument_code})")
         s.line(f"total = {bits_before + bits_after} + vb")
         s.line("o = cur.off")
         s.line("e = o + (total + 7) // 8")
@@ -506,3 +531,20 @@ _SELF = re.compile(r"\bself\.")
 def _on(line: str, h: str) -> str:
     """`line` with the header `self` replaced by the expression `h`."""
     return _SELF.sub(f"{h}.", line)
+
+
+def wire_view(t: ir.HeaderT) -> ir.HeaderT:
+    """t itself, or (when a field is a struct) a HeaderT of its leaf fields
+    in wire order, named by path (`row.e`): what extract and emit see."""
+    if not any(isinstance(ir.strip_newtype(f.type), ir.StructT) for f in t.fields):
+        return t
+
+    def leaves(fields, prefix):
+        for f in fields:
+            ft = ir.strip_newtype(f.type)
+            if isinstance(ft, ir.StructT):
+                yield from leaves(ft.fields, f"{prefix}{f.name}.")
+            else:
+                yield ir.Field(prefix + f.name, f.type, f.annotations, f.loc)
+
+    return ir.HeaderT(t.name, list(leaves(t.fields, "")), t.annotations, t.loc)

@@ -8,6 +8,7 @@ P4Info and the compiler need them.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from testbed.p4model.frontend import ir
@@ -65,21 +66,76 @@ def parse_values(body: str):
     return values
 
 
-def parse_kv(body: str):
-    """`k = v, k2 = "s"` -> {"k": v, "k2": "s"}; None if not key=value pairs."""
+def parse_kv(body: str, evaluate: bool = False):
+    """`k = v, k2 = "s"` -> {"k": v, "k2": "s"}; None if not key=value pairs.
+    evaluate: values may be constant expressions (structured annotations)."""
     result = {}
     for part in _split_commas(body):
-        if "=" not in part:
-            return None
-        k, _, v = part.partition("=")
+        k, eq, v = part.partition("=")
         k = k.strip()
-        if not re.fullmatch(r"[A-Za-z_]\w*", k):
+        if not eq or v.startswith("=") or not re.fullmatch(r"[A-Za-z_]\w*", k):
             return None
-        vals = parse_values(v)
+        if evaluate:
+            value = _constant(v)
+            vals = [value] if value is not None else parse_values(v)
+        else:
+            vals = parse_values(v)
         if vals is None or len(vals) != 1:
             return None
         result[k] = vals[0]
     return result
+
+
+def _evaluated_list(body: str):
+    """A structured annotation's expression list, each a constant."""
+    values = []
+    for part in _split_commas(body):
+        value = _constant(part)
+        if value is None:
+            return parse_values(body)
+        values.append(value)
+    return values
+
+
+def _constant(text: str):
+    """The value of a constant expression of literals (int, "string",
+    true/false) with + - * == != < <= > >= && || ! and parentheses; None for
+    anything else."""
+    src = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", text.strip()))
+    src = src.replace("&&", " and ").replace("||", " or ")
+    src = re.sub(r"!(?!=)", " not ", src)
+    try:
+        tree = ast.parse(src, mode="eval")
+    except SyntaxError:
+        return None
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, str, bool)):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.Not)):
+            v = ev(n.operand)
+            return -v if isinstance(n.op, ast.USub) else not v
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = ev(n.left), ev(n.right)
+            if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, int) and isinstance(b, int)):
+                raise ValueError
+            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(n.op)]
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            a, b = ev(n.left), ev(n.comparators[0])
+            ops = {ast.Eq: a == b, ast.NotEq: a != b}
+            if type(n.ops[0]) in ops:
+                return ops[type(n.ops[0])]
+            if isinstance(a, int) and isinstance(b, int):
+                return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b}[type(n.ops[0])]
+        if isinstance(n, ast.BoolOp):
+            vals = [ev(x) for x in n.values]
+            return all(vals) if isinstance(n.op, ast.And) else any(vals)
+        raise ValueError
+
+    try:
+        return ev(tree.body)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _split_commas(body: str):
@@ -108,9 +164,9 @@ def make_annotation(name: str, body: str | None, structured: bool, loc) -> ir.An
     if body is None:
         return ir.Annotation(name, "", [], None, loc)
     if structured:
-        kv = parse_kv(body)
-        args = None if kv is not None else parse_values(body)
-        return ir.Annotation(name, body, args, kv, loc)
+        kv = parse_kv(body, evaluate=True)
+        args = None if kv is not None else _evaluated_list(body)
+        return ir.Annotation(name, body, args, kv, loc, structured=True)
     return ir.Annotation(name, body, parse_values(body), None, loc)
 
 

@@ -585,6 +585,12 @@ class ExprLowering:
         base, member = self.callee(callee_tree, ctx)
         args = list(args_tree.children) if args_tree is not None else []
         if member is None:
+            if isinstance(base, ActionName) and len(args) > len(base.target.params):
+                # an action named like an extern function (p4c's issue1541:
+                # `action hash() { hash(...); }`): the call resolves by arity
+                outer = ctx.scope.top().lookup(base.target.name)
+                if isinstance(outer, Overloads):
+                    return self.extern_function_call(outer, type_args, args, ctx, loc)
             if isinstance(base, ActionName):
                 return self.action_call(base.target, args, ctx, loc)
             if isinstance(base, FunctionName):
@@ -673,7 +679,20 @@ class ExprLowering:
         bound = self.bind_args(decl.params, args, ctx, loc, f"{ov.name}", bindings)
         targs = [bindings.get(p, ir.TypeParamT(p)) for p in decl.type_params]
         rt = T.substitute(decl.return_type, bindings)
+        if ov.name == "static_assert":
+            return self.static_assert(bound, loc)
         return ir.ExternFunctionCall(decl, bound, targs, type=rt, loc=loc)
+
+    @staticmethod
+    def static_assert(bound, loc) -> ir.Const:
+        """core.p4's static_assert, evaluated while loading (as p4c does)."""
+        check = bound[0]
+        if not isinstance(check, ir.Const) or not isinstance(check.value, bool):
+            raise P4Error(loc, "static_assert needs a compile-time constant condition")
+        if not check.value:
+            message = bound[1].value if len(bound) > 1 and isinstance(bound[1], ir.Const) else ""
+            raise P4Error(loc, f"static assertion failed{': ' + message if message else ''}")
+        return ir.Const(True, type=ir.BoolT(), loc=loc)
 
     def extern_method_call(self, base, et: ir.ExternT, member, type_args, args, ctx, loc):
         decl = et.decl

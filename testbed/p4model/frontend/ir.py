@@ -54,13 +54,16 @@ class Annotation:
     (P4 annotation bodies are unparsed token lists); `args` holds the
     parsed expression list when the body parses as expressions
     (e.g. `@name("x")` -> args == ["x"] as Python str/int values), else None.
-    Structured annotations `@a[k=v]` put their key/values in `kv`."""
+    Structured annotations `@a[...]` (structured=True) put their key/values
+    in `kv` or their expression list in `args`, constant expressions
+    evaluated (`5 + 6` -> 11, `1 == 2` -> False)."""
 
     name: str
     body: str = ""
     args: Optional[list] = None
     kv: Optional[dict] = None
     loc: Loc = NO_LOC
+    structured: bool = False
 
 
 def find_annotation(annotations: list[Annotation], name: str) -> Optional[Annotation]:
@@ -219,7 +222,8 @@ class StructLikeT(Type):
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
     """A header: fields are BitT / VarbitT / BoolT / serializable EnumT /
-    NewT of those.  Has a validity bit."""
+    NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
+    Has a validity bit."""
 
     def bit_width(self) -> Optional[int]:
         """Fixed width; for headers with a varbit, the width without it."""
@@ -930,6 +934,7 @@ class TableDecl:
     default_is_implicit: bool = False
     entries: list[TableEntryDecl] = field(default_factory=list)
     entries_are_const: bool = True
+    has_entries: bool = False        # an `entries` property is present (possibly empty)
     size: Optional[int] = None
     implementation: Optional[Instance] = None
     counters: Optional[Instance] = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from lark import Token, Tree
 
-from testbed.p4model.errors import P4Error, P4Unsupported
+from testbed.p4model.errors import P4Error, P4NoMain, P4Unsupported
 from testbed.p4model.frontend import ir
 from testbed.p4model.frontend import types as T
 from testbed.p4model.frontend.annotations import control_plane_name, make_annotation
@@ -100,8 +100,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         for decl in tree.children:
             self.declaration(decl, ctx)
         if self.main is None:
-            raise P4Error(self.source.loc(max(1, len(self.source.origins)), 1),
-                          "the program has no 'main' package instance")
+            raise P4NoMain(self.source.loc(max(1, len(self.source.origins)), 1),
+                           "the program has no 'main' package instance")
         main = self.main
         if not isinstance(main.type, ir.PackageT):
             raise P4Error(main.loc, "'main' must be a package instance")
@@ -159,9 +159,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
                 raise P4Error(loc, "header stack size must be a positive constant")
             se = ir.strip_newtype(elem)
-            if isinstance(se, ir.UnionT):
-                raise P4Unsupported(loc, "header union stack")
-            if not isinstance(se, ir.HeaderT):
+            if not isinstance(se, (ir.HeaderT, ir.UnionT)):
                 raise P4Error(loc, f"stack elements must be headers, not {ir.type_str(elem)}")
             return ir.StackT(elem, size.value)
         if data in ("tuple_type", "list_type"):
@@ -235,6 +233,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if header:
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
+                ok = ok or _bit_struct(st)   # P4 allows a struct of bit-strings here
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
             elif isinstance(st, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT)) or isinstance(ftype, BlockTemplate):
@@ -669,12 +668,13 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
 
     def select(self, t, ctx, names) -> ir.Select:
         loc = self.loc(t, ctx)
-        keys = [self.expr(k, ctx) for k in t.children[0].children]
+        has_keys = bool(t.children) and getattr(t.children[0], "data", None) == "arg_exprs"
+        keys = [self.expr(k, ctx) for k in t.children[0].children] if has_keys else []
         for k in keys:
             if isinstance(k.type, ir.IntLitT):
                 raise P4Error(k.loc, "a select key needs a width")
         cases = []
-        for c in t.children[1:]:
+        for c in t.children[1:] if has_keys else t.children:   # `select()`: only default applies
             ks = self.keyset(c.children[0], keys, ctx, allow_value_set=True)
             cases.append((ks, self.state_name(c.children[1], names, ctx)))
         return ir.Select(keys, cases, loc)
@@ -901,3 +901,17 @@ def lower(tree, source: Source) -> ir.Program:
     lw.finish()
     program.declarations = lw.declarations
     return program
+
+
+def _bit_struct(t) -> bool:
+    """A struct whose fields are bit<W>/int<W>, bool or serializable enums,
+    or such structs: what p4c allows as the type of a header field
+    (TypeInference's onlyBitsOrBitStructs)."""
+    if not isinstance(t, ir.StructT):
+        return False
+    for f in t.fields:
+        ft = ir.strip_newtype(f.type)
+        if not (isinstance(ft, (ir.BitT, ir.BoolT)) or (isinstance(ft, ir.EnumT) and ft.underlying is not None)
+                or _bit_struct(ft)):
+            return False
+    return True

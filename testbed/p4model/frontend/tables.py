@@ -37,6 +37,9 @@ class TableLowering:
                                    for c, k in zip(t.children, keys)],
                                   type=ir.TupleT(tuple(k.type for k in keys)), loc=loc)
         if len(keys) == 1:
+            if isinstance(t, Tree) and t.data == "list_expr" and t.children \
+                    and isinstance(t.children[0], Tree) and len(t.children[0].children) == 1:
+                t = t.children[0].children[0]   # `{ x }` for one key: p4c reads the 1-tuple as x
             return self.simple_keyset(t, keys[0].type, ctx, allow_value_set)
         ks = self.simple_keyset(t, ir.TupleT(tuple(k.type for k in keys)), ctx, allow_value_set)
         if isinstance(ks, (ir.KeysetDefault, ir.KeysetValueSet)):
@@ -116,17 +119,20 @@ class TableLowering:
                 return str(ch)
         return "?"
 
-    def key_name(self, t) -> str:
+    def key_name(self, t, e=None) -> str:
         """The match-field name p4c gives a key without @name (its
         front end's KeyNameGenerator): names and members as written, `a[i]`,
         `e[h:l]`, `e & mask` (spaces around `&`), `h.isValid()`, integer
         literals as p4c prints a Constant (its base, no width, lower-case
         hex).  p4c demands @name for any other expression; we keep its
-        source text without whitespace instead of refusing it."""
+        source text without whitespace instead of refusing it.  `e`, the
+        lowered expression when known, supplies struct fields' @name
+        (p4c names a member by its field's external name)."""
         data = t.data if isinstance(t, Tree) else None
         ch = t.children if isinstance(t, Tree) else []
         if data == "member_expr":
-            return f"{self.key_name(ch[0])}.{self.text(ch[1])}"
+            base = e.base if isinstance(e, ir.Member) else None
+            return f"{self.key_name(ch[0], base)}.{_member_name(e) or self.text(ch[1])}"
         if data == "index_expr":
             return f"{self.key_name(ch[0])}[{self.key_name(ch[1])}]"
         if data == "slice_expr":
@@ -137,7 +143,8 @@ class TableLowering:
             return _constant_text(str(ch[0]))
         if data == "call_expr" and not ch[1].children and isinstance(ch[0], Tree) \
                 and ch[0].data == "member_expr" and self.text(ch[0].children[1]) == "isValid":
-            return f"{self.key_name(ch[0])}()"
+            target = e.target if isinstance(e, ir.BuiltinCall) else None
+            return f"{self.key_name(ch[0], _as_member(target, self.text(ch[0].children[1])))}()"
         return self.text(t)
 
     def _p_key_prop(self, table, p, ctx):
@@ -155,7 +162,7 @@ class TableLowering:
             kind = tok_value(kind_tree)
             if kind not in self.match_kind_type.members:
                 raise P4Error(self.loc(kind_tree, ctx), f"unknown match kind '{kind}'")
-            kname = name_annotation(anns) or self.key_name(expr_tree)
+            kname = name_annotation(anns) or self.key_name(expr_tree, e)
             if kname in names:
                 raise P4Error(kloc, f"table {table.name}: duplicate key '{kname}'")
             names.add(kname)
@@ -212,6 +219,7 @@ class TableLowering:
         if is_const:
             rest = rest[1:]
         table.entries_are_const = is_const
+        table.has_entries = True
         self._entries_loc = self.loc(p, ctx)
         if not table.keys:
             raise P4Error(self.loc(p, ctx), f"table {table.name} has entries but no key")
@@ -376,3 +384,19 @@ def _constant_text(literal: str) -> str:
     value = int(digits, base)
     body = {16: f"{value:x}", 2: f"{value:b}", 8: f"{value:o}", 10: str(value)}[base]
     return ("" if prefix == "0d" else prefix) + body
+
+
+def _member_name(e) -> str | None:
+    """A struct/header field's @name, for the member expression e."""
+    if not isinstance(e, ir.Member):
+        return None
+    bt = ir.strip_newtype(e.base.type) if e.base.type is not None else None
+    f = bt.field(e.name) if isinstance(bt, ir.StructLikeT) else None
+    given = name_annotation(f.annotations) if f is not None else None
+    return given.lstrip(".") if given else None
+
+
+def _as_member(target, method: str):
+    """`h.isValid()` lowers to a call on h: the key name's `h` part is the
+    target itself (a pseudo member chain ending in the method)."""
+    return ir.Member(target, method) if target is not None else None

@@ -40,9 +40,14 @@ extern packet_out {
 /// Fails the parser with error `toSignal` when `check` is false.
 extern void verify(in bool check, in error toSignal);
 
-/// The empty action.  (@corelib: p4c marks core-library declarations so,
-/// and P4Info lists it among NoAction's annotations.)
-@corelib
+/// Checked while loading: a false `check` stops loading with `message`;
+/// the value (true) can initialise a constant.
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
+/// The empty action.  (P4Info lists @noWarn("unused") among NoAction's
+/// annotations, as p4c v1.2.5.8 does; p4c releases do not mark core.p4
+/// with @corelib.)
 @noWarn("unused")
 action NoAction() {}
 

@@ -14,6 +14,7 @@ from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
 from testbed.errors import TestbedError
+from testbed.p4model.errors import P4NoMain
 from testbed.p4model.p4info.builder import generate
 
 __all__ = ["generate", "main", "render", "parse", "write", "read", "format_for"]
@@ -65,7 +66,19 @@ def generate_file(program_path: str | Path, include_dirs=(), defines=None) -> p4
     except ImportError as e:
         raise TestbedError(f"{program_path}: the P4 front end is not available ({e})") from None
 
-    return generate(load_program(program_path, include_dirs=list(include_dirs), defines=defines))
+    try:
+        program = load_program(program_path, include_dirs=list(include_dirs), defines=defines)
+    except P4NoMain as e:
+        # p4c warns and writes an empty P4Info for a program without main
+        print(f"warning: {e}; the P4Info is empty", file=sys.stderr)
+        return p4info_pb2.P4Info()
+    try:
+        return generate(program)
+    except TestbedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a generator bug is one line at its P4 construct
+        from testbed.p4model.guard import internal_error
+        raise internal_error(e, str(program_path)) from e
 
 
 def main(args) -> int:

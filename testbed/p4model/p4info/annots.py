@@ -80,7 +80,36 @@ def _value(v) -> str:
 def strings(annotations: Iterable[ir.Annotation], skip: Iterable[str] = ()) -> list[str]:
     """Every annotation except @name/@id/@brief/@description and `skip`."""
     skipped = set(skip) | _NOT_STRINGS
-    return [render(a) for a in annotations if a.name not in skipped and not a.kv]
+    return [render(a) for a in annotations
+            if a.name not in skipped and not a.kv and not a.structured]
+
+
+def fill_structured(message, annotations: Iterable[ir.Annotation]) -> None:
+    """Structured annotations (`@a[...]`) as P4Info StructuredAnnotation
+    messages: an expression list or key/value pairs of constants."""
+    for a in annotations:
+        if not a.structured:
+            continue
+        sa = message.structured_annotations.add()
+        sa.name = a.name
+        if a.kv:
+            for key, value in a.kv.items():
+                kv = sa.kv_pair_list.kv_pairs.add()
+                kv.key = key
+                _set_expression(kv.value, value)
+        elif a.args is not None:
+            sa.expression_list.SetInParent()
+            for value in a.args:
+                _set_expression(sa.expression_list.expressions.add(), value)
+
+
+def _set_expression(expr, value) -> None:
+    if isinstance(value, bool):
+        expr.bool_value = value
+    elif isinstance(value, int):
+        expr.int64_value = value
+    else:
+        expr.string_value = str(value)
 
 
 def string_arg(annotation: ir.Annotation) -> Optional[str]:
@@ -145,4 +174,6 @@ def fill(message, annotations: Iterable[ir.Annotation], skip: Iterable[str] = ()
     """Annotations strings and doc of a message that has both fields."""
     annotations = list(annotations)
     message.annotations.extend(strings(annotations, skip))
+    if "structured_annotations" in message.DESCRIPTOR.fields_by_name:
+        fill_structured(message, annotations)
     set_doc(message, annotations)

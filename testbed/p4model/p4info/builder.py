@@ -7,6 +7,7 @@ messages in p4c's order (see program.py).
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from p4.config.v1 import p4info_pb2
@@ -14,6 +15,7 @@ from p4.config.v1 import p4info_pb2
 from testbed.p4model import tableinfo
 from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
+from testbed.p4model.frontend.annotations import name_annotation
 from testbed.p4model.p4info import annots as anno
 from testbed.p4model.p4info import naming as nm
 from testbed.p4model.p4info import program as pv
@@ -165,7 +167,7 @@ class Generator:
         preamble.alias = self.symbols.alias(name)
         anno.fill(preamble, annotations, skip)
 
-    def _emit_action(self, action: ir.ActionDecl) -> None:
+    def _emit_action(self, action: ir.ActionDecl, with_params: bool = True) -> None:
         if _hidden(action.annotations):
             return
         action_id = self.symbols.id(nm.ACTION, action.cp_name)
@@ -175,10 +177,10 @@ class Generator:
         msg = self.info.actions.add()
         self._preamble(msg.preamble, nm.ACTION, action.cp_name, action.annotations)
         ids = self._param_ids(action)
-        for param, pid in zip(action.data_params(), ids):
+        for param, pid in zip(action.data_params() if with_params else (), ids):
             p = msg.params.add()
             p.id = pid
-            p.name = param.name
+            p.name = name_annotation(param.annotations) or param.name   # p4c: @name renames
             anno.fill(p, param.annotations)
             t = param.type
             if isinstance(t, ir.EnumT) and t.underlying is None:
@@ -280,6 +282,7 @@ class Generator:
             r = msg.action_refs.add()
             r.id = self.symbols.id(nm.ACTION, ref.action.cp_name)
             r.annotations.extend(anno.strings(ref.annotations))
+            anno.fill_structured(r, ref.annotations)
             names = {a.name for a in ref.annotations}
             if "tableonly" in names and "defaultonly" in names:
                 raise P4Error(ref.loc, f"table {table.cp_name}: action {ref.action.cp_name} is "
@@ -302,8 +305,8 @@ class Generator:
         msg.size = size
         if table.entries:
             msg.has_initial_entries = True
-            if table.entries_are_const:
-                msg.is_const_table = True
+        if (table.entries or table.has_entries) and table.entries_are_const:
+            msg.is_const_table = True     # p4c: also for `const entries = { }`
         self._table_properties(msg, table)
 
     def _default_args(self, call, ref: ir.ActionRef) -> None:
@@ -416,6 +419,7 @@ class Generator:
             m.id = fid
             m.name = name
             m.annotations.extend(anno.strings(f_annos))
+            anno.fill_structured(m, f_annos)
             m.bitwidth = width(t)
             self.types.record(t)
             if newtype_name(t):
@@ -426,11 +430,16 @@ class Generator:
         pkg.arch = self.program.architecture or "v1model"
         annotations = self.program.main.annotations
         for a in annotations:
-            if a.name == "pkginfo" and a.kv:
-                for key, value in a.kv.items():
+            kv = a.kv or _body_kv(a.body)
+            if a.name == "pkginfo" and kv:
+                for key, value in kv.items():
                     if key in ("name", "version", "organization", "contact", "url", "arch"):
                         setattr(pkg, key, str(value))
-        anno.fill(pkg, annotations, skip=("pkginfo",))
+            if a.name == "platform_property" and kv:
+                for key, value in kv.items():
+                    if key in pkg.platform_properties.DESCRIPTOR.fields_by_name and isinstance(value, int):
+                        setattr(pkg.platform_properties, key, value)
+        anno.fill(pkg, annotations, skip=("pkginfo", "platform_property"))
 
     # ------------------------------------------------------------ run
 
@@ -449,7 +458,7 @@ class Generator:
         for view in self.views:
             if isinstance(view, pv.ControlView):
                 for action in view.actions:
-                    self._emit_action(action)
+                    self._emit_action(action, with_params=id(action) not in view.called_only)
                 self._emit_digests(view)
             else:
                 for vs in view.value_sets:
@@ -477,3 +486,19 @@ def _flat_fields(fields, prefix: str = ""):
 def generate(program: ir.Program) -> p4info_pb2.P4Info:
     """The P4Info p4c would generate for `program` (a v1model program)."""
     return Generator(program).run()
+
+
+def _body_kv(body) -> dict:
+    """`k = "s", n = 10` written as a plain annotation body (p4c reads
+    @pkginfo / @platform_property this way too): strings and integers."""
+    out = {}
+    for part in re.findall(r'(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|[-\w]+)', body or ""):
+        key, raw = part
+        if raw.startswith('"'):
+            out[key] = raw[1:-1]
+        else:
+            try:
+                out[key] = int(raw, 0)
+            except ValueError:
+                out[key] = raw
+    return out

@@ -24,9 +24,12 @@ _STOP = (ir.Type, ir.ActionDecl, ir.TableDecl, ir.Instance, ir.FunctionDecl, ir.
          ir.ControlDecl, ir.ParserDecl, ir.ConstDecl, ir.Loc, ir.Annotation)
 
 
-def walk(node) -> Iterator[object]:
+def walk(node, live: bool = False) -> Iterator[object]:
     """Every statement/expression node under `node` (itself included),
-    not descending into declarations it refers to."""
+    not descending into declarations it refers to.  live: skip the branch
+    of an `if` on a constant that never runs (p4c's front end folds
+    `if (true)` / `if (false)` before P4Info is built, so what only that
+    branch refers to is not in P4Info)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -41,6 +44,10 @@ def walk(node) -> Iterator[object]:
         if isinstance(n, _STOP) or not dataclasses.is_dataclass(n):
             continue
         yield n
+        if live and isinstance(n, ir.If) and isinstance(n.cond, ir.Const) \
+                and isinstance(n.cond.value, bool):
+            stack.append(n.then if n.cond.value else n.otherwise)
+            continue
         children = [getattr(n, f.name) for f in dataclasses.fields(n)
                     if f.name not in ("type", "loc")]
         stack.extend(reversed(children))
@@ -57,6 +64,7 @@ class ControlView:
     actions: list[ir.ActionDecl] = field(default_factory=list)
     children: list = field(default_factory=list)       # TableDecl | Instance(ExternT)
     bodies: list = field(default_factory=list)         # apply bodies, inlined sub-controls included
+    called_only: set = field(default_factory=set)      # ids of actions no table lists, only called
 
 
 @dataclass
@@ -93,7 +101,7 @@ def _flatten_control(decl: ir.ControlDecl, locals_out: list, bodies_out: list,
     bodies = [decl.apply, *decl.local_inits]
     bodies += _function_closure(bodies, set())
     bodies_out.extend(bodies)
-    applied = [n.instance for n in walk(bodies) if isinstance(n, ir.SubApply)]
+    applied = [n.instance for n in walk(bodies, live=True) if isinstance(n, ir.SubApply)]
     used = {id(i) for i in applied}
     for local in reversed(decl.locals):
         if isinstance(local, ir.Instance) and id(local) in used:
@@ -127,13 +135,26 @@ def _table_action_refs(table: ir.TableDecl) -> list[ir.ActionRef]:
     return refs
 
 
+def _applied_tables(bodies) -> set[int]:
+    """ids of the tables the bodies apply, and of the tables applied in
+    those tables' key expressions (`key = { t2.apply().hit : exact; }`)."""
+    applied: set[int] = set()
+    todo = [n.table for n in walk(bodies, live=True) if isinstance(n, ir.TableApply)]
+    while todo:
+        t = todo.pop()
+        if id(t) not in applied:
+            applied.add(id(t))
+            todo.extend(n.table for n in walk([k.expr for k in t.keys]) if isinstance(n, ir.TableApply))
+    return applied
+
+
 def control_view(instance: ir.Instance) -> ControlView:
     view = ControlView(instance)
     flat: list = []
     _flatten_control(instance.type.decl, flat, view.bodies)
     local_ids = {id(d) for d in flat if isinstance(d, ir.ActionDecl)}
 
-    applied = {id(n.table) for n in walk(view.bodies) if isinstance(n, ir.TableApply)}
+    applied = _applied_tables(view.bodies)
     tables = [d for d in flat if isinstance(d, ir.TableDecl) and id(d) in applied]
 
     # Actions referenced, in the order p4c's LocalizeAllActions meets them:
@@ -149,9 +170,13 @@ def control_view(instance: ir.Instance) -> ControlView:
     for table in tables:
         for ref in _table_action_refs(table):
             note(ref.action)
-    for n in walk(view.bodies):
+    in_tables = set(seen)
+    for n in walk(view.bodies, live=True):
         if isinstance(n, ir.ActionCall):
             note(n.action)
+    # p4c's RemoveActionParameters binds the arguments of a direct call, so
+    # an action that is only called (no table lists it) has no parameters
+    view.called_only = set(seen) - in_tables
     globals_used = [a for a in referenced if id(a) not in local_ids]
 
     # Actions survive when a table or an apply body refers to them.  Calls

@@ -10,6 +10,8 @@ them); `type` declarations (NewT) stay named, with their
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
@@ -47,6 +49,11 @@ def translation(t: ir.Type) -> Optional[tuple[str, Optional[int]]]:
         sdn = anno.parse_int(parts[1])
         if sdn is None and parts[1] == "string":
             sdn = "string"
+        if sdn is None:   # the SDN type written as bit<W> (p4c takes W)
+            m = re.search(r"\bbit\s*<\s*(\d+)\s*>", a.body or "")
+            sdn = int(m.group(1)) if m else None
+    if isinstance(sdn, str) and re.fullmatch(r"bit\s*<\s*\d+\s*>", sdn):
+        sdn = int(re.search(r"\d+", sdn).group(0))
     if isinstance(sdn, str) or sdn is None:
         return (uri, None)
     return (uri, int(sdn))

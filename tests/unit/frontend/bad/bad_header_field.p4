@@ -1,8 +1,8 @@
-// error: header field 'f' cannot have type bool_struct
+// error: header field 'f' cannot have type tuple_struct
 #include <core.p4>
 #include <v1model.p4>
-struct bool_struct { bool z; }
-header bad_t { bool_struct f; }
+struct tuple_struct { tuple<bit<8>, bool> z; }
+header bad_t { tuple_struct f; }
 header h_t { bit<8> a; bit<16> b; }
 struct headers { h_t h; }
 struct metadata { bit<8> x; }
