@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -338,16 +340,34 @@ def _fault_lines(summaries: dict[str, dict]) -> list[str]:
     return lines
 
 
+def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
+    """Link rate, RTT and BDP as each variant ran them (its resolved scenario: a variant or
+    `testbed run --fit` may have changed them), one clause when they agree."""
+    def clause(s: dict) -> str:
+        d = s["derived"]
+        return (f"host links {s['links']['host']['rate_mbps']:g} Mbit/s, fabric links "
+                f"{s['links']['fabric']['rate_mbps']:g} Mbit/s, base RTT {d['base_rtt_us']:.0f} us, BDP "
+                f"{d['bdp_cells']} cells of {s['fabric']['cell_size']} B")
+    clauses = {}
+    for name, run_dir in run_dirs.items():
+        path = Path(run_dir) / "scenario.resolved.yaml"
+        if path.exists():
+            clauses[name] = clause(yaml.safe_load(path.read_text()))
+    if not clauses:
+        return clause(scenario.to_dict())
+    if len(set(clauses.values())) == 1:
+        return next(iter(clauses.values()))
+    return "; ".join(f"{name}: {text}" for name, text in clauses.items())
+
+
 def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     lines = [_fidelity_line(summaries)]
     lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
-    d = scenario.derived
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
-                 f"{scenario.topo.counts.switches} switches; host links {scenario.links.host.rate_mbps} Mbit/s, "
-                 f"base RTT {d.base_rtt_us:.0f} us, BDP {d.bdp_cells} cells of {scenario.fabric.cell_size} B.")
+                 f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")
     lines.append("")
     names = list(summaries)
     lines.append("| | " + " | ".join(names) + " |")

@@ -16,6 +16,8 @@ from testbed.emulation.run import VariantRun
 from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.summary import summarize_variant
 
+from fitting import fitted  # noqa: E402 (tests/integration is on sys.path)
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +44,8 @@ def run(tmp_path, lb: str, cc: str, workload: str = PERMUTATION, messages: int =
     name = f"ft-{lb}-{cc}"
     scenario = parse_scenario(SCENARIO.format(name=name, lb=lb, cc=cc, workload=workload), f"{name}.yaml")
     (variant,) = expand_variants(scenario)
+    variant = fitted(variant)
+    scenario = variant.scenario
     run_dir = tmp_path / name
     result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
     summary = summarize_variant(run_dir, scenario.topo, variant.scenario)

@@ -13,6 +13,8 @@ from testbed.emulation.run import VariantRun
 from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.summary import summarize_variant
 
+from fitting import fitted  # noqa: E402 (tests/integration is on sys.path)
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,6 +37,8 @@ faults:
 def test_a_cut_link_loses_cells_that_are_retransmitted_and_comes_back(tmp_path, registry):
     scenario = parse_scenario(SCENARIO, "cut.yaml")
     (variant,) = expand_variants(scenario)
+    variant = fitted(variant)
+    scenario = variant.scenario
     result = VariantRun(variant, tmp_path / "cut", ROOT, progress=lambda m: None).run()
     summary = summarize_variant(tmp_path / "cut", scenario.topo)
     context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
