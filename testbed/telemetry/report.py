@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from testbed.telemetry.seeds import seed_lines  # noqa: E402
+
 ROWS = [
     ("load balancing", lambda s: str(s.get("load_balancing", "n/a"))),
     ("messages planned / completed (delivered, verified and acknowledged)",
@@ -377,6 +379,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines.append("")
     lines += _tier_table(summaries)
     lines += _gap_lines(summaries)
+    lines += seed_lines(summaries)
     if _plot_links(summaries, out_dir / "links.png"):
         lines += ["![Every link's utilisation](links.png)", ""]
     if _plot_uplinks(summaries, out_dir / "uplinks.png"):
