@@ -35,6 +35,7 @@ from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario import capacity
 from testbed.telemetry.collector import Collector
+from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
 
 CPU_PORT = 255
@@ -303,18 +304,25 @@ class VariantRun:
                       if "tm" in stats)
         switch_us = (sum(self.result.switch_cpu_s.values()) * 1e6 / packets) if packets > 1000 else None
         agent_cpu = datagrams = 0.0
+        lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
+                for s in self.result.tm_stats.values()]
         for path in (self.run_dir / "records").glob("*.stats.json"):
             try:
                 stats = json.loads(path.read_text())
                 agent_cpu += stats.get("cpu_s") or 0.0
                 datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
+                lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
             except (OSError, ValueError):
                 continue
         agent_us = agent_cpu * 1e6 / datagrams if datagrams > 1000 else None
         self.result.costs = {"switch_us_per_packet": switch_us and round(switch_us, 1),
                              "agent_us_per_datagram": agent_us and round(agent_us, 1),
                              "switch_packets": packets, "agent_datagrams": int(datagrams)}
-        if switch_us or agent_us:
+        # Only a run that kept real time calibrates: an overloaded one spends more per packet
+        # (and would make the next check refuse what fits).
+        kept_time = max(lags, default=0) <= fidelity_threshold_us(self.scenario.to_dict())
+        self.result.costs["calibrates"] = kept_time
+        if (switch_us or agent_us) and kept_time:
             capacity.save_costs(switch_us, agent_us, f"{self.scenario.name} {self.variant.name}, "
                                                      f"{time.strftime('%Y-%m-%d %H:%M')}")
 

@@ -6,7 +6,8 @@ agents at both ends. The rates come from the scenario (every sending host
 at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
-(`CALIBRATION_PATH`; the check takes the median of the last few runs), and
+(`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
+more per packet; the check takes the median of the last few), and
 until a first run has
 done so the figures measured on this project's 2-core reference machine
 stand in. A run that needs more than `HEADROOM` of the machine's cores is
