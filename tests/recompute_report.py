@@ -252,7 +252,8 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
         control_paths = {k: [traced[(k[1], k[0])]] for k in flows}
     else:
         data_paths = forward if spray else best_single(forward, volume, "data")
-        control_paths = best_single(reverse, control_volume, "control") if any(control_volume.values()) else reverse
+        control_paths = reverse if spray or not any(control_volume.values()) else \
+            best_single(reverse, control_volume, "control")
         if data_paths is None or control_paths is None:
             print(f"{v.dir}: ECMP paths neither traced nor few enough to infer exhaustively; ideal not recomputed")
             return out

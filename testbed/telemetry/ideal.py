@@ -62,6 +62,10 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     if spray:
         data_paths = {n: paths for n, paths in candidates.items()}
         how["data"] = "split evenly over every equal-cost path"
+        # ACKs and credits are sprayed too (they echo the mirrored entropy, or the switches
+        # spray every cell): evenly over the reverse paths, like the data.
+        control_paths = reverse
+        how["control"] = "split evenly over the reverse paths, sprayed like the data"
     elif traced is not None:
         data_paths = {names[k]: [traced[k]] for k in flows}
         control_paths = {names[k]: [traced[(k[1], k[0])]] for k in flows}
