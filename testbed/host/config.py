@@ -9,6 +9,7 @@ Times are seconds (float), rates bits per second.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from testbed.errors import TestbedError
 from testbed.host import wire
@@ -114,8 +115,8 @@ class TransportConfig:
         if len(self.entropy_layout) != 5 or min(self.entropy_layout) < 1:
             raise ConfigError(f"entropy layout {self.entropy_layout} must be five radices of at least 1")
 
-    @property
-    def layout(self) -> EntropyLayout:
+    @cached_property
+    def layout(self) -> EntropyLayout:  # read per echoed cell: built once
         return EntropyLayout(*self.entropy_layout)
 
     def with_scenario(self, transport: dict) -> "TransportConfig":

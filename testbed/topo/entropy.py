@@ -39,6 +39,7 @@ is echoed unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from testbed.topo.model import Topology
 
@@ -54,7 +55,7 @@ class EntropyLayout:
     tier1: int = 1
     tier2: int = 1
 
-    @property
+    @cached_property
     def radices(self) -> dict[str, int]:
         return {"nic": self.nic, "dtor": self.dtor, "pdown": self.parallel, "pup": self.parallel,
                 "tier1": self.tier1, "tier2": self.tier2}
@@ -64,7 +65,7 @@ class EntropyLayout:
         """The constructor's arguments: how the layout travels to host agents."""
         return (self.nic, self.dtor, self.parallel, self.tier1, self.tier2)
 
-    @property
+    @cached_property
     def weights(self) -> dict[str, int]:
         out, weight = {}, 1
         for name in DIGITS:
@@ -72,7 +73,7 @@ class EntropyLayout:
             weight *= self.radices[name]
         return out
 
-    @property
+    @cached_property
     def paths(self) -> int:
         """Equal-cost paths between two hosts as far apart as the fabric allows."""
         total = 1
@@ -91,8 +92,8 @@ class EntropyLayout:
     def mirror(self, entropy: int, same_tor_group: bool = False) -> int:
         """The entropy a cell must carry to retrace, in reverse, the path
         that `entropy` gave a cell going the other way."""
-        if same_tor_group:
-            return entropy
+        if same_tor_group or (self.nic == self.dtor == self.parallel == 1):
+            return entropy  # nothing to swap
         d = self.digits(entropy)
         top = entropy - self.compose(d)  # multiples of `paths`, kept as they are
         swapped = dict(d, nic=d["dtor"], dtor=d["nic"], pup=d["pdown"], pdown=d["pup"])
