@@ -27,6 +27,7 @@ from scapy.packet import Raw, raw
 
 from testbed.host.scapy_cell import Cell
 from testbed.p4model import hashing
+from testbed.control.trace import flow_hash_member
 from testbed.topo.entropy import exact_division
 
 HERE = Path(__file__).resolve().parent
@@ -105,10 +106,7 @@ def flow_member(pkt, size: int, multiplier: int = DEFAULT_MULTIPLIER) -> int:
         sport, dport = pkt[TCP].sport, pkt[TCP].dport
     elif UDP in pkt:
         sport, dport = pkt[UDP].sport, pkt[UDP].dport
-    data = hashing.pack_fields([(ip_value(ip.src), 32), (ip_value(ip.dst), 32),
-                                (ip.proto, 8), (sport, 16), (dport, 16)])
-    h = hashing.hash_result("crc32", data, 0, 1 << 32)
-    return (((h * multiplier) & 0xFFFFFFFF) >> 16) % size
+    return flow_hash_member(ip_value(ip.src), ip_value(ip.dst), ip.proto, sport, dport, multiplier, size)
 
 
 def entropy_member(entropy: int, size: int, divisor: int = 1) -> int:
