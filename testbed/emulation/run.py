@@ -25,6 +25,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
+from testbed.emulation.costs import measure_costs, process_cpu_s
 from testbed.emulation.faults import FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
@@ -33,7 +34,6 @@ from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
-from testbed.scenario import capacity
 from testbed.telemetry.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
@@ -67,15 +67,6 @@ class RunResult:
     scheduling: str = "normal"  # realtime: every switch ran under SCHED_FIFO
     switch_cpu_s: dict = field(default_factory=dict)  # switch -> CPU seconds from traffic start to teardown
     costs: dict = field(default_factory=dict)  # CPU per switch packet and per agent datagram
-
-
-def process_cpu_s(pid: int) -> float | None:
-    """User + system CPU seconds of a live process (/proc/PID/stat), None if gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class VariantRun:
@@ -294,37 +285,12 @@ class VariantRun:
                 self.result.notes.append(f"{switch.config.name}: traffic-manager statistics unavailable ({error})")
 
     def _measure_costs(self) -> None:
-        """CPU the switches and agents spent per packet in this run: the report's
-        emulation cost, and the next capacity check's calibration."""
         cpu = {s.config.name: process_cpu_s(s.process.pid) for s in self.switches if s.process is not None}
-        before = self._cpu_at_traffic
-        self.result.switch_cpu_s = {name: round(v - before.get(name, 0.0), 3) for name, v in cpu.items()
-                                    if v is not None and name in before}
-        packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in self.result.tm_stats.values()
-                      if "tm" in stats)
-        switch_us = (sum(self.result.switch_cpu_s.values()) * 1e6 / packets) if packets > 1000 else None
-        agent_cpu = datagrams = 0.0
-        lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
-                for s in self.result.tm_stats.values()]
-        for path in (self.run_dir / "records").glob("*.stats.json"):
-            try:
-                stats = json.loads(path.read_text())
-                agent_cpu += stats.get("cpu_s") or 0.0
-                datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
-                lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
-            except (OSError, ValueError):
-                continue
-        agent_us = agent_cpu * 1e6 / datagrams if datagrams > 1000 else None
-        self.result.costs = {"switch_us_per_packet": switch_us and round(switch_us, 1),
-                             "agent_us_per_datagram": agent_us and round(agent_us, 1),
-                             "switch_packets": packets, "agent_datagrams": int(datagrams)}
-        # Only a run that kept real time calibrates: an overloaded one spends more per packet
-        # (and would make the next check refuse what fits).
-        kept_time = max(lags, default=0) <= fidelity_threshold_us(self.scenario.to_dict())
-        self.result.costs["calibrates"] = kept_time
-        if (switch_us or agent_us) and kept_time:
-            capacity.save_costs(switch_us, agent_us, f"{self.scenario.name} {self.variant.name}, "
-                                                     f"{time.strftime('%Y-%m-%d %H:%M')}")
+        self.result.switch_cpu_s = {name: round(v - self._cpu_at_traffic[name], 3) for name, v in cpu.items()
+                                    if v is not None and name in self._cpu_at_traffic}
+        self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
+                                          fidelity_threshold_us(self.scenario.to_dict()),
+                                          f"{self.scenario.name} {self.variant.name}")
 
     def teardown(self) -> None:
         for process in self.agents.values():
