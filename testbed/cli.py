@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "testbed.p4model.commands",
     "testbed.p4model.tm_commands",
     "testbed.p4model.switch_commands",
+    "testbed.p4model.fabric.commands",
     "testbed.scenario.commands",
     "testbed.host.commands",
     "testbed.emulation.commands",
