@@ -177,10 +177,14 @@ class _Resolver:
         if fabric.credits.enabled and queues < 2:
             raise self.fail(("switch", "priority_queues"),
                             f"is {queues}, but credits need 2 (they bypass data in the high queue)")
-        return Switch(self.get(("switch", "target"), d.TARGET),
-                      self.get(("switch", "program"), d.PROGRAM), queues,
+        target = self.get(("switch", "target"), d.TARGET)
+        processes = self.get(("switch", "processes"), d.PROCESSES)
+        if target == "bmv2" and isinstance(processes, int):
+            raise self.fail(("switch", "processes"), f"is {processes}, but bmv2 runs one process per "
+                            "switch (fabric processes are the builtin target's); use per_switch or auto")
+        return Switch(target, self.get(("switch", "program"), d.PROGRAM), queues,
                       self.get(("switch", "pcap"), False),
-                      self.get(("switch", "log_level"), d.LOG_LEVEL))
+                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes)
 
     def transport(self, cc: str, derived: Derived) -> Transport:
         low = self.get(("transport", "rto_low_rtt"), d.RTO_LOW_RTT)
