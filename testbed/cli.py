@@ -18,7 +18,7 @@ from testbed.errors import TestbedError
 COMMAND_MODULES = [
     "testbed.p4model.commands",
     "testbed.p4model.tm_commands",
-    "testbed.p4model.switch_commands",
+    "testbed.p4model.switch.commands",
     "testbed.scenario.commands",
     "testbed.host.commands",
     "testbed.emulation.commands",
