@@ -55,7 +55,7 @@ def build(opts: SwitchOptions):
     """Everything but the loop: (switch, grpc server, control server). Raises TestbedError."""
     from testbed.p4model.runtime import P4RuntimeServer
     from testbed.p4model.switch.loop import Switch
-    from testbed.p4model.tm_control import ControlServer
+    from testbed.p4model.tm.control import ControlServer
 
     clock = MonotonicClock()
     initial = None
