@@ -312,7 +312,7 @@ class VariantRun:
     def _collect_tm_stats(self) -> None:
         if self.result.target != "builtin":
             return
-        from testbed.p4model.tm_control import SwitchControlClient
+        from testbed.p4model.tm.control import SwitchControlClient
 
         for c in self.switches:
             try:

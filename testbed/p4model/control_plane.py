@@ -634,7 +634,7 @@ class ControlPlane:
             self._apply_meter_config(new.meter, config)
 
     def _new_meter_state(self, runtime):
-        from testbed.p4model.externs import MeterState
+        from testbed.p4model.meters import MeterState
 
         return MeterState(runtime.direct_meter_kind or "packets",
                           getattr(self.pipeline, "clock", None) or runtime.clock)

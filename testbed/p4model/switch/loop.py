@@ -48,7 +48,7 @@ from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
 from testbed.p4model.tm.classify import cell_class
 from testbed.p4model.tm.model import PRIORITY_DROPPED, UNCLASSIFIED
-from testbed.p4model.tm_control import CommandQueue
+from testbed.p4model.tm.control import CommandQueue
 
 log = logging.getLogger("testbed.p4model.switch")
 

@@ -59,7 +59,7 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
     switch's own logger."""
     from testbed.p4model.runtime import P4RuntimeServer
     from testbed.p4model.switch.loop import Switch
-    from testbed.p4model.tm_control import ControlServer
+    from testbed.p4model.tm.control import ControlServer
 
     clock = clock or MonotonicClock()
     initial = None
