@@ -35,11 +35,11 @@ from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProce
                                         start_all)
 from testbed.emulation.workload import scenario_messages
 from testbed.errors import TestbedError
-from testbed.scenario.capacity import machine_cores
+from testbed.scenario.processes import switch_placement
 from testbed.telemetry.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
-from testbed.topo.partition import Placement, place
+from testbed.topo.partition import Placement
 
 CPU_PORT = 255
 AGENT_MARGIN_S = 30.0
@@ -128,14 +128,11 @@ class VariantRun:
 
     def _place(self) -> Placement | None:
         """Fabric processes for the builtin target (topo.partition); bmv2 runs one per switch."""
-        processes = self.scenario.switch.processes
-        if self.result.target != "builtin" or processes == "per_switch":
-            if self.result.target == "bmv2" and processes not in ("auto", "per_switch"):
+        if self.result.target != "builtin":
+            if isinstance(self.scenario.switch.processes, int):
                 self.result.notes.append("switch.processes is ignored: bmv2 runs one process per switch")
             return None
-        count = machine_cores() if processes == "auto" else int(processes)
-        faulted = {f.target for f in self.scenario.faults if f.kind in ("link_down", "link_up")}
-        return place(self.scenario.topo, count, veth_links=frozenset(faulted))
+        return switch_placement(self.scenario)
 
     def _in_memory(self) -> frozenset[str]:
         return self.placement.in_memory if self.placement is not None else frozenset()
@@ -327,7 +324,8 @@ class VariantRun:
                                     if v is not None and name in self._cpu_at_traffic}
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
                                           fidelity_threshold_us(self.scenario.to_dict()),
-                                          f"{self.scenario.name} {self.variant.name}")
+                                          f"{self.scenario.name} {self.variant.name}",
+                                          "per_switch" if self.placement is None else "fabric")
 
     def teardown(self) -> None:
         for process in self.agents.values():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.targets import BMV2_BINARY, BMV2_COMPILER, bmv2_available
 
 # Switch processes run at a higher CPU priority than the hosts' agents: the
 # switches' traffic managers are the clock of the emulated links, while an
@@ -30,16 +30,10 @@ from testbed.errors import TestbedError
 # are re-prioritised; nothing global changes.
 SWITCH_NICE = -10
 
-BMV2_BINARY = "simple_switch_grpc"
-BMV2_COMPILER = "p4c-bm2-ss"
 
 
 class SwitchStartError(TestbedError):
     """A switch process that could not be started or died during start-up."""
-
-
-def bmv2_available() -> bool:
-    return shutil.which(BMV2_BINARY) is not None and shutil.which(BMV2_COMPILER) is not None
 
 
 def resolve_target(target: str) -> str:
