@@ -33,8 +33,15 @@ HEADROOM = 0.6
 # 196-221 us; agents 96 us per datagram sent or received).
 DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0}  # fabric: see docs/architecture.md
 DEFAULT_AGENT_US_PER_DATAGRAM = 96.0
-DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch or agent spends
-MEMORY_PER_SWITCH_BYTES = 80 << 20
+DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
+# A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
+# 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).
+DEFAULT_IDLE_CPU_PER_AGENT = 0.003
+MEMORY_PER_SWITCH_BYTES = 80 << 20  # a switch in a process of its own
+# A fabric process: the interpreter, gRPC and the compiled program once, then each switch's
+# tables, queues and servers (a k=4 fat-tree's two processes of 10 switches: 135 MiB RSS each).
+MEMORY_PER_FABRIC_PROCESS_BYTES = 64 << 20
+MEMORY_PER_SWITCH_IN_FABRIC_BYTES = 8 << 20
 MEMORY_PER_AGENT_BYTES = 60 << 20
 
 
@@ -141,10 +148,22 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     switch_packets = cells * switch_hops
     agent_datagrams = 2 * cells  # sent at one end, received at the other
     processes = len(topo.hosts) + (len(topo.switches) if costs.mode == "per_switch" else machine_cores())
+    idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
-    cpu += processes * DEFAULT_IDLE_CPU_PER_PROCESS
-    memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
+    cpu += idle
+    if costs.mode == "per_switch":
+        memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES
+    else:
+        memory = (machine_cores() * MEMORY_PER_FABRIC_PROCESS_BYTES
+                  + len(topo.switches) * MEMORY_PER_SWITCH_IN_FABRIC_BYTES)
+    memory += len(topo.hosts) * MEMORY_PER_AGENT_BYTES
     return Demand(switch_packets, agent_datagrams, processes, cpu, memory)
+
+
+def _idle_cpu(scenario, costs: Costs) -> float:
+    """CPU-s/s the fabric's processes spend with no traffic at all."""
+    switch_processes = len(scenario.topo.switches) if costs.mode == "per_switch" else machine_cores()
+    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
 
 
 def _busy_hosts(phase, paced: bool) -> int:
@@ -177,7 +196,7 @@ def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None)
     costs = costs or load_costs(scenario_mode(scenario))
     need = demand(scenario, costs)
     budget = (cores or machine_cores()) * HEADROOM
-    idle = need.processes * DEFAULT_IDLE_CPU_PER_PROCESS
+    idle = _idle_cpu(scenario, costs)
     if budget <= idle:
         return 0.0
     return (budget - idle) / (need.cpu - idle) * scenario.links.host.rate_mbps

@@ -43,7 +43,7 @@ duration_s: 10
 seed: 1
 topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 3}}
 links: {{rate_mbps: 5, delay_us: 2500, fabric: {{rate_mbps: 2.5}}}}
-switch: {{target: builtin}}
+switch: {{target: builtin, processes: {processes}}}
 fabric: {{load_balancing: spray, cell_size: 1024}}
 transport: {{cc: {cc}}}
 workload:
@@ -56,8 +56,9 @@ PERMUTATION = "{kind: permutation, start_s: 0.5, message_bytes: 65536, count: 2,
 
 
 
-def run_variant(tmp_path, name: str, cc: str, workload: str) -> dict:
-    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload), f"{name}.yaml")
+def run_variant(tmp_path, name: str, cc: str, workload: str, processes) -> dict:
+    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload, processes=processes),
+                              f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
     scenario = variant.scenario
@@ -110,26 +111,26 @@ def assert_dcqcn_reacted(summary: dict) -> None:
     assert summary["agents"]["min_rate_mbps"] < summary["_link_mbps"], context
 
 
-def test_incast_4_to_1_tita(tmp_path, registry):
-    summary = run_variant(tmp_path, "incast-tita", "tita", INCAST)
+def test_incast_4_to_1_tita(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "incast-tita", "tita", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_tita_lossless(summary, 4 * 2 * 65)
     assert summary["agents"]["credits_sent"] >= 4 * 2 * 65, summary["_context"]  # one credit per cell at least
 
 
-def test_incast_4_to_1_dcqcn(tmp_path, registry):
-    summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST)
+def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_dcqcn_reacted(summary)
 
 
-def test_permutation_tita(tmp_path, registry):
-    summary = run_variant(tmp_path, "perm-tita", "tita", PERMUTATION)
+def test_permutation_tita(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "perm-tita", "tita", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_tita_lossless(summary, 6 * 2 * 65)
 
 
-def test_permutation_dcqcn(tmp_path, registry):
-    summary = run_variant(tmp_path, "perm-dcqcn", "dcqcn", PERMUTATION)
+def test_permutation_dcqcn(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "perm-dcqcn", "dcqcn", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_dcqcn_reacted(summary)
