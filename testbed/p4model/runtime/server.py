@@ -371,7 +371,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._require_config()
             for entity in request.entities:
-                found = self.device.call(lambda e=entity: self._require_config().control_plane.read(e))
+                found = self.device.call(lambda e=entity: self._require_config().control_plane.read_later(e))()
                 for i in range(0, len(found), MAX_ENTITIES_PER_RESPONSE):
                     yield p4runtime_pb2.ReadResponse(entities=found[i:i + MAX_ENTITIES_PER_RESPONSE])
         except (RpcError, ControlPlaneError) as error:
