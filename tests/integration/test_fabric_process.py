@@ -4,6 +4,7 @@ pcaps, and the cable's delay in the pings' round trip."""
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,16 @@ from switch_net import PROGRAMS, REPO, SwitchNet, host_mac, p4info_file  # noqa:
 pytestmark = pytest.mark.integration
 READY = re.compile(r"fabric ready: 2 switches, 1 links in memory, grpc (\d+)\.\.(\d+)")
 DELAY_US = 20_000  # each direction of the cable in memory
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def install_routes(grpc_addr, p4info, program, routes, device_id):
@@ -42,13 +53,15 @@ def test_two_switches_in_one_process_forward_over_a_cable_in_memory(tmp_path):
     net = SwitchNet(hosts=2)
     fabric = None
     try:
+        grpc = dict(zip(("sa", "sb"), free_ports(2)))
+
         def switch(name, device_id, iface):
             return {"name": name, "links": {"2": {"peer": "sb" if name == "sa" else "sa", "peer_port": 2,
                                                   "name": f"{name}-eth2"}},
                     "argv": ["-i", f"1@{iface}", "--device-id", str(device_id), "--thrift-port", "0",
                              "--log-file", str(tmp_path / f"{name}.log"), "--log-level", "info",
                              "--pcap", str(tmp_path / "pcap" / name), "--no-p4", "--",
-                             "--grpc-server-addr", "127.0.0.1:0", "--tm", f"set_port_delay_us {DELAY_US} 2"]}
+                             "--grpc-server-addr", f"127.0.0.1:{grpc[name]}", "--tm", f"set_port_delay_us {DELAY_US} 2"]}
         for name in ("sa", "sb"):
             (tmp_path / "pcap" / name).mkdir(parents=True)
         spec = tmp_path / "fabric.json"
@@ -59,11 +72,11 @@ def test_two_switches_in_one_process_forward_over_a_cable_in_memory(tmp_path):
         line = fabric.stdout.readline()
         match = READY.search(line)
         assert match, f"{line!r} {fabric.stderr.read()[-2000:] if fabric.poll() is not None else ''}"
-        first, last = int(match.group(1)), int(match.group(2))
-        # Each switch has its own P4Runtime endpoint (ports are picked in spec order).
-        assert install_routes(f"127.0.0.1:{first}", p4info, program,
+        assert (int(match.group(1)), int(match.group(2))) == tuple(sorted(grpc.values()))
+        # Each switch has its own P4Runtime endpoint.
+        assert install_routes(f"127.0.0.1:{grpc['sa']}", p4info, program,
                               [("10.0.1.0/24", 1, host_mac(1)), ("10.0.2.0/24", 2, host_mac(2))], 1) == 2
-        assert install_routes(f"127.0.0.1:{last}", p4info, program,
+        assert install_routes(f"127.0.0.1:{grpc['sb']}", p4info, program,
                               [("10.0.2.0/24", 1, host_mac(2)), ("10.0.1.0/24", 2, host_mac(1))], 2) == 2
         ping = net.exec(1, "ping", "-c", "5", "-i", "0.2", "-W", "2", "10.0.2.1", check=False)
         assert ping.returncode == 0, ping.stdout + ping.stderr
