@@ -78,14 +78,6 @@ def calibration_path() -> Path:
 RECENT_RUNS = 5  # the calibration is the median of the last few runs: one run on a busy machine does not decide
 
 
-def _recent() -> list[dict]:
-    try:
-        runs = json.loads(calibration_path().read_text())["runs"]
-        return [r for r in runs if isinstance(r, dict)][-RECENT_RUNS:]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-
-
 def _runs() -> list[dict]:
     try:
         return [r for r in json.loads(calibration_path().read_text())["runs"] if isinstance(r, dict)]

@@ -12,7 +12,6 @@ SIGTERM/SIGINT stop the loop; pcaps are flushed, servers stopped, exit 0.
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,8 +20,8 @@ from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.fabric.loop import FabricLoop
 from testbed.p4model.fabric.spec import FabricSpec, FabricSwitch, load_spec
 from testbed.p4model.switch import logs
-from testbed.p4model.switch.main import _wait_accepting, build
-from testbed.p4model.switch.rtguard import fall_back_to_normal_scheduling
+from testbed.p4model.switch.main import build, wait_accepting
+from testbed.p4model.switch.signals import handle_signals, restore
 
 log = logging.getLogger("testbed.p4model.fabric")
 
@@ -104,17 +103,10 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
             print(f"{prog}: {error}", file=sys.stderr)
             return 1
         loop = fabric.loop
-
-        def on_signal(signum, frame):
-            log.info("signal %d: stopping", signum)
-            loop.stop()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, on_signal)
-        fall_back_to_normal_scheduling(log)
+        previous = handle_signals(loop.stop, log)
         for name, (switch, grpc_server, _) in fabric.parts.items():
             host = next(s.options.grpc_host for s in spec.switches if s.name == name)
-            if not _wait_accepting(host, grpc_server.port):
+            if not wait_accepting(host, grpc_server.port):
                 print(f"{prog}: switch {name}: the P4Runtime server on port {grpc_server.port} does not "
                       "accept connections", file=sys.stderr)
                 return 1
@@ -129,5 +121,4 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
         return 0
     finally:
         fabric.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore(previous)

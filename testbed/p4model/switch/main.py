@@ -12,7 +12,6 @@ exit code 0.
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import sys
 import time
@@ -22,12 +21,12 @@ from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.switch import logs
 from testbed.p4model.switch.options import OptionsError, SwitchOptions, parse_args
 from testbed.p4model.switch.ports import PortError, RawPort
-from testbed.p4model.switch.rtguard import fall_back_to_normal_scheduling
+from testbed.p4model.switch.signals import handle_signals, restore
 
 log = logging.getLogger("testbed.p4model.switch")
 
 
-def _wait_accepting(host: str, port: int, deadline_s: float = 10.0) -> bool:
+def wait_accepting(host: str, port: int, deadline_s: float = 10.0) -> bool:
     target = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -128,17 +127,9 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
     except TestbedError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 1
-    previous = {}
-
-    def on_signal(signum, frame):
-        log.info("signal %d: stopping", signum)
-        switch.stop()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous[sig] = signal.signal(sig, on_signal)
-    fall_back_to_normal_scheduling(log)
+    previous = handle_signals(switch.stop, log)
     try:
-        if not _wait_accepting(opts.grpc_host, grpc_server.port):
+        if not wait_accepting(opts.grpc_host, grpc_server.port):
             print(f"{prog}: the P4Runtime server on port {grpc_server.port} does not accept connections",
                   file=sys.stderr)
             return 1
@@ -153,5 +144,4 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
         grpc_server.stop(0.2)
         control.stop()
         switch.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore(previous)

@@ -1,4 +1,8 @@
-"""What a switch process does when it exceeds its real-time budget.
+"""The signals a switch process (or a fabric process) answers.
+
+SIGTERM and SIGINT stop the loop (pcaps are flushed, servers stopped, exit 0).
+
+SIGXCPU: what the loop does when it exceeds its real-time budget.
 
 The emulation runs a switch's packet loop under SCHED_FIFO with an
 RLIMIT_RTTIME soft limit (testbed/emulation/realtime.py): a thread that
@@ -16,6 +20,25 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from typing import Callable
+
+
+def handle_signals(stop: Callable[[], None], log: logging.Logger) -> dict:
+    """Install the handlers (main thread: the packet loop's); returns what to restore()."""
+
+    def on_stop(signum, frame):
+        log.info("signal %d: stopping", signum)
+        stop()
+
+    previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGXCPU] = signal.getsignal(signal.SIGXCPU)
+    fall_back_to_normal_scheduling(log)
+    return previous
+
+
+def restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def fall_back_to_normal_scheduling(log: logging.Logger) -> None:
