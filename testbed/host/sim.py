@@ -243,6 +243,9 @@ class SimHost:
         if t <= now:  # the endpoint must always make progress; never spin on one instant
             self.stalls += 1
             t = now + 1e-9
+        late = self.net.wake_lateness
+        if late is not None:  # a real event loop wakes after its deadline, never before
+            t += late(self.net.rng)
         if self._wake_at is not None and now <= self._wake_at <= t:
             return
         self._wake_at = t
@@ -258,8 +261,13 @@ class SimHost:
 class Network:
     """Hosts, switches and ports; build with `star` or `leaf_spine`."""
 
-    def __init__(self, cfg: TransportConfig, seed: int = 1, load_balancing: str = "spray") -> None:
+    def __init__(self, cfg: TransportConfig, seed: int = 1, load_balancing: str = "spray",
+                 wake_lateness: Callable[[random.Random], float] | None = None) -> None:
         self.cfg = cfg
+        # Timer wake-ups of every host come this much late (seconds, drawn per
+        # wake-up): the agent's event loop as the operating system runs it.
+        # None: exact wake-ups. Arrivals still wake a host at once.
+        self.wake_lateness = wake_lateness
         self.sim = Sim()
         self.rng = random.Random(seed)
         self.load_balancing = load_balancing
@@ -328,9 +336,9 @@ def star(n_hosts: int, cfg: TransportConfig, spec: LinkSpec, seed: int = 1) -> N
 
 def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, cfg: TransportConfig, spec: LinkSpec,
                spine_delays_s: list[float] | None = None, load_balancing: str = "spray",
-               seed: int = 1) -> Network:
+               seed: int = 1, wake_lateness: Callable[[random.Random], float] | None = None) -> Network:
     """Two-tier Clos; spine_delays_s gives each spine's links their own delay (path skew)."""
-    net = Network(cfg, seed, load_balancing)
+    net = Network(cfg, seed, load_balancing, wake_lateness)
     leaf_sw = [net.switch(f"leaf{i + 1}") for i in range(leaves)]
     spine_sw = [net.switch(f"spine{j + 1}") for j in range(spines)]
     hosts_of: dict[int, list[str]] = {}

@@ -1,0 +1,112 @@
+"""Incast N:1 in the simulator, measured as the issue's acceptance states it.
+
+`incast(cc, senders)` builds the leaf-spine of scenarios/incast.yaml (5 Mbit/s
+links, 2.5 ms each, base RTT 27 ms, BDP 16 cells, 2-BDP buffers, spraying,
+RED ECN for dcqcn) with as many leaves of two hosts as the senders need, runs
+`count` messages per sender into h1 and returns:
+
+* goodput_mbps: verified payload bytes delivered to the receiver over the
+  window from its first DATA cell to its last delivery, Mbit/s;
+* payload_rate_mbps: the link rate times cell payload / DATA frame bytes,
+  what the receiver's link carries in payload when it sends nothing but DATA;
+* goodput_over_payload_rate: the ratio of the two;
+* data_drops, credit_drops: cells dropped at switch queues (credits by the
+  credit limiter), counts;
+* peak_queue_cells: the deepest switch egress data queue, in DATA cells;
+* jain: Jain's index over the senders' throughputs (each sender's payload
+  over its own first-start-to-last-delivery time);
+* last_over_ideal: last delivery minus first start, over the fluid ideal
+  (all DATA frames back to back on the receiver's link plus one base RTT for
+  the first credit round trip).
+
+`wake_late_s` > 0 makes every timer wake-up of every host late by a uniform
+draw in [0, wake_late_s], as a loaded operating system wakes the agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from testbed.host import segment, workloads
+from testbed.host.config import TransportConfig
+from testbed.host.sim import LinkSpec, Network, leaf_spine
+
+RATE_BPS = 5e6
+DELAY_S = 2.5e-3
+BDP = 16
+
+
+def config(cc: str, **kw) -> TransportConfig:
+    cfg = TransportConfig(cc=cc, link_rate_bps=RATE_BPS, bdp_cells=BDP)
+    # Base RTT as the scenario derives it: 8 link delays and 4 serialisations.
+    return cfg.with_(base_rtt_s=8 * DELAY_S + 4 * cfg.cell_time_s, **kw)
+
+
+def network(cfg: TransportConfig, hosts: int, seed: int = 1, wake_late_s: float = 0.0) -> Network:
+    ecn = (0.2 * BDP, 1.0 * BDP, 0.2) if cfg.cc == "dcqcn" else None
+    spec = LinkSpec(rate_bps=RATE_BPS, delay_s=DELAY_S, buffer_cells=2 * BDP, ecn=ecn,
+                    credit_limit=cfg.cc == "tita")
+    late = (lambda rng: rng.random() * wake_late_s) if wake_late_s > 0 else None
+    return leaf_spine(math.ceil(hosts / 2), 2, 2, cfg, spec, seed=seed, wake_lateness=late)
+
+
+def jain(xs: list[float]) -> float:
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
+
+
+def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 1, seed: int = 1,
+           wake_late_s: float = 0.0, until_s: float = 120.0, **cfg_kw) -> dict:
+    cfg = config(cc, **cfg_kw)
+    net = network(cfg, senders + 1, seed, wake_late_s)
+    names = [f"h{i}" for i in range(2, senders + 2)]
+    names = names[1:] + names[:1]  # remote leaves first, as the scenario's incast does
+    wl = workloads.incast(names, "h1", message_bytes, messages_per_sender=count)
+    net.load(wl, seed=seed)
+    net.run(until_s)
+    got = [r for r in net.records() if r["kind"] == "message_delivered" and r["dst"] == "h1"]
+    ok = [r for r in got if r["verified"]]
+    first = min(r["first_cell_us"] for r in got) / 1e6
+    last = max(r["delivered_us"] for r in got) / 1e6
+    start = min(m.start_us for m in wl) / 1e6
+    payload = sum(r["bytes"] for r in ok)
+    goodput = payload * 8 / (last - first)
+    payload_rate = RATE_BPS * cfg.cell_size / cfg.data_wire_bytes
+    per_sender = []
+    for s in names:
+        mine = [r for r in ok if r["src"] == s]
+        if mine:
+            per_sender.append(sum(r["bytes"] for r in mine) * 8 / (max(r["delivered_us"] for r in mine) / 1e6 - start))
+    frames = sum(segment.cell_count(m.size_bytes + segment.TRAILER_LEN, cfg.cell_size) for m in wl)
+    ideal = frames * cfg.data_wire_bytes * 8 / RATE_BPS + cfg.rtt_s
+    rx = net.hosts["h1"].ep.stats()
+    return {
+        "cc": cc, "senders": senders, "messages": len(wl), "delivered_verified": len(ok),
+        "finished": net.finished(), "payload_bytes": payload,
+        "goodput_mbps": round(goodput / 1e6, 4), "payload_rate_mbps": round(payload_rate / 1e6, 4),
+        "goodput_over_payload_rate": round(goodput / payload_rate, 4),
+        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "peak_queue_cells": round(net.max_queue_cells(), 2), "jain": round(jain(per_sender), 4),
+        "last_s": round(last - start, 4), "ideal_last_s": round(ideal, 4),
+        "last_over_ideal": round((last - start) / ideal, 4),
+        "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
+        "credits_sent": rx.get("credits_sent"), "credits_lost": rx.get("credits_lost"),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cc", nargs="+", default=["tita", "dcqcn", "none"])
+    p.add_argument("--senders", nargs="+", type=int, default=[7, 15])
+    p.add_argument("--message-bytes", type=int, default=128 * 1024)
+    p.add_argument("--count", type=int, default=3)
+    p.add_argument("--wake-late-us", type=float, default=0.0)
+    a = p.parse_args(argv)
+    for n in a.senders:
+        for cc in a.cc:
+            print(json.dumps(incast(cc, n, a.message_bytes, a.count, wake_late_s=a.wake_late_us / 1e6)))
+
+
+if __name__ == "__main__":
+    main()
