@@ -184,8 +184,8 @@ class TransportConfig:
 
     @property
     def max_credit_rate(self) -> float:
-        """Credits per second that fill a link with data plus the credits and ACKs that
-        go the other way (ExpressPass, with every cell's ACK on the credit's path);
-        the switches' credit meters use the same share (scenario credits.rate_fraction)."""
-        ack = wire.wire_bytes(self.cell_size, wire.ACK)
-        return self.link_rate_bps / 8 / (self.data_wire_bytes + self.credit_wire_bytes + ack)
+        """Credits per second that fill the receiver's link with DATA: one per DATA frame
+        time. The receiver's credit gate also charges every control frame that arrives
+        on that link (TitaReceiver.on_downlink), so DATA plus control stay within it; the
+        switches' credit meters (scenario credits.rate_fraction) guard the other links."""
+        return self.link_rate_bps / 8 / self.data_wire_bytes
