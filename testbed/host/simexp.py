@@ -21,6 +21,10 @@ RED ECN for dcqcn) with as many leaves of two hosts as the senders need, runs
 
 `wake_late_s` > 0 makes every timer wake-up of every host late by a uniform
 draw in [0, wake_late_s], as a loaded operating system wakes the agent.
+
+`from_run(variant_dir)` computes the same figures from an emulated run's
+variant directory (its records, resolved scenario and the run's
+summary.json), so the simulator and the fabric are held to one definition.
 """
 
 from __future__ import annotations
@@ -66,33 +70,69 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
     net.load(wl, seed=seed)
     net.run(until_s)
     got = [r for r in net.records() if r["kind"] == "message_delivered" and r["dst"] == "h1"]
+    rx = net.hosts["h1"].ep.stats()
+    out = {"cc": cc, "senders": senders, "messages": len(wl), "finished": net.finished()}
+    out.update(_figures([m.size_bytes for m in wl], got, [m.start_us / 1e6 for m in wl], RATE_BPS, cfg.rtt_s,
+                        cfg.cell_size, cfg.data_wire_bytes))
+    out.update({
+        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "peak_queue_cells": round(net.max_queue_cells(), 2),
+        "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
+        "credits_sent": rx.get("credits_sent"), "credits_lost": rx.get("credits_lost"),
+    })
+    return out
+
+def _figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps: float, rtt_s: float,
+             cell_size: int, data_wire: int) -> dict:
     ok = [r for r in got if r["verified"]]
     first = min(r["first_cell_us"] for r in got) / 1e6
     last = max(r["delivered_us"] for r in got) / 1e6
-    start = min(m.start_us for m in wl) / 1e6
+    start = min(starts)
     payload = sum(r["bytes"] for r in ok)
     goodput = payload * 8 / (last - first)
-    payload_rate = RATE_BPS * cfg.cell_size / cfg.data_wire_bytes
+    payload_rate = rate_bps * cell_size / data_wire
     per_sender = []
-    for s in names:
+    for s in sorted({r["src"] for r in ok}):
         mine = [r for r in ok if r["src"] == s]
-        if mine:
-            per_sender.append(sum(r["bytes"] for r in mine) * 8 / (max(r["delivered_us"] for r in mine) / 1e6 - start))
-    frames = sum(segment.cell_count(m.size_bytes + segment.TRAILER_LEN, cfg.cell_size) for m in wl)
-    ideal = frames * cfg.data_wire_bytes * 8 / RATE_BPS + cfg.rtt_s
-    rx = net.hosts["h1"].ep.stats()
-    return {
-        "cc": cc, "senders": senders, "messages": len(wl), "delivered_verified": len(ok),
-        "finished": net.finished(), "payload_bytes": payload,
-        "goodput_mbps": round(goodput / 1e6, 4), "payload_rate_mbps": round(payload_rate / 1e6, 4),
-        "goodput_over_payload_rate": round(goodput / payload_rate, 4),
-        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
-        "peak_queue_cells": round(net.max_queue_cells(), 2), "jain": round(jain(per_sender), 4),
-        "last_s": round(last - start, 4), "ideal_last_s": round(ideal, 4),
-        "last_over_ideal": round((last - start) / ideal, 4),
-        "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
-        "credits_sent": rx.get("credits_sent"), "credits_lost": rx.get("credits_lost"),
-    }
+        per_sender.append(sum(r["bytes"] for r in mine) * 8 / (max(r["delivered_us"] for r in mine) / 1e6 - start))
+    frames = sum(segment.cell_count(n + segment.TRAILER_LEN, cell_size) for n in wl_sizes)
+    ideal = frames * data_wire * 8 / rate_bps + rtt_s
+    return {"delivered_verified": len(ok), "payload_bytes": payload,
+            "goodput_mbps": round(goodput / 1e6, 4), "payload_rate_mbps": round(payload_rate / 1e6, 4),
+            "goodput_over_payload_rate": round(goodput / payload_rate, 4), "jain": round(jain(per_sender), 4),
+            "last_s": round(last - start, 4), "ideal_last_s": round(ideal, 4),
+            "last_over_ideal": round((last - start) / ideal, 4)}
+
+
+def from_run(variant_dir) -> dict:
+    """The incast figures of one emulated variant (records of every host into the receiver)."""
+    from pathlib import Path
+
+    import yaml
+
+    from testbed.host import records, wire
+
+    vdir = Path(variant_dir)
+    resolved = yaml.safe_load((vdir / "scenario.resolved.yaml").read_text())
+    rate = resolved["links"]["host"]["rate_mbps"] * 1e6
+    cell = resolved["fabric"]["cell_size"]
+    rtt = resolved["derived"]["base_rtt_us"] / 1e6
+    recs = [r for f in sorted((vdir / "records").glob("*.jsonl")) for r in records.read_jsonl(f)]
+    sent = [r for r in recs if r["kind"] == "message_sent"]
+    receiver = max({r["dst"] for r in sent}, key=lambda d: sum(1 for r in sent if r["dst"] == d))
+    got = [r for r in recs if r["kind"] == "message_delivered" and r["dst"] == receiver]
+    ours = [r for r in sent if r["dst"] == receiver]
+    out = {"variant": vdir.name, "receiver": receiver, "senders": len({r["src"] for r in ours}),
+           "messages": len(ours), "link_rate_mbps": rate / 1e6}
+    out.update(_figures([r["bytes"] for r in ours], got, [r["start_us"] / 1e6 for r in ours], rate, rtt, cell,
+                        wire.wire_bytes(cell, wire.DATA)))
+    summary = json.loads((vdir.parent / "summary.json").read_text()).get(vdir.name.replace("-", "=", 1), {})
+    drops = summary.get("drops", {})
+    out.update({"data_drops": drops.get("switch_queue_drops_by_type", {}).get("DATA", 0),
+                "drops_by_place": drops.get("untyped_losses_packets"),
+                "peak_queue_cells": summary.get("max_queue_depth_packets"),
+                "behind_real_time": summary.get("fidelity", {}).get("behind_real_time")})
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,7 +142,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--message-bytes", type=int, default=128 * 1024)
     p.add_argument("--count", type=int, default=3)
     p.add_argument("--wake-late-us", type=float, default=0.0)
+    p.add_argument("--run", nargs="+", default=[], metavar="VARIANT_DIR",
+                   help="instead: the same figures from emulated variant directories")
     a = p.parse_args(argv)
+    if a.run:
+        for d in a.run:
+            print(json.dumps(from_run(d)))
+        return
     for n in a.senders:
         for cc in a.cc:
             print(json.dumps(incast(cc, n, a.message_bytes, a.count, wake_late_s=a.wake_late_us / 1e6)))
