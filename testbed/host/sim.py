@@ -4,7 +4,9 @@ Virtual clock + event heap; links with rate and propagation delay; switch
 egress ports with a FIFO data queue (tail drop at `buffer_cells`, DCQCN-style
 ECN marking between Kmin and Kmax), and ExpressPass credit limiting (a
 separate 8-credit queue served by a token bucket of depth 2 at
-credit/(credit+data) of the link, excess credits dropped). Switches spray
+credit/(credit+data) of the link, excess credits dropped); DCQCN's CNPs wait
+in a high-priority queue of their own, ahead of data, as fabric.p4 queues them
+at priority 1. Switches spray
 cells by their entropy (or hash flows, for ECMP); paths are symmetric, so
 data follows its credit's path reversed. Hosts are the real sans-IO
 Endpoint driven by this clock: same code as the UDP agent.
@@ -111,6 +113,8 @@ class Port:
         self.data_q: deque[SimPacket] = deque()
         self.queued_bytes = 0
         self.credit_q: deque[SimPacket] = deque()
+        self.prio_q: deque[SimPacket] = deque()  # CNPs (switch ports): ahead of data, unmetered
+        self.switch_port = switch_port
         self.busy = False
         self.wake_pending = False
         self.stats = PortStats()
@@ -121,6 +125,8 @@ class Port:
                 self.stats.credit_drops += 1
                 return
             self.credit_q.append(pkt)
+        elif kind == wire.CNP and self.switch_port:
+            self.prio_q.append(pkt)
         else:
             q = len(self.data_q)
             if q >= self.capacity:
@@ -146,8 +152,8 @@ class Port:
 
     def _start(self) -> None:
         now = self.net.sim.now
-        pkt = None
-        if self.credit_q:
+        pkt = self.prio_q.popleft() if self.prio_q else None
+        if pkt is None and self.credit_q:
             self._refill(now)
             if self.tokens >= 1.0 - 1e-9:  # float refill must not leave a token short forever
                 self.tokens = max(0.0, self.tokens - 1.0)
