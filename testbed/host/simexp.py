@@ -74,6 +74,7 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
     out = {"cc": cc, "senders": senders, "messages": len(wl), "finished": net.finished()}
     out.update(_figures([m.size_bytes for m in wl], got, [m.start_us / 1e6 for m in wl], RATE_BPS, cfg.rtt_s,
                         cfg.cell_size, cfg.data_wire_bytes))
+    out.update(_completion([r for r in net.records() if r["kind"] == "message_sent"], cfg.rtt_s))
     out.update({
         "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
         "peak_queue_cells": round(net.max_queue_cells(), 2),
@@ -81,6 +82,20 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
         "credits_sent": rx.get("credits_sent"), "credits_lost": rx.get("credits_lost"),
     })
     return out
+
+def _rank(xs: list[float], q: float) -> float | None:
+    xs = sorted(xs)
+    return xs[max(1, math.ceil(q * len(xs))) - 1] if xs else None
+
+
+def _completion(sent: list[dict], rtt_s: float) -> dict:
+    """Message completion (first DATA cell sent to last ACK), nearest-rank, in ms and in base RTTs."""
+    c = [r["completion_us"] / 1e3 for r in sent]
+    p50, p99 = _rank(c, 0.5), _rank(c, 0.99)
+    rtt_ms = rtt_s * 1e3
+    return {"completion_p50_ms": round(p50, 1), "completion_p99_ms": round(p99, 1), "base_rtt_ms": round(rtt_ms, 3),
+            "completion_p50_rtts": round(p50 / rtt_ms, 1), "completion_p99_rtts": round(p99 / rtt_ms, 1)}
+
 
 def _figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps: float, rtt_s: float,
              cell_size: int, data_wire: int) -> dict:
@@ -104,8 +119,9 @@ def _figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps
             "last_over_ideal": round((last - start) / ideal, 4)}
 
 
-def from_run(variant_dir) -> dict:
-    """The incast figures of one emulated variant (records of every host into the receiver)."""
+def from_run(variant_dir, summary: dict | None = None) -> dict:
+    """The incast figures of one emulated variant (records of every host into the receiver);
+    drops, queue and fidelity from its summary (default: the run's summary.json)."""
     from pathlib import Path
 
     import yaml
@@ -126,7 +142,9 @@ def from_run(variant_dir) -> dict:
            "messages": len(ours), "link_rate_mbps": rate / 1e6}
     out.update(_figures([r["bytes"] for r in ours], got, [r["start_us"] / 1e6 for r in ours], rate, rtt, cell,
                         wire.wire_bytes(cell, wire.DATA)))
-    summary = json.loads((vdir.parent / "summary.json").read_text()).get(vdir.name.replace("-", "=", 1), {})
+    out.update(_completion(ours, rtt))
+    if summary is None:
+        summary = json.loads((vdir.parent / "summary.json").read_text()).get(vdir.name.replace("-", "=", 1), {})
     drops = summary.get("drops", {})
     out.update({"data_drops": drops.get("switch_queue_drops_by_type", {}).get("DATA", 0),
                 "drops_by_place": drops.get("untyped_losses_packets"),
