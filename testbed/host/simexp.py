@@ -48,10 +48,11 @@ def config(cc: str, **kw) -> TransportConfig:
     return cfg.with_(base_rtt_s=8 * DELAY_S + 4 * cfg.cell_time_s, **kw)
 
 
-def network(cfg: TransportConfig, hosts: int, seed: int = 1, wake_late_s: float = 0.0) -> Network:
+def network(cfg: TransportConfig, hosts: int, seed: int = 1, wake_late_s: float = 0.0,
+            pfc: tuple[int, int] | None = None) -> Network:
     ecn = (0.2 * BDP, 1.0 * BDP, 0.2) if cfg.cc == "dcqcn" else None
     spec = LinkSpec(rate_bps=RATE_BPS, delay_s=DELAY_S, buffer_cells=2 * BDP, ecn=ecn,
-                    credit_limit=cfg.cc == "tita")
+                    credit_limit=cfg.cc == "tita", pfc=pfc)
     late = (lambda rng: rng.random() * wake_late_s) if wake_late_s > 0 else None
     return leaf_spine(math.ceil(hosts / 2), 2, 2, cfg, spec, seed=seed, wake_lateness=late)
 
@@ -61,9 +62,10 @@ def jain(xs: list[float]) -> float:
 
 
 def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 1, seed: int = 1,
-           wake_late_s: float = 0.0, until_s: float = 120.0, **cfg_kw) -> dict:
+           wake_late_s: float = 0.0, until_s: float = 120.0, pfc: tuple[int, int] | None = None,
+           **cfg_kw) -> dict:
     cfg = config(cc, **cfg_kw)
-    net = network(cfg, senders + 1, seed, wake_late_s)
+    net = network(cfg, senders + 1, seed, wake_late_s, pfc)
     names = [f"h{i}" for i in range(2, senders + 2)]
     names = names[1:] + names[:1]  # remote leaves first, as the scenario's incast does
     wl = workloads.incast(names, "h1", message_bytes, messages_per_sender=count)
@@ -77,6 +79,7 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
     out.update(_completion([r for r in net.records() if r["kind"] == "message_sent"], cfg.rtt_s))
     out.update({
         "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "pfc": list(pfc) if pfc else None, "pause_frames": net.pause_frames,
         "peak_queue_cells": round(net.max_queue_cells(), 2),
         "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
         "credits_sent": rx.get("credits_sent"), "credits_lost": rx.get("credits_lost"),
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--message-bytes", type=int, default=128 * 1024)
     p.add_argument("--count", type=int, default=3)
     p.add_argument("--wake-late-us", type=float, default=0.0)
+    p.add_argument("--pfc", type=int, nargs=2, metavar=("XOFF", "XON"), default=None,
+                   help="PFC on every link into a switch: pause at XOFF DATA cells queued from one link, resume at XON")
     p.add_argument("--run", nargs="+", default=[], metavar="VARIANT_DIR",
                    help="instead: the same figures from emulated variant directories")
     a = p.parse_args(argv)
@@ -169,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     for n in a.senders:
         for cc in a.cc:
-            print(json.dumps(incast(cc, n, a.message_bytes, a.count, wake_late_s=a.wake_late_us / 1e6)))
+            print(json.dumps(incast(cc, n, a.message_bytes, a.count, wake_late_s=a.wake_late_us / 1e6,
+                                    pfc=tuple(a.pfc) if a.pfc else None)))
 
 
 if __name__ == "__main__":
