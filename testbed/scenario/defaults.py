@@ -49,7 +49,9 @@ RTO_HIGH_RTT = 15.0
 TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125}
 DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
-DCQCN_BYTE_COUNTER_BDP = 5.0  # bytes of one increase timer period at line rate
+# B in rate-increase timer periods at line rate: Zhu et al.'s 10 MB at 40 Gbit/s with
+# T = 55 us (36.4); the byte counter is this many timer_rtt BDPs.
+DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
 
 PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
                        "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024}
