@@ -39,9 +39,10 @@ DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process s
 DEFAULT_IDLE_CPU_PER_AGENT = 0.003
 MEMORY_PER_SWITCH_BYTES = 80 << 20  # a switch in a process of its own
 # A fabric process: the interpreter, gRPC and the compiled program once, then each switch's
-# tables, queues and servers (a k=4 fat-tree's two processes of 10 switches: 135 MiB RSS each).
+# tables, queues, servers and its real ports' PACKET_MMAP rings (RSS measured: two processes of
+# 10 switches of a k=4 fat-tree 135 MiB each, of 40 switches of a k=8 one 524 MiB each).
 MEMORY_PER_FABRIC_PROCESS_BYTES = 64 << 20
-MEMORY_PER_SWITCH_IN_FABRIC_BYTES = 8 << 20
+MEMORY_PER_SWITCH_IN_FABRIC_BYTES = 12 << 20
 MEMORY_PER_AGENT_BYTES = 60 << 20
 
 
