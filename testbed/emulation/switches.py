@@ -225,6 +225,10 @@ class FabricProcess(_Process):
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "testbed.p4model.fabric", str(self.spec_path)]
 
+    def stop(self, timeout_s: float | None = None) -> int | None:
+        """Given time to stop every switch's servers and flush every pcap (40 switches: seconds)."""
+        return super().stop(timeout_s if timeout_s is not None else 10.0 + 0.25 * len(self.configs))
+
 
 def start_all(processes: list[_Process], timeout_s: float = 60.0, on_started=None) -> None:
     """Start every switch process at once, then wait for all: start-up runs in parallel."""

@@ -26,6 +26,7 @@ from testbed.p4model.switch.signals import handle_signals, restore
 log = logging.getLogger("testbed.p4model.fabric")
 
 GRPC_WORKERS = 8  # per switch; a fabric process serves many
+CONTROL_POLL_S = 0.5  # each switch's TM control thread wakes this often (40 switches: 80 wake-ups/s)
 
 
 def switch_logger(s: FabricSwitch) -> logging.Logger:
@@ -57,7 +58,8 @@ class Fabric:
             memory = {port: link.name for port, link in s.links.items()}
             try:
                 self.parts[s.name] = build(s.options, clock=self.clock, memory_ports=memory,
-                                           logger=switch_logger(s), grpc_workers=GRPC_WORKERS)
+                                           logger=switch_logger(s), grpc_workers=GRPC_WORKERS,
+                                           control_poll_s=CONTROL_POLL_S)
             except TestbedError as error:
                 raise TestbedError(f"switch {s.name}: {error}") from None
         self.loop = FabricLoop({name: part[0] for name, part in self.parts.items()}, self.clock)
@@ -67,11 +69,13 @@ class Fabric:
                     self.loop.connect(s.name, port, link.peer, link.peer_port)
 
     def close(self) -> None:
+        """Every switch's servers stopped at once (gRPC's grace, the control thread's poll), then
+        its ports and pcaps closed."""
         parts = list(self.parts.values())
-        with ThreadPoolExecutor(max_workers=8) as pool:  # gRPC's grace period, in parallel
-            list(pool.map(lambda part: part[1].stop(0.2), parts))
-        for switch, _, control in parts:
-            control.stop()
+        with ThreadPoolExecutor(max_workers=max(1, min(64, 2 * len(parts)))) as pool:
+            stops = [lambda server=part[1]: server.stop(0.2) for part in parts] + [part[2].stop for part in parts]
+            list(pool.map(lambda stop: stop(), stops))
+        for switch, _, _ in parts:
             switch.close()
         self.parts.clear()
 

@@ -52,7 +52,7 @@ def _tm_lines(opts: SwitchOptions) -> list[tuple[str, list[str]]]:
 
 
 def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None = None,
-          logger: logging.Logger | None = None, grpc_workers: int = 32):
+          logger: logging.Logger | None = None, grpc_workers: int = 32, control_poll_s: float = 0.05):
     """Everything but the loop: (switch, grpc server, control server). Raises TestbedError.
     A fabric process passes its shared clock, the ports that are links in memory and the
     switch's own logger."""
@@ -97,7 +97,7 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
         if initial is not None:
             grpc_server.load_initial(*initial)
         control = ControlServer(switch.command_queue, host="127.0.0.1" if opts.grpc_host in ("0.0.0.0", "::")
-                                else opts.grpc_host, port=opts.thrift_port).start()
+                                else opts.grpc_host, port=opts.thrift_port).start(control_poll_s)
         try:
             grpc_server.start(opts.grpc_addr, workers=grpc_workers)
         except Exception as error:

@@ -170,8 +170,10 @@ class ControlServer:
         host, port = self._server.server_address[:2]
         return host, port
 
-    def start(self) -> "ControlServer":
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+    def start(self, poll_interval_s: float = 0.05) -> "ControlServer":
+        """`poll_interval_s`: how often the thread looks for stop() (it costs a wake-up, and the GIL,
+        each time: a fabric process with forty switches waits longer and stops them all at once)."""
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": poll_interval_s},
                                         name="tm-control", daemon=True)
         self._thread.start()
         return self
