@@ -48,8 +48,8 @@ def plan_faults(scenario) -> list[FaultAction]:
             for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
                 if not topo.node(node).is_host:
                     interfaces.append(switch_interface(node, port))
-        actions.append(FaultAction(fault.at_s, fault.kind, fault.target, tuple(interfaces),
-                                   up=fault.kind == "link_up"))
+        for at_s, kind in fault.events():  # a flapping link is its downs and ups
+            actions.append(FaultAction(at_s, kind, fault.target, tuple(interfaces), up=kind == "link_up"))
     return sorted(actions, key=lambda a: a.at_s)
 
 

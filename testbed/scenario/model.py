@@ -118,8 +118,20 @@ class Phase:
 @dataclass(frozen=True)
 class Fault:
     at_s: float
-    kind: str  # link_down | link_up | host_down
+    kind: str  # link_down | link_up | host_down | link_flap
     target: str  # a link name (h1-leaf1, leaf1-spine2, leaf1-spine2/2) or a host
+    period_s: float = 0.0  # link_flap: down for half of each period, up for the other half
+    count: int = 0  # link_flap: how many periods
+
+    def events(self) -> list[tuple[float, str]]:
+        """(time, link_down | link_up | host_down) this fault is made of, in time order."""
+        if self.kind != "link_flap":
+            return [(self.at_s, self.kind)]
+        out = []
+        for i in range(self.count):
+            start = self.at_s + i * self.period_s
+            out += [(start, "link_down"), (start + self.period_s / 2, "link_up")]
+        return out
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ def switch_placement(scenario, cores: int | None = None) -> Placement | None:
         return None
     processes = scenario.switch.processes
     count = (cores or machine_cores()) if processes == "auto" else int(processes)
-    faulted = frozenset(f.target for f in scenario.faults if f.kind in ("link_down", "link_up"))
+    faulted = frozenset(f.target for f in scenario.faults if f.kind in ("link_down", "link_up", "link_flap"))
     return place(scenario.topo, count, veth_links=faulted)
 
 

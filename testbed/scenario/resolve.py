@@ -302,6 +302,15 @@ class _Resolver:
             raise self.fail(at + ("at_s",), f"{raw['at_s']:g} is not before the end of the run "
                             f"(duration_s {duration:g})")
         target = raw["target"]
+        flap = raw["kind"] == "link_flap"
+        for key in ("period_s", "count"):
+            if flap and key not in raw:
+                raise self.fail(at + ("kind",), f"link_flap needs {key}")
+            if not flap and key in raw:
+                raise self.fail(at + (key,), f"is only used by link_flap, not by {raw['kind']}")
+        if flap and raw["at_s"] + raw["period_s"] * raw["count"] > duration:
+            raise self.fail(at + ("count",), f"{raw['count']} periods of {raw['period_s']:g} s from "
+                            f"{raw['at_s']:g} s end after the run (duration_s {duration:g})")
         if raw["kind"] == "host_down":
             self.known_host(at + ("target",), target, topo)
         else:
@@ -311,7 +320,7 @@ class _Resolver:
                 example = ", ".join(link.name for link in (topo.links[0], topo.links[-1]))
                 raise self.fail(at + ("target",), f"'{target}' is not a link of this topology "
                                 f"(links are named like {example}; see testbed show)") from None
-        return Fault(float(raw["at_s"]), raw["kind"], target)
+        return Fault(float(raw["at_s"]), raw["kind"], target, float(raw.get("period_s", 0.0)), int(raw.get("count", 0)))
 
 
 def _default_name(file: str) -> str:

@@ -16,7 +16,7 @@ TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce"]
-FAULT_KINDS = ["link_down", "link_up", "host_down"]
+FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap"]
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict:
@@ -166,7 +166,8 @@ SCHEMA = {
         }),
         "workload": {"type": "array", "minItems": 1, "items": PHASE},
         "faults": {"type": "array", "items": _obj(
-            {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT},
+            {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT,
+             "period_s": _num(0), "count": _int(1, 10_000)},
             required=["at_s", "kind", "target"])},
         "variants": {
             "type": "object",

@@ -32,6 +32,7 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
         links=dataclasses.replace(scenario.links, host=link(scenario.links.host),
                                   fabric=link(scenario.links.fabric)),
         workload=tuple(dataclasses.replace(p, start_s=round(p.start_s * stretch, 3)) for p in scenario.workload),
-        faults=tuple(dataclasses.replace(f, at_s=round(f.at_s * stretch, 3)) for f in scenario.faults),
+        faults=tuple(dataclasses.replace(f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3))
+                     for f in scenario.faults),
         derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
     )
