@@ -131,7 +131,7 @@ def drive(rate_mbps: float = RATE_MBPS, model_time_s: float = MODEL_TIME_S) -> d
         while True:  # every event before the next injection, in model time
             loop.deliver_due(now)
             loop.service_touched(now)
-            heap_next = loop._heap[0][0] if loop._heap else None
+            heap_next = loop.next_due_ns()
             if heap_next is None or heap_next >= nxt:
                 break
             now = max(now, heap_next)
@@ -139,8 +139,8 @@ def drive(rate_mbps: float = RATE_MBPS, model_time_s: float = MODEL_TIME_S) -> d
         now = nxt
         clock.set_ns(now)
     drain_until = now + 200_000_000
-    while loop._heap and now < drain_until:
-        now = max(now, loop._heap[0][0])
+    while loop.next_due_ns() is not None and now < drain_until:
+        now = max(now, loop.next_due_ns())
         clock.set_ns(now)
         loop.deliver_due(now)
         loop.service_touched(now)

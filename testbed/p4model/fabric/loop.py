@@ -20,8 +20,8 @@ not grow with the switches (a k=4 fat-tree's process has about 70).
 
 Only switches that something happened to are serviced and re-armed: the
 cost of a pass follows the packets, not the number of switches.  Each
-entry of the heap is (time_ns, sequence, switch, port, frame); port None
-marks a switch's own timer, and `_armed` keeps the earliest one per switch
+entry of the heap is (time_ns, sequence, switch, port, frame, the upstream
+switch's transmit lag); port None marks a switch's own timer, and `_armed` keeps the earliest one per switch
 so stale timers are skipped.  How late a frame in memory was delivered is
 recorded in the upstream switch's transmit lag, as a held transmit's is.
 """
@@ -57,10 +57,10 @@ class FabricLoop:
     def connect(self, a: str, a_port: int, b: str, b_port: int) -> None:
         """A cable between two switches of this process, both directions."""
         sa, sb = self.switches[a], self.switches[b]
-        sa.handoffs[a_port] = self._hand_off(sa, sa.schedule.transmit_lag, sb, b_port)
-        sb.handoffs[b_port] = self._hand_off(sb, sb.schedule.transmit_lag, sa, a_port)
+        sa.handoffs[a_port] = self._hand_off(sa.schedule.transmit_lag, sb, b_port)
+        sb.handoffs[b_port] = self._hand_off(sb.schedule.transmit_lag, sa, a_port)
 
-    def _hand_off(self, upstream: Switch, lag, downstream: Switch, port: int) -> Callable[[int, bytes], None]:
+    def _hand_off(self, lag, downstream: Switch, port: int) -> Callable[[int, bytes], None]:
         heap, push, sequence = self._heap, heapq.heappush, self._sequence
 
         def hand_off(at_ns: int, data: bytes) -> None:
@@ -106,6 +106,10 @@ class FabricLoop:
             switch.service(now)
             self._arm(switch)
         self.touched.clear()
+
+    def next_due_ns(self) -> int | None:
+        """The earliest heap entry's time (a frame's arrival or a switch's event), None if empty."""
+        return self._heap[0][0] if self._heap else None
 
     def next_wait_s(self, now: int) -> float:
         heap = self._heap
