@@ -1,6 +1,6 @@
 """The emulation as it runs: fabric processes beside one process per switch, in one run.
 
-Figures, each for both switch modes on the same machine in the same benchmark:
+Figures, for one process per switch and for fabric processes (1 and 2), same machine, same run:
   * start-up time of a k=4 and a k=8 fat-tree: from nothing to every switch configured
     (network built, switches started and ready, pipelines and plans pushed, real-time set);
   * CPU per cell-hop inside a k=4 fat-tree permutation (spray_rr_entropy, no congestion
@@ -11,7 +11,7 @@ Figures, each for both switch modes on the same machine in the same benchmark:
     with those measured costs, and a fabric-process run of the k=4 permutation at that rate,
     with its fidelity verdict.
 Needs root and the Mininet Debian ships; takes the machine's run lock like `testbed run`.
-Takes about 10 minutes on 2 cores.
+Takes about 12 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ transport: {{cc: none}}
 workload:
   - {{kind: permutation, start_s: 0.5, message_bytes: {size}, count: 1, cross_tor: true}}
 """
-MODES = (("per_switch", "one process per switch"), (2, "2 fabric processes"))
+MODES = (("per_switch", "one process per switch"), (1, "1 fabric process"), (2, "2 fabric processes"))
 
 
 def _variant(k: int, processes, size: int, rate_scale: float | None = None):
@@ -91,7 +91,7 @@ def run() -> list[str]:
     with tempfile.TemporaryDirectory(prefix="emulation-bench-") as tmp:
         directory = Path(tmp)
         for k in (4, 8):
-            for processes, label in MODES:
+            for processes, label in (MODES[0], MODES[2]):
                 _, _, startup = _run(_variant(k, processes, 1024), directory)
                 lines.append(f"k={k} fat-tree ({5 * k * k // 4} switches, {k ** 3 // 4} hosts), {label}: "
                              f"start-up {startup:.1f} s")
@@ -108,17 +108,19 @@ def run() -> list[str]:
                 f"{result.costs['switch_us_per_packet']} us switch CPU per cell-hop over "
                 f"{result.costs['switch_packets']:,} cell-hops, {result.costs['agent_us_per_datagram']} us per "
                 f"agent datagram; {_verdict(summary)}; {_goodput(summary)}")
-        fabric_costs = capacity.Costs(measured[2], mode="fabric")
+        auto = capacity.auto_fabric_processes()
+        fabric_costs = capacity.Costs(measured[auto], mode="fabric")
         for k in (4, 8):
-            s = _variant(k, 2, 262144).scenario
+            s = _variant(k, auto, 262144).scenario
             lines.append(f"k={k}: the pre-flight check plans {capacity.fitting_rate(s, fabric_costs):.3g} Mbit/s "
-                         f"with fabric processes at the measured {measured[2]} us per cell-hop "
+                         f"with {auto} fabric process(es) (auto) at the measured {measured[auto]} us per cell-hop "
                          f"(one process per switch at {measured['per_switch']} us: "
                          f"{capacity.fitting_rate(s, capacity.Costs(measured['per_switch'])):.3g} Mbit/s)")
-        s = _variant(4, 2, 262144).scenario
+        s = _variant(4, auto, 262144).scenario
         scale = capacity.fitting_rate(s, fabric_costs) * FIT_SHARE / s.links.host.rate_mbps
-        variant = _variant(4, 2, 262144, scale)
+        variant = _variant(4, auto, 262144, scale)
         result, summary, _ = _run(variant, directory)
-        lines.append(f"k=4 permutation at {variant.scenario.links.host.rate_mbps:.3g} Mbit/s in fabric processes: "
+        lines.append(f"k=4 permutation at {variant.scenario.links.host.rate_mbps:.3g} Mbit/s in {auto} fabric "
+                     f"process(es): "
                      f"{_verdict(summary)}; {_goodput(summary)}; {result.costs['switch_us_per_packet']} us per cell-hop")
     return lines

@@ -23,7 +23,7 @@ BUFFER_BDP = 2.0  # egress queue depth, in BDPs
 TARGET = "auto"
 PROGRAM = "p4src/fabric.p4"
 LOG_LEVEL = "warn"
-PROCESSES = "auto"  # builtin: one fabric process per core
+PROCESSES = "auto"  # builtin: one fabric process per two cores
 
 LOAD_BALANCING = "ecmp"
 LB_ALIASES = {"spray": "spray_rr_entropy"}

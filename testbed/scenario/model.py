@@ -40,7 +40,7 @@ class Switch:
     priority_queues: int
     pcap: bool
     log_level: str
-    # builtin target: "per_switch" (one process each), or N fabric processes ("auto": one per core)
+    # builtin target: "per_switch" (one process each), or N fabric processes ("auto": one per two cores)
     processes: str | int = "auto"
 
 

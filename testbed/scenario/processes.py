@@ -3,13 +3,13 @@
 One answer for `testbed show` and `testbed run`: None when every switch runs
 in a process of its own (bmv2, or `switch.processes: per_switch`), else the
 builtin switches' placement over fabric processes (`testbed.topo.partition`):
-`auto` is one process per core. A cable that a fault takes down stays a veth
+`auto` is one process per two cores (capacity.auto_fabric_processes says why). A cable that a fault takes down stays a veth
 pair even inside a process, since faults act on interfaces.
 """
 
 from __future__ import annotations
 
-from testbed.scenario.capacity import machine_cores, scenario_mode
+from testbed.scenario.capacity import auto_fabric_processes, scenario_mode
 from testbed.topo.partition import Placement, place
 
 
@@ -17,7 +17,7 @@ def switch_placement(scenario, cores: int | None = None) -> Placement | None:
     if scenario_mode(scenario) != "fabric":
         return None
     processes = scenario.switch.processes
-    count = (cores or machine_cores()) if processes == "auto" else int(processes)
+    count = auto_fabric_processes(cores) if processes == "auto" else int(processes)
     faulted = frozenset(f.target for f in scenario.faults if f.kind in ("link_down", "link_up", "link_flap"))
     return place(scenario.topo, count, veth_links=faulted)
 
