@@ -3,9 +3,11 @@
 import pytest
 
 
-@pytest.fixture(params=["per_switch", 2], ids=["per-switch", "fabric"])
+@pytest.fixture(params=["per_switch", "auto", 2], ids=["per-switch", "fabric-auto", "fabric-2"])
 def processes(request):
-    """Every fabric test runs twice: one process per switch, and two fabric processes."""
+    """Every fabric test runs in each switch mode: one process per switch, the default (one fabric
+    process per two cores: on 2 cores every cable in memory), and two fabric processes (cables
+    between them are veths)."""
     return request.param
 
 
