@@ -19,6 +19,10 @@ RATE_MBPS = 20.0
 # cells and a k=4 fat-tree's ~34, the 16-32 cell range of real fabrics.
 DELAY_US = 1000.0
 BUFFER_BDP = 2.0  # egress queue depth, in BDPs
+# The intra-server channel of multi-GPU servers (links.local): NVLink carries
+# several times a NIC's rate at a fraction of a network hop's delay.
+LOCAL_RATE_X_HOST = 8.0
+LOCAL_DELAY_X_HOST = 0.1
 
 TARGET = "auto"
 PROGRAM = "p4src/fabric.p4"

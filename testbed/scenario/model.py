@@ -25,9 +25,18 @@ class LinkParams:
 
 
 @dataclass(frozen=True)
+class LocalParams:
+    """The intra-server channel between two GPUs of one server (each direction)."""
+
+    rate_mbps: float
+    delay_us: float
+
+
+@dataclass(frozen=True)
 class Links:
     host: LinkParams  # host <-> ToR links (both directions)
     fabric: LinkParams  # switch <-> switch links
+    local: LocalParams | None = None  # GPU <-> GPU inside a server (gpus_per_server > 1 only)
 
     def for_tier(self, tier: str) -> LinkParams:
         return self.host if tier == "host" else self.fabric

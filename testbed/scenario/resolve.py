@@ -14,7 +14,7 @@ from typing import Any
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
-    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, Phase, Scenario, Switch,
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Phase, Scenario, Switch,
     Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
@@ -62,7 +62,7 @@ class _Resolver:
         derived = self.derived(topo, links_raw, cell_size)
         buffer = d.cells(derived.bdp_cells, d.BUFFER_BDP)
         links = Links(*(LinkParams(p["rate_mbps"], p["delay_us"], p.get("buffer_packets", buffer))
-                        for p in (links_raw["host"], links_raw["fabric"])))
+                        for p in (links_raw["host"], links_raw["fabric"])), local=self.local(topo, links_raw))
         fabric = self.fabric(topo, cell_size, cc, derived, links)
         switch = self.switch(fabric)
         transport = self.transport(cc, derived)
@@ -85,11 +85,25 @@ class _Resolver:
             spec = spec_from_dict(fields)
             topo = build_topology(spec)
         except TopoError as error:
-            raise self.fail(("topology",), str(error), key=True) from None
+            at = ("topology", error.field) if error.field in raw else ("topology",)
+            raise self.fail(at, str(error), key=at == ("topology",)) from None
         if len(topo.hosts) < 2:
             raise self.fail(("topology",), f"has {len(topo.hosts)} host; a workload needs two",
                             key=True)
         return spec, topo
+
+    def local(self, topo: Topology, links: dict) -> LocalParams | None:
+        raw = self.get(("links", "local"))
+        if topo.gpus_per_server == 1:
+            if raw is not None:
+                raise self.fail(("links", "local"), "is the channel between GPUs of one server, "
+                                "but the topology has no servers (set topology.gpus_per_server "
+                                "above 1 or drop the key)", key=True)
+            return None
+        raw = raw or {}
+        host = links["host"]
+        return LocalParams(float(raw.get("rate_mbps", host["rate_mbps"] * d.LOCAL_RATE_X_HOST)),
+                           float(raw.get("delay_us", host["delay_us"] * d.LOCAL_DELAY_X_HOST)))
 
     def link_params(self) -> dict[str, dict]:
         top = {k: v for k, v in self.get(("links",), {}).items() if k not in ("host", "fabric")}

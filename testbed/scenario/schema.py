@@ -54,6 +54,8 @@ LEAF_SPINE = _obj({
     "uplinks_per_spine": _int(1, 64),
     "oversubscription": _num(0),
     "dual_homed": BOOL,
+    "gpus_per_server": _int(1, 16),
+    "rail_optimised": BOOL,
 })
 
 FAT_TREE = _obj({
@@ -61,6 +63,8 @@ FAT_TREE = _obj({
     "k": {"type": "integer", "minimum": 2, "maximum": 254, "multipleOf": 2,
           "x-message": "must be an even integer (the fat-tree arity k)"},
     "dual_homed": BOOL,
+    "gpus_per_server": _int(1, 16),
+    "rail_optimised": BOOL,
 })
 
 HOST_SELECTION = {
@@ -117,7 +121,10 @@ SCHEMA = {
                  "then": FAT_TREE},
             ],
         },
-        "links": _obj({**LINK_PARAMS, "host": _obj(LINK_PARAMS), "fabric": _obj(LINK_PARAMS)}),
+        "links": _obj({**LINK_PARAMS, "host": _obj(LINK_PARAMS), "fabric": _obj(LINK_PARAMS),
+                       # the intra-server GPU channel: no switch queue, so no buffer
+                       "local": _obj({"rate_mbps": LINK_PARAMS["rate_mbps"],
+                                      "delay_us": LINK_PARAMS["delay_us"]})}),
         "switch": _obj({
             "target": {"enum": TARGETS},
             "program": TEXT,
