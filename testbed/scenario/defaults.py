@@ -54,6 +54,9 @@ DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt"
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
 DCQCN_BYTE_COUNTER_BDP = 5.0  # bytes of one increase timer period at line rate
 
+COLLECTIVE_SIZES_BYTES = [1024 * 1024]
+COLLECTIVE_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring",
+                        "all_to_all": "direct"}
 PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
                        "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024}
 

@@ -120,6 +120,13 @@ class Phase:
     pairs: tuple[tuple[str, str], ...] = ()  # permutation: (sender, receiver), seeded
     cross_tor: bool | None = None  # permutation
     zipf_s: float | None = None  # all_to_all destination skew (0 = uniform)
+    # collective: a data-carrying collective per size, back to back, `count` times each
+    op: str | None = None  # all_reduce | all_gather | reduce_scatter | all_to_all
+    algorithm: str | None = None  # ring | tree | hierarchical | direct
+    sizes_bytes: tuple[int, ...] = ()  # S per collective (all_gather: the gathered output)
+    channels: int = 1
+    chunk_bytes: int = 0  # 0: no pipelining inside a channel's segment
+    servers: tuple[tuple[int, ...], ...] = ()  # ranks of each server, GPU order (multi-GPU topologies)
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,9 @@ class _Resolver:
                             f"(duration_s {duration:g})")
         hosts = self.hosts(at + ("hosts",), raw.get("hosts", "all"), topo)
         fields: dict[str, Any] = {}
-        if kind != "pingall":
+        if kind == "collective":
+            hosts, fields = self.collective(at, raw, hosts, topo)
+        elif kind != "pingall":
             fields["message_bytes"] = raw.get("message_bytes", d.PHASE_MESSAGE_BYTES[kind])
         if kind == "incast":
             fields.update(self.incast(at, raw, hosts, topo))
@@ -238,6 +240,40 @@ class _Resolver:
             fields["zipf_s"] = float(raw.get("zipf_s", 0.0))
         return Phase(kind=kind, name=raw.get("name", f"{i + 1}-{kind}"), start_s=start,
                      hosts=hosts, count=raw.get("count", 1), **fields)
+
+    def collective(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology):
+        """Ranks (server by server, GPU order, when the topology has servers), op, algorithm, sizes."""
+        from testbed.host.collectives import ALGORITHMS
+
+        op = raw.get("op", "all_reduce")
+        algorithm = raw.get("algorithm", d.COLLECTIVE_ALGORITHM[op])
+        if algorithm not in ALGORITHMS[op]:
+            raise self.fail(at + ("algorithm",), f"'{algorithm}' is not an algorithm of {op}; "
+                            f"it has {', '.join(ALGORITHMS[op])}")
+        if topo.servers:
+            rank_of = {h: i for i, h in enumerate(h for gpus in topo.servers.values() for h in gpus)}
+            hosts = tuple(sorted(hosts, key=rank_of.__getitem__))
+        channels = raw.get("channels", 1)
+        sizes = raw.get("sizes_bytes", d.COLLECTIVE_SIZES_BYTES)
+        for j, size in enumerate(sizes):
+            if size < len(hosts) * channels:
+                raise self.fail(at + ("sizes_bytes", j), f"{size} B cannot give each of {len(hosts)} "
+                                f"ranks a byte on each of {channels} channel(s)")
+        servers: tuple = ()
+        if algorithm == "hierarchical":
+            if not topo.servers:
+                raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
+                                "(topology.gpus_per_server above 1)")
+            chosen = set(hosts)
+            whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
+            if sum(len(g) for g in whole) != len(hosts) or len(whole) < 2:
+                raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
+                                "hierarchical runs over whole servers, at least two: select every GPU "
+                                f"of each server used ({topo.gpus_per_server} per server)")
+            index = {h: i for i, h in enumerate(hosts)}
+            servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
+        return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
+                       "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers}
 
     def hosts(self, at: DataPath, selection: Any, topo: Topology) -> tuple[str, ...]:
         if selection == "all":
