@@ -164,3 +164,55 @@ def plot_busbw(summaries: dict[str, dict], path: Path) -> bool:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def summarize_simulated(run_dir: Path, topology) -> dict:
+    """A simulator variant's figures: messages, collectives, the simulator's own counts."""
+    import yaml
+
+    from testbed.host.records import read_jsonl
+    from testbed.telemetry.messages import message_figures, planned_messages
+
+    scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
+    result = json.loads((run_dir / "result.json").read_text())
+    recs = [r for p in sorted((run_dir / "records").glob("*.jsonl")) for r in read_jsonl(p)]
+    sent = [r for r in recs if r["kind"] == "message_sent"]
+    delivered = [r for r in recs if r["kind"] == "message_delivered"]
+    summary = {"variant": result["variant"], "target": "simulator",
+               "load_balancing": scenario["fabric"]["load_balancing"], "cc": scenario["transport"]["cc"]}
+    summary.update(message_figures(planned_messages(run_dir), sent, delivered))
+    summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
+    summary["simulator"] = {k: result.get(k) for k in ("virtual_end_s", "wall_s", "events", "finished",
+                                                       "switch_queue_drops", "max_queue_cells")}
+    summary["collectives"] = collective_figures(run_dir, scenario, topology)
+    return summary
+
+
+def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
+    """report.md, summary.json and busbw.png of a simulator run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
+    topo = scenario.topo
+    lines = ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
+             f"# {scenario.name}", "", scenario.description or "", "",
+             f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
+             + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
+                f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")
+             + f", {topo.counts.switches} switches; host links {scenario.links.host.rate_mbps:g} Mbit/s, "
+             f"fabric {scenario.links.fabric.rate_mbps:g} Mbit/s"
+             + (f", local channel {scenario.links.local.rate_mbps:g} Mbit/s / {scenario.links.local.delay_us:g} us"
+                if scenario.links.local else "") + ".", "",
+             "| variant | messages planned / completed | switch queue drops (packets) | virtual time (s) | "
+             "wall time (s) |", "|---|---|---|---|---|"]
+    for name, s in summaries.items():
+        sim = s["simulator"]
+        lines.append(f"| {name} | {s['messages_planned']} / {s['messages_completed']} | "
+                     f"{sim['switch_queue_drops']} | {sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
+    lines.append("")
+    lines += report_lines(summaries)
+    if plot_busbw(summaries, out_dir / "busbw.png"):
+        lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]
+    lines.append("Run directories: " + ", ".join(f"`{p}`" for p in run_dirs.values()))
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
