@@ -203,10 +203,12 @@ def recompute(v: Variant) -> dict:
 
 def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     out = {}
-    if not v.planned:
+    server = {g: s for s, gpus in v.topology.servers.items() for g in gpus}
+    fabric = [m for m in v.planned if not (m["src"] in server and server[m["src"]] == server.get(m["dst"]))]
+    if not fabric:
         return out
     flows: dict = {}
-    for m in sorted(v.planned, key=lambda m: m["start_us"]):
+    for m in sorted(fabric, key=lambda m: m["start_us"]):
         flows.setdefault((m["src"], m["dst"]), []).append(m)
 
     def cells(size):
@@ -272,7 +274,7 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     start = min(a for ms in result.messages.values() for a, _ in ms)
     end = max(b for ms in result.messages.values() for _, b in ms)
     completion = [(b - a) * 1e3 for ms in result.messages.values() for a, b in ms]
-    out["ideal/goodput_mbps"] = sum(m["size_bytes"] for m in v.planned) * 8 / (end - start) / 1e6
+    out["ideal/goodput_mbps"] = sum(m["size_bytes"] for m in fabric) * 8 / (end - start) / 1e6
     out["ideal/completion_p50_ms"] = rank(completion, 50)
     out["ideal/completion_p99_ms"] = rank(completion, 99)
     for n, l in loads.items():

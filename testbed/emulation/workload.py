@@ -62,3 +62,15 @@ def phase_messages(phase, seed: int) -> list[MessageSpec]:
 def scenario_messages(scenario) -> list[MessageSpec]:
     """All phases' messages, msg_ids renumbered per flow across phases."""
     return workloads.combine(*(phase_messages(p, scenario.seed) for p in scenario.workload))
+
+
+def peers_document(scenario) -> dict:
+    """The agents' peers file: every host's address and, with servers of several GPUs, the local
+    channel (its rate, delay and each GPU's same-server peers; `host.agent.load_local`)."""
+    topo = scenario.topo
+    doc: dict = {"peers": {h: topo.node(h).ip for h in topo.hosts}}
+    local = scenario.links.local
+    if local is not None and topo.local_links:
+        doc["local"] = {"rate_mbps": local.rate_mbps, "delay_us": local.delay_us,
+                        "peers": {h: topo.local_peers(h) for h in topo.hosts}}
+    return doc
