@@ -260,18 +260,19 @@ class _Resolver:
                 raise self.fail(at + ("sizes_bytes", j), f"{size} B cannot give each of {len(hosts)} "
                                 f"ranks a byte on each of {channels} channel(s)")
         servers: tuple = ()
-        if algorithm == "hierarchical":
+        if topo.servers:  # whole servers selected: their ranks (what hierarchical and the tuner need)
+            chosen = set(hosts)
+            whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
+            if sum(len(g) for g in whole) == len(hosts) and len(whole) >= 2:
+                index = {h: i for i, h in enumerate(hosts)}
+                servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
+        if algorithm == "hierarchical" and not servers:
             if not topo.servers:
                 raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
                                 "(topology.gpus_per_server above 1)")
-            chosen = set(hosts)
-            whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
-            if sum(len(g) for g in whole) != len(hosts) or len(whole) < 2:
-                raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
-                                "hierarchical runs over whole servers, at least two: select every GPU "
-                                f"of each server used ({topo.gpus_per_server} per server)")
-            index = {h: i for i, h in enumerate(hosts)}
-            servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
+            raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
+                            "hierarchical runs over whole servers, at least two: select every GPU "
+                            f"of each server used ({topo.gpus_per_server} per server)")
         return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
                        "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers}
 

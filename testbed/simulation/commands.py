@@ -17,6 +17,46 @@ def register(subparsers) -> None:
                    help="run only this variant (repeatable; default: all)")
     p.set_defaults(func=sim_command)
 
+    t = subparsers.add_parser(
+        "tune", help="pick a collective's algorithm x channels x chunk size per size, on the simulator",
+        description="For the scenario's first 'collective' phase (its op and ranks), measure candidates on "
+                    "the simulator: coordinate descent (the choice) and exhaustive search (the best) per size; "
+                    "writes tuning.json and tuning.md in runs/<scenario>/<timestamp>-tune/.")
+    t.add_argument("scenario", help="the scenario file")
+    t.add_argument("--sizes", type=_ints, default=None, help="bytes, comma-separated (default: the phase's sizes)")
+    t.add_argument("--algorithms", type=lambda s: s.split(","), default=None,
+                   help="comma-separated (default: every algorithm of the op this topology allows)")
+    t.add_argument("--channels", type=_ints, default=None, help="comma-separated (default: 1,2,4)")
+    t.add_argument("--chunks", type=_ints, default=None,
+                   help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,16384,65536)")
+    t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    t.set_defaults(func=tune_command)
+
+
+def _ints(text: str) -> list[int]:
+    import argparse
+
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of non-negative integers")
+    return values
+
+
+def tune_command(args) -> int:
+    from testbed.scenario import load_scenario
+    from testbed.simulation.tune import tune_scenario
+
+    scenario = load_scenario(args.scenario)
+    out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
+    path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
+                         progress=lambda m: print(m, flush=True))
+    print(path.read_text())
+    print(f"tuning: {path}")
+    return 0
+
 
 def sim_command(args) -> int:
     from testbed.errors import TestbedError
