@@ -109,3 +109,22 @@ def test_local_channel_carries_same_server_traffic():
     cross = sum(m.size_bytes for m in msgs if m.src == a and not topo.same_server(a, m.dst))
     # the NIC carried the cross-server part (with its headers and ACKs), not the intra-server one
     assert cross <= net.hosts[a].uplink.stats.tx_bytes < cross + intra
+
+
+@pytest.mark.parametrize("topology", [
+    {"kind": "fat_tree", "k": 4, "gpus_per_server": 2, "rail_optimised": True},
+    {"kind": "leaf_spine", "leaves": 4, "hosts_per_leaf": 2, "dual_homed": True, "gpus_per_server": 2,
+     "rail_optimised": True},
+])
+def test_hierarchical_all_reduce_on_fat_tree_and_dual_homed_servers(topology):
+    topo = build_topology(topology)
+    cfg = TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=23)
+    spec = sim.LinkSpec(20e6, 500e-6, 64)
+    local = sim.LinkSpec(160e6, 50e-6, 1 << 30, None, False)
+    net = sim.from_topology(topo, cfg, spec, spec, local, cfg.for_local_channel(160e6, 50e-6))
+    ranks = [h for gpus in topo.servers.values() for h in gpus]
+    servers = [[ranks.index(h) for h in gpus] for gpus in topo.servers.values()]
+    net.load(c.schedule("x", ranks, c.Params("all_reduce", "hierarchical", 16_384), servers=servers))
+    net.run(60)
+    done = [r for r in net.records() if r["kind"] == "collective_done"]
+    assert len(done) == len(ranks) and all(r["verified"] for r in done)
