@@ -309,7 +309,7 @@ def recompute_collectives(v: Variant) -> dict:
         for m in msgs:
             bits = -(-m["size_bytes"] // cell) * wire_bytes * 8
             if m["src"] in server and server[m["src"]] == server.get(m["dst"]):
-                busy[("local", m["src"], m["dst"])] = busy.get(("local", m["src"], m["dst"]), 0) + bits / local_rate
+                busy[("local", m["src"])] = busy.get(("local", m["src"]), 0) + bits / local_rate
             else:
                 busy[("out", m["src"])] = busy.get(("out", m["src"]), 0) + bits / host_rate
                 busy[("in", m["dst"])] = busy.get(("in", m["dst"]), 0) + bits / host_rate

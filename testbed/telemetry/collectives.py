@@ -48,7 +48,7 @@ def link_rate_bound_us(messages: list[dict], scenario: dict, topology) -> tuple[
     for m in messages:
         bits = math.ceil(m["size_bytes"] / cell) * wire * 8
         if server.get(m["src"]) is not None and server.get(m["src"]) == server.get(m["dst"]):
-            key = f"local {m['src']}->{m['dst']}"
+            key = f"{m['src']} local out"
             load[key] = load.get(key, 0.0) + bits / local_bps
         else:
             for key in (f"{m['src']} NIC out", f"{m['dst']} NIC in"):
@@ -129,8 +129,8 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
     lines += ["", "algbw = S / time and busbw = algbw x (all_reduce 2(n-1)/n; all_gather, reduce_scatter, "
               "all_to_all (n-1)/n), Mbit/s of payload; time from the collective's first message queued to the "
               "last rank holding its whole verified result; ideal busbw: the schedule's link-rate bound "
-              "(whole DATA cells over each NIC direction at the host link rate and each local channel "
-              "direction at its rate, fabric non-blocking, control cells and latency free).", ""]
+              "(whole DATA cells over each NIC direction at the host link rate and each GPU's local egress at "
+              "the local channel's rate, fabric non-blocking, control cells and latency free).", ""]
     return lines
 
 
