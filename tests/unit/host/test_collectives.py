@@ -128,3 +128,12 @@ def test_hierarchical_all_reduce_on_fat_tree_and_dual_homed_servers(topology):
     net.run(60)
     done = [r for r in net.records() if r["kind"] == "collective_done"]
     assert len(done) == len(ranks) and all(r["verified"] for r in done)
+
+
+def test_local_channel_config_keeps_the_fabric_timeouts_in_seconds():
+    host = TransportConfig(cc="none", link_rate_bps=20e6, base_rtt_s=10e-3)
+    local = host.for_local_channel(160e6, 100e-6)
+    assert local.link_rate_bps == 160e6 and local.rtt_s < host.rtt_s / 10
+    assert local.rto_low_rtt * local.rtt_s == pytest.approx(host.rto_low_rtt * host.rtt_s)
+    assert local.rto_high_rtt * local.rtt_s == pytest.approx(host.rto_high_rtt * host.rtt_s)
+    assert local.window == 2 * local.bdp_cells
