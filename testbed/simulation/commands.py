@@ -28,7 +28,7 @@ def register(subparsers) -> None:
                    help="comma-separated (default: every algorithm of the op this topology allows)")
     t.add_argument("--channels", type=_ints, default=None, help="comma-separated (default: 1,2,4)")
     t.add_argument("--chunks", type=_ints, default=None,
-                   help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,16384,65536)")
+                   help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,4096,16384,65536)")
     t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     t.set_defaults(func=tune_command)
 

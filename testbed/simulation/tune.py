@@ -31,7 +31,7 @@ from testbed.simulation.run import simulate
 from testbed.telemetry.collectives import collective_rows
 
 DEFAULT_CHANNELS = (1, 2, 4)
-DEFAULT_CHUNKS = (0, 16384, 65536)
+DEFAULT_CHUNKS = (0, 4096, 16384, 65536)
 
 
 class TuneError(TestbedError):
@@ -58,11 +58,21 @@ class Tuner:
         self.progress = progress
         self.measured: dict[tuple[int, Candidate], dict] = {}
 
+    def piece_bytes(self, size: int, c: Candidate) -> int:
+        """The largest piece the algorithm moves without chunking: a chunk only matters below it."""
+        n = len(self.phase.hosts)
+        per_channel = size // c.channels
+        if c.algorithm == "tree":
+            return per_channel // 2  # each of the two trees carries half
+        if self.phase.op == "all_to_all":
+            return per_channel // n
+        return per_channel // n  # ring segments; hierarchical: a rail ring's segment of a GPU's part
+
     def valid(self, size: int, c: Candidate) -> bool:
         n = len(self.phase.hosts)
         if c.algorithm == "hierarchical" and not self.phase.servers:
             return False
-        return size >= n * c.channels and (c.chunk_bytes == 0 or c.chunk_bytes < size // n)
+        return size >= n * c.channels and (c.chunk_bytes == 0 or c.chunk_bytes < self.piece_bytes(size, c))
 
     def measure(self, size: int, c: Candidate) -> float | None:
         """busbw (Mbit/s) of one collective of `size` with candidate `c`, None when it did not verify."""

@@ -18,7 +18,7 @@ workload:
 def test_tune_reports_choice_best_and_regret(tmp_path, capsys):
     path = tmp_path / "tunee.yaml"
     path.write_text(SCENARIO)
-    assert cli.main(["tune", str(path), "--channels", "1,2", "--chunks", "0,1024",
+    assert cli.main(["tune", str(path), "--channels", "1,2", "--chunks", "0,512",
                      "--runs-dir", str(tmp_path / "runs")]) == 0
     (out,) = (tmp_path / "runs" / "tunee").iterdir()
     result = json.loads((out / "tuning.json").read_text())
