@@ -137,12 +137,14 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
 def plot_busbw(summaries: dict[str, dict], path: Path) -> bool:
     """busbw (Mbit/s) against size (bytes, log scale), one line per variant, op and algorithm."""
     series: dict[str, dict[int, list[float]]] = {}
+    ideal: dict[str, dict[int, float]] = {}
     for variant, s in summaries.items():
         for r in (s.get("collectives") or {}).values():
             if r.get("busbw_mbps") is None:
                 continue
             label = f"{variant}: {r['op']} {r['algorithm']}" if len(summaries) > 1 else f"{r['op']} {r['algorithm']}"
             series.setdefault(label, {}).setdefault(r["size_bytes"], []).append(r["busbw_mbps"])
+            ideal.setdefault(label, {})[r["size_bytes"]] = r["ideal_busbw_mbps"]
     if not series:
         return False
     import matplotlib
@@ -153,11 +155,12 @@ def plot_busbw(summaries: dict[str, dict], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, points in series.items():
         sizes = sorted(points)
-        ax.plot(sizes, [sum(points[s]) / len(points[s]) for s in sizes], marker="o", label=label)
+        line, = ax.plot(sizes, [sum(points[s]) / len(points[s]) for s in sizes], marker="o", label=label)
+        ax.plot(sizes, [ideal[label][s] for s in sizes], linestyle="--", color=line.get_color(), linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("size S per rank (bytes)")
     ax.set_ylabel("busbw (Mbit/s)")
-    ax.set_title("Bus bandwidth against size (mean over iterations)")
+    ax.set_title("Bus bandwidth against size (mean over iterations; dashed: link-rate ideal)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
