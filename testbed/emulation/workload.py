@@ -30,8 +30,12 @@ def _ring(phase, start_us: float) -> list[MessageSpec]:
 
 
 def _collective(phase, start_us: float) -> list[MessageSpec]:
-    params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes)
-              for size in phase.sizes_bytes]
+    if phase.tuned:  # algorithm auto: the tuning table's choice per size
+        params = [collectives.Params(phase.op, alg, size, channels, chunk)
+                  for size, (alg, channels, chunk) in zip(phase.sizes_bytes, phase.tuned)]
+    else:
+        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes)
+                  for size in phase.sizes_bytes]
     return collectives.sequence(phase.name, list(phase.hosts), params, start_us,
                                 [list(s) for s in phase.servers] or None, phase.count)
 

@@ -127,6 +127,9 @@ class Phase:
     channels: int = 1
     chunk_bytes: int = 0  # 0: no pipelining inside a channel's segment
     servers: tuple[tuple[int, ...], ...] = ()  # ranks of each server, GPU order (multi-GPU topologies)
+    # algorithm auto: per size, the (algorithm, channels, chunk_bytes) the tuning table gives
+    tuned: tuple[tuple[str, int, int], ...] = ()
+    tuning: str | None = None  # the tuning table (tuning.json of `testbed tune`) it came from
 
 
 @dataclass(frozen=True)

@@ -247,7 +247,9 @@ class _Resolver:
 
         op = raw.get("op", "all_reduce")
         algorithm = raw.get("algorithm", d.COLLECTIVE_ALGORITHM[op])
-        if algorithm not in ALGORITHMS[op]:
+        if "tuning" in raw and algorithm != "auto":
+            raise self.fail(at + ("tuning",), "is read only with algorithm: auto", key=True)
+        if algorithm != "auto" and algorithm not in ALGORITHMS[op]:
             raise self.fail(at + ("algorithm",), f"'{algorithm}' is not an algorithm of {op}; "
                             f"it has {', '.join(ALGORITHMS[op])}")
         if topo.servers:
@@ -266,6 +268,9 @@ class _Resolver:
             if sum(len(g) for g in whole) == len(hosts) and len(whole) >= 2:
                 index = {h: i for i, h in enumerate(hosts)}
                 servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
+        tuned: tuple = ()
+        if algorithm == "auto":
+            tuned = self.tuned(at, raw, op, len(hosts), sizes, servers)
         if algorithm == "hierarchical" and not servers:
             if not topo.servers:
                 raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
@@ -274,7 +279,40 @@ class _Resolver:
                             "hierarchical runs over whole servers, at least two: select every GPU "
                             f"of each server used ({topo.gpus_per_server} per server)")
         return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
-                       "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers}
+                       "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers, "tuned": tuned,
+                       "tuning": raw.get("tuning")}
+
+    def tuned(self, at: DataPath, raw: dict, op: str, ranks: int, sizes: list[int], servers: tuple) -> tuple:
+        """algorithm: auto: per size, the tuning table's entry of the nearest size (log scale)."""
+        import json
+
+        for key in ("channels", "chunk_bytes"):
+            if key in raw:
+                raise self.fail(at + (key,), "comes from the tuning table with algorithm: auto", key=True)
+        if "tuning" not in raw:
+            raise self.fail(at + ("algorithm",), "auto needs 'tuning': the tuning.json that testbed tune wrote")
+        path = os.path.join(os.path.dirname(self.smap.file), raw["tuning"])
+        try:
+            table = json.loads(open(path, encoding="utf-8").read())
+            entries = sorted(table["table"], key=lambda e: e["size_bytes"])
+            table_op, table_ranks = table["op"], table["ranks"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise self.fail(at + ("tuning",), f"'{raw['tuning']}' is not a tuning table of testbed tune "
+                            f"({type(error).__name__}: {error})") from None
+        if (table_op, table_ranks) != (op, ranks):
+            raise self.fail(at + ("tuning",), f"'{raw['tuning']}' tunes {table_op} over {table_ranks} ranks; "
+                            f"this phase runs {op} over {ranks} ranks")
+        out = []
+        for size in sizes:
+            e = min(entries, key=lambda e: abs(math.log(e["size_bytes"] / size)))
+            if e["algorithm"] == "hierarchical" and not servers:
+                raise self.fail(at + ("tuning",), f"its choice for {size} B is hierarchical, which needs "
+                                "whole servers selected")
+            if size < ranks * e["channels"]:
+                raise self.fail(at + ("tuning",), f"its choice for {size} B has {e['channels']} channels, "
+                                f"too many for {ranks} ranks")
+            out.append((e["algorithm"], int(e["channels"]), int(e["chunk_bytes"])))
+        return tuple(out)
 
     def hosts(self, at: DataPath, selection: Any, topo: Topology) -> tuple[str, ...]:
         if selection == "all":

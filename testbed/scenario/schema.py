@@ -17,7 +17,7 @@ LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
-COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct"]
+COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
 FAULT_KINDS = ["link_down", "link_up", "host_down"]
 
 
@@ -94,7 +94,7 @@ PHASES = {
     "collective": {"op": {"enum": COLLECTIVE_OPS}, "algorithm": {"enum": COLLECTIVE_ALGORITHMS},
                    "sizes_bytes": {"type": "array", "minItems": 1, "items": _int(2, 1 << 32)},
                    "channels": _int(1, 64), "chunk_bytes": _int(0, 1 << 32),
-                   "count": _int(1, 1000)},
+                   "count": _int(1, 1000), "tuning": TEXT},
 }
 
 PHASE = {

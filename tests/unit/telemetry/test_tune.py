@@ -35,3 +35,30 @@ def test_tune_reports_choice_best_and_regret(tmp_path, capsys):
     text = (out / "tuning.md").read_text()
     assert "regret (%)" in text and "busbw (Mbit/s)" in text
     assert "tuning:" in capsys.readouterr().out
+
+
+def test_a_scenario_uses_the_tuning_table(tmp_path):
+    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario import ScenarioError, parse_scenario
+
+    table = {"op": "all_reduce", "ranks": 4, "table": [
+        {"size_bytes": 8192, "algorithm": "ring", "channels": 1, "chunk_bytes": 0},
+        {"size_bytes": 1 << 20, "algorithm": "hierarchical", "channels": 2, "chunk_bytes": 16384}]}
+    (tmp_path / "tuning.json").write_text(json.dumps(table))
+    text = SCENARIO.replace("{kind: collective, op: all_reduce, sizes_bytes: [8192, 32768]}",
+                            "{kind: collective, algorithm: auto, tuning: tuning.json, "
+                            "sizes_bytes: [4096, 32768, 524288]}")
+    scenario = parse_scenario(text, str(tmp_path / "auto.yaml"))
+    # nearest size on a log scale: 32768 is nearer 8192 (x4) than 1 MiB (x32)
+    assert scenario.workload[0].tuned == (("ring", 1, 0), ("ring", 1, 0), ("hierarchical", 2, 16384))
+    algorithms = {m.collective: m.algorithm for m in scenario_messages(scenario)}
+    assert algorithms == {"1-collective@4096B#0": "ring", "1-collective@32768B#0": "ring",
+                          "1-collective@524288B#0": "hierarchical"}
+    wrong = dict(table, op="all_gather")
+    (tmp_path / "tuning.json").write_text(json.dumps(wrong))
+    try:
+        parse_scenario(text, str(tmp_path / "auto.yaml"))
+    except ScenarioError as error:
+        assert "tunes all_gather over 4 ranks" in str(error) and error.line == 8
+    else:
+        raise AssertionError("a table for another op was accepted")
