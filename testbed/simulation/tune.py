@@ -171,7 +171,9 @@ def markdown(scenario, result: dict) -> str:
         lines += ["", f"Best single fixed setting: {f.label()} (geometric mean of busbw / best over the sizes "
                       f"{result['best_fixed']['geomean_of_busbw_over_best']:.3f})."]
     worst = max(r["regret"] for r in result["rows"])
-    lines += [f"Largest regret of the choice: {100 * worst:.1f}% (target: within 5%).", ""]
+    lines += [f"Largest regret of the choice: {100 * worst:.1f}% (target: within 5%).", "",
+              "A scenario uses the choices with `{kind: collective, op: " + result["op"] + ", algorithm: auto, "
+              "tuning: <path of this directory's tuning.json>}`.", ""]
     return "\n".join(lines) + "\n"
 
 
