@@ -11,7 +11,7 @@ import time
 
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.tm import TMCommands, TrafficManager, TransmitSchedule
-from testbed.p4model.tm_control import ControlServer, LockedExecutor, SwitchControlClient
+from testbed.p4model.tm.control import ControlServer, LockedExecutor, SwitchControlClient
 
 PACKETS = 200_000
 

@@ -61,6 +61,7 @@ const bit<2> ECN_MODE_RED  = 2;
 /* ---- queues and meters ---------------------------------------------------- */
 const bit<3> PRIORITY_DATA   = 0;
 const bit<3> PRIORITY_CREDIT = 1;   /* strict priority: credits jump data */
+const bit<3> PRIORITY_CNP    = 1;   /* DCQCN's CNPs jump data, as RoCE NICs send them */
 const bit<2> METER_GREEN = 0;
 
 #endif

@@ -272,6 +272,8 @@ control FabricIngress(inout headers_t hdr,
                 if (meta.credit_color != METER_GREEN) {
                     drop_packet(DROP_CREDIT_RATE);
                 }
+            } else if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_CNP) {
+                standard_metadata.priority = PRIORITY_CNP;
             } else {
                 standard_metadata.priority = PRIORITY_DATA;
             }

@@ -80,7 +80,7 @@ def bmv2_tm_lines(plan: SwitchPlan, cell_wire_bytes: int) -> tuple[list[str], li
 def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: int) -> list[str]:
     """Send the plan's traffic-manager lines; returns notes on what a target could not do."""
     if target == "builtin":
-        from testbed.p4model.tm_control import SwitchControlClient
+        from testbed.p4model.tm.control import SwitchControlClient
 
         with SwitchControlClient("127.0.0.1", thrift_port) as control:
             for line in plan.tm_commands:

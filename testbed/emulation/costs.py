@@ -28,7 +28,7 @@ def process_cpu_s(pid: int) -> float | None:
 
 
 def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path, threshold_us: float,
-                  source: str) -> dict:
+                  source: str, mode: str = "per_switch") -> dict:
     """Switch CPU (since the traffic started) over the packets the traffic managers took, agent
     CPU over the datagrams they sent and received; saved as calibration if real time was kept."""
     packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
@@ -47,7 +47,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     agent_us = agent_cpu * 1e6 / datagrams if datagrams > MIN_SAMPLE else None
     kept_time = max(lags, default=0) <= threshold_us
     if (switch_us or agent_us) and kept_time:
-        capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}")
+        capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1),
             "agent_us_per_datagram": agent_us and round(agent_us, 1),
-            "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time}
+            "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
+            "switch_mode": mode}

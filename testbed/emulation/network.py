@@ -83,11 +83,14 @@ class Pacing:
                 "latency", f"{self.latency_ms}ms"]
 
 
-def interface_names(topology: Topology) -> list[str]:
+def interface_names(topology: Topology, in_memory=frozenset()) -> list[str]:
     """Every root-namespace interface the network creates (switch sides of
-    all links, and host sides until Mininet moves them into the hosts)."""
+    all links but those `in_memory` of a fabric process, and host sides until
+    Mininet moves them into the hosts)."""
     names = []
     for link in topology.links:
+        if link.name in in_memory:
+            continue
         for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
             if topology.node(node).is_host:
                 names.append(host_interface(node, port))
@@ -101,9 +104,11 @@ def interface_names(topology: Topology) -> list[str]:
 class FabricNetwork:
     """Builds and tears down the Mininet network of one run."""
 
-    def __init__(self, topology: Topology, pacing: Pacing | None, local_pacing: Pacing | None = None) -> None:
+    def __init__(self, topology: Topology, pacing: Pacing | None, in_memory=frozenset(),
+                 local_pacing: Pacing | None = None) -> None:
         self.topology = topology
         self.pacing = pacing
+        self.in_memory = in_memory  # cables a fabric process carries in memory: no veth
         self.local_pacing = local_pacing
         self.net = None
 
@@ -138,6 +143,8 @@ class FabricNetwork:
         for name in t.switches:
             net.addSwitch(name, dpid=f"{t.node(name).device_id:016x}")
         for link in t.links:
+            if link.name in self.in_memory:
+                continue
             ends = []
             for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
                 name = host_interface(node, port) if t.node(node).is_host else switch_interface(node, port)
@@ -152,6 +159,8 @@ class FabricNetwork:
         net.build()
         for name in t.switches:
             for port in t.ports(name):
+                if port.link in self.in_memory:
+                    continue
                 interface = switch_interface(name, port.number)
                 # Per-interface settings vanish with the interface: nothing global is changed.
                 run_in(net[name], ["sysctl", "-qw", f"net.ipv6.conf.{interface}.disable_ipv6=1"],

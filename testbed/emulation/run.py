@@ -31,12 +31,15 @@ from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.runlock import hold_run_lock
-from testbed.emulation.switches import SwitchConfig, SwitchProcess, log_tail, resolve_target, start_all
+from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
+                                        start_all)
 from testbed.emulation.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
+from testbed.scenario.processes import switch_placement
 from testbed.telemetry.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
+from testbed.topo.partition import Placement
 
 CPU_PORT = 255
 AGENT_MARGIN_S = 30.0
@@ -65,8 +68,9 @@ class RunResult:
     tm_stats: dict = field(default_factory=dict)  # switch -> traffic-manager statistics
     host_counters: dict = field(default_factory=dict)  # "before"/"after" -> host -> qdisc and UDP counters
     scheduling: str = "normal"  # realtime: every switch ran under SCHED_FIFO
-    switch_cpu_s: dict = field(default_factory=dict)  # switch -> CPU seconds from traffic start to teardown
+    switch_cpu_s: dict = field(default_factory=dict)  # switch process -> CPU seconds, traffic start to teardown
     costs: dict = field(default_factory=dict)  # CPU per switch packet and per agent datagram
+    switch_processes: dict = field(default_factory=dict)  # process -> its switches; links in memory
 
 
 class VariantRun:
@@ -81,7 +85,9 @@ class VariantRun:
         self.manifest = Manifest(run_id=f"{self.scenario.name}-{run_dir.name}-{os.getpid()}",
                                  path=run_dir / "manifest.json")
         self.network: FabricNetwork | None = None
-        self.switches: list[SwitchProcess] = []
+        self.placement: Placement | None = None  # fabric processes (builtin); None: one process per switch
+        self.switches: list[SwitchConfig] = []
+        self.processes: list[SwitchProcess | FabricProcess] = []
         self.clients: dict[str, P4RuntimeClient] = {}
         self.agents: dict[str, subprocess.Popen] = {}
         self.collector: Collector | None = None
@@ -117,13 +123,26 @@ class VariantRun:
             yaml.safe_dump(self.scenario.to_dict(), sort_keys=False))
         self.result.target = resolve_target(self.scenario.switch.target)
         topology = self.scenario.topo
-        self.manifest.plan_interfaces(interface_names(topology))
+        self.placement = self._place()
+        self.manifest.plan_interfaces(interface_names(topology, self._in_memory()))
+
+    def _place(self) -> Placement | None:
+        """Fabric processes for the builtin target (topo.partition); bmv2 runs one per switch."""
+        if self.result.target != "builtin":
+            if isinstance(self.scenario.switch.processes, int):
+                self.result.notes.append("switch.processes is ignored: bmv2 runs one process per switch")
+            return None
+        return switch_placement(self.scenario)
+
+    def _in_memory(self) -> frozenset[str]:
+        return self.placement.in_memory if self.placement is not None else frozenset()
 
     def _build_network(self) -> None:
         self.progress(f"building the network: {self.scenario.topo.counts.switches} switches, "
                       f"{self.scenario.topo.counts.hosts} hosts")
         local = self.scenario.links.local
         self.network = FabricNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps),
+                                     self._in_memory(),
                                      local_pacing=Pacing(local.rate_mbps) if local is not None else None)
         self.network.build(on_host=lambda name, pid: self.manifest.add_process(pid, f"host {name}",
                                                                              ["mininet host", name]))
@@ -132,19 +151,36 @@ class VariantRun:
         topology = self.scenario.topo
         node = topology.node(name)
         switch = self.scenario.switch
+        in_memory = self._in_memory()
         return SwitchConfig(
             name=name, target=self.result.target, device_id=node.device_id, grpc_port=node.grpc_port,
             thrift_port=node.thrift_port,
-            ports={p.number: switch_interface(name, p.number) for p in topology.ports(name)},
+            ports={p.number: switch_interface(name, p.number) for p in topology.ports(name)
+                   if p.link not in in_memory},
             log_file=self.run_dir / "logs" / f"{name}.log", cpu_port=CPU_PORT,
             priority_queues=switch.priority_queues,
-            pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level)
+            pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level,
+            memory_links={p.number: (p.peer, p.peer_port, switch_interface(name, p.number))
+                          for p in topology.ports(name) if p.link in in_memory})
 
     def _start_switches(self) -> None:
-        self.progress(f"starting {len(self.scenario.topo.switches)} {self.result.target} switches")
-        self.switches = [SwitchProcess(self._switch_config(n)) for n in self.scenario.topo.switches]
-        start_all(self.switches, on_started=lambda s, pid: self.manifest.add_process(
-            pid, f"switch {s.config.name}", s.config.argv()))
+        topology = self.scenario.topo
+        self.switches = [self._switch_config(n) for n in topology.switches]
+        if self.placement is None:
+            self.processes = [SwitchProcess(c) for c in self.switches]
+            self.progress(f"starting {len(self.switches)} {self.result.target} switches, one process each")
+        else:
+            by_name = {c.name: c for c in self.switches}
+            self.processes = [FabricProcess(i, [by_name[s] for s in group], self.run_dir / "logs")
+                              for i, group in enumerate(self.placement.groups)]
+            self.progress(f"starting {len(self.switches)} builtin switches in {len(self.processes)} fabric "
+                          f"process(es), {len(self.placement.in_memory)} of "
+                          f"{sum(1 for link in topology.links if link.tier == 'fabric')} cables in memory")
+        self.result.switch_processes = {
+            "mode": "per_switch" if self.placement is None else "fabric",
+            "processes": {p.name: [c.name for c in p.configs] for p in self.processes},
+            "links_in_memory": len(self._in_memory())}
+        start_all(self.processes, on_started=lambda p, pid: self.manifest.add_process(pid, p.name, p.argv()))
 
     def _configure(self) -> None:
         self.progress("configuring switches over P4Runtime")
@@ -153,28 +189,27 @@ class VariantRun:
         config = build_pipeline_config(self.result.target, program, self.run_dir / "build")
         plans = plan_fabric(scenario.topo, scenario)
         jobs = []
-        for switch in self.switches:
-            c = switch.config
+        for c in self.switches:
             client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id)
             self.clients[c.name] = client
             jobs.append((client, config, plans[c.name]))
         configure_all(jobs)
-        for switch in self.switches:
-            self.result.notes += apply_tm(self.result.target, plans[switch.config.name], switch.config.thrift_port,
+        for c in self.switches:
+            self.result.notes += apply_tm(self.result.target, plans[c.name], c.thrift_port,
                                           scenario.derived.cell_wire_bytes)
         self._raise_switches()
 
     def _raise_switches(self) -> None:
         """Switches to real-time scheduling once configured (testbed/emulation/realtime.py)."""
         refused = {}
-        for switch in self.switches:
-            reason = make_realtime(switch.process.pid, all_threads=self.result.target == "bmv2")
+        for process in self.processes:
+            reason = make_realtime(process.process.pid, all_threads=self.result.target == "bmv2")
             if reason is not None:
-                refused[switch.config.name] = reason
+                refused[process.name] = reason
         self.result.scheduling = "realtime" if not refused else "normal"
         if refused:
             name, reason = next(iter(refused.items()))
-            note = (f"{len(refused)} of {len(self.switches)} switches run without real-time scheduling "
+            note = (f"{len(refused)} of {len(self.processes)} switch processes run without real-time scheduling "
                     f"({name}: {reason}); a busy machine can delay their departures")
             self.result.notes.append(note)
             self.progress("warning: " + note)
@@ -184,20 +219,31 @@ class VariantRun:
             return
         topology = self.scenario.topo
         self.progress("ping-all connectivity check")
+        hosts = topology.hosts
+        by_ip = {topology.node(h).ip: h for h in hosts}
+        # One pinger per host (emulation/pinger.py); host i aims at i+1, i+2, ... so that each
+        # receiver has about `window` pings coming at once, which its link's buffer holds.
+        window = max(1, min(16, self.scenario.links.host.buffer_packets // 2))
+        timeout_s = max(2.0, 4 * self.scenario.derived.base_rtt_us / 1e6 + 1.0)
+        pingers = {}
+        for i, src in enumerate(hosts):
+            targets = [topology.node(h).ip for h in hosts[i + 1:] + hosts[:i]]
+            pingers[src] = self.network.host(src).popen(
+                [sys.executable, "-m", "testbed.emulation.pinger", "--timeout", str(timeout_s),
+                 "--window", str(window), *targets], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=self.repo_root, text=True)
         failed = []
-        pings = {}
-        for src in topology.hosts:
-            for dst in topology.hosts:
-                if src != dst:
-                    pings[(src, dst)] = self.network.host(src).popen(
-                        ["ping", "-c", "1", "-W", "2", "-q", topology.node(dst).ip],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for pair, process in pings.items():
-            if process.wait() != 0:
-                failed.append(f"{pair[0]}->{pair[1]}")
-        self.result.pingall = {"pairs": len(pings), "failed": failed}
+        for src, process in pingers.items():
+            output, _ = process.communicate()
+            try:
+                missing = json.loads(output.strip().splitlines()[-1])["failed"]
+            except (ValueError, IndexError, KeyError, TypeError):
+                raise RunError(f"ping-all: the pinger in {src} failed: {output.strip()[-300:]}") from None
+            failed += [f"{src}->{by_ip[ip]}" for ip in missing]
+        pairs = len(hosts) * (len(hosts) - 1)
+        self.result.pingall = {"pairs": pairs, "failed": failed}
         if failed:
-            raise RunError(f"ping-all failed for {len(failed)} of {len(pings)} pairs "
+            raise RunError(f"ping-all failed for {len(failed)} of {pairs} pairs "
                            f"(first: {', '.join(failed[:5])}); switch logs in {self.run_dir / 'logs'}")
 
     def _traffic(self) -> None:
@@ -217,7 +263,7 @@ class VariantRun:
         epoch = time.time() + 1.0
         self.collector = Collector(list(self.clients.values()), epoch,
                                    ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
-        self._cpu_at_traffic = {s.config.name: process_cpu_s(s.process.pid) or 0.0 for s in self.switches}
+        self._cpu_at_traffic = {p.name: process_cpu_s(p.process.pid) or 0.0 for p in self.processes}
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
@@ -276,23 +322,23 @@ class VariantRun:
     def _collect_tm_stats(self) -> None:
         if self.result.target != "builtin":
             return
-        from testbed.p4model.tm_control import SwitchControlClient
+        from testbed.p4model.tm.control import SwitchControlClient
 
-        for switch in self.switches:
+        for c in self.switches:
             try:
-                with SwitchControlClient("127.0.0.1", switch.config.thrift_port, timeout_s=3) as control:
-                    self.result.tm_stats[switch.config.name] = {
-                        "tm": control.tm_stats(), "queues": control.queue_stats()}
+                with SwitchControlClient("127.0.0.1", c.thrift_port, timeout_s=3) as control:
+                    self.result.tm_stats[c.name] = {"tm": control.tm_stats(), "queues": control.queue_stats()}
             except Exception as error:  # telemetry must never block teardown
-                self.result.notes.append(f"{switch.config.name}: traffic-manager statistics unavailable ({error})")
+                self.result.notes.append(f"{c.name}: traffic-manager statistics unavailable ({error})")
 
     def _measure_costs(self) -> None:
-        cpu = {s.config.name: process_cpu_s(s.process.pid) for s in self.switches if s.process is not None}
+        cpu = {p.name: process_cpu_s(p.process.pid) for p in self.processes if p.process is not None}
         self.result.switch_cpu_s = {name: round(v - self._cpu_at_traffic[name], 3) for name, v in cpu.items()
                                     if v is not None and name in self._cpu_at_traffic}
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
                                           fidelity_threshold_us(self.scenario.to_dict()),
-                                          f"{self.scenario.name} {self.variant.name}")
+                                          f"{self.scenario.name} {self.variant.name}",
+                                          "per_switch" if self.placement is None else "fabric")
 
     def teardown(self) -> None:
         for process in self.agents.values():
@@ -306,11 +352,11 @@ class VariantRun:
         self._measure_costs()
         for client in self.clients.values():
             client.close()
-        for switch in self.switches:
-            code = switch.stop()
+        for process in self.processes:
+            code = process.stop()
             if code not in (0, None, -signal.SIGTERM):
-                self.result.notes.append(f"switch {switch.config.name} exited with code {code}: "
-                                         f"{log_tail(switch.config.log_file, 3)}")
+                self.result.notes.append(f"{process.name} exited with code {code}: "
+                                         f"{log_tail(process.log_file, 3)}")
         if self.faults is not None:
             self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]
         if self.network is not None:
@@ -322,5 +368,6 @@ class VariantRun:
             "variant": self.result.variant, "target": self.result.target, "pingall": self.result.pingall,
             "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
-            "costs": self.result.costs, "host_counters": self.result.host_counters},
+            "costs": self.result.costs, "host_counters": self.result.host_counters,
+            "switch_processes": self.result.switch_processes},
             indent=2, default=str))

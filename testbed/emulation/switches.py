@@ -12,8 +12,8 @@ that dies first raises SwitchStartError with its exit code and log tail.
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.targets import BMV2_BINARY, BMV2_COMPILER, bmv2_available
 
 # Switch processes run at a higher CPU priority than the hosts' agents: the
 # switches' traffic managers are the clock of the emulated links, while an
@@ -29,16 +30,10 @@ from testbed.errors import TestbedError
 # are re-prioritised; nothing global changes.
 SWITCH_NICE = -10
 
-BMV2_BINARY = "simple_switch_grpc"
-BMV2_COMPILER = "p4c-bm2-ss"
 
 
 class SwitchStartError(TestbedError):
     """A switch process that could not be started or died during start-up."""
-
-
-def bmv2_available() -> bool:
-    return shutil.which(BMV2_BINARY) is not None and shutil.which(BMV2_COMPILER) is not None
 
 
 def resolve_target(target: str) -> str:
@@ -70,16 +65,23 @@ class SwitchConfig:
     pcap_dir: Path | None = None
     log_level: str = "info"
     tm_commands: list[str] = field(default_factory=list)
+    # fabric process only: port -> (peer switch, peer port, the name its pcap files take)
+    memory_links: dict[int, tuple[str, int, str]] = field(default_factory=dict)
 
     @property
     def grpc_addr(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
     def argv(self) -> list[str]:
+        """The command line of this switch's own process."""
         if self.target == "bmv2":
             executable = [BMV2_BINARY]
         else:
             executable = [sys.executable, "-m", "testbed.p4model.switch"]
+        return executable + self.options()
+
+    def options(self) -> list[str]:
+        """simple_switch_grpc's options for this switch (also its entry in a fabric spec)."""
         common = []
         for number, interface in sorted(self.ports.items()):
             common += ["-i", f"{number}@{interface}"]
@@ -94,7 +96,7 @@ class SwitchConfig:
         if self.target == "builtin":
             for command in self.tm_commands:
                 target += ["--tm", command]
-        return executable + common + ["--"] + target
+        return common + ["--"] + target
 
 
 def _raise_priority() -> None:
@@ -119,19 +121,30 @@ def log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
 
 
-class SwitchProcess:
-    """One running switch; `start()` returns at once, `wait_ready()` polls."""
+class _Process:
+    """One running process of switches; `start()` returns at once, `wait_ready()` polls."""
 
-    def __init__(self, config: SwitchConfig) -> None:
-        self.config = config
+    name: str
+    configs: list[SwitchConfig]
+    log_file: Path
+
+    def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
-        self._stdout_path = config.log_file.with_suffix(".stdout")
+        self._stdout_path = self.log_file.with_suffix(".stdout")
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def _prepare(self) -> None:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        for config in self.configs:
+            config.log_file.parent.mkdir(parents=True, exist_ok=True)
+            if config.pcap_dir is not None:
+                config.pcap_dir.mkdir(parents=True, exist_ok=True)
 
     def start(self) -> int:
-        self.config.log_file.parent.mkdir(parents=True, exist_ok=True)
-        if self.config.pcap_dir is not None:
-            self.config.pcap_dir.mkdir(parents=True, exist_ok=True)
-        argv = self.config.argv()
+        self._prepare()
+        argv = self.argv()
         with open(self._stdout_path, "wb") as out:
             try:
                 self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
@@ -139,26 +152,26 @@ class SwitchProcess:
                                                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
                                                 preexec_fn=_raise_priority)
             except OSError as error:
-                raise SwitchStartError(f"cannot start switch {self.config.name} ({argv[0]}): "
-                                       f"{error.strerror}") from None
+                raise SwitchStartError(f"cannot start {self.name} ({argv[0]}): {error.strerror}") from None
         return self.process.pid
 
     def wait_ready(self, deadline: float) -> None:
-        """Poll until the gRPC port accepts connections; raise with evidence on failure."""
+        """Poll until every switch's gRPC port accepts connections; raise with evidence on failure."""
         assert self.process is not None, "start() first"
-        while True:
+        waiting = [c.grpc_port for c in self.configs]
+        while waiting:
             code = self.process.poll()
             if code is not None:
                 raise SwitchStartError(
-                    f"switch {self.config.name} exited with code {code} during start-up; "
-                    f"log {self.config.log_file}:\n{log_tail(self.config.log_file)}\n"
-                    f"{log_tail(self._stdout_path)}")
-            if _port_open(self.config.grpc_port):
+                    f"{self.name} exited with code {code} during start-up; "
+                    f"log {self.log_file}:\n{log_tail(self.log_file)}\n{log_tail(self._stdout_path)}")
+            waiting = [port for port in waiting if not _port_open(port)]
+            if not waiting:
                 return
             if time.monotonic() > deadline:
                 raise SwitchStartError(
-                    f"switch {self.config.name} did not open its gRPC port {self.config.grpc_port} "
-                    f"in time; log {self.config.log_file}:\n{log_tail(self._stdout_path)}")
+                    f"{self.name} did not open its gRPC port {waiting[0]} in time; "
+                    f"log {self.log_file}:\n{log_tail(self._stdout_path)}")
             time.sleep(0.05)
 
     def stop(self, timeout_s: float = 5.0) -> int | None:
@@ -172,12 +185,53 @@ class SwitchProcess:
             return self.process.wait()
 
 
-def start_all(switches: list[SwitchProcess], timeout_s: float = 60.0, on_started=None) -> None:
-    """Start every switch at once, then wait for all: start-up runs in parallel."""
-    for switch in switches:
-        pid = switch.start()
+class SwitchProcess(_Process):
+    """One switch in a process of its own (either target)."""
+
+    def __init__(self, config: SwitchConfig) -> None:
+        self.config = config
+        self.name = f"switch {config.name}"
+        self.configs = [config]
+        self.log_file = config.log_file
+        super().__init__()
+
+    def argv(self) -> list[str]:
+        return self.config.argv()
+
+
+class FabricProcess(_Process):
+    """Several builtin switches in one `testbed fabric` process (testbed/p4model/fabric):
+    one event loop, cables between them in memory; the spec is written next to the logs."""
+
+    def __init__(self, index: int, configs: list[SwitchConfig], directory: Path) -> None:
+        self.index = index
+        self.name = f"fabric{index}"
+        self.configs = configs
+        self.log_file = directory / f"{self.name}.log"
+        self.spec_path = directory / f"{self.name}.json"
+        super().__init__()
+
+    def spec(self) -> dict:
+        return {"log_file": str(self.log_file), "switches": [
+            {"name": c.name, "argv": c.options(),
+             "links": {str(port): {"peer": peer, "peer_port": peer_port, "name": name}
+                       for port, (peer, peer_port, name) in sorted(c.memory_links.items())}}
+            for c in self.configs]}
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        self.spec_path.write_text(json.dumps(self.spec(), indent=1))
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "testbed.p4model.fabric", str(self.spec_path)]
+
+
+def start_all(processes: list[_Process], timeout_s: float = 60.0, on_started=None) -> None:
+    """Start every switch process at once, then wait for all: start-up runs in parallel."""
+    for process in processes:
+        pid = process.start()
         if on_started is not None:
-            on_started(switch, pid)
+            on_started(process, pid)
     deadline = time.monotonic() + timeout_s
-    for switch in switches:
-        switch.wait_ready(deadline)
+    for process in processes:
+        process.wait_ready(deadline)

@@ -95,7 +95,9 @@ class Endpoint:
         self.counters[f"rx_{cell.type_name}"] += 1
         if cell.type == wire.DATA:
             self._on_data(now, src, cell, (tos & ECN_MASK) == ECN_CE)
-        elif cell.type in (wire.CREDIT_REQUEST, wire.CREDIT_STOP):
+            return
+        self.rcc.on_downlink(now, len(data) + wire.FRAME_OVERHEAD)  # control shares the downlink
+        if cell.type in (wire.CREDIT_REQUEST, wire.CREDIT_STOP):
             if self.cfg.cc != "tita":
                 self.errors["unexpected_credit_control"] += 1
                 return

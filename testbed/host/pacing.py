@@ -31,6 +31,14 @@ class Pacer:
         self._s_per_byte = 8 / rate_bps
         self.next_free = 0.0
 
+    def set_rate(self, rate_bps: float) -> None:
+        """A new rate from the next packet on (a congestion control's decision);
+        the release already scheduled stays."""
+        if rate_bps <= 0:
+            raise ValueError(f"pacing rate {rate_bps} bit/s must be positive")
+        self.rate_bps = rate_bps
+        self._s_per_byte = 8 / rate_bps
+
     def ready(self, now: float) -> bool:
         return now >= self.next_free
 

@@ -4,7 +4,14 @@ Virtual clock + event heap; links with rate and propagation delay; switch
 egress ports with a FIFO data queue (tail drop at `buffer_cells`, DCQCN-style
 ECN marking between Kmin and Kmax), and ExpressPass credit limiting (a
 separate 8-credit queue served by a token bucket of depth 2 at
-credit/(credit+data) of the link, excess credits dropped). Switches spray
+credit/(credit+data) of the link, excess credits dropped); DCQCN's CNPs wait
+in a high-priority queue of their own, ahead of data, as fabric.p4 queues them
+at priority 1. Optional PFC (`LinkSpec.pfc`): a switch counts the DATA cells
+each ingress link has queued in its egress queues and, at XOFF, pauses that
+link's sender (a pause frame that takes the link's delay to arrive), at XON
+resumes it; a paused port holds its DATA and still sends credits and CNPs
+(per-priority pause), and a switch's egress queues share one buffer (the
+ports' buffers pooled) instead of tail-dropping at each port's own. Switches spray
 cells by their entropy (or hash flows, for ECMP); paths are symmetric, so
 data follows its credit's path reversed. Hosts are the real sans-IO
 Endpoint driven by this clock: same code as the UDP agent.
@@ -36,6 +43,7 @@ class SimPacket:
     data: bytes
     ect: bool
     ce: bool = False
+    ingress: "Port | None" = None  # PFC: the link it entered the switch queueing it on
 
     @property
     def size(self) -> int:
@@ -56,6 +64,9 @@ class LinkSpec:
     buffer_cells: int = 32
     ecn: tuple[float, float, float] | None = None  # (Kmin cells, Kmax cells, Pmax)
     credit_limit: bool = True
+    # PFC on the links into a switch: (XOFF, XON) in DATA cells that one ingress link has
+    # queued at the switch; None = lossy.
+    pfc: tuple[int, int] | None = None
 
 
 class Sim:
@@ -91,6 +102,8 @@ class PortStats:
     max_queue_bytes: int = 0
     credit_drops: int = 0
     credits_forwarded: int = 0
+    pauses_received: int = 0  # PFC XOFF frames that reached this port's sender
+    paused_s: float = 0.0  # time this port held its DATA because of PFC
 
 
 class Port:
@@ -111,6 +124,12 @@ class Port:
         self.data_q: deque[SimPacket] = deque()
         self.queued_bytes = 0
         self.credit_q: deque[SimPacket] = deque()
+        self.prio_q: deque[SimPacket] = deque()  # CNPs (switch ports): ahead of data, unmetered
+        self.switch_port = switch_port
+        self.owner: Switch | None = None  # the switch this egress port belongs to
+        self.peer_is_switch = isinstance(peer, Switch)
+        self.paused = False
+        self._paused_at = 0.0
         self.busy = False
         self.wake_pending = False
         self.stats = PortStats()
@@ -121,10 +140,18 @@ class Port:
                 self.stats.credit_drops += 1
                 return
             self.credit_q.append(pkt)
+        elif kind == wire.CNP and self.switch_port:
+            self.prio_q.append(pkt)
         else:
             q = len(self.data_q)
-            if q >= self.capacity:
+            if self.owner is not None and self.spec.pfc is not None and self.switch_port:
+                full = self.owner.queued >= self.owner.shared_cells  # PFC: one shared buffer per switch
+            else:
+                full = q >= self.capacity
+            if full:
                 self.stats.drops += 1
+                if pkt.ingress is not None:
+                    self.net.pfc_dequeued(pkt)
                 return
             if self.ecn and pkt.ect and not pkt.ce:
                 kmin, kmax, pmax = self.ecn
@@ -134,6 +161,8 @@ class Port:
                     self.stats.ce_marks += 1
             self.data_q.append(pkt)
             self.queued_bytes += pkt.size
+            if self.owner is not None:
+                self.owner.queued += 1
             st = self.stats
             st.max_queue_packets = max(st.max_queue_packets, len(self.data_q))
             st.max_queue_bytes = max(st.max_queue_bytes, self.queued_bytes)
@@ -146,16 +175,20 @@ class Port:
 
     def _start(self) -> None:
         now = self.net.sim.now
-        pkt = None
-        if self.credit_q:
+        pkt = self.prio_q.popleft() if self.prio_q else None
+        if pkt is None and self.credit_q:
             self._refill(now)
             if self.tokens >= 1.0 - 1e-9:  # float refill must not leave a token short forever
                 self.tokens = max(0.0, self.tokens - 1.0)
                 pkt = self.credit_q.popleft()
                 self.stats.credits_forwarded += 1
-        if pkt is None and self.data_q:
+        if pkt is None and self.data_q and not self.paused:
             pkt = self.data_q.popleft()
             self.queued_bytes -= pkt.size
+            if self.owner is not None:
+                self.owner.queued -= 1
+            if pkt.ingress is not None:
+                self.net.pfc_dequeued(pkt)
         if pkt is None:
             if self.credit_q and not self.wake_pending:  # waiting for a token
                 self.wake_pending = True
@@ -167,7 +200,22 @@ class Port:
         self.stats.tx_bytes += pkt.size
         done = now + pkt.size * 8 / self.spec.rate_bps
         self.net.sim.at(done, self._done)
-        self.net.sim.at(done + self.spec.delay_s, self.peer.receive, pkt)
+        if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
+            self.net.sim.at(done + self.spec.delay_s, self.peer.receive, pkt, self)
+        else:
+            self.net.sim.at(done + self.spec.delay_s, self.peer.receive, pkt)
+
+    def pause(self, on: bool) -> None:
+        """A PFC frame from the peer arrived: hold (or release) DATA."""
+        now = self.net.sim.now
+        if on and not self.paused:
+            self.stats.pauses_received += 1
+            self._paused_at = now
+        elif not on and self.paused:
+            self.stats.paused_s += now - self._paused_at
+        self.paused = on
+        if not on and not self.busy:
+            self._start()
 
     def _token_wake(self) -> None:
         self.wake_pending = False
@@ -184,8 +232,15 @@ class Switch:
         self.net = net
         self.name = name
         self.routes: dict[str, list[Port]] = {}
+        self.queued = 0  # DATA cells in all its egress queues
+        self.ports = 0
 
-    def receive(self, pkt: SimPacket) -> None:
+    @property
+    def shared_cells(self) -> int:
+        """With PFC the egress queues share one buffer: the ports' buffers pooled."""
+        return self.ports * self.net.cfg_buffer
+
+    def receive(self, pkt: SimPacket, via: Port | None = None) -> None:
         ports = self.routes.get(pkt.dst)
         if not ports:
             self.net.unroutable += 1
@@ -200,6 +255,11 @@ class Switch:
             a, b = sorted((pkt.src, pkt.dst))
             fid = head[2] if head else 0
             port = ports[zlib.crc32(f"{a}|{b}|{fid}|{self.name}".encode()) % len(ports)]
+        if via is not None and via.spec.pfc is not None and kind not in (wire.CREDIT, wire.CNP):
+            pkt.ingress = via
+            self.net.pfc_queued(pkt)
+        else:
+            pkt.ingress = None
         port.enqueue(pkt, kind)
 
 
@@ -251,6 +311,9 @@ class SimHost:
         if t <= now:  # the endpoint must always make progress; never spin on one instant
             self.stalls += 1
             t = now + 1e-9
+        late = self.net.wake_lateness
+        if late is not None:  # a real event loop wakes after its deadline, never before
+            t += late(self.net.rng)
         if self._wake_at is not None and now <= self._wake_at <= t:
             return
         self._wake_at = t
@@ -266,8 +329,13 @@ class SimHost:
 class Network:
     """Hosts, switches and ports; build with `star` or `leaf_spine`."""
 
-    def __init__(self, cfg: TransportConfig, seed: int = 1, load_balancing: str = "spray") -> None:
+    def __init__(self, cfg: TransportConfig, seed: int = 1, load_balancing: str = "spray",
+                 wake_lateness: Callable[[random.Random], float] | None = None) -> None:
         self.cfg = cfg
+        # Timer wake-ups of every host come this much late (seconds, drawn per
+        # wake-up): the agent's event loop as the operating system runs it.
+        # None: exact wake-ups. Arrivals still wake a host at once.
+        self.wake_lateness = wake_lateness
         self.sim = Sim()
         self.rng = random.Random(seed)
         self.load_balancing = load_balancing
@@ -275,6 +343,28 @@ class Network:
         self.switches: dict[str, Switch] = {}
         self.ports: list[Port] = []
         self.unroutable = 0
+        self._pfc_held: Counter = Counter()  # ingress Port -> its DATA queued at the next switch
+        self._pfc_off: set = set()  # ingress ports whose sender is paused (or a pause is on its way)
+        self.pause_frames = 0  # XOFF + XON frames sent
+        self.cfg_buffer = 0  # per-port buffer (cells) of the links; PFC pools it per switch
+
+    # -- PFC ----------------------------------------------------------------------
+    def pfc_queued(self, pkt: SimPacket) -> None:
+        via = pkt.ingress
+        self._pfc_held[via] += 1
+        if self._pfc_held[via] >= via.spec.pfc[0] and via not in self._pfc_off:
+            self._pfc_off.add(via)
+            self.pause_frames += 1
+            self.sim.at(self.sim.now + via.spec.delay_s, via.pause, True)
+
+    def pfc_dequeued(self, pkt: SimPacket) -> None:
+        via = pkt.ingress
+        pkt.ingress = None
+        self._pfc_held[via] -= 1
+        if self._pfc_held[via] <= via.spec.pfc[1] and via in self._pfc_off:
+            self._pfc_off.discard(via)
+            self.pause_frames += 1
+            self.sim.at(self.sim.now + via.spec.delay_s, via.pause, False)
 
     def host(self, name: str) -> SimHost:
         h = self.hosts[name] = SimHost(self, name, self.cfg)
@@ -288,6 +378,11 @@ class Network:
         pa = Port(self, f"{a.name}->{b.name}", b, spec, isinstance(a, Switch))
         pb = Port(self, f"{b.name}->{a.name}", a, spec, isinstance(b, Switch))
         self.ports += [pa, pb]
+        for node, port in ((a, pa), (b, pb)):
+            if isinstance(node, Switch):
+                port.owner = node
+                node.ports += 1
+                self.cfg_buffer = spec.buffer_cells
         for node, port in ((a, pa), (b, pb)):
             if isinstance(node, SimHost):
                 node.uplink = port
@@ -346,9 +441,9 @@ def star(n_hosts: int, cfg: TransportConfig, spec: LinkSpec, seed: int = 1) -> N
 
 def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, cfg: TransportConfig, spec: LinkSpec,
                spine_delays_s: list[float] | None = None, load_balancing: str = "spray",
-               seed: int = 1) -> Network:
+               seed: int = 1, wake_lateness: Callable[[random.Random], float] | None = None) -> Network:
     """Two-tier Clos; spine_delays_s gives each spine's links their own delay (path skew)."""
-    net = Network(cfg, seed, load_balancing)
+    net = Network(cfg, seed, load_balancing, wake_lateness)
     leaf_sw = [net.switch(f"leaf{i + 1}") for i in range(leaves)]
     spine_sw = [net.switch(f"spine{j + 1}") for j in range(spines)]
     hosts_of: dict[int, list[str]] = {}

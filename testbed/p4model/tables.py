@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from testbed.p4model.errors import ControlPlaneError
+from testbed.p4model.meters import MeterState
 
 MATCH_KINDS = frozenset({"exact", "lpm", "ternary", "range", "optional", "selector"})
 _PRIORITY_KINDS = frozenset({"ternary", "range", "optional"})
@@ -66,7 +67,7 @@ class TableEntry:
     is_const: bool = False
     counter_packets: int = 0
     counter_bytes: int = 0
-    meter: object = None
+    meter: Optional[MeterState] = None
     # order of insertion; breaks priority ties (older wins).  Internal.
     seq: int = field(default=0, repr=False, compare=False)
 
@@ -170,7 +171,6 @@ class Table:
         self._seq += 1
         entry.seq = self._seq
         if self.direct_meter_kind is not None and entry.meter is None:
-            from testbed.p4model.externs import MeterState
             entry.meter = MeterState(self.direct_meter_kind, self.clock)
         self._by_id[ident] = entry
         self._matcher.add(entry)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.targets import process_mode
 
 # Share of the cores a run may plan to use: the rest is slack for bursts,
 # the kernel's veth work and the controller, so that departures stay on time.
@@ -30,10 +31,17 @@ HEADROOM = 0.6
 # Measured on the 2-core reference machine, idle otherwise, in the default scenario's runs
 # (switch CPU from the agents' start to teardown over the packets its traffic manager took:
 # 196-221 us; agents 96 us per datagram sent or received).
-DEFAULT_SWITCH_US_PER_PACKET = 210.0
+DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0}  # fabric: see docs/architecture.md
 DEFAULT_AGENT_US_PER_DATAGRAM = 96.0
-DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch or agent spends
-MEMORY_PER_SWITCH_BYTES = 80 << 20
+DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
+# A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
+# 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).
+DEFAULT_IDLE_CPU_PER_AGENT = 0.003
+MEMORY_PER_SWITCH_BYTES = 80 << 20  # a switch in a process of its own
+# A fabric process: the interpreter, gRPC and the compiled program once, then each switch's
+# tables, queues and servers (a k=4 fat-tree's two processes of 10 switches: 135 MiB RSS each).
+MEMORY_PER_FABRIC_PROCESS_BYTES = 64 << 20
+MEMORY_PER_SWITCH_IN_FABRIC_BYTES = 8 << 20
 MEMORY_PER_AGENT_BYTES = 60 << 20
 
 
@@ -43,9 +51,10 @@ class CapacityError(TestbedError):
 
 @dataclass(frozen=True)
 class Costs:
-    switch_us_per_packet: float = DEFAULT_SWITCH_US_PER_PACKET
+    switch_us_per_packet: float = DEFAULT_SWITCH_US_PER_PACKET["per_switch"]
     agent_us_per_datagram: float = DEFAULT_AGENT_US_PER_DATAGRAM
     source: str = "reference figures (no run measured on this machine yet)"
+    mode: str = "per_switch"  # how the switches run: one process each, or in fabric processes
 
 
 @dataclass(frozen=True)
@@ -69,33 +78,47 @@ def calibration_path() -> Path:
 RECENT_RUNS = 5  # the calibration is the median of the last few runs: one run on a busy machine does not decide
 
 
-def _recent() -> list[dict]:
+def _runs() -> list[dict]:
     try:
-        runs = json.loads(calibration_path().read_text())["runs"]
-        return [r for r in runs if isinstance(r, dict)][-RECENT_RUNS:]
+        return [r for r in json.loads(calibration_path().read_text())["runs"] if isinstance(r, dict)]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
 
-def load_costs() -> Costs:
-    runs = _recent()
+def _recent(mode: str) -> list[dict]:
+    return [r for r in _runs() if r.get("mode", "per_switch") == mode][-RECENT_RUNS:]
+
+
+def scenario_mode(scenario) -> str:
+    """How this scenario's switches will run (testbed.targets.process_mode)."""
+    return process_mode(scenario.switch.target, scenario.switch.processes)
+
+
+def load_costs(mode: str = "per_switch") -> Costs:
+    """The costs for switches run in `mode`: the median of this machine's recent runs, or the reference."""
+    runs = _recent(mode)
     switch = [float(r["switch_us_per_packet"]) for r in runs if r.get("switch_us_per_packet")]
     agent = [float(r["agent_us_per_datagram"]) for r in runs if r.get("agent_us_per_datagram")]
     if not switch and not agent:
-        return Costs()
-    return Costs(statistics.median(switch) if switch else DEFAULT_SWITCH_US_PER_PACKET,
+        return Costs(DEFAULT_SWITCH_US_PER_PACKET[mode], mode=mode,
+                     source=f"reference figures for {mode.replace('_', '-')} switches "
+                            "(no run measured on this machine yet)")
+    return Costs(statistics.median(switch) if switch else DEFAULT_SWITCH_US_PER_PACKET[mode],
                  statistics.median(agent) if agent else DEFAULT_AGENT_US_PER_DATAGRAM,
-                 f"median of the last {max(len(switch), len(agent))} runs on this machine, newest "
-                 f"{runs[-1].get('from', 'unnamed')}")
+                 f"median of the last {max(len(switch), len(agent))} runs on this machine with "
+                 f"{mode.replace('_', '-')} switches, newest {runs[-1].get('from', 'unnamed')}", mode)
 
 
-def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str) -> None:
+def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str,
+               mode: str = "per_switch") -> None:
     """Keep a run's measured per-packet costs (None: not measured) for the next checks."""
-    runs = _recent() + [{"switch_us_per_packet": switch_us_per_packet,
-                         "agent_us_per_datagram": agent_us_per_datagram, "from": source}]
+    kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
+    kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
+                                 "agent_us_per_datagram": agent_us_per_datagram, "from": source,
+                                 "mode": mode}])[-RECENT_RUNS:]
     try:
         calibration_path().parent.mkdir(parents=True, exist_ok=True)
-        calibration_path().write_text(json.dumps({"runs": runs[-RECENT_RUNS:]}, indent=1))
+        calibration_path().write_text(json.dumps({"runs": [r for m in kept.values() for r in m]}, indent=1))
     except OSError:
         pass  # a read-only place only means the reference figures stay in use
 
@@ -121,11 +144,23 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
         # rate, with the ACKs back; no switch sees these
         local_cells = scenario.links.local.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
         agent_datagrams += 2 * busy * local_cells * 1.25
-    processes = len(topo.switches) + len(topo.hosts)
+    processes = len(topo.hosts) + (len(topo.switches) if costs.mode == "per_switch" else machine_cores())
+    idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
-    cpu += processes * DEFAULT_IDLE_CPU_PER_PROCESS
-    memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
+    cpu += idle
+    if costs.mode == "per_switch":
+        memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES
+    else:
+        memory = (machine_cores() * MEMORY_PER_FABRIC_PROCESS_BYTES
+                  + len(topo.switches) * MEMORY_PER_SWITCH_IN_FABRIC_BYTES)
+    memory += len(topo.hosts) * MEMORY_PER_AGENT_BYTES
     return Demand(switch_packets, agent_datagrams, processes, cpu, memory)
+
+
+def _idle_cpu(scenario, costs: Costs) -> float:
+    """CPU-s/s the fabric's processes spend with no traffic at all."""
+    switch_processes = len(scenario.topo.switches) if costs.mode == "per_switch" else machine_cores()
+    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
 
 
 def _busy_hosts(phase, paced: bool) -> int:
@@ -155,10 +190,10 @@ def machine_memory_bytes() -> int:
 
 def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None) -> float:
     """The host link rate (Mbit/s) at which the fabric's CPU demand meets the plan (0: none)."""
-    costs = costs or load_costs()
+    costs = costs or load_costs(scenario_mode(scenario))
     need = demand(scenario, costs)
     budget = (cores or machine_cores()) * HEADROOM
-    idle = need.processes * DEFAULT_IDLE_CPU_PER_PROCESS
+    idle = _idle_cpu(scenario, costs)
     if budget <= idle:
         return 0.0
     return (budget - idle) / (need.cpu - idle) * scenario.links.host.rate_mbps
@@ -166,7 +201,7 @@ def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None)
 
 def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str:
     """One line on whether the fabric fits; raises CapacityError when it does not."""
-    costs = costs or load_costs()
+    costs = costs or load_costs(scenario_mode(scenario))
     cores = cores or machine_cores()
     need = demand(scenario, costs)
     budget = cores * HEADROOM

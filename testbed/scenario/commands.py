@@ -9,6 +9,7 @@ from testbed.scenario import capacity
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.load import load_scenario
 from testbed.scenario.model import Scenario
+from testbed.scenario.processes import describe_placement, switch_placement
 from testbed.scenario.variants import expand_variants
 from testbed.topo.entropy import layout_of
 from testbed.topo.render import describe
@@ -56,6 +57,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file)
     print(summary(scenario))
+    print(describe_placement(scenario, switch_placement(scenario)))
     print()
     print(describe(scenario.topo))
     return 0

@@ -27,6 +27,7 @@ LOCAL_DELAY_X_HOST = 0.1
 TARGET = "auto"
 PROGRAM = "p4src/fabric.p4"
 LOG_LEVEL = "warn"
+PROCESSES = "auto"  # builtin: one fabric process per core
 
 LOAD_BALANCING = "ecmp"
 LB_ALIASES = {"spray": "spray_rr_entropy"}
@@ -52,7 +53,9 @@ RTO_HIGH_RTT = 15.0
 TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125}
 DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
-DCQCN_BYTE_COUNTER_BDP = 5.0  # bytes of one increase timer period at line rate
+# B in rate-increase timer periods at line rate: Zhu et al.'s 10 MB at 40 Gbit/s with
+# T = 55 us (36.4); the byte counter is this many timer_rtt BDPs.
+DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
 
 COLLECTIVE_SIZES_BYTES = [1024 * 1024]
 COLLECTIVE_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring",

@@ -49,6 +49,8 @@ class Switch:
     priority_queues: int
     pcap: bool
     log_level: str
+    # builtin target: "per_switch" (one process each), or N fabric processes ("auto": one per core)
+    processes: str | int = "auto"
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class _Resolver:
         links = Links(*(LinkParams(p["rate_mbps"], p["delay_us"], p.get("buffer_packets", buffer))
                         for p in (links_raw["host"], links_raw["fabric"])), local=self.local(topo, links_raw))
         fabric = self.fabric(topo, cell_size, cc, derived, links)
-        switch = self.switch(fabric)
+        switch = self.switch(fabric, cc)
         transport = self.transport(cc, derived)
         workload = tuple(self.phase(i, topo, duration, seed)
                          for i in range(len(self.get(("workload",), []))))
@@ -186,15 +186,22 @@ class _Resolver:
                             f"buffer of {buffer} packets, so the queue could never reach it")
         return ecn
 
-    def switch(self, fabric: Fabric) -> Switch:
-        queues = self.get(("switch", "priority_queues"), 2 if fabric.credits.enabled else 1)
+    def switch(self, fabric: Fabric, cc: str) -> Switch:
+        queues = self.get(("switch", "priority_queues"), 2 if fabric.credits.enabled or cc == "dcqcn" else 1)
         if fabric.credits.enabled and queues < 2:
             raise self.fail(("switch", "priority_queues"),
                             f"is {queues}, but credits need 2 (they bypass data in the high queue)")
-        return Switch(self.get(("switch", "target"), d.TARGET),
-                      self.get(("switch", "program"), d.PROGRAM), queues,
+        if cc == "dcqcn" and queues < 2:
+            raise self.fail(("switch", "priority_queues"),
+                            f"is {queues}, but dcqcn needs 2 (its CNPs bypass data in the high queue)")
+        target = self.get(("switch", "target"), d.TARGET)
+        processes = self.get(("switch", "processes"), d.PROCESSES)
+        if target == "bmv2" and isinstance(processes, int):
+            raise self.fail(("switch", "processes"), f"is {processes}, but bmv2 runs one process per "
+                            "switch (fabric processes are the builtin target's); use per_switch or auto")
+        return Switch(target, self.get(("switch", "program"), d.PROGRAM), queues,
                       self.get(("switch", "pcap"), False),
-                      self.get(("switch", "log_level"), d.LOG_LEVEL))
+                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes)
 
     def transport(self, cc: str, derived: Derived) -> Transport:
         low = self.get(("transport", "rto_low_rtt"), d.RTO_LOW_RTT)
@@ -203,9 +210,11 @@ class _Resolver:
             at = "rto_high_rtt" if self.get(("transport", "rto_high_rtt")) is not None else "rto_low_rtt"
             raise self.fail(("transport", at),
                             f"rto_low_rtt ({low:g}) must be below rto_high_rtt ({high:g})")
+        given = self.get(("transport", "dcqcn"), {})
+        timer = given.get("timer_rtt", d.DCQCN["timer_rtt"])
         dcqcn = {**d.DCQCN,
-                 "byte_counter_bytes": math.ceil(derived.bdp_bytes * d.DCQCN_BYTE_COUNTER_BDP),
-                 **self.get(("transport", "dcqcn"), {})}
+                 "byte_counter_bytes": math.ceil(derived.bdp_bytes * timer * d.DCQCN_BYTE_COUNTER_TIMER_PERIODS),
+                 **given}
         return Transport(
             cc=cc,
             reorder_window_cells=self.get(("transport", "reorder_window_cells"),

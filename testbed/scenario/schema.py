@@ -137,6 +137,7 @@ SCHEMA = {
             "priority_queues": _int(1, 8),
             "pcap": BOOL,
             "log_level": {"enum": LOG_LEVELS},
+            "processes": {"oneOf": [{"enum": ["auto", "per_switch"]}, _int(1, 64)]},
         }),
         "fabric": _obj({
             "load_balancing": {"enum": LOAD_BALANCING},

@@ -364,6 +364,44 @@ def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
     return "; ".join(f"{name}: {text}" for name, text in clauses.items())
 
 
+def dcqcn_parameters(resolved: dict) -> str | None:
+    """DCQCN's constants as one variant ran them, in absolute units (None: not dcqcn).
+
+    Zhu et al. (SIGCOMM 2015) give microseconds and bytes at 40 Gbit/s; the testbed keeps
+    their ratios: timers in base RTTs, the byte counter in increase-timer periods at line
+    rate, R_AI as a fraction of the link, ECN thresholds in BDPs (REFERENCE.md)."""
+    t = resolved.get("transport") or {}
+    if t.get("cc") != "dcqcn":
+        return None
+    q, ecn, d = t["dcqcn"], resolved["fabric"]["ecn"], resolved["derived"]
+    rate = resolved["links"]["host"]["rate_mbps"]
+    rtt_ms = d["base_rtt_us"] / 1e3
+    timer_ms = q["timer_rtt"] * rtt_ms
+    timer_bytes = rate * 1e6 / 8 * timer_ms / 1e3
+    r_ai = q["r_ai_fraction"] * rate
+    cell = d["cell_wire_bytes"]
+    marking = (f"RED Kmin {ecn['kmin_cells']} / Kmax {ecn['kmax_cells']} cells ({ecn['kmin_cells'] * cell / 1e3:.1f} / "
+               f"{ecn['kmax_cells'] * cell / 1e3:.1f} KB; BDP {d['bdp_cells']} cells), Pmax {ecn['pmax']:g}"
+               if ecn.get("mode") == "red" else f"ECN mode {ecn.get('mode')}")
+    queues = (resolved.get("switch") or {}).get("priority_queues", 1)
+    return (f"{marking}; g {q['g']:.6g} (1/{1 / q['g']:.0f}); CNP interval N {q['cnp_interval_rtt'] * rtt_ms:.1f} ms, "
+            f"alpha timer K and rate-increase timer T {timer_ms:.1f} ms ({q['timer_rtt']:g} base RTTs of "
+            f"{rtt_ms:.1f} ms); byte counter B {q['byte_counter_bytes']:,} B ({q['byte_counter_bytes'] / timer_bytes:.1f} "
+            f"timer periods at line rate); F {q['fast_recovery_steps']} fast-recovery steps; R_AI {r_ai * 1e3:.2f} kbit/s "
+            f"({q['r_ai_fraction']:g} of {rate:g} Mbit/s), R_HAI {r_ai * q['hyper_factor'] * 1e3:.2f} kbit/s; "
+            f"CNPs at switch priority {'1 (ahead of data)' if queues >= 2 else '0 (with data)'}")
+
+
+def _dcqcn_lines(run_dirs: dict[str, Path]) -> list[str]:
+    lines = []
+    for name, run_dir in run_dirs.items():
+        path = Path(run_dir) / "scenario.resolved.yaml"
+        text = dcqcn_parameters(yaml.safe_load(path.read_text())) if path.exists() else None
+        if text:
+            lines.append(f"DCQCN parameters of {name} (Zhu et al., SIGCOMM 2015, scaled to this link): {text}.")
+    return lines + [""] if lines else []
+
+
 def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -373,6 +411,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
                  f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")
     lines.append("")
+    lines += _dcqcn_lines(run_dirs)
     names = list(summaries)
     lines.append("| | " + " | ".join(names) + " |")
     lines.append("|---|" + "---|" * len(names))

@@ -3,6 +3,12 @@
 import pytest
 
 
+@pytest.fixture(params=["per_switch", 2], ids=["per-switch", "fabric"])
+def processes(request):
+    """Every fabric test runs twice: one process per switch, and two fabric processes."""
+    return request.param
+
+
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
     """A run registry of the test's own, so `testbed clean` sees only this test's runs."""

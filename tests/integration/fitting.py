@@ -12,7 +12,9 @@ def fitted(variant):
     """The variant at a clock this machine holds (the reference costs, so every machine of the
     project's size runs the same test): rates down, times up, every ratio kept."""
     s = variant.scenario
-    fits = capacity.fitting_rate(s, capacity.Costs()) * FIT_SHARE
+    mode = capacity.scenario_mode(s)
+    reference = capacity.Costs(capacity.DEFAULT_SWITCH_US_PER_PACKET[mode], mode=mode)
+    fits = capacity.fitting_rate(s, reference) * FIT_SHARE
     if fits >= s.links.host.rate_mbps:
         return variant
     return dataclasses.replace(variant, scenario=slowed(s, fits / s.links.host.rate_mbps))

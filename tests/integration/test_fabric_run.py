@@ -21,7 +21,7 @@ name: {name}
 duration_s: 5
 topology: {topology}
 links: {{rate_mbps: 10, delay_us: 100}}
-switch: {{target: builtin}}
+switch: {{target: builtin, processes: {processes}}}
 transport: {{cc: none}}
 workload:
   - {{kind: pingall}}
@@ -33,8 +33,8 @@ def interfaces() -> set[str]:
 
 
 
-def run_pingall(tmp_path, name, topology):
-    scenario = parse_scenario(PINGALL.format(name=name, topology=topology), f"{name}.yaml")
+def run_pingall(tmp_path, name, topology, processes):
+    scenario = parse_scenario(PINGALL.format(name=name, topology=topology, processes=processes), f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     before = interfaces()
     result = VariantRun(variant, tmp_path / name, ROOT, progress=lambda m: None).run()
@@ -42,20 +42,21 @@ def run_pingall(tmp_path, name, topology):
     return result
 
 
-def test_pingall_on_a_leaf_spine(tmp_path, registry):
-    result = run_pingall(tmp_path, "ls", "{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}")
+def test_pingall_on_a_leaf_spine(tmp_path, registry, processes):
+    result = run_pingall(tmp_path, "ls", "{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}", processes)
     assert result.pingall == {"pairs": 12, "failed": []}
     assert not list(registry.glob("*.path")), "a finished run stays registered for cleaning"
 
 
-def test_pingall_on_a_k4_fat_tree(tmp_path, registry):
-    result = run_pingall(tmp_path, "ft", "{kind: fat_tree, k: 4}")
+def test_pingall_on_a_k4_fat_tree(tmp_path, registry, processes):
+    result = run_pingall(tmp_path, "ft", "{kind: fat_tree, k: 4}", processes)
     assert result.pingall == {"pairs": 16 * 15, "failed": []}
 
 
-def test_kill_9_then_clean_leaves_nothing(tmp_path, registry):
+def test_kill_9_then_clean_leaves_nothing(tmp_path, registry, processes):
     scenario = tmp_path / "long.yaml"
-    scenario.write_text(PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}")
+    scenario.write_text(PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}",
+                                       processes=processes)
                         + "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n")
     before = interfaces()
     run = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--force", str(scenario), "--runs-dir",

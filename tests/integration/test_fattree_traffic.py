@@ -27,7 +27,7 @@ duration_s: 12
 seed: 1
 topology: {{kind: fat_tree, k: 4}}
 links: {{rate_mbps: 1, delay_us: 1000}}
-switch: {{target: builtin}}
+switch: {{target: builtin, processes: {processes}}}
 fabric: {{load_balancing: {lb}}}
 transport: {{cc: {cc}}}
 workload:
@@ -40,9 +40,10 @@ LONE_FLOW = "{kind: incast, start_s: 0.5, receiver: h1, senders: [h16], message_
 
 
 
-def run(tmp_path, lb: str, cc: str, workload: str = PERMUTATION, messages: int = 16):
+def run(tmp_path, lb: str, cc: str, processes, workload: str = PERMUTATION, messages: int = 16):
     name = f"ft-{lb}-{cc}"
-    scenario = parse_scenario(SCENARIO.format(name=name, lb=lb, cc=cc, workload=workload), f"{name}.yaml")
+    scenario = parse_scenario(SCENARIO.format(name=name, lb=lb, cc=cc, workload=workload, processes=processes),
+                              f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
     scenario = variant.scenario
@@ -73,8 +74,8 @@ def fabric_tx_bytes(run_dir: Path, topology) -> dict[str, int]:
     return out
 
 
-def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(tmp_path, registry):
-    scenario, result, summary, run_dir, context = run(tmp_path, "spray_rr_entropy", "tita")
+def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(tmp_path, registry, processes):
+    scenario, result, summary, run_dir, context = run(tmp_path, "spray_rr_entropy", "tita", processes)
     assert result.scheduling == "realtime", context
     drops = summary["drops"]  # credits pace data: no DATA cell lost anywhere
     assert drops["switch_queue_drops_by_type"].get("DATA", 0) == 0, context
@@ -90,8 +91,8 @@ def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(
     assert not fidelity["behind_real_time"], f"{fidelity}; {context}"
 
 
-def test_emulated_rtt_is_the_printed_base_rtt(tmp_path, registry):
-    scenario, result, summary, run_dir, context = run(tmp_path, "ecmp", "none", LONE_FLOW, messages=1)
+def test_emulated_rtt_is_the_printed_base_rtt(tmp_path, registry, processes):
+    scenario, result, summary, run_dir, context = run(tmp_path, "ecmp", "none", processes, LONE_FLOW, messages=1)
     base_ms = scenario.derived.base_rtt_us / 1000  # over the longest path: h16 -> h1 crosses pods
     stats = json.loads((run_dir / "records" / "h16.stats.json").read_text())
     # The smallest data->ACK sample: both directions of all 6 links (delay and

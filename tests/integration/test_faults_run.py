@@ -34,8 +34,10 @@ faults:
 """
 
 
-def test_a_cut_link_loses_cells_that_are_retransmitted_and_comes_back(tmp_path, registry):
-    scenario = parse_scenario(SCENARIO, "cut.yaml")
+def test_a_cut_link_loses_cells_that_are_retransmitted_and_comes_back(tmp_path, registry, processes):
+    """In fabric processes the cut cable stays a veth (faults act on interfaces); the others are in memory."""
+    scenario = parse_scenario(SCENARIO.replace("switch: {target: builtin}",
+                                               f"switch: {{target: builtin, processes: {processes}}}"), "cut.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
     scenario = variant.scenario

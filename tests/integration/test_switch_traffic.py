@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from switch_net import PROGRAMS, SwitchNet, install_host_routes  # noqa: E402
 
-from testbed.p4model.tm_control import SwitchControlClient  # noqa: E402
+from testbed.p4model.tm.control import SwitchControlClient  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

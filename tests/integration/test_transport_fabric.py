@@ -43,7 +43,7 @@ duration_s: 10
 seed: 1
 topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 3}}
 links: {{rate_mbps: 5, delay_us: 2500, fabric: {{rate_mbps: 2.5}}}}
-switch: {{target: builtin}}
+switch: {{target: builtin, processes: {processes}}}
 fabric: {{load_balancing: spray, cell_size: 1024}}
 transport: {{cc: {cc}}}
 workload:
@@ -56,8 +56,9 @@ PERMUTATION = "{kind: permutation, start_s: 0.5, message_bytes: 65536, count: 2,
 
 
 
-def run_variant(tmp_path, name: str, cc: str, workload: str) -> dict:
-    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload), f"{name}.yaml")
+def run_variant(tmp_path, name: str, cc: str, workload: str, processes) -> dict:
+    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload, processes=processes),
+                              f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
     scenario = variant.scenario
@@ -110,26 +111,64 @@ def assert_dcqcn_reacted(summary: dict) -> None:
     assert summary["agents"]["min_rate_mbps"] < summary["_link_mbps"], context
 
 
-def test_incast_4_to_1_tita(tmp_path, registry):
-    summary = run_variant(tmp_path, "incast-tita", "tita", INCAST)
+def test_incast_4_to_1_tita(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "incast-tita", "tita", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_tita_lossless(summary, 4 * 2 * 65)
     assert summary["agents"]["credits_sent"] >= 4 * 2 * 65, summary["_context"]  # one credit per cell at least
 
 
-def test_incast_4_to_1_dcqcn(tmp_path, registry):
-    summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST)
+def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_dcqcn_reacted(summary)
 
 
-def test_permutation_tita(tmp_path, registry):
-    summary = run_variant(tmp_path, "perm-tita", "tita", PERMUTATION)
+def test_permutation_tita(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "perm-tita", "tita", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_tita_lossless(summary, 6 * 2 * 65)
 
 
-def test_permutation_dcqcn(tmp_path, registry):
-    summary = run_variant(tmp_path, "perm-dcqcn", "dcqcn", PERMUTATION)
+def test_permutation_dcqcn(tmp_path, registry, processes):
+    summary = run_variant(tmp_path, "perm-dcqcn", "dcqcn", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_dcqcn_reacted(summary)
+
+
+INCAST_LS = """
+name: {name}
+duration_s: 15
+seed: 1
+topology: {{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}}
+links: {{rate_mbps: 5, delay_us: 2500}}
+switch: {{target: builtin, processes: {processes}}}
+fabric: {{load_balancing: spray, cell_size: 1024}}
+transport: {{cc: tita}}
+workload:
+  - {{kind: pingall}}
+  - {{kind: incast, start_s: 3, receiver: h1, senders: 7, message_bytes: 131072, count: 1}}
+"""
+
+
+def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, processes):
+    """Issue 13's acceptance on the emulated fabric, and the simulator within 10% of it."""
+    from testbed.host import simexp
+
+    scenario = parse_scenario(INCAST_LS.format(name="incast7-tita", processes=processes), "incast7-tita.yaml")
+    (variant,) = expand_variants(scenario)
+    variant = fitted(variant)
+    result = VariantRun(variant, tmp_path / variant.name, ROOT, progress=lambda m: None).run()
+    summary = summarize_variant(tmp_path / variant.name, variant.scenario.topo, variant.scenario)
+    summary["_link_mbps"] = variant.scenario.links.host.rate_mbps
+    summary["_context"] = f"agents {result.agents}, fidelity {summary['fidelity']}, drops {summary['drops']}"
+    assert_all_delivered(summary, 7)
+    assert_tita_lossless(summary, 7 * 129)
+    emu = simexp.from_run(tmp_path / variant.name, summary)
+    assert emu["goodput_over_payload_rate"] >= 0.95, emu
+    assert emu["peak_queue_cells"] <= variant.scenario.derived.bdp_cells, emu
+    assert emu["jain"] >= 0.99, emu
+    assert emu["last_over_ideal"] <= 1.1, emu
+    sim = simexp.incast("tita", 7, 131072, count=1)
+    for key in ("goodput_over_payload_rate", "jain", "last_over_ideal"):
+        assert abs(emu[key] - sim[key]) <= 0.1 * sim[key], (key, emu, sim)

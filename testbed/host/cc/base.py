@@ -50,6 +50,9 @@ class ReceiverCC:
     def on_nack_sent(self, src: str, flow_id: int, count: int) -> None:
         pass
 
+    def on_downlink(self, now: float, nbytes: int) -> None:
+        """A non-DATA frame of `nbytes` (on the wire) arrived on this host's link."""
+
     def poll(self, now: float) -> list[tuple[str, CellPacket]]:
         return []
 

@@ -20,6 +20,20 @@ max(0.5 base RTT, 4 * rttvar). With base-RTT thresholds alone, an emulation
 whose switches run a few ms late declared 44% of credits lost while the
 switches dropped 4%, and the feedback drove every flow's rate to the floor.
 
+Pacing: the host's gate is the receiver's own downlink, a pacer at the link
+rate with the NIC's catch-up (`pacing.Pacer`): each credit is charged one DATA
+frame (what it brings back) and each control frame that arrives (ACKs, credits
+and requests for this host's own sending flows) is charged its size, so DATA
+plus control never exceed the link and an incast receiver that sends nothing
+credits at one DATA frame per frame time. Each flow is paced at its ExpressPass
+rate on a fixed grid with the same catch-up; the +-jitter is an offset from the
+grid point, so it moves credits without lowering the rate (a multiplicative
+jitter clipped by the gate cost about 5% of the link), and a late wake-up
+sends the credits that came due since (up to one cell time of catch-up)
+instead of losing them. Feedback runs once per *measured* credit round trip
+(at least one base RTT) and the measured rate is credits used over the time
+the round actually lasted.
+
 Demand bookkeeping: a request sets demand to the announced cells; each
 credit issued consumes one; a credit that is lost (detected by gap or by
 timeout) or a NACK adds one back; CREDIT_STOP clears it.
@@ -33,6 +47,7 @@ from testbed.host import wire
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.config import TransportConfig
 from testbed.host.entropy import EntropySource
+from testbed.host.pacing import Pacer
 
 MAX_FLOWS = 4096
 MAX_DEMAND_CELLS = 1 << 24
@@ -60,8 +75,8 @@ class TitaSender(SenderCC):
 
 class _CreditFlow:
     __slots__ = (
-        "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time",
-        "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
+        "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time", "grid",
+        "period_start", "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
         "total_used",
     )
 
@@ -73,7 +88,9 @@ class _CreditFlow:
         self.next_seq = 1  # 0 means "unscheduled" in DATA
         self.rate = rate
         self.w = w
-        self.next_time = now
+        self.next_time = now  # the grid point plus this credit's jitter offset
+        self.grid = now  # the flow's unjittered schedule: when its next credit is due
+        self.period_start = now
         self.period_end = now + rtt
         self.used = 0
         self.lost = 0
@@ -92,7 +109,10 @@ class TitaReceiver(ReceiverCC):
         self.cfg = cfg
         self.rtt = cfg.rtt_s
         self.max_rate = cfg.max_credit_rate
-        self.interval = 1 / self.max_rate
+        # The receiver's downlink: DATA its credits bring back plus control that arrives.
+        self.gate = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
+        self.data_bytes = cfg.data_wire_bytes
+        self.catchup = cfg.nic_catchup_s
         self.min_rate = self.max_rate * p.min_rate_fraction
         self.budget = self.base_budget = max(1, round(p.outstanding_bdp * cfg.bdp_cells))
         self.timeout = self.base_timeout = p.credit_timeout_rtt * cfg.rtt_s
@@ -102,13 +122,14 @@ class TitaReceiver(ReceiverCC):
         self.flows: dict[tuple[str, int], _CreditFlow] = {}
         self._order: list[tuple[str, int]] = []
         self._rr = 0
-        self.host_next = 0.0
         self.outstanding = 0
         self.peak_outstanding = 0
         self.credits_sent = 0
         self.credits_lost = 0
         self.srtt: float | None = None  # credit issued -> DATA echoing it arrives
         self.rttvar = 0.0
+        self.min_rtt: float | None = None
+        self.control_bytes_in = 0  # non-DATA bytes that arrived on the downlink (charged to the gate)
 
     def _rtt_sample(self, rtt: float) -> None:
         if self.srtt is None:
@@ -118,10 +139,13 @@ class TitaReceiver(ReceiverCC):
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
         self.timeout = max(self.base_timeout, self.srtt + 4 * self.rttvar)
         self.skew = max(self.base_skew, 4 * self.rttvar)
-        # One BDP at the *measured* credit round trip (at most 2 base BDPs): with a
-        # longer real RTT, one base BDP of credits cannot keep the link busy.
+        # One BDP at the *shortest* measured credit round trip (at most 2 base BDPs):
+        # with a longer real RTT (switches running late), one base BDP of credits
+        # cannot keep the link busy. Not the smoothed one: that includes the queue
+        # these credits build, and a budget that grows with its own queue grows to the cap.
+        self.min_rtt = rtt if self.min_rtt is None else min(self.min_rtt, rtt)
         self.budget = max(self.base_budget, min(2 * self.base_budget,
-                                                round(self.base_budget * self.srtt / self.rtt)))
+                                                round(self.base_budget * self.min_rtt / self.rtt)))
 
     # -- events ---------------------------------------------------------
     def _flow(self, now: float, src: str, flow_id: int) -> _CreditFlow | None:
@@ -167,6 +191,10 @@ class TitaReceiver(ReceiverCC):
             self._lose(flow, seq)
         return []
 
+    def on_downlink(self, now, nbytes):
+        self.control_bytes_in += nbytes
+        self.gate.consume(now, nbytes)
+
     def on_nack_sent(self, src, flow_id, count):
         flow = self.flows.get((src, flow_id))
         if flow is not None:
@@ -181,15 +209,18 @@ class TitaReceiver(ReceiverCC):
         flow.demand = min(MAX_DEMAND_CELLS, flow.demand + 1)
 
     # -- feedback (ExpressPass, once per RTT) ----------------------------
+    def period(self) -> float:
+        """One feedback round: the measured credit round trip, at least the base RTT."""
+        return self.rtt if self.srtt is None else max(self.rtt, self.srtt)
+
     def _feedback(self, flow: _CreditFlow, now: float) -> None:
-        period = self.rtt
         if now >= flow.period_end:
             total = flow.used + flow.lost
             if total:
                 loss = flow.lost / total
                 target = (1 - flow.rate / self.max_rate) * self.p.target_loss_factor
                 if loss > target:
-                    measured = flow.used / period
+                    measured = flow.used / max(now - flow.period_start, self.rtt)
                     flow.rate = measured * (1 + target)
                     flow.w = max(flow.w / 2, self.p.min_w)
                     flow.good_rounds = 0
@@ -200,9 +231,8 @@ class TitaReceiver(ReceiverCC):
                     flow.rate = flow.w * self.max_rate + (1 - flow.w) * flow.rate
                 flow.rate = min(self.max_rate, max(self.min_rate, flow.rate))
             flow.used = flow.lost = 0
-            flow.period_end += period
-            if flow.period_end <= now:  # idle for a while: restart the clock
-                flow.period_end = now + period
+            flow.period_start = now
+            flow.period_end = now + self.period()
 
     # -- pacing ----------------------------------------------------------
     def poll(self, now):
@@ -215,16 +245,21 @@ class TitaReceiver(ReceiverCC):
             if now >= flow.period_end:
                 self._feedback(flow, now)
         n = len(self._order)
-        while n and now >= self.host_next and self.outstanding < self.budget:
+        while n and self.gate.ready(now) and self.outstanding < self.budget:
             chosen = None
+            waiting = False
             for i in range(n):
                 key = self._order[(self._rr + i) % n]
                 flow = self.flows[key]
-                if flow.demand > 0 and flow.next_time <= now:
-                    chosen = flow
-                    self._rr = (self._rr + i + 1) % n
-                    break
+                if flow.demand > 0:
+                    if flow.next_time <= now:
+                        chosen = flow
+                        self._rr = (self._rr + i + 1) % n
+                        break
+                    waiting = True
             if chosen is None:
+                if not waiting:  # nothing to credit: an idle downlink saves up no burst
+                    self.gate.idle(now)
                 break
             out.append((chosen.src, self._issue(chosen, now)))
         return out
@@ -238,9 +273,12 @@ class TitaReceiver(ReceiverCC):
         self.outstanding += 1
         self.peak_outstanding = max(self.peak_outstanding, self.outstanding)
         self.credits_sent += 1
-        jitter = 1 + self.p.jitter * (2 * self.rng.random() - 1)
-        flow.next_time = max(flow.next_time, now) + jitter / flow.rate
-        self.host_next = max(self.host_next, now) + self.interval
+        # The grid advances one interval from where it was (or from `catchup` ago,
+        # after a wake-up that came later than that); the jitter is an offset from it.
+        step = 1 / flow.rate
+        flow.grid = max(flow.grid, now - self.catchup) + step
+        flow.next_time = flow.grid + self.p.jitter * (2 * self.rng.random() - 1) * step
+        self.gate.consume(now, self.data_bytes)
         if flow.entropy is None:
             flow.entropy = EntropySource(self.cfg.entropy_values, self.cfg.entropy_choice, 0,
                                          seed=self.cfg.seed ^ flow.flow_id)
@@ -254,7 +292,7 @@ class TitaReceiver(ReceiverCC):
                 times.append(next(iter(flow.outstanding.values())) + self.timeout)
                 times.append(flow.period_end)
             if flow.demand > 0 and self.outstanding < self.budget:
-                times.append(max(flow.next_time, self.host_next))
+                times.append(max(flow.next_time, self.gate.next_free))
         return min(times) if times else None
 
     def stats(self) -> dict:
@@ -263,4 +301,5 @@ class TitaReceiver(ReceiverCC):
             "credits_lost": self.credits_lost,
             "peak_outstanding_credits": self.peak_outstanding,
             "credit_rtt_ms": None if self.srtt is None else round(self.srtt * 1e3, 3),
+            "control_bytes_in": self.control_bytes_in,
         }

@@ -562,6 +562,15 @@ class Preprocessor:
         return "".join(out)
 
 
+def parse_defines(items: list[str]) -> dict[str, str]:
+    """p4c's -D arguments: 'NAME' defines NAME as 1, 'NAME=VALUE' as VALUE."""
+    defines = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        defines[name] = value if value else "1"
+    return defines
+
+
 def preprocess(path, include_dirs=(), defines=None) -> Source:
     """Preprocess the file at `path`; see the module docstring."""
     return Preprocessor(include_dirs, defines).run(path)

@@ -15,6 +15,7 @@ from p4.config.v1 import p4info_pb2
 
 from testbed.errors import TestbedError
 from testbed.p4model.errors import P4NoMain
+from testbed.p4model.frontend.preprocess import parse_defines
 from testbed.p4model.p4info.builder import generate
 
 __all__ = ["generate", "main", "render", "parse", "write", "read", "format_for"]
@@ -83,8 +84,6 @@ def generate_file(program_path: str | Path, include_dirs=(), defines=None) -> p4
 
 def main(args) -> int:
     """`testbed p4info PROGRAM.p4 [-o FILE]`: errors are one line on stderr."""
-    from testbed.p4model.commands import parse_defines
-
     try:
         info = generate_file(args.program, include_dirs=getattr(args, "include", []) or [],
                              defines=parse_defines(getattr(args, "define", []) or []))

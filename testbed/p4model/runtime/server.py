@@ -81,7 +81,7 @@ def _rpc(method):
         except _Abort as abort:
             context.abort_with_status(abort.status)
         except Exception as error:
-            log.exception("P4Runtime %s failed", method.__name__)
+            self.log.exception("P4Runtime %s failed", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}: {error}")
     return handler
 
@@ -120,8 +120,9 @@ class _Stream:
 class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     """Servicer + lifecycle.  `device` is the switch side (device.Device)."""
 
-    def __init__(self, device, device_id: int = 0, include_dirs=()) -> None:
+    def __init__(self, device, device_id: int = 0, include_dirs=(), logger: logging.Logger | None = None) -> None:
         self.device = device
+        self.log = logger or log  # a fabric process gives each switch its own
         self.device_id = device_id
         self.include_dirs = list(include_dirs)
         self.arbitrator = Arbitrator(device_id)
@@ -182,7 +183,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             message = config.packet_io.decode_packet_in(data)
         except Exception:  # a layout problem must not reach the packet loop
-            log.exception("cannot build a PacketIn")
+            self.log.exception("cannot build a PacketIn")
             self.packet_ins_dropped += 1
             return
         self.packet_ins += 1
@@ -247,7 +248,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     raise RpcError("FAILED_PRECONDITION", "COMMIT: no config was saved with VERIFY_AND_SAVE")
                 new, self.saved = self.saved, None
                 self._install(new)
-                log.info("pipeline committed (cookie %d)", new.cookie)
+                self.log.info("pipeline committed (cookie %d)", new.cookie)
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
             new = self._verify(request)
             if action == _SetReq.VERIFY:
@@ -259,7 +260,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._carry_state(self.config, new)
             self.saved = None
             self._install(new)
-            log.info("pipeline set (cookie %d, %d tables)", new.cookie, len(new.p4info.tables))
+            self.log.info("pipeline set (cookie %d, %d tables)", new.cookie, len(new.p4info.tables))
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def _verify(self, request) -> LoadedConfig:
@@ -355,13 +356,13 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 except ControlPlaneError as error:
                     results.append((error.code, error.message))
                 except Exception as error:  # a bug: report it, keep the batch and the switch going
-                    log.exception("Write of %s failed", update.entity.WhichOneof("entity"))
+                    self.log.exception("Write of %s failed", update.entity.WhichOneof("entity"))
                     results.append(("INTERNAL", f"internal error: {type(error).__name__}: {error}"))
             return results
 
         results = self.device.call(apply)
         if any(code != "OK" for code, _ in results):
-            log.info("Write: %s", "; ".join(f"#{i} {c} {m}" for i, (c, m) in enumerate(results) if c != "OK"))
+            self.log.info("Write: %s", "; ".join(f"#{i} {c} {m}" for i, (c, m) in enumerate(results) if c != "OK"))
             raise _Abort(write_error_status(results))
         return p4runtime_pb2.WriteResponse()
 
@@ -370,13 +371,13 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._require_config()
             for entity in request.entities:
-                found = self.device.call(lambda e=entity: self._require_config().control_plane.read(e))
+                found = self.device.call(lambda e=entity: self._require_config().control_plane.read_later(e))()
                 for i in range(0, len(found), MAX_ENTITIES_PER_RESPONSE):
                     yield p4runtime_pb2.ReadResponse(entities=found[i:i + MAX_ENTITIES_PER_RESPONSE])
         except (RpcError, ControlPlaneError) as error:
             context.abort(grpc_code(error.code), error.message)
         except Exception as error:
-            log.exception("P4Runtime Read failed")
+            self.log.exception("P4Runtime Read failed")
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}: {error}")
 
     # ---- the stream ------------------------------------------------
@@ -413,12 +414,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                         return
                     stream.send(self._stream_error(error, message))
                 except Exception as error:
-                    log.exception("stream message failed")
+                    self.log.exception("stream message failed")
                     stream.send(self._stream_error(RpcError("INTERNAL", str(error)), message))
         except grpc.RpcError:
             pass  # the client went away
         except Exception:
-            log.exception("stream reader failed")
+            self.log.exception("stream reader failed")
         finally:
             self._stream_gone(stream)
 

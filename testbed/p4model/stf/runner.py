@@ -159,7 +159,7 @@ def _run_one(load_switch, path: str, out, verbose: bool) -> bool:
 
 def main(args) -> int:
     """`testbed stf PROGRAM TEST.stf...`: exit status 0 only if every file passes."""
-    from testbed.p4model.commands import parse_defines
+    from testbed.p4model.frontend.preprocess import parse_defines
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import load
 

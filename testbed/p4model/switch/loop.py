@@ -48,7 +48,7 @@ from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
 from testbed.p4model.tm.classify import cell_class
 from testbed.p4model.tm.model import PRIORITY_DROPPED, UNCLASSIFIED
-from testbed.p4model.tm_control import CommandQueue
+from testbed.p4model.tm.control import CommandQueue
 
 log = logging.getLogger("testbed.p4model.switch")
 
@@ -70,16 +70,24 @@ class Switch(Device):
     """Ports + TM + pipeline + event loop; also the P4Runtime server's Device."""
 
     def __init__(self, ports: dict[int, RawPort], clock: Clock | None = None, cpu_port: int | None = None,
-                 drop_port: int = 511, priority_queues: int = 1, pcap_dir: str | None = None) -> None:
+                 drop_port: int = 511, priority_queues: int = 1, pcap_dir: str | None = None,
+                 memory_ports: dict[int, str] | None = None, logger: logging.Logger | None = None) -> None:
+        """`ports` are real interfaces; `memory_ports` (number -> the name its pcap files take)
+        are links to switches of the same fabric process, wired later through `handoffs`."""
         self.clock = clock or MonotonicClock()
         self.ports = ports
         self.cpu_port = cpu_port
         self.drop_port = drop_port
-        self.tm = TrafficManager(self.clock, priority_queues=priority_queues, ports=sorted(ports))
+        self.log = logger or log
+        memory_ports = memory_ports or {}
+        self.tm = TrafficManager(self.clock, priority_queues=priority_queues, ports=sorted({*ports, *memory_ports}))
         self.schedule = TransmitSchedule()
         self.tm_commands = TMCommands(self.tm)
         self.command_queue = CommandQueue(self.tm_commands)
-        self.captures = {n: PortCapture(pcap_dir, p.iface) for n, p in ports.items()} if pcap_dir else {}
+        names = {**{n: p.iface for n, p in ports.items()}, **memory_ports}
+        self.captures = {n: PortCapture(pcap_dir, iface) for n, iface in names.items()} if pcap_dir else {}
+        # port -> hand_off(transmit_at_ns, frame): a link in memory (testbed/p4model/fabric)
+        self.handoffs: dict[int, Callable[[int, bytes], None]] = {}
         self.datapath: Datapath | None = None
         self.server = None
         self._flushes = [p.flush for p in ports.values() if hasattr(p, "flush")]
@@ -89,7 +97,7 @@ class Switch(Device):
         os.set_blocking(self._wake_w, False)
         self._stop = False
         self._loop_thread: int | None = None
-        self._debug = log.isEnabledFor(logging.DEBUG)
+        self._debug = self.log.isEnabledFor(logging.DEBUG)
         self.stats = {"rx": 0, "tx": 0, "pipeline_errors": 0, "ingress_drops": 0, "no_pipeline": 0,
                       "tm_drops": 0, "no_interface": 0, "drop_port": 0, "packet_in": 0, "loop_errors": 0}
         self._warned: set[str] = set()
@@ -119,7 +127,7 @@ class Switch(Device):
         if hasattr(pipeline, "drop_port"):
             pipeline.drop_port = self.drop_port
         self.datapath = Datapath(pipeline)
-        log.info("pipeline installed (%s)", self.datapath.mode)
+        self.log.info("pipeline installed (%s)", self.datapath.mode)
 
     def inject(self, data: bytes) -> None:
         if self.cpu_port is not None:
@@ -163,22 +171,24 @@ class Switch(Device):
         if not jobs:
             self.stats["ingress_drops"] += 1
             if self._debug:
-                log.debug("port %d in %d B: dropped in ingress", port, len(data))
+                self.log.debug("port %d in %d B: dropped in ingress", port, len(data))
             return
         self._enqueue(datapath, jobs, port, now_ns, len(data), cell_class(data))
 
-    def _receive_batch(self, port: int, frames: list) -> None:
+    def receive_frames(self, port: int, frames, arrival_ns: int | None = None) -> None:
         """receive() then service() for every frame of one drained batch (same
         semantics, less overhead).  Each frame arrives at its own clock
-        reading; a copy whose link is idle departs at once and is egressed and
-        sent before the next frame is looked at, the rest is queued."""
+        reading, or at `arrival_ns` (a frame handed over by a link in memory
+        arrives when the upstream model says, however late the loop is); a
+        copy whose link is idle departs at once and is egressed and sent
+        before the next frame is looked at, the rest is queued."""
         datapath = self.datapath
         if datapath is None:
             self.stats["no_pipeline"] += len(frames)
             return
         if self._debug:
             for data in frames:
-                now_ns = self.clock.now_ns()
+                now_ns = self.clock.now_ns() if arrival_ns is None else arrival_ns
                 self.receive(port, data, now_ns)
                 self.service(now_ns)
             return
@@ -190,10 +200,9 @@ class Switch(Device):
         schedule = self.schedule
         on_wire = schedule.transmit_lag
         ports = self.ports if not self.captures else {}  # captured ports go through _send
-        send = self._send
         drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
-            now_ns = read_clock() - clock_offset
+            now_ns = read_clock() - clock_offset if arrival_ns is None else arrival_ns
             now_us = now_ns // 1000
             cls = classify(data)
             try:
@@ -225,10 +234,11 @@ class Switch(Device):
                     continue
                 if result.__class__ is bytes:  # the usual case: one frame, to the job's port
                     if at == now_ns and not schedule.held:  # on time, nothing held: out it goes
-                        on_wire.on_time += 1
                         p = ports.get(out)
-                        sent += p.send(result) if p is not None else send(out, result)
-                        continue
+                        if p is not None:
+                            on_wire.on_time += 1
+                            sent += p.send(result)
+                            continue
                     result = (((out, result),), None)
                 frames_out, more = result
                 sent += self._release(frames_out, at, now_ns)
@@ -249,7 +259,7 @@ class Switch(Device):
             if job.port == self.drop_port:
                 self.stats["drop_port"] += 1
                 if debug:
-                    log.debug("port %d in %d B: to the drop port", port, size)
+                    self.log.debug("port %d in %d B: to the drop port", port, size)
                 continue
             try:
                 code = offer(job.port, job.priority, (datapath, job), now_ns, job.length, cls)
@@ -259,7 +269,7 @@ class Switch(Device):
             if code < 0:
                 self.stats["tm_drops"] += 1
             if debug:
-                log.debug("port %d in %d B: -> port %d prio %d %s", port, size, job.port, job.priority,
+                self.log.debug("port %d in %d B: -> port %d prio %d %s", port, size, job.port, job.priority,
                           f"queued behind {code}" if code >= 0 else
                           f"dropped ({DROP_PRIORITY if code == PRIORITY_DROPPED else DROP_FULL})")
 
@@ -294,7 +304,7 @@ class Switch(Device):
             return 0
         sent = self._release(frames, d.transmit_at_ns, now_ns)
         if not frames and self._debug:
-            log.debug("port %d: dropped in egress", d.port)
+            self.log.debug("port %d: dropped in egress", d.port)
         if more:
             self._enqueue(datapath, more, d.port, now_ns)
         return sent
@@ -304,8 +314,17 @@ class Switch(Device):
         frame of its port is held, else held until then.  Returns how many
         went out of a port."""
         schedule = self.schedule
+        handoffs = self.handoffs
         sent = 0
         for port, data in frames:
+            if handoffs:
+                hand_off = handoffs.get(port)
+                if hand_off is not None:  # a link in memory: the far end takes it at `at`
+                    if self.captures:
+                        self.captures[port].tx.write(data)
+                    hand_off(at, data)
+                    sent += 1
+                    continue
             if at <= now_ns and not (schedule.held and schedule.holds(port)):
                 if at == now_ns:  # what pop_due(now_ns) would record
                     schedule.transmit_lag.on_time += 1
@@ -330,7 +349,7 @@ class Switch(Device):
         else:
             self.stats["no_interface"] += 1
             if self._debug:
-                log.debug("port %d has no interface: %d B dropped", port, len(data))
+                self.log.debug("port %d has no interface: %d B dropped", port, len(data))
         return 0
 
     def _transmit(self, due) -> None:
@@ -352,13 +371,27 @@ class Switch(Device):
         kind = f"{stage}:{type(error).__name__}"
         if kind not in self._warned:
             self._warned.add(kind)
-            log.warning("%s (further such errors at debug level)", what)
+            self.log.warning("%s (further such errors at debug level)", what)
         elif self._debug:
-            log.debug("%s", what)
+            self.log.debug("%s", what)
 
     # ---- the loop ------------------------------------------------------
+    #
+    # run() is this switch's own loop (one process per switch).  A fabric
+    # process (testbed/p4model/fabric) runs many switches in one loop of its
+    # own through the same pieces: wake_fd/run_calls, command_queue,
+    # receive_frames, service, next_event_ns, and own_loop for the thread.
 
-    def _run_calls(self) -> None:
+    @property
+    def wake_fd(self) -> int:
+        """Readable when a gRPC thread has handed the loop a call (run_calls runs it)."""
+        return self._wake_r
+
+    def own_loop(self, thread_id: int | None) -> None:
+        """The thread that runs this switch's packets from now on (None: none, calls run inline)."""
+        self._loop_thread = thread_id
+
+    def run_calls(self) -> None:
         try:
             while os.read(self._wake_r, 4096):
                 pass
@@ -375,7 +408,8 @@ class Switch(Device):
                 slot.error = error
             slot.done.set()
 
-    def _timeout(self, now_ns: int) -> float:
+    def next_event_ns(self) -> int | None:
+        """When service() next has work: a dequeue, a held transmit or a digest deadline."""
         nxt = self.tm.next_event_ns()
         at = self.schedule.next_ns()
         if at is not None and (nxt is None or at < nxt):
@@ -384,6 +418,10 @@ class Switch(Device):
             at = self.server.next_deadline_ns()
             if at is not None and (nxt is None or at < nxt):
                 nxt = at
+        return nxt
+
+    def _timeout(self, now_ns: int) -> float:
+        nxt = self.next_event_ns()
         if nxt is None:
             return MAX_WAIT_S
         wait = (nxt - now_ns) / 1e9
@@ -397,7 +435,7 @@ class Switch(Device):
         cmd_fd = self.command_queue.fileno()
         fds = list(by_fd) + [cmd_fd, self._wake_r]
         now_ns = self.clock.now_ns
-        receive_batch, service, timeout = self._receive_batch, self.service, self._timeout
+        receive_batch, service, timeout = self.receive_frames, self.service, self._timeout
         stats = self.stats
         sel = select.select
         next_flush = time.monotonic() + 1.0
@@ -420,7 +458,7 @@ class Switch(Device):
                         elif fd == cmd_fd:
                             self.command_queue.drain()
                         else:
-                            self._run_calls()
+                            self.run_calls()
                     service(now_ns())
                     if captures and time.monotonic() >= next_flush:
                         next_flush = time.monotonic() + 1.0
@@ -430,14 +468,14 @@ class Switch(Device):
                     continue
                 except Exception as error:  # guard: the loop itself must survive anything
                     self.stats["loop_errors"] += 1
-                    log.exception("switch loop error (continuing): %s", error)
+                    self.log.exception("switch loop error (continuing): %s", error)
         finally:
             self._loop_thread = None
-            self._fail_pending_calls()
+            self.fail_pending_calls()
             for c in captures.values():
                 c.close()
 
-    def _fail_pending_calls(self) -> None:
+    def fail_pending_calls(self) -> None:
         while True:
             try:
                 slot = self._calls.get_nowait()

@@ -12,7 +12,6 @@ exit code 0.
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import sys
 import time
@@ -22,11 +21,12 @@ from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.switch import logs
 from testbed.p4model.switch.options import OptionsError, SwitchOptions, parse_args
 from testbed.p4model.switch.ports import PortError, RawPort
+from testbed.p4model.switch.signals import handle_signals, restore
 
 log = logging.getLogger("testbed.p4model.switch")
 
 
-def _wait_accepting(host: str, port: int, deadline_s: float = 10.0) -> bool:
+def wait_accepting(host: str, port: int, deadline_s: float = 10.0) -> bool:
     target = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -51,13 +51,16 @@ def _tm_lines(opts: SwitchOptions) -> list[tuple[str, list[str]]]:
     return out
 
 
-def build(opts: SwitchOptions):
-    """Everything but the loop: (switch, grpc server, control server). Raises TestbedError."""
+def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None = None,
+          logger: logging.Logger | None = None, grpc_workers: int = 32):
+    """Everything but the loop: (switch, grpc server, control server). Raises TestbedError.
+    A fabric process passes its shared clock, the ports that are links in memory and the
+    switch's own logger."""
     from testbed.p4model.runtime import P4RuntimeServer
     from testbed.p4model.switch.loop import Switch
-    from testbed.p4model.tm_control import ControlServer
+    from testbed.p4model.tm.control import ControlServer
 
-    clock = MonotonicClock()
+    clock = clock or MonotonicClock()
     initial = None
     if opts.program:
         from testbed.p4model.p4info import generate
@@ -82,19 +85,21 @@ def build(opts: SwitchOptions):
     if plain:  # works, but each frame then costs a recv()/send() syscall
         log.warning("no PACKET_MMAP rings on %s: plain recv()/send() per frame", ", ".join(plain))
     switch = Switch(ports, clock=clock, cpu_port=opts.cpu_port, drop_port=opts.drop_port,
-                    priority_queues=opts.priority_queues, pcap_dir=opts.pcap_dir)
+                    priority_queues=opts.priority_queues, pcap_dir=opts.pcap_dir,
+                    memory_ports=memory_ports, logger=logger)
     control = grpc_server = None
     try:
         for source_name, lines in _tm_lines(opts):
             switch.tm_commands.apply_all(lines, source=source_name)
-        grpc_server = P4RuntimeServer(switch, device_id=opts.device_id, include_dirs=opts.include_dirs)
+        grpc_server = P4RuntimeServer(switch, device_id=opts.device_id, include_dirs=opts.include_dirs,
+                                      logger=logger and logger.getChild("runtime"))
         switch.server = grpc_server
         if initial is not None:
             grpc_server.load_initial(*initial)
         control = ControlServer(switch.command_queue, host="127.0.0.1" if opts.grpc_host in ("0.0.0.0", "::")
                                 else opts.grpc_host, port=opts.thrift_port).start()
         try:
-            grpc_server.start(opts.grpc_addr)
+            grpc_server.start(opts.grpc_addr, workers=grpc_workers)
         except Exception as error:
             raise TestbedError(f"cannot serve P4Runtime on {opts.grpc_addr}: {error}") from None
     except BaseException:
@@ -122,16 +127,9 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
     except TestbedError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 1
-    previous = {}
-
-    def on_signal(signum, frame):
-        log.info("signal %d: stopping", signum)
-        switch.stop()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        previous[sig] = signal.signal(sig, on_signal)
+    previous = handle_signals(switch.stop, log)
     try:
-        if not _wait_accepting(opts.grpc_host, grpc_server.port):
+        if not wait_accepting(opts.grpc_host, grpc_server.port):
             print(f"{prog}: the P4Runtime server on port {grpc_server.port} does not accept connections",
                   file=sys.stderr)
             return 1
@@ -146,5 +144,4 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
         grpc_server.stop(0.2)
         control.stop()
         switch.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore(previous)

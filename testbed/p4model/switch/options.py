@@ -11,7 +11,7 @@ remember the split) and reject unknown ones with a one-line message.
 
 Differences from bmv2, all additive: the program is P4-16 source (.p4), not
 p4c's JSON; `--thrift-port` is the traffic manager's text control port
-(tm_control), also spelled `--control-port`; `--tm CMD` (repeatable) and
+(tm.control), also spelled `--control-port`; `--tm CMD` (repeatable) and
 `--tm-file FILE` configure queues, link rates and delays at start-up with
 the switch-cli command language.
 """

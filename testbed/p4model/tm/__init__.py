@@ -1,9 +1,12 @@
 """Traffic manager of the builtin switch: egress queues, link rate and delay.
 
-model     TrafficManager (bmv2 egress-queue semantics + the link model)
-transmit  TransmitSchedule (hold dequeued packets until transmit_at)
-lag       LagStats (fidelity: how far the event loop fell behind schedule)
-commands  TMCommands (the text control commands, usable without sockets)
+model       TrafficManager (bmv2 egress-queue semantics + the link model)
+transmit    TransmitSchedule (hold dequeued packets until transmit_at)
+lag         LagStats (fidelity: how far the event loop fell behind schedule)
+commands    TMCommands (the text control commands, usable without sockets)
+control     the control port: CommandQueue, ControlServer, SwitchControlClient
+            (imported from tm.control, not here: it needs sockets and threads)
+switch_cli  `testbed switch-cli`, a client of the control port
 """
 
 from testbed.p4model.tm.commands import TMCommandError, TMCommands

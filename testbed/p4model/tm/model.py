@@ -59,7 +59,7 @@ which kind of packet a full queue lost and what share of a link's bytes
 was data.  Two list increments per packet; UNCLASSIFIED when not given.
 Metadata widths (enq_timestamp 32 bits, etc.) are applied by the v1model
 layer when it assigns these values.  Not thread-safe: one thread (the
-switch's event loop) owns it; see tm_control for the control path.
+switch's event loop) owns it; see tm.control for the control path.
 """
 
 from __future__ import annotations

@@ -324,3 +324,20 @@ def test_value_set_members_are_flattened_for_the_parser():
     assert refused(cp, "MODIFY", f"value_set_entry {{ value_set_id: 50331649 {three} }}") == "RESOURCE_EXHAUSTED"
     assert pipeline.value_sets["P.pvs"].members == [(0x0a10, 0xfff0)]      # unchanged
     assert refused(cp, "INSERT", "value_set_entry { value_set_id: 50331649 }") == "INVALID_ARGUMENT"
+
+
+def test_read_later_takes_values_at_call_time_and_builds_the_same_messages(switch):
+    """Counters and registers are read in two steps (the packet thread only takes the values);
+    the messages equal read()'s, a later change does not leak in, and a bad request is refused
+    at the first step."""
+    cp, pipeline = switch
+    write(cp, "MODIFY", "counter_entry { counter_id: 302063617 index { index: 3 } data { packet_count: 4 byte_count: 40 } }")
+    for text in ("counter_entry { }", "counter_entry { counter_id: 302063617 index { index: 3 } }", "register_entry { }"):
+        build = cp.read_later(entity(text))
+        assert build() == cp.read(entity(text))
+    build = cp.read_later(entity("counter_entry { counter_id: 302063617 index { index: 3 } }"))
+    write(cp, "MODIFY", "counter_entry { counter_id: 302063617 index { index: 3 } data { packet_count: 9 byte_count: 90 } }")
+    [c] = build()
+    assert (c.counter_entry.data.packet_count, c.counter_entry.data.byte_count) == (4, 40)
+    with pytest.raises(Exception, match="out of range"):
+        cp.read_later(entity("counter_entry { counter_id: 302063617 index { index: 8 } }"))

@@ -120,3 +120,28 @@ def test_a_runaway_realtime_process_is_stopped_by_the_guard():
             spinner.kill()
             spinner.wait()
     assert code in (-24, -9), f"the spinning real-time process ended with {code}"  # SIGXCPU or SIGKILL
+
+
+def test_fabric_and_per_switch_runs_calibrate_apart(tmp_path, monkeypatch):
+    """A fabric process costs less per packet than a process per switch: one mode's runs must not
+    move the other's figure, and a scenario is checked with the costs of the mode it will run in."""
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    capacity.save_costs(300.0, 100.0, "per-switch run")
+    for _ in range(capacity.RECENT_RUNS + 2):
+        capacity.save_costs(40.0, 90.0, "fabric run", mode="fabric")
+    assert capacity.load_costs("per_switch").switch_us_per_packet == 300.0
+    assert capacity.load_costs("fabric").switch_us_per_packet == 40.0
+    assert "fabric switches" in capacity.load_costs("fabric").source
+    s = parse_scenario("topology: {kind: fat_tree, k: 4}\nworkload: [{kind: permutation}]\n", "t.yaml")
+    per_switch = parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {target: builtin, processes: per_switch}\n"
+                                "workload: [{kind: permutation}]\n", "t.yaml")
+    assert capacity.scenario_mode(s) in ("fabric", "per_switch")  # auto: bmv2 where installed
+    assert capacity.scenario_mode(per_switch) == "per_switch"
+    assert capacity.fitting_rate(per_switch, cores=2) < capacity.fitting_rate(
+        per_switch, capacity.load_costs("fabric"), cores=2)
+
+
+def test_bmv2_cannot_be_given_fabric_processes():
+    with pytest.raises(Exception, match="switch.processes.*bmv2 runs one process per switch"):
+        parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {target: bmv2, processes: 2}\n"
+                       "workload: [{kind: pingall}]\n", "t.yaml")

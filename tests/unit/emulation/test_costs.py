@@ -21,7 +21,7 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
     out = costs.measure_costs({"s1": 2.0, "s2": 2.0}, {"s1": tm(10_000, 200), "s2": tm(10_000, 250)},
                               tmp_path, 1000.0, "run a")
     assert out == {"switch_us_per_packet": 200.0, "agent_us_per_datagram": 100.0, "switch_packets": 20_000,
-                   "agent_datagrams": 10_000, "calibrates": True}
+                   "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch"}
     assert capacity.load_costs().switch_us_per_packet == 200.0
     agent(tmp_path, "h1", 1.0, 6000, 4000, 5000.0)  # a host fell behind: figures kept, not calibrated
     late = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run b")

@@ -235,6 +235,18 @@ def test_credits_use_priority_one_and_data_priority_zero():
     assert [(j.port, j.priority) for j in data_jobs + tcp_jobs] == [(2, 0), (2, 0)]
 
 
+def test_cnps_use_priority_one_unmetered_and_acks_stay_with_data():
+    # DCQCN: a CNP reports a congested data queue, so it must not wait in it (RoCE NICs
+    # send CNPs at a high priority); it is not a credit, so the credit meter leaves it alone.
+    cnp, ack = 5, gen.ACK
+    sw = Switch().configure(_setup({1: ([2], 2)}, {"10.0.1.0": 1}, [
+        f"meter_set_rates {ING}credit_meter 2 0.000001:1 0.000001:1"]))
+    cnp_jobs = [j for _ in range(5) for j in sw.pipeline.ingress(1, raw(gen.cell("10.0.1.5", cnp, 0)))]
+    ack_jobs = sw.pipeline.ingress(1, raw(gen.cell("10.0.1.5", ack, 8)))
+    assert [(j.port, j.priority) for j in cnp_jobs] == [(2, 1)] * 5
+    assert [(j.port, j.priority) for j in ack_jobs] == [(2, 0)]
+
+
 def test_entropy_mode_is_symmetric_across_leaves():
     """Two leaves whose uplink groups list the same spines in the same order
     send a credit and the data cell echoing its entropy to the same spine."""

@@ -6,9 +6,9 @@ from hypothesis import given, settings, strategies as st
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.errors import ControlPlaneError
 from testbed.p4model.externs import (
-    GREEN, RED, YELLOW, ActionProfile, CounterArray, DigestQueue, MeterArray, MeterState,
-    RandomSource, RegisterArray,
+    ActionProfile, CounterArray, DigestQueue, MeterArray, RandomSource, RegisterArray,
 )
+from testbed.p4model.meters import GREEN, RED, YELLOW, MeterState
 from testbed.p4model.tables import ActionCall, TableEntry
 
 

@@ -5,7 +5,8 @@ from hypothesis import given, settings, strategies as st
 
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.externs import ActionProfile, MeterState
+from testbed.p4model.externs import ActionProfile
+from testbed.p4model.meters import MeterState
 from testbed.p4model.tables import ActionCall, MatchField, Table, TableEntry
 
 NOP = ActionCall("NoAction")

@@ -31,7 +31,8 @@ def test_defaults_are_filled_and_follow_the_bdp():
     assert s.fabric.ecn.kmax_cells == d.bdp_cells
     assert s.fabric.ecn.kmin_cells == math.ceil(0.2 * d.bdp_cells)
     assert s.fabric.credits.rate_fraction == pytest.approx(66 / (66 + 1090 + 74), abs=1e-6)  # + ACK share
-    assert s.transport.dcqcn.byte_counter_bytes == math.ceil(5 * d.bdp_bytes)
+    # Zhu et al.: B = 10 MB at 40 Gbit/s = 36.4 increase-timer periods (5 RTT each) at line rate
+    assert s.transport.dcqcn.byte_counter_bytes == math.ceil(10e6 * 8 / 40e9 / 55e-6 * 5 * d.bdp_bytes)
 
 
 def test_cc_drives_ecn_credits_and_queues():
@@ -39,8 +40,13 @@ def test_cc_drives_ecn_credits_and_queues():
     assert tita.fabric.credits.enabled and tita.switch.priority_queues == 2
     assert tita.fabric.ecn.mode == "none"
     dcqcn = parse_scenario(MINIMAL + "transport: {cc: dcqcn}\n")
-    assert not dcqcn.fabric.credits.enabled and dcqcn.switch.priority_queues == 1
+    # Two queues: fabric.p4 queues CNPs at priority 1, ahead of the data they report on.
+    assert not dcqcn.fabric.credits.enabled and dcqcn.switch.priority_queues == 2
     assert dcqcn.fabric.ecn.mode == "red"
+    with pytest.raises(ScenarioError, match="dcqcn needs 2"):
+        parse_scenario(MINIMAL + "transport: {cc: dcqcn}\nswitch: {priority_queues: 1}\n")
+    none = parse_scenario(MINIMAL + "transport: {cc: none}\n")
+    assert none.switch.priority_queues == 1
     explicit = parse_scenario(MINIMAL + "transport: {cc: dcqcn}\nfabric: {ecn: {mode: step, k_cells: 9}}\n")
     assert (explicit.fabric.ecn.mode, explicit.fabric.ecn.k_cells) == ("step", 9)
 

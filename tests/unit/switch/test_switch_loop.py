@@ -189,7 +189,7 @@ def test_batch_on_an_idle_link_is_sent_during_the_batch_in_order():
     pipeline = SplitPipeline()
     switch, clock = make(pipeline)
     clock.advance_ns(1_000)
-    switch._receive_batch(1, [bytes([2, 0, i]) for i in range(5)])
+    switch.receive_frames(1, [bytes([2, 0, i]) for i in range(5)])
     # no service pass yet: each copy departed at once (TM fast path) and was sent
     assert [data[2] for data in switch.ports[2].sent] == [0, 1, 2, 3, 4]
     assert [depth for _, depth, _ in pipeline.seen] == [0] * 5
@@ -201,7 +201,7 @@ def test_batch_on_a_shaped_link_queues_behind_the_first_in_order():
     switch, clock = make(pipeline)
     switch.tm_commands.apply_all(["set_queue_rate 1000 2"])
     clock.advance_ns(1_000)
-    switch._receive_batch(1, [bytes([2, 0, i]) for i in range(4)])
+    switch.receive_frames(1, [bytes([2, 0, i]) for i in range(4)])
     assert [data[2] for data in switch.ports[2].sent] == [0]     # only the first went at once
     for t in range(1_000, 4_000_001, 500_000):
         clock.advance_ns(t - clock.now_ns())
@@ -215,7 +215,7 @@ def test_batch_frame_waits_behind_frames_held_on_the_link():
     switch, clock = make(process_pipeline({1: 2}))
     switch.tm_commands.apply_all(["set_port_delay_us 500 2"])
     clock.advance_ns(1_000)
-    switch._receive_batch(1, [b"\x01a", b"\x01b"])
+    switch.receive_frames(1, [b"\x01a", b"\x01b"])
     assert switch.ports[2].sent == []                    # both on the 500 us link
     clock.advance_ns(500_000)
     switch.service(clock.now_ns())
@@ -249,7 +249,7 @@ def test_batch_p4_error_is_dropped_counted_and_logged_once_with_its_location(cap
     switch, clock = make(pipeline)
     assert not switch._debug
     clock.advance_ns(1_000)
-    switch._receive_batch(1, [ipv4_frame(0x0B000001), ipv4_frame(0x0B000002), ipv4_frame(0x0A000105)])
+    switch.receive_frames(1, [ipv4_frame(0x0B000001), ipv4_frame(0x0B000002), ipv4_frame(0x0A000105)])
     (sent,) = switch.ports[2].sent
     assert sent[:12] == bytes.fromhex("020000000102" "000000000001") and sent[22] == 63   # MACs, TTL
     assert switch.ports[1].sent == []

@@ -9,7 +9,7 @@ import pytest
 from testbed.cli import main
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.tm import TMCommands, TrafficManager
-from testbed.p4model.tm_control import (
+from testbed.p4model.tm.control import (
     CommandQueue,
     ControlServer,
     LockedExecutor,

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from testbed.p4model.tm_control import (
+from testbed.p4model.tm.control import (
     DEFAULT_CONTROL_PORT,
     SwitchControlClient,
     SwitchControlError,

@@ -1,0 +1,137 @@
+"""No import circle inside testbed/p4model/.
+
+The graph is built statically with `ast` from the source files, nothing is
+imported.  Which imports count:
+
+* every `import` and `from ... import` statement of a module, at its top
+  level and inside functions, classes, `if` and `try` alike: a deferred
+  import is still a dependency, and counting only the top level would let a
+  circle pass by hiding one of its edges inside a function;
+* except those under `if TYPE_CHECKING:` (they never run);
+* `importlib.import_module(...)` with a string is not read.
+
+An edge goes to the module named: `import a.b.c` and `from a.b.c import x`
+depend on `a.b.c`, `from a.b import c` on the submodule `a.b.c` when there is
+one, else on the package `a.b` (its `__init__.py`).  Parent packages, which
+Python executes first, are not edges: otherwise every package whose
+`__init__` re-exports its submodules would be in a circle with each of them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+import testbed.p4model
+
+PACKAGE = "testbed.p4model"
+ROOT = Path(testbed.p4model.__file__).parent
+
+
+def _modules(root: Path, package: str) -> dict[str, Path]:
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join((package,) + parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    """Every import statement below `tree`, skipping `if TYPE_CHECKING:` bodies."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]))
+        else:
+            yield from _imports(node)
+
+
+def import_graph(root: Path = ROOT, package: str = PACKAGE) -> nx.DiGraph:
+    """module -> module it imports (inside `package`); edge attribute `line`: 'path:lineno'."""
+    modules = _modules(root, package)
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        is_package = path.name == "__init__.py"
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = name if is_package else name.rpartition(".")[0]
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    base = f"{anchor}.{base}" if base else anchor
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                           for alias in node.names]
+            for target in targets:
+                if target != package and not target.startswith(package + "."):
+                    continue
+                module = owner(target)
+                if module is not None and module != name and not graph.has_edge(name, module):
+                    graph.add_edge(name, module, line=f"{path.relative_to(root.parent.parent)}:{node.lineno}")
+    return graph
+
+
+def describe_cycle(graph: nx.DiGraph, cycle: list[str]) -> str:
+    steps = [f"{a} -> {b}  ({graph.edges[a, b]['line']})" for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+    return "\n    ".join(steps)
+
+
+def cycles_of(graph: nx.DiGraph, most: int = 20) -> list[list[str]]:
+    found = []
+    for cycle in nx.simple_cycles(graph):
+        found.append(cycle)
+        if len(found) == most:
+            break
+    return sorted(found, key=len)
+
+
+def test_the_graph_sees_the_package():
+    graph = import_graph()
+    assert "testbed.p4model.pipeline" in graph
+    assert graph.has_edge("testbed.p4model.pipeline", "testbed.p4model.v1model")
+
+
+def test_no_import_cycle_inside_p4model():
+    graph = import_graph()
+    cycles = cycles_of(graph)
+    assert not cycles, "import circles inside testbed/p4model/ (move the code to the module that owns it):\n  " + (
+        "\n  ".join(describe_cycle(graph, c) for c in cycles))
+
+
+def test_a_cycle_is_found(tmp_path):
+    """The check itself: a circle through a function-level import fails, TYPE_CHECKING does not."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from pkg.sub import b\n")
+    (package / "a.py").write_text("import pkg.sub.b\n")
+    (package / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pkg import a\n"
+        "def f():\n    from .. import c\n")
+    (package / "c.py").write_text("from .a import x\n")
+    graph = import_graph(package, "pkg")
+    assert graph.has_edge("pkg.a", "pkg.sub.b") and not graph.has_edge("pkg.a", "pkg.sub")
+    cycles = cycles_of(graph)
+    assert [set(c) for c in cycles] == [{"pkg.a", "pkg.sub.b", "pkg.c"}]
+    assert "pkg/sub/b.py:5" in describe_cycle(graph, cycles[0])
