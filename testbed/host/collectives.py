@@ -21,7 +21,9 @@ earlier writes of the piece at the receiver, so a `copy` never lands before a
 proves a schedule leaves every rank with exactly its data.
 
 Algorithms (each over `channels` disjoint slices of the buffer, each slice
-cut into pieces of at most `chunk_bytes` that pipeline):
+cut into pieces of at most `chunk_bytes` that pipeline; odd channels run
+their rings the other way round and each channel's trees are shifted by two
+ranks, so channels use other rank pairs, i.e. other flows):
 
 * all_reduce ring: reduce-scatter ring then all-gather ring, 2(n-1) steps.
 * all_reduce tree: double binary tree (NCCL's shape): two binary trees, the
@@ -270,15 +272,26 @@ def _slices(size: int, channels: int) -> list[tuple[int, int]]:
     return [s for s in shards(size, channels) if s[1]]
 
 
-def _ring_reduce_scatter(b: _Builder, ranks: list[int], region: tuple[int, int]) -> list[tuple[int, int]]:
-    """Rank ranks[i] ends holding segment i of region fully reduced (over `ranks`)."""
+def _ring_order(ranks: list[int], channel: int) -> list[int]:
+    """Channel c's ring: odd channels run the other way round, so their messages go between other
+    pairs (their own flows, hashed apart by ECMP) and over the other direction of each link."""
+    return ranks if channel % 2 == 0 else ranks[::-1]
+
+
+def _ring_rs_segments(b: _Builder, ranks: list[int], segs: list[tuple[int, int]]) -> None:
+    """Rank ranks[i] ends holding segs[i] fully reduced (over `ranks`)."""
     m = len(ranks)
-    segs = [(region[0] + o, length) for o, length in shards(region[1], m)]
     pieces = [b.chunks(seg) for seg in segs]
     for step in range(m - 1):
         for i in range(m):
             for piece in pieces[(i - step - 1) % m]:
                 b.send(ranks[i], ranks[(i + 1) % m], piece, "reduce")
+
+
+def _ring_reduce_scatter(b: _Builder, ranks: list[int], region: tuple[int, int]) -> list[tuple[int, int]]:
+    """Rank ranks[i] ends holding segment i of region fully reduced (over `ranks`)."""
+    segs = [(region[0] + o, length) for o, length in shards(region[1], len(ranks))]
+    _ring_rs_segments(b, ranks, segs)
     return segs
 
 
@@ -357,36 +370,36 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
         # channel c carries slice c of every shard
         per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
         for c in range(p.channels):
-            segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in ranks]
-            _ring_all_gather(b, ranks, segs)
+            order = _ring_order(ranks, c)
+            segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
+            _ring_all_gather(b, order, segs)
         return b.out
     if p.op == "reduce_scatter":
         parts = shards(p.size_bytes, n)
         per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
         for c in range(p.channels):
-            segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in ranks]
-            pieces = [b.chunks(seg) for seg in segs]
-            for step in range(n - 1):
-                for i in ranks:
-                    for piece in pieces[(i - step - 1) % n]:
-                        b.send(i, (i + 1) % n, piece, "reduce")
+            order = _ring_order(ranks, c)
+            segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
+            _ring_rs_segments(b, order, segs)
         return b.out
     # all_reduce
     if p.algorithm == "ring":
-        for region in _slices(p.size_bytes, p.channels):
-            _ring_all_gather(b, ranks, _ring_reduce_scatter(b, ranks, region))
+        for c, region in enumerate(_slices(p.size_bytes, p.channels)):
+            order = _ring_order(ranks, c)
+            _ring_all_gather(b, order, _ring_reduce_scatter(b, order, region))
     elif p.algorithm == "tree":
-        for region in _slices(p.size_bytes, p.channels):
+        for c, region in enumerate(_slices(p.size_bytes, p.channels)):
             halves = _slices(region[1], 2) if region[1] >= 2 else [(0, region[1])]
             for t, (off, length) in enumerate(halves):
-                order = ranks[t:] + ranks[:t]  # the second tree: the ranks shifted by one
-                _tree_all_reduce(b, (region[0] + off, length), order)
+                # the second tree: the ranks shifted by one; channel c's trees shifted by 2c more
+                k = (t + 2 * c) % n
+                _tree_all_reduce(b, (region[0] + off, length), ranks[k:] + ranks[:k])
     else:  # hierarchical
         if not servers or len(servers) < 2 or len({len(s) for s in servers}) != 1:
             raise CollectiveError("hierarchical all_reduce needs at least two servers of equal GPU counts "
                                   "(topology.gpus_per_server > 1, whole servers selected)")
         g = len(servers[0])
-        for region in _slices(p.size_bytes, p.channels):
+        for c, region in enumerate(_slices(p.size_bytes, p.channels)):
             parts = [(region[0] + o, length) for o, length in shards(region[1], g)]
             # the pieces the rail rings use, so every phase moves the same pieces
             pieces = [[piece for o, length in shards(part[1], len(servers))
@@ -398,7 +411,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
                             for piece in pieces[j]:
                                 b.send(r, owner, piece, "reduce")
             for j in range(g):  # one inter-server ring per rail
-                rail = [server[j] for server in servers]
+                rail = _ring_order([server[j] for server in servers], c)
                 _ring_all_gather(b, rail, _ring_reduce_scatter(b, rail, parts[j]))
             for server in servers:  # intra-server broadcast of part j from GPU j
                 for j, owner in enumerate(server):

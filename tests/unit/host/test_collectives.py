@@ -137,3 +137,13 @@ def test_local_channel_config_keeps_the_fabric_timeouts_in_seconds():
     assert local.rto_low_rtt * local.rtt_s == pytest.approx(host.rto_low_rtt * host.rtt_s)
     assert local.rto_high_rtt * local.rtt_s == pytest.approx(host.rto_high_rtt * host.rtt_s)
     assert local.window == 2 * local.bdp_cells
+
+
+def test_channels_use_other_rank_pairs():
+    one = c.schedule("x", HOSTS, c.Params("all_reduce", "ring", 4000, 1))
+    two = c.schedule("x", HOSTS, c.Params("all_reduce", "ring", 4000, 2))
+    pairs = lambda msgs: {(m.src_rank, m.dst_rank) for m in msgs}  # noqa: E731
+    assert pairs(one) == {(i, (i + 1) % 8) for i in range(8)}
+    assert pairs(two) == pairs(one) | {((i + 1) % 8, i) for i in range(8)}  # channel 1 runs backwards
+    for op in ("all_gather", "reduce_scatter"):
+        assert len(pairs(c.schedule("x", HOSTS, c.Params(op, "ring", 4000, 2)))) == 16
