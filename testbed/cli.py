@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "testbed.host.commands",
     "testbed.emulation.commands",
     "testbed.telemetry.commands",
+    "testbed.simulation.commands",
 ]
 
 

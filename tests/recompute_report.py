@@ -203,10 +203,12 @@ def recompute(v: Variant) -> dict:
 
 def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     out = {}
-    if not v.planned:
+    server = {g: s for s, gpus in v.topology.servers.items() for g in gpus}
+    fabric = [m for m in v.planned if not (m["src"] in server and server[m["src"]] == server.get(m["dst"]))]
+    if not fabric:
         return out
     flows: dict = {}
-    for m in sorted(v.planned, key=lambda m: m["start_us"]):
+    for m in sorted(fabric, key=lambda m: m["start_us"]):
         flows.setdefault((m["src"], m["dst"]), []).append(m)
 
     def cells(size):
@@ -272,7 +274,7 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     start = min(a for ms in result.messages.values() for a, _ in ms)
     end = max(b for ms in result.messages.values() for _, b in ms)
     completion = [(b - a) * 1e3 for ms in result.messages.values() for a, b in ms]
-    out["ideal/goodput_mbps"] = sum(m["size_bytes"] for m in v.planned) * 8 / (end - start) / 1e6
+    out["ideal/goodput_mbps"] = sum(m["size_bytes"] for m in fabric) * 8 / (end - start) / 1e6
     out["ideal/completion_p50_ms"] = rank(completion, 50)
     out["ideal/completion_p99_ms"] = rank(completion, 99)
     for n, l in loads.items():
@@ -282,6 +284,91 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
         out["measured_over_ideal/completion_p50"] = measured["completion_p50_ms"] / out["ideal/completion_p50_ms"]
         out["measured_over_ideal/completion_p99"] = measured["completion_p99_ms"] / out["ideal/completion_p99_ms"]
     return out
+
+
+def recompute_collectives(v: Variant) -> dict:
+    """Per data-carrying collective: time, algbw, busbw, the link-rate ideal (see telemetry/collectives.py's
+    docstring for the definitions), computed again from records, workload and resolved scenario."""
+    out: dict = {}
+    sc = v.scenario
+    cell, wire_bytes = sc["fabric"]["cell_size"], sc["derived"]["cell_wire_bytes"]
+    host_rate = sc["links"]["host"]["rate_mbps"]
+    local_rate = (sc["links"].get("local") or {}).get("rate_mbps")
+    server = {}
+    for number, gpus in v.topology.servers.items():
+        for g in gpus:
+            server[g] = number
+    groups: dict[str, list] = {}
+    for m in v.planned:
+        if m.get("op"):
+            groups.setdefault(m["collective"], []).append(m)
+    for name, msgs in groups.items():
+        n, size, op = msgs[0]["ranks"], msgs[0]["collective_bytes"], msgs[0]["collective_kind"]
+        factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+        busy: dict = {}
+        for m in msgs:
+            bits = -(-m["size_bytes"] // cell) * wire_bytes * 8
+            if m["src"] in server and server[m["src"]] == server.get(m["dst"]):
+                busy[("local", m["src"])] = busy.get(("local", m["src"]), 0) + bits / local_rate
+            else:
+                busy[("out", m["src"])] = busy.get(("out", m["src"]), 0) + bits / host_rate
+                busy[("in", m["dst"])] = busy.get(("in", m["dst"]), 0) + bits / host_rate
+        ideal_us = max(busy.values())  # bits / (Mbit/s) = us
+        key = f"collectives/{name}"
+        out[f"{key}/ideal_time_us"] = ideal_us
+        out[f"{key}/ideal_busbw_mbps"] = size * 8 / ideal_us * factor
+        done = [r for r in v.records if r["kind"] == "collective_done" and r["collective"] == name]
+        verified = len(done) == n and all(r["verified"] for r in done)
+        out[f"{key}/verified"] = verified
+        if verified:
+            start = min(r["start_us"] for r in v.records if r["kind"] == "message_sent" and r["collective"] == name)
+            t = max(r["done_us"] for r in done) - start
+            out[f"{key}/time_us"] = t
+            out[f"{key}/algbw_mbps"] = size * 8 / t
+            out[f"{key}/busbw_mbps"] = size * 8 / t * factor
+            out[f"{key}/busbw_over_ideal"] = (size * 8 / t * factor) / (size * 8 / ideal_us * factor)
+    return out
+
+
+def check_collective_table(text: str, figures: dict[str, dict]) -> list[str]:
+    """The report's collectives table (one row per variant and collective) against the recomputed figures."""
+    problems = []
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 11 and cells[0] in figures:
+            rows[(cells[0], cells[1])] = cells
+    for variant, f in figures.items():
+        names = {k.split("/")[1] for k in f if k.startswith("collectives/")}
+        for name in names:
+            row = rows.get((variant, name))
+            if row is None:
+                problems.append(f"report.md: no collectives row for {variant} {name}")
+                continue
+            key = f"collectives/{name}"
+            want = {6: f"{f[key + '/time_us'] / 1000:.2f}" if key + "/time_us" in f else "-",
+                    7: f"{f[key + '/algbw_mbps']:.3f}" if key + "/algbw_mbps" in f else "-",
+                    8: f"{f[key + '/busbw_mbps']:.3f}" if key + "/busbw_mbps" in f else "-",
+                    9: f"{f[key + '/ideal_busbw_mbps']:.3f}",
+                    10: f"{f[key + '/busbw_over_ideal']:.3f}" if key + "/busbw_over_ideal" in f else "-"}
+            if not row[5].startswith("yes" if f[key + "/verified"] else "NO"):
+                problems.append(f"report.md {variant} {name}: verified shows '{row[5]}'")
+            for col, value in want.items():
+                if row[col] != value:
+                    problems.append(f"report.md {variant} {name} column {col + 1}: shows '{row[col]}', "
+                                    f"recomputed '{value}'")
+    return problems
+
+
+def recompute_simulated(v: Variant) -> dict:
+    """A simulator variant: message counts and the collectives (it has no switch counters)."""
+    sent = [r for r in v.records if r["kind"] == "message_sent"]
+    got = [r for r in v.records if r["kind"] == "message_delivered"]
+    plan = {(m["src"], m["dst"], m["msg_id"]) for m in v.planned}
+    ok = {(r["src"], r["dst"], r["msg_id"]) for r in got if r["verified"]}
+    acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
+    return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
+            **recompute_collectives(v)}
 
 
 def trace(v: Variant, pairs):
@@ -318,6 +405,8 @@ def lookup(summary: dict, key: str):
     if parts[0] == "links":
         row = next(l for l in summary["links"] if l["link"] == parts[1])
         return row[parts[2]]
+    if parts[0] == "collectives":  # collective names hold no '/'
+        return summary["collectives"][parts[1]][parts[2]]
     value = summary
     if parts[0] in ("ideal", "measured_over_ideal") and parts[1] in ("link_utilisation",):
         return summary[parts[0]][parts[1]][parts[2]]
@@ -394,15 +483,20 @@ def main(argv: list[str]) -> int:
     for result in out_dir.glob("*/result.json"):
         dirs[json.loads(result.read_text())["variant"]] = result.parent
     problems, figures, checked = [], {}, 0
+    simulated = False
     for name, summary in summaries.items():
         if name not in dirs:
             problems.append(f"{name}: no variant directory under {out_dir}")
             continue
         variant = Variant(dirs[name])
-        if any("completion_us" not in r for r in variant.records if r["kind"] == "message_sent"):
+        if variant.result.get("driver") == "simulator":
+            figures[name] = recompute_simulated(variant)
+            simulated = True
+        elif any("completion_us" not in r for r in variant.records if r["kind"] == "message_sent"):
             print(f"{dirs[name]}: its records predate the fields this script checks (no completion_us)")
             return 2
-        figures[name] = recompute(variant)
+        else:
+            figures[name] = {**recompute(variant), **recompute_collectives(variant)}
         for key, value in figures[name].items():
             try:
                 shown = lookup(summary, key)
@@ -413,7 +507,10 @@ def main(argv: list[str]) -> int:
             if not same(shown, value):
                 problems.append(f"{name}: {key} is {shown!r} in summary.json, recomputed {value!r}")
     names = [n for n in summaries if n in figures]
-    problems += check_report((out_dir / "report.md").read_text(), names, figures)
+    text = (out_dir / "report.md").read_text()
+    if not simulated:
+        problems += check_report(text, names, figures)
+    problems += check_collective_table(text, {n: figures[n] for n in names})
     for problem in problems:
         print(problem)
     print(f"{checked} summary.json figures and the report's table recomputed for {len(names)} variant(s): "

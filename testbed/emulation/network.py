@@ -13,6 +13,14 @@ has a higher metric and takes over on failure); neighbours are static
 (every other host's address -> the MAC of the ToR port the NIC plugs into),
 so no ARP crosses the fabric and the switches only route.
 
+Multi-GPU servers: the local channel between two GPUs of one server is a
+direct veth between their namespaces (`h<n>-nv<peer gpu>`), never seen by a
+switch; each end carries the host's address, a /32 route to the peer (more
+specific than the fabric's /8) and a static neighbour entry for the peer's
+end, and is paced with `tbf` at the channel's rate when `local_pacing` is
+given.  The channel's delay is applied by the sending agents, as the
+host->ToR delay is.
+
 Checksum offload is turned off on every interface: a veth leaves UDP/TCP
 checksums for "hardware" to fill in, the switch process forwards the frame
 through a raw socket as it is, and the receiving kernel would drop it as
@@ -47,6 +55,20 @@ def host_interface(host: str, nic_port: int) -> str:
     return f"{host}-eth{nic_port - 1}"
 
 
+LOCAL_PORT_BASE = 100  # Mininet port number of a local-channel interface: 100 + the peer's GPU index
+
+
+def local_interface(host: str, peer_gpu: int) -> str:
+    return f"{host}-nv{peer_gpu}"
+
+
+def local_mac(topology: Topology, host: str, peer_gpu: int) -> str:
+    """The MAC of host's end of its local channel to GPU peer_gpu: host MAC with port byte 0x10 + peer_gpu."""
+    from testbed.topo.addressing import host_mac
+
+    return host_mac(topology.node(host).ip, 0x10 + peer_gpu)
+
+
 @dataclass(frozen=True)
 class Pacing:
     """tbf settings of a host NIC: never faster than its link."""
@@ -74,16 +96,20 @@ def interface_names(topology: Topology, in_memory=frozenset()) -> list[str]:
                 names.append(host_interface(node, port))
             else:
                 names.append(switch_interface(node, port))
+    for link in topology.local_links:
+        names += [local_interface(link.a, link.b_gpu), local_interface(link.b, link.a_gpu)]
     return names
 
 
 class FabricNetwork:
     """Builds and tears down the Mininet network of one run."""
 
-    def __init__(self, topology: Topology, pacing: Pacing | None, in_memory=frozenset()) -> None:
+    def __init__(self, topology: Topology, pacing: Pacing | None, in_memory=frozenset(),
+                 local_pacing: Pacing | None = None) -> None:
         self.topology = topology
         self.pacing = pacing
         self.in_memory = in_memory  # cables a fabric process carries in memory: no veth
+        self.local_pacing = local_pacing
         self.net = None
 
     def build(self, on_host=None) -> None:
@@ -126,6 +152,10 @@ class FabricNetwork:
             (n1, p1, i1, m1), (n2, p2, i2, m2) = ends
             net.addLink(n1, n2, port1=p1, port2=p2, intfName1=i1, intfName2=i2,
                         addr1=m1, addr2=m2)
+        for link in t.local_links:
+            net.addLink(link.a, link.b, port1=LOCAL_PORT_BASE + link.b_gpu, port2=LOCAL_PORT_BASE + link.a_gpu,
+                        intfName1=local_interface(link.a, link.b_gpu), intfName2=local_interface(link.b, link.a_gpu),
+                        addr1=local_mac(t, link.a, link.b_gpu), addr2=local_mac(t, link.b, link.a_gpu))
         net.build()
         for name in t.switches:
             for port in t.ports(name):
@@ -159,6 +189,16 @@ class FabricNetwork:
                     batch.append(f"neigh replace {t.node(other).ip} lladdr {tor_mac} dev {interface} nud permanent")
             if self.pacing is not None:
                 run_in(host, self.pacing.tc_args(interface), what=f"pace {interface}")
+        for peer in t.local_peers(name):
+            me, other = t.node(name), t.node(peer)
+            interface = local_interface(name, other.gpu)
+            batch.append(f"addr add {ip}/32 dev {interface}")
+            batch.append(f"link set {interface} up")
+            run_in(host, offload_off(interface), what=f"turn off offloads on {interface}")
+            batch.append(f"route add {other.ip}/32 dev {interface} src {ip}")
+            batch.append(f"neigh replace {other.ip} lladdr {local_mac(t, peer, me.gpu)} dev {interface} nud permanent")
+            if self.local_pacing is not None:
+                run_in(host, self.local_pacing.tc_args(interface), what=f"pace {interface}")
         run_in(host, ["ip", "-batch", "-"], stdin="\n".join(batch) + "\n", what=f"configure host {name}")
 
     def host(self, name: str):

@@ -33,7 +33,7 @@ from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
                                         start_all)
-from testbed.emulation.workload import scenario_messages
+from testbed.emulation.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
 from testbed.telemetry.collector import Collector
@@ -140,8 +140,10 @@ class VariantRun:
     def _build_network(self) -> None:
         self.progress(f"building the network: {self.scenario.topo.counts.switches} switches, "
                       f"{self.scenario.topo.counts.hosts} hosts")
+        local = self.scenario.links.local
         self.network = FabricNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps),
-                                     self._in_memory())
+                                     self._in_memory(),
+                                     local_pacing=Pacing(local.rate_mbps) if local is not None else None)
         self.network.build(on_host=lambda name, pid: self.manifest.add_process(pid, f"host {name}",
                                                                              ["mininet host", name]))
 
@@ -254,7 +256,7 @@ class VariantRun:
         records = self.run_dir / "records"
         agent_dir.mkdir(exist_ok=True)
         records.mkdir(exist_ok=True)
-        (agent_dir / "peers.json").write_text(json.dumps({h: topology.node(h).ip for h in topology.hosts}))
+        (agent_dir / "peers.json").write_text(json.dumps(peers_document(scenario)))
         (agent_dir / "workload.json").write_text(json.dumps(
             {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
         (agent_dir / "transport.json").write_text(json.dumps(scenario.to_dict()["transport"]))

@@ -8,28 +8,36 @@ run lifecycle itself and produce no messages.
 
 from __future__ import annotations
 
-from testbed.host import workloads
+from testbed.host import collectives, workloads
 from testbed.host.workloads import MessageSpec
 
 
 def _ring(phase, start_us: float) -> list[MessageSpec]:
-    """`count` back-to-back ring all-reduce iterations: iteration k+1 of a
-    rank starts when its predecessor's last step of iteration k arrived."""
-    hosts = list(phase.hosts)
-    n = len(hosts)
-    steps = 2 * (n - 1)
-    chunk = max(1, -(-phase.message_bytes // n))
-    out = []
+    """`count` back-to-back data-carrying ring all-reduce iterations (`collectives`):
+    iteration k+1 of a rank starts once it has applied all of iteration k."""
+    params = collectives.Params("all_reduce", "ring", phase.message_bytes)
+    ids: dict = {}
+    out: list[MessageSpec] = []
+    last_in: dict = {}
     for k in range(phase.count):
-        for step in range(steps):
-            for i, src in enumerate(hosts):
-                msg_id = k * steps + step
-                prev = hosts[(i - 1) % n]
-                deps = ((prev, msg_id - 1),) if msg_id else ()
-                out.append(MessageSpec(src, hosts[(i + 1) % n], msg_id, chunk, start_us, deps,
-                                       collective=f"{phase.name}#{k}", collective_kind="allreduce",
-                                       collective_bytes=phase.message_bytes, ranks=n))
+        msgs = collectives.schedule(f"{phase.name}#{k}", list(phase.hosts), params, start_us,
+                                    first_deps=last_in, ids=ids)
+        last_in = {}
+        for m in msgs:
+            last_in.setdefault(m.dst, []).append((m.src, m.msg_id))
+        out += msgs
     return out
+
+
+def _collective(phase, start_us: float) -> list[MessageSpec]:
+    if phase.tuned:  # algorithm auto: the tuning table's choice per size
+        params = [collectives.Params(phase.op, alg, size, channels, chunk)
+                  for size, (alg, channels, chunk) in zip(phase.sizes_bytes, phase.tuned)]
+    else:
+        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes)
+                  for size in phase.sizes_bytes]
+    return collectives.sequence(phase.name, list(phase.hosts), params, start_us,
+                                [list(s) for s in phase.servers] or None, phase.count)
 
 
 def phase_messages(phase, seed: int) -> list[MessageSpec]:
@@ -50,9 +58,23 @@ def phase_messages(phase, seed: int) -> list[MessageSpec]:
         return workloads.combine(*rounds)
     if phase.kind == "ring_allreduce":
         return _ring(phase, start_us)
+    if phase.kind == "collective":
+        return _collective(phase, start_us)
     raise ValueError(f"unknown workload phase kind {phase.kind!r}")
 
 
 def scenario_messages(scenario) -> list[MessageSpec]:
     """All phases' messages, msg_ids renumbered per flow across phases."""
     return workloads.combine(*(phase_messages(p, scenario.seed) for p in scenario.workload))
+
+
+def peers_document(scenario) -> dict:
+    """The agents' peers file: every host's address and, with servers of several GPUs, the local
+    channel (its rate, delay and each GPU's same-server peers; `host.agent.load_local`)."""
+    topo = scenario.topo
+    doc: dict = {"peers": {h: topo.node(h).ip for h in topo.hosts}}
+    local = scenario.links.local
+    if local is not None and topo.local_links:
+        doc["local"] = {"rate_mbps": local.rate_mbps, "delay_us": local.delay_us,
+                        "peers": {h: topo.local_peers(h) for h in topo.hosts}}
+    return doc

@@ -63,6 +63,22 @@ def load_peers(path: Path) -> dict[str, str]:
     return dict(data)
 
 
+def load_local(path: Path, name: str) -> tuple[list[str], float, float] | None:
+    """This host's local channel from the peers file's optional "local" section:
+    {"rate_mbps": R, "delay_us": D, "peers": {host: [same-server hosts]}}; None without one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentError(f"peers file {path} is not readable JSON: {e}") from None
+    local = data.get("local") if isinstance(data, dict) else None
+    if not local or name not in local.get("peers", {}):
+        return None
+    try:
+        return [str(p) for p in local["peers"][name]], float(local["rate_mbps"]), float(local["delay_us"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise AgentError(f"peers file {path}: its local section is malformed ({e!r})") from None
+
+
 def load_workload(path: Path) -> tuple[int, list[MessageSpec]]:
     """JSON {"seed": int, "messages": [MessageSpec...]} shared by all hosts of a run."""
     try:
@@ -77,7 +93,8 @@ class Agent:
     def __init__(self, name: str, addr: str, peers: dict[str, str], specs: list[MessageSpec],
                  cfg: TransportConfig, records_dir: Path, seed: int, port: int = CELL_UDP_PORT,
                  grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None,
-                 link_delay_s: float = 0.0, realtime_priority: int = 0) -> None:
+                 link_delay_s: float = 0.0, realtime_priority: int = 0,
+                 local: tuple[list[str], float, float] | None = None) -> None:
         self.name = name
         self.addr = addr
         self.port = port
@@ -94,8 +111,23 @@ class Agent:
             raise AgentError(f"workload sends from {name} to {missing}, which the peers file does not list")
         self.expected_in = {(s.src, s.msg_id) for s in specs if s.dst == name}
         self.ep = Endpoint(addr, cfg)
+        # A GPU's channel to the GPUs of its own server: its own endpoint (pacer at the channel's
+        # rate) and its own delay line (serialisation at that rate + the channel's delay).
+        self.local_ep: Endpoint | None = None
+        self.local_addrs: set[str] = set()
+        local_peers: set[str] = set()
+        if local is not None:
+            local_peers, rate_mbps, delay_us = set(local[0]), local[1], local[2]
+            unknown = sorted(local_peers - set(self.peers))
+            if unknown:
+                raise AgentError(f"local peers {unknown} of {name} are not in the peers file")
+            self.local_cfg = cfg.for_local_channel(rate_mbps * 1e6, delay_us / 1e6)
+            self.local_ep = Endpoint(addr, self.local_cfg)
+            self.local_addrs = {self.peers[p] for p in local_peers}
+            self.local_delay_s = delay_us / 1e6
         self.runner = WorkloadRunner(name, self.ep, specs, seed, addr_of=self.peers.__getitem__,
-                                     name_of=lambda a: self.by_addr.get(a, a))
+                                     name_of=lambda a: self.by_addr.get(a, a), local=self.local_ep,
+                                     local_peers=local_peers)
         self.stop = False
         self.unknown_peer = 0
         self.socket_errors = 0
@@ -114,6 +146,7 @@ class Agent:
         self.realtime_priority = realtime_priority
         self.scheduling = "other"
         self._on_the_wire: deque[tuple[float, str, bytes, bool]] = deque()
+        self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
         self.sock = self._open()
         self._flow_socks: dict[str, FlowSocket] = {}
 
@@ -162,7 +195,8 @@ class Agent:
             for level, kind, value in anc:
                 if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value:
                     tos = value[0]
-            self.ep.receive(self.now(), src[0], data, tos)
+            ep = self.local_ep if src[0] in self.local_addrs else self.ep
+            ep.receive(self.now(), src[0], data, tos)
 
     def _done(self) -> bool:
         return self.runner.finished() and self.expected_in <= self.runner.received
@@ -205,9 +239,19 @@ class Agent:
                     else:
                         self._send(tx.dst, tx.data, tx.ect)
                         sent += 1
+                if self.local_ep is not None:
+                    for tx in self.local_ep.poll(now):
+                        serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.local_cfg.link_rate_bps
+                        self._on_the_local_wire.append((tx.start + serialised + self.local_delay_s,
+                                                        tx.dst, tx.data, tx.ect))
                 wire = self._on_the_wire
                 while wire and wire[0][0] <= now:
                     _due, dst, data, ect = wire.popleft()
+                    self._send(dst, data, ect)
+                    sent += 1
+                local_wire = self._on_the_local_wire
+                while local_wire and local_wire[0][0] <= now:
+                    _due, dst, data, ect = local_wire.popleft()
                     self._send(dst, data, ect)
                     sent += 1
                 self.lateness.on_wake(due_s, now, sent)
@@ -219,7 +263,9 @@ class Agent:
                 if now >= self.timeout_s:
                     break
                 due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now),
-                                   wire[0][0] if wire else None) if t is not None]
+                                   wire[0][0] if wire else None,
+                                   self.local_ep.next_deadline() if self.local_ep is not None else None,
+                                   local_wire[0][0] if local_wire else None) if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
                 self.wakeups += 1
@@ -253,6 +299,7 @@ class Agent:
             "scheduling": self.scheduling,
             "udp_source_ports": {self.by_addr.get(dst, dst): f.sport for dst, f in self._flow_socks.items()},
             "pacer_lateness": self.lateness.summary(),
+            "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
         })
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
 

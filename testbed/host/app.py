@@ -5,13 +5,29 @@ time once every message it depends on has been delivered here (ring
 all-reduce steps). Payloads are generated deterministically from the seed,
 so the receiver checks delivered bytes against an independent copy, not
 only against the transport's own checksum.
+
+Data-carrying collectives (`collectives.py`, messages with `op`): each rank
+keeps a working buffer per collective; a message's bytes are read from it
+(or from the rank's input) when the message starts, a received message is
+checked against the XOR of its contributors' inputs and then XORed into or
+copied over the buffer (after the writes listed in `apply_after`), and once
+every message of the collective to this rank is applied the whole buffer is
+compared with the expected result: a `collective_done` record says whether
+it matched, byte for byte.
+
+A GPU of a multi-GPU server reaches the GPUs of its own server over the
+local channel: a second endpoint (`local`, its own pacer at the channel's
+rate) carries every message to a peer in `local_peers`.
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import Callable
 
-from testbed.host import records, workloads
+import numpy as np
+
+from testbed.host import collectives, records, workloads
 from testbed.host.endpoint import Endpoint
 from testbed.host.receiver import Delivered
 from testbed.host.sender import OutMessage
@@ -20,48 +36,178 @@ from testbed.host.workloads import MessageSpec
 
 class WorkloadRunner:
     def __init__(self, name: str, endpoint: Endpoint, specs: list[MessageSpec], seed: int,
-                 addr_of: Callable[[str], str] = str, name_of: Callable[[str], str] = str) -> None:
+                 addr_of: Callable[[str], str] = str, name_of: Callable[[str], str] = str,
+                 local: Endpoint | None = None, local_peers: set[str] = frozenset()) -> None:
         self.name = name
         self.ep = endpoint
+        self.local = local
+        self.local_peers = set(local_peers) if local is not None else set()
         self.seed = seed
         self.addr_of = addr_of
         self.name_of = name_of
-        self.pending = sorted((s for s in specs if s.src == name), key=lambda s: s.start_us)
+        self._specs = sorted((s for s in specs if s.src == name), key=lambda s: s.start_us)
+        self._sent: set[int] = set()
+        self._index()
+        self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
         self.received: set[tuple[str, int]] = set()
         self.records: list[dict] = []
         self.verify_failures = 0
-        endpoint.on_delivered = self._delivered
-        endpoint.on_acked = self._acked
+        self.buffers: dict[str, np.ndarray] = {}  # collective -> this rank's working buffer
+        self.applied: set[tuple[str, int]] = set()
+        self.held: list[tuple[MessageSpec, bytes]] = []  # received, waiting for apply_after
+        self.to_apply: dict[str, int] = {}  # collective -> messages to this rank not yet applied
+        for spec in self.incoming.values():
+            self.to_apply[spec.collective] = self.to_apply.get(spec.collective, 0) + 1
+        self.collectives_done: dict[str, bool] = {}
+        self.to_send: dict[str, int] = {}  # collective -> this rank's messages not yet started
+        for spec in self._specs:
+            if spec.op:
+                self.to_send[spec.collective] = self.to_send.get(spec.collective, 0) + 1
+        for ep in (endpoint, local):
+            if ep is not None:
+                ep.on_delivered = self._delivered
+                ep.on_acked = self._acked
+
+    def _endpoint(self, dst: str) -> Endpoint:
+        return self.local if dst in self.local_peers else self.ep
+
+    # -- data-carrying collectives --------------------------------------------
+    def _buffer(self, spec: MessageSpec, rank: int) -> np.ndarray:
+        buf = self.buffers.get(spec.collective)
+        if buf is None:
+            buf = self.buffers[spec.collective] = collectives.initial_buffer(
+                self.seed, spec.collective, spec.collective_kind, spec.ranks, rank, spec.collective_bytes)
+        return buf
+
+    def _collective_payload(self, spec: MessageSpec) -> bytes:
+        if spec.read_input:
+            return collectives.input_bytes(self.seed, spec.collective, spec.src_rank, spec.src_offset,
+                                           spec.size_bytes).tobytes()
+        buf = self._buffer(spec, spec.src_rank)
+        return buf[spec.src_offset:spec.src_offset + spec.size_bytes].tobytes()
+
+    def _check_collective(self, spec: MessageSpec, payload: bytes) -> bool:
+        if len(payload) != spec.size_bytes:
+            return False
+        want = collectives.expected_bytes(self.seed, spec.collective, spec.contrib, spec.data_offset,
+                                          spec.size_bytes, spec.collective_bytes, spec.ranks)
+        return bool(np.array_equal(np.frombuffer(payload, dtype=np.uint8), want))
+
+    def _apply_ready(self, now: float) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for i, (spec, payload) in enumerate(self.held):
+                if all(tuple(a) in self.applied for a in spec.apply_after):
+                    del self.held[i]
+                    self._apply(spec, payload, now)
+                    progress = True
+                    break
+
+    def _apply(self, spec: MessageSpec, payload: bytes, now: float) -> None:
+        buf = self._buffer(spec, spec.dst_rank)
+        region = buf[spec.dst_offset:spec.dst_offset + spec.size_bytes]
+        data = np.frombuffer(payload, dtype=np.uint8)
+        if spec.op == "reduce":
+            region ^= data
+        else:
+            region[:] = data
+        self.applied.add((spec.src, spec.msg_id))
+        self._satisfy("applied", (spec.src, spec.msg_id))
+        left = self.to_apply[spec.collective] = self.to_apply[spec.collective] - 1
+        if left == 0:
+            self._finish_collective(spec, now)
+
+    def _finish_collective(self, spec: MessageSpec, now: float) -> None:
+        buf = self.buffers[spec.collective]
+        segments = collectives.expected_segments(spec.collective_kind, spec.ranks, spec.dst_rank,
+                                                 spec.collective_bytes)
+        ok = True
+        checked = 0
+        for seg in segments:
+            want = collectives.expected_bytes(self.seed, spec.collective, seg.contrib, seg.data_offset,
+                                              seg.length, spec.collective_bytes, spec.ranks)
+            ok = ok and bool(np.array_equal(buf[seg.offset:seg.offset + seg.length], want))
+            checked += seg.length
+        self.verify_failures += not ok
+        self.collectives_done[spec.collective] = ok
+        self.records.append(records.collective_record(self.name, spec, ok, checked, now))
+        self._release(spec.collective)
+
+    def _release(self, collective: str) -> None:
+        """Free a buffer nothing will read or write again (all applied, all sent)."""
+        if self.to_apply.get(collective) == 0 and not self.to_send.get(collective):
+            self.buffers.pop(collective, None)
 
     def _delivered(self, d: Delivered) -> None:
         src = self.name_of(d.src)
-        expected = workloads.payload(self.seed, src, self.name, d.msg_id, len(d.payload))
-        ok = expected == d.payload
+        spec = self.incoming.get((src, d.msg_id))
+        if spec is None:
+            expected = workloads.payload(self.seed, src, self.name, d.msg_id, len(d.payload))
+            ok = expected == d.payload
+        else:
+            ok = self._check_collective(spec, d.payload)
         self.verify_failures += not ok
         self.received.add((src, d.msg_id))
         self.records.append(records.delivered_record(self.name, src, d, ok))
+        self._satisfy("received", (src, d.msg_id))
+        if spec is not None and (src, d.msg_id) not in self.applied:
+            self.held.append((spec, d.payload))
+            self._apply_ready(d.delivered_s)
 
     def _acked(self, dst_addr: str, msg: OutMessage) -> None:
         spec = self.by_key[(self.name_of(dst_addr), msg.msg_id)]
         rec = records.sent_record(self.name, spec.dst, spec, msg, msg.done_s)
         self.records.append(rec)
 
+    # -- starting messages: each waits for its start time and its dependencies ----
+    def _index(self) -> None:
+        """Count each message's unmet dependencies; index who waits for what (so a poll costs
+        the messages that became ready, not the whole workload)."""
+        self._unmet: list[int] = []
+        self._waiters: dict[tuple, list[int]] = {}
+        self._ready: list[tuple[float, int]] = []
+        self._started = 0
+        for i, spec in enumerate(self._specs):
+            need = "applied" if spec.op else "received"
+            keys = set(tuple(d) for d in spec.deps)
+            self._unmet.append(len(keys))
+            for key in keys:
+                self._waiters.setdefault((need, key), []).append(i)
+            if not keys:
+                heapq.heappush(self._ready, (spec.start_us, i))
+
+    def _satisfy(self, need: str, key: tuple) -> None:
+        for i in self._waiters.pop((need, key), ()):
+            self._unmet[i] -= 1
+            if self._unmet[i] == 0:
+                heapq.heappush(self._ready, (self._specs[i].start_us, i))
+
+    @property
+    def pending(self) -> list[MessageSpec]:
+        """Messages not started yet."""
+        return [spec for i, spec in enumerate(self._specs) if i not in self._sent]
+
     def poll(self, now: float) -> None:
-        still = []
-        for spec in self.pending:
-            if now * 1e6 >= spec.start_us and all(tuple(d) in self.received for d in spec.deps):
-                data = workloads.payload(self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
-                self.by_key[(spec.dst, spec.msg_id)] = spec
-                self.ep.send_message(now, self.addr_of(spec.dst), spec.msg_id, data)
+        ready = self._ready
+        while ready and now * 1e6 >= ready[0][0]:
+            _, i = heapq.heappop(ready)
+            spec = self._specs[i]
+            self._sent.add(i)
+            if spec.op:
+                data = self._collective_payload(spec)
+                self.to_send[spec.collective] -= 1
+                self._release(spec.collective)
             else:
-                still.append(spec)
-        self.pending = still
+                data = workloads.payload(self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
+            self.by_key[(spec.dst, spec.msg_id)] = spec
+            self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data)
 
     def next_deadline(self, now: float) -> float | None:
-        times = [s.start_us / 1e6 for s in self.pending
-                 if s.start_us / 1e6 > now and all(tuple(d) in self.received for d in s.deps)]
-        return min(times) if times else None
+        if self._ready and self._ready[0][0] / 1e6 > now:
+            return self._ready[0][0] / 1e6
+        return None
 
     def finished(self) -> bool:
-        return not self.pending and self.ep.idle()
+        return len(self._sent) == len(self._specs) and self.ep.idle() and (self.local is None or self.local.idle())

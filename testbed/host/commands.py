@@ -63,7 +63,7 @@ def _layout(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from testbed.host.agent import Agent, install_sigterm, load_peers, load_workload
+    from testbed.host.agent import Agent, install_sigterm, load_local, load_peers, load_workload
 
     cfg = TransportConfig(
         cc=args.cc, cell_size=args.cell_size, link_rate_bps=args.link_rate_mbps * 1e6,
@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
                   args.seed if args.seed is not None else seed, port=args.port,
                   grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
-                  link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority)
+                  link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
+                  local=load_local(args.peers_file, args.name))
     install_sigterm(agent)
     result = agent.run()
     if result.exit_code:

@@ -8,6 +8,8 @@ Times are seconds (float), rates bits per second.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -147,6 +149,23 @@ class TransportConfig:
         if not 0 < cfg.rto_low_rtt < cfg.rto_high_rtt:
             raise ConfigError(f"RTOs of {cfg.rto_low_rtt:g}/{cfg.rto_high_rtt:g} RTT: low must be positive and below high")
         return cfg
+
+    def for_local_channel(self, rate_bps: float, delay_s: float) -> "TransportConfig":
+        """The same transport on a server's GPU-GPU channel: its rate, its RTT (one hop there and
+        back, a cell and an ACK serialised), its BDP and a reorder window of 2 of its BDPs.
+
+        Its retransmission timeouts are never shorter, in seconds, than the fabric's: the
+        channel's RTT is a fraction of a millisecond, less than an agent's wake-up jitter, and
+        a timeout that short fires on a late loop, not on a loss (the first emulated run
+        retransmitted 84 cells on a channel that lost none)."""
+        ack_wire = wire.FRAME_OVERHEAD + wire.HEADER_LEN + 8
+        rtt = 2 * delay_s + (self.data_wire_bytes + ack_wire) * 8 / rate_bps
+        bdp = max(2, math.ceil(rate_bps * rtt / 8 / self.data_wire_bytes))
+        stretch = self.rtt_s / rtt
+        return replace(self, link_rate_bps=rate_bps, base_rtt_s=rtt, bdp_cells=bdp,
+                       reorder_window_cells=2 * bdp,
+                       rto_low_rtt=max(self.rto_low_rtt, self.rto_low_rtt * stretch),
+                       rto_high_rtt=max(self.rto_high_rtt, self.rto_high_rtt * stretch))
 
     def with_(self, **changes) -> "TransportConfig":
         return replace(self, **changes)

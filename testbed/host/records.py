@@ -48,6 +48,16 @@ def delivered_record(dst: str, src: str, d, verified: bool) -> dict:
     }
 
 
+def collective_record(rank_host: str, spec, verified: bool, checked_bytes: int, done_s: float) -> dict:
+    """A rank applied every message of a data-carrying collective addressed to it (at done_us)."""
+    return {
+        "kind": "collective_done", "host": rank_host, "collective": spec.collective, "done_us": done_s * 1e6,
+        "op": spec.collective_kind, "algorithm": spec.algorithm, "rank": spec.dst_rank,
+        "ranks": spec.ranks, "size_bytes": spec.collective_bytes, "checked_bytes": checked_bytes,
+        "verified": verified,
+    }
+
+
 def write_jsonl(path: Path, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -90,8 +100,10 @@ def summarize(specs, records: list[dict]) -> dict:
             m0 = members[0]
             if m0.collective_bytes and m0.ranks and t_us > 0:
                 algbw = m0.collective_bytes * 8 / (t_us / 1e6)
-                factor = {"allreduce": 2 * (m0.ranks - 1) / m0.ranks,
-                          "alltoall": (m0.ranks - 1) / m0.ranks}.get(m0.collective_kind, 1.0)
+                n = m0.ranks
+                factor = {"allreduce": 2 * (n - 1) / n, "alltoall": (n - 1) / n, "all_reduce": 2 * (n - 1) / n,
+                          "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n,
+                          "all_to_all": (n - 1) / n}.get(m0.collective_kind, 1.0)
                 entry["algbw_bps"] = algbw
                 entry["busbw_bps"] = algbw * factor
         out[name] = entry

@@ -268,6 +268,8 @@ class SimHost:
         self.net = net
         self.name = name
         self.ep = Endpoint(name, cfg)
+        self.local: Endpoint | None = None  # the intra-server channel's endpoint (multi-GPU servers)
+        self.local_ports: dict[str, Port] = {}  # same-server peer -> the direct link to it
         self.runner: WorkloadRunner | None = None
         self.uplink: Port | None = None
         self._wake_at: float | None = None
@@ -279,7 +281,8 @@ class SimHost:
         if head and head[0] == wire.DATA:
             self.rx_data_bytes[pkt.src] += pkt.size
         tos = 3 if pkt.ce else 2 if pkt.ect else 0
-        self.ep.receive(self.net.sim.now, pkt.src, pkt.data, tos)
+        ep = self.local if pkt.src in self.local_ports else self.ep
+        ep.receive(self.net.sim.now, pkt.src, pkt.data, tos)
         self.kick()
 
     def inject(self, src: str, data: bytes, tos: int = 0) -> None:
@@ -295,7 +298,12 @@ class SimHost:
             pkt = SimPacket(self.name, tx.dst, tx.data, tx.ect)
             head = pkt.header()
             self.uplink.enqueue(pkt, head[0] if head else None)
-        times = [t for t in (self.ep.next_deadline(),
+        if self.local is not None:
+            for tx in self.local.poll(now):
+                pkt = SimPacket(self.name, tx.dst, tx.data, tx.ect)
+                head = pkt.header()
+                self.local_ports[tx.dst].enqueue(pkt, head[0] if head else None)
+        times = [t for t in (self.ep.next_deadline(), self.local.next_deadline() if self.local else None,
                              self.runner.next_deadline(now) if self.runner else None) if t is not None]
         if not times:
             return
@@ -381,9 +389,19 @@ class Network:
         return pa, pb
 
     # -- workloads and running ---------------------------------------------------
+    def local_link(self, a: "SimHost", b: "SimHost", spec: LinkSpec, cfg: TransportConfig) -> None:
+        """A direct GPU-GPU channel inside a server; each end gets the local endpoint of `cfg`."""
+        pa = Port(self, f"{a.name}->{b.name}", b, spec, False)
+        pb = Port(self, f"{b.name}->{a.name}", a, spec, False)
+        self.ports += [pa, pb]
+        for host, peer, port in ((a, b, pa), (b, a, pb)):
+            if host.local is None:
+                host.local = Endpoint(host.name, cfg)
+            host.local_ports[peer.name] = port
+
     def load(self, specs: list[MessageSpec], seed: int = 1) -> None:
         for name, h in self.hosts.items():
-            h.runner = WorkloadRunner(name, h.ep, specs, seed)
+            h.runner = WorkloadRunner(name, h.ep, specs, seed, local=h.local, local_peers=set(h.local_ports))
             self.sim.at(0.0, h.kick)
             for s in specs:
                 if s.src == name and s.start_us > 0:
@@ -451,4 +469,41 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, cfg: TransportConf
             if k != i:
                 for h in names:
                     leaf.routes[h] = up[i]
+    return net
+
+
+def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, local: LinkSpec | None = None,
+                  local_cfg: TransportConfig | None = None, load_balancing: str = "spray",
+                  seed: int = 1) -> Network:
+    """Any `testbed.topo` Topology (leaf-spine, fat-tree, servers of GPUs) as a simulated network.
+
+    Switch routes are the topology's equal-cost next hops; a host uses its
+    first NIC port (a dual-homed host's second port is not simulated); the GPUs
+    of a server are joined by direct links of `local` driven by a second
+    endpoint configured with `local_cfg` (its rate and RTT).
+    """
+    net = Network(cfg, seed, load_balancing)
+    for name in topo.hosts:
+        net.host(name)
+    for name in topo.switches:
+        net.switch(name)
+    port_of: dict[tuple[str, int], Port] = {}
+    for link in topo.links:
+        a = net.hosts.get(link.a) or net.switches[link.a]
+        b = net.hosts.get(link.b) or net.switches[link.b]
+        pa, pb = net.link(a, b, host if link.tier == "host" else fabric)
+        port_of[(link.a, link.a_port)] = pa
+        port_of[(link.b, link.b_port)] = pb
+    for name in topo.hosts:
+        net.hosts[name].uplink = port_of[(name, topo.ports(name)[0].number)]
+    for sw in topo.switches:
+        for dst in topo.hosts:
+            hops = topo.next_hops(sw, dst)
+            if hops:
+                net.switches[sw].routes[dst] = [port_of[(sw, p)] for p in hops]
+    if topo.local_links:
+        if local is None or local_cfg is None:
+            raise ValueError("a topology with servers needs the local channel's LinkSpec and config")
+        for link in topo.local_links:
+            net.local_link(net.hosts[link.a], net.hosts[link.b], local, local_cfg)
     return net

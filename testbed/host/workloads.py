@@ -27,19 +27,40 @@ class MessageSpec:
     start_us: float = 0.0
     deps: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) delivered to src first
     collective: str | None = None
-    collective_kind: str | None = None  # "allreduce" | "alltoall" | "incast" | "permutation"
+    # "allreduce" | "alltoall" | "incast" | "permutation"; data-carrying collectives
+    # (collectives.py): "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all"
+    collective_kind: str | None = None
     collective_bytes: int = 0  # S, bytes per rank, for bus bandwidth
     ranks: int = 0
+    # Data-carrying collectives only (op set): what the bytes are and where they go.
+    op: str | None = None  # "reduce" (receiver XORs into its buffer) | "copy" (stores)
+    src_offset: int = 0  # read from the sender's buffer (its input when read_input) here
+    dst_offset: int = 0  # written to the receiver's buffer here
+    contrib: tuple[int, ...] = ()  # ranks whose inputs (at data_offset) the payload is the XOR of
+    data_offset: int = 0
+    read_input: bool = False
+    apply_after: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) applied at dst first
+    src_rank: int = -1
+    dst_rank: int = -1
+    algorithm: str | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["deps"] = [list(x) for x in self.deps]
+        if self.op is None:  # plain messages keep their compact form
+            for key in ("op", "src_offset", "dst_offset", "contrib", "data_offset", "read_input",
+                        "apply_after", "src_rank", "dst_rank", "algorithm"):
+                d.pop(key)
+        else:
+            d["apply_after"] = [list(x) for x in self.apply_after]
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> "MessageSpec":
         d = dict(d)
         d["deps"] = tuple((str(a), int(b)) for a, b in d.get("deps", ()))
+        d["apply_after"] = tuple((str(a), int(b)) for a, b in d.get("apply_after", ()))
+        d["contrib"] = tuple(int(r) for r in d.get("contrib", ()))
         return cls(**d)
 
 
@@ -112,19 +133,18 @@ def all_to_all(hosts: list[str], size_bytes: int, seed: int = 0, zipf_s: float =
 
 def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,
                    name: str = "allreduce") -> list[MessageSpec]:
-    """2(N-1) dependent steps; in each, rank i sends S/N to rank i+1 after receiving step-1 from i-1."""
+    """2(N-1) dependent steps; in each, rank i sends S/N to rank i+1 after receiving step-1 from i-1.
+
+    The data-carrying ring of `collectives` (one channel, one piece per segment):
+    the bytes are the ranks' XOR-reduced buffers, verified by every receiver.
+    """
+    from testbed.host import collectives
+
     _check(hosts, size_bytes)
-    n = len(hosts)
-    chunk = max(1, -(-size_bytes // n))
-    out = []
-    for step in range(2 * (n - 1)):
-        for i, src in enumerate(hosts):
-            dst = hosts[(i + 1) % n]
-            prev = hosts[(i - 1) % n]
-            deps = ((prev, step - 1),) if step else ()
-            out.append(MessageSpec(src, dst, step, chunk, start_us, deps, collective=name,
-                                   collective_kind="allreduce", collective_bytes=size_bytes, ranks=n))
-    return out
+    if size_bytes < len(hosts):
+        raise WorkloadError(f"ring all-reduce of {size_bytes} B cannot give each of {len(hosts)} ranks a byte")
+    return collectives.schedule(name, list(hosts), collectives.Params("all_reduce", "ring", size_bytes),
+                                start_us)
 
 
 def combine(*workloads: list[MessageSpec]) -> list[MessageSpec]:
@@ -137,8 +157,9 @@ def combine(*workloads: list[MessageSpec]) -> list[MessageSpec]:
             mapping[(m.src, m.dst, m.msg_id)] = ids(m.src, m.dst)
         for m in wl:
             deps = tuple((s, mapping[(s, m.src, mid)]) for s, mid in m.deps)
+            after = tuple((s, mapping[(s, m.dst, mid)]) for s, mid in m.apply_after)
             out.append(MessageSpec(**{**m.__dict__, "msg_id": mapping[(m.src, m.dst, m.msg_id)],
-                                      "deps": deps}))
+                                      "deps": deps, "apply_after": after}))
     return out
 
 

@@ -140,6 +140,11 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     cells = busy * cells_per_host * (1 + answers)
     switch_packets = cells * switch_hops
     agent_datagrams = 2 * cells  # sent at one end, received at the other
+    if scenario.links.local is not None and topo.local_links:
+        # a GPU's local channel: its agent may also send (and its peers receive) at the channel's
+        # rate, with the ACKs back; no switch sees these
+        local_cells = scenario.links.local.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
+        agent_datagrams += 2 * busy * local_cells * 1.25
     processes = len(topo.hosts) + (len(topo.switches) if costs.mode == "per_switch" else auto_fabric_processes())
     idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6

@@ -92,6 +92,10 @@ def summary(s: Scenario) -> str:
             extra = f", {len(p.senders)}:1 into {p.receiver}"
         elif p.kind == "permutation":
             extra = ", " + " ".join(f"{a}->{b}" for a, b in p.pairs)
+        elif p.kind == "collective":
+            size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
+            extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
+                     + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + " ".join(p.hosts))
         lines.append(f"  at {p.start_s:g} s {p.name}: {len(p.hosts)} hosts{size}{extra}")
     for fault in s.faults:
         lines.append(f"  fault at {fault.at_s:g} s: {fault.kind} {fault.target}")

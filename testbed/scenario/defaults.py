@@ -19,6 +19,10 @@ RATE_MBPS = 20.0
 # cells and a k=4 fat-tree's ~34, the 16-32 cell range of real fabrics.
 DELAY_US = 1000.0
 BUFFER_BDP = 2.0  # egress queue depth, in BDPs
+# The intra-server channel of multi-GPU servers (links.local): NVLink carries
+# several times a NIC's rate at a fraction of a network hop's delay.
+LOCAL_RATE_X_HOST = 8.0
+LOCAL_DELAY_X_HOST = 0.1
 
 TARGET = "auto"
 PROGRAM = "p4src/fabric.p4"
@@ -53,6 +57,9 @@ DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt"
 # T = 55 us (36.4); the byte counter is this many timer_rtt BDPs.
 DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
 
+COLLECTIVE_SIZES_BYTES = [1024 * 1024]
+COLLECTIVE_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring",
+                        "all_to_all": "direct"}
 PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
                        "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024}
 

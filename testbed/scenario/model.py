@@ -25,9 +25,18 @@ class LinkParams:
 
 
 @dataclass(frozen=True)
+class LocalParams:
+    """The intra-server channel between two GPUs of one server (each direction)."""
+
+    rate_mbps: float
+    delay_us: float
+
+
+@dataclass(frozen=True)
 class Links:
     host: LinkParams  # host <-> ToR links (both directions)
     fabric: LinkParams  # switch <-> switch links
+    local: LocalParams | None = None  # GPU <-> GPU inside a server (gpus_per_server > 1 only)
 
     def for_tier(self, tier: str) -> LinkParams:
         return self.host if tier == "host" else self.fabric
@@ -113,6 +122,16 @@ class Phase:
     pairs: tuple[tuple[str, str], ...] = ()  # permutation: (sender, receiver), seeded
     cross_tor: bool | None = None  # permutation
     zipf_s: float | None = None  # all_to_all destination skew (0 = uniform)
+    # collective: a data-carrying collective per size, back to back, `count` times each
+    op: str | None = None  # all_reduce | all_gather | reduce_scatter | all_to_all
+    algorithm: str | None = None  # ring | tree | hierarchical | direct
+    sizes_bytes: tuple[int, ...] = ()  # S per collective (all_gather: the gathered output)
+    channels: int = 1
+    chunk_bytes: int = 0  # 0: no pipelining inside a channel's segment
+    servers: tuple[tuple[int, ...], ...] = ()  # ranks of each server, GPU order (multi-GPU topologies)
+    # algorithm auto: per size, the (algorithm, channels, chunk_bytes) the tuning table gives
+    tuned: tuple[tuple[str, int, int], ...] = ()
+    tuning: str | None = None  # the tuning table (tuning.json of `testbed tune`) it came from
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
-    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, Phase, Scenario, Switch,
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Phase, Scenario, Switch,
     Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
@@ -62,7 +62,7 @@ class _Resolver:
         derived = self.derived(topo, links_raw, cell_size)
         buffer = d.cells(derived.bdp_cells, d.BUFFER_BDP)
         links = Links(*(LinkParams(p["rate_mbps"], p["delay_us"], p.get("buffer_packets", buffer))
-                        for p in (links_raw["host"], links_raw["fabric"])))
+                        for p in (links_raw["host"], links_raw["fabric"])), local=self.local(topo, links_raw))
         fabric = self.fabric(topo, cell_size, cc, derived, links)
         switch = self.switch(fabric, cc)
         transport = self.transport(cc, derived)
@@ -85,11 +85,25 @@ class _Resolver:
             spec = spec_from_dict(fields)
             topo = build_topology(spec)
         except TopoError as error:
-            raise self.fail(("topology",), str(error), key=True) from None
+            at = ("topology", error.field) if error.field in raw else ("topology",)
+            raise self.fail(at, str(error), key=at == ("topology",)) from None
         if len(topo.hosts) < 2:
             raise self.fail(("topology",), f"has {len(topo.hosts)} host; a workload needs two",
                             key=True)
         return spec, topo
+
+    def local(self, topo: Topology, links: dict) -> LocalParams | None:
+        raw = self.get(("links", "local"))
+        if topo.gpus_per_server == 1:
+            if raw is not None:
+                raise self.fail(("links", "local"), "is the channel between GPUs of one server, "
+                                "but the topology has no servers (set topology.gpus_per_server "
+                                "above 1 or drop the key)", key=True)
+            return None
+        raw = raw or {}
+        host = links["host"]
+        return LocalParams(float(raw.get("rate_mbps", host["rate_mbps"] * d.LOCAL_RATE_X_HOST)),
+                           float(raw.get("delay_us", host["delay_us"] * d.LOCAL_DELAY_X_HOST)))
 
     def link_params(self) -> dict[str, dict]:
         top = {k: v for k, v in self.get(("links",), {}).items() if k not in ("host", "fabric")}
@@ -221,7 +235,9 @@ class _Resolver:
                             f"(duration_s {duration:g})")
         hosts = self.hosts(at + ("hosts",), raw.get("hosts", "all"), topo)
         fields: dict[str, Any] = {}
-        if kind != "pingall":
+        if kind == "collective":
+            hosts, fields = self.collective(at, raw, hosts, topo)
+        elif kind != "pingall":
             fields["message_bytes"] = raw.get("message_bytes", d.PHASE_MESSAGE_BYTES[kind])
         if kind == "incast":
             fields.update(self.incast(at, raw, hosts, topo))
@@ -233,6 +249,79 @@ class _Resolver:
             fields["zipf_s"] = float(raw.get("zipf_s", 0.0))
         return Phase(kind=kind, name=raw.get("name", f"{i + 1}-{kind}"), start_s=start,
                      hosts=hosts, count=raw.get("count", 1), **fields)
+
+    def collective(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology):
+        """Ranks (server by server, GPU order, when the topology has servers), op, algorithm, sizes."""
+        from testbed.host.collectives import ALGORITHMS
+
+        op = raw.get("op", "all_reduce")
+        algorithm = raw.get("algorithm", d.COLLECTIVE_ALGORITHM[op])
+        if "tuning" in raw and algorithm != "auto":
+            raise self.fail(at + ("tuning",), "is read only with algorithm: auto", key=True)
+        if algorithm != "auto" and algorithm not in ALGORITHMS[op]:
+            raise self.fail(at + ("algorithm",), f"'{algorithm}' is not an algorithm of {op}; "
+                            f"it has {', '.join(ALGORITHMS[op])}")
+        if topo.servers:
+            rank_of = {h: i for i, h in enumerate(h for gpus in topo.servers.values() for h in gpus)}
+            hosts = tuple(sorted(hosts, key=rank_of.__getitem__))
+        channels = raw.get("channels", 1)
+        sizes = raw.get("sizes_bytes", d.COLLECTIVE_SIZES_BYTES)
+        for j, size in enumerate(sizes):
+            if size < len(hosts) * channels:
+                raise self.fail(at + ("sizes_bytes", j), f"{size} B cannot give each of {len(hosts)} "
+                                f"ranks a byte on each of {channels} channel(s)")
+        servers: tuple = ()
+        if topo.servers:  # whole servers selected: their ranks (what hierarchical and the tuner need)
+            chosen = set(hosts)
+            whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
+            if sum(len(g) for g in whole) == len(hosts) and len(whole) >= 2:
+                index = {h: i for i, h in enumerate(hosts)}
+                servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
+        tuned: tuple = ()
+        if algorithm == "auto":
+            tuned = self.tuned(at, raw, op, len(hosts), sizes, servers)
+        if algorithm == "hierarchical" and not servers:
+            if not topo.servers:
+                raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
+                                "(topology.gpus_per_server above 1)")
+            raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
+                            "hierarchical runs over whole servers, at least two: select every GPU "
+                            f"of each server used ({topo.gpus_per_server} per server)")
+        return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
+                       "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers, "tuned": tuned,
+                       "tuning": raw.get("tuning")}
+
+    def tuned(self, at: DataPath, raw: dict, op: str, ranks: int, sizes: list[int], servers: tuple) -> tuple:
+        """algorithm: auto: per size, the tuning table's entry of the nearest size (log scale)."""
+        import json
+
+        for key in ("channels", "chunk_bytes"):
+            if key in raw:
+                raise self.fail(at + (key,), "comes from the tuning table with algorithm: auto", key=True)
+        if "tuning" not in raw:
+            raise self.fail(at + ("algorithm",), "auto needs 'tuning': the tuning.json that testbed tune wrote")
+        path = os.path.join(os.path.dirname(self.smap.file), raw["tuning"])
+        try:
+            table = json.loads(open(path, encoding="utf-8").read())
+            entries = sorted(table["table"], key=lambda e: e["size_bytes"])
+            table_op, table_ranks = table["op"], table["ranks"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise self.fail(at + ("tuning",), f"'{raw['tuning']}' is not a tuning table of testbed tune "
+                            f"({type(error).__name__}: {error})") from None
+        if (table_op, table_ranks) != (op, ranks):
+            raise self.fail(at + ("tuning",), f"'{raw['tuning']}' tunes {table_op} over {table_ranks} ranks; "
+                            f"this phase runs {op} over {ranks} ranks")
+        out = []
+        for size in sizes:
+            e = min(entries, key=lambda e: abs(math.log(e["size_bytes"] / size)))
+            if e["algorithm"] == "hierarchical" and not servers:
+                raise self.fail(at + ("tuning",), f"its choice for {size} B is hierarchical, which needs "
+                                "whole servers selected")
+            if size < ranks * e["channels"]:
+                raise self.fail(at + ("tuning",), f"its choice for {size} B has {e['channels']} channels, "
+                                f"too many for {ranks} ranks")
+            out.append((e["algorithm"], int(e["channels"]), int(e["chunk_bytes"])))
+        return tuple(out)
 
     def hosts(self, at: DataPath, selection: Any, topo: Topology) -> tuple[str, ...]:
         if selection == "all":

@@ -15,7 +15,9 @@ CC = ["tita", "dcqcn", "none"]
 TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
-PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce"]
+PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective"]
+COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
 FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap"]
 
 
@@ -54,6 +56,8 @@ LEAF_SPINE = _obj({
     "uplinks_per_spine": _int(1, 64),
     "oversubscription": _num(0),
     "dual_homed": BOOL,
+    "gpus_per_server": _int(1, 16),
+    "rail_optimised": BOOL,
 })
 
 FAT_TREE = _obj({
@@ -61,6 +65,8 @@ FAT_TREE = _obj({
     "k": {"type": "integer", "minimum": 2, "maximum": 254, "multipleOf": 2,
           "x-message": "must be an even integer (the fat-tree arity k)"},
     "dual_homed": BOOL,
+    "gpus_per_server": _int(1, 16),
+    "rail_optimised": BOOL,
 })
 
 HOST_SELECTION = {
@@ -85,6 +91,10 @@ PHASES = {
     "permutation": {**_MESSAGE, "cross_tor": BOOL},
     "all_to_all": {**_MESSAGE, "zipf_s": _num(0, 10, exclusive=False)},
     "ring_allreduce": dict(_MESSAGE),
+    "collective": {"op": {"enum": COLLECTIVE_OPS}, "algorithm": {"enum": COLLECTIVE_ALGORITHMS},
+                   "sizes_bytes": {"type": "array", "minItems": 1, "items": _int(2, 1 << 32)},
+                   "channels": _int(1, 64), "chunk_bytes": _int(0, 1 << 32),
+                   "count": _int(1, 1000), "tuning": TEXT},
 }
 
 PHASE = {
@@ -117,7 +127,10 @@ SCHEMA = {
                  "then": FAT_TREE},
             ],
         },
-        "links": _obj({**LINK_PARAMS, "host": _obj(LINK_PARAMS), "fabric": _obj(LINK_PARAMS)}),
+        "links": _obj({**LINK_PARAMS, "host": _obj(LINK_PARAMS), "fabric": _obj(LINK_PARAMS),
+                       # the intra-server GPU channel: no switch queue, so no buffer
+                       "local": _obj({"rate_mbps": LINK_PARAMS["rate_mbps"],
+                                      "delay_us": LINK_PARAMS["delay_us"]})}),
         "switch": _obj({
             "target": {"enum": TARGETS},
             "program": TEXT,

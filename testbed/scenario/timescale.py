@@ -30,7 +30,8 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
         scenario,
         duration_s=round(scenario.duration_s * stretch, 3),
         links=dataclasses.replace(scenario.links, host=link(scenario.links.host),
-                                  fabric=link(scenario.links.fabric)),
+                                  fabric=link(scenario.links.fabric),
+                                  local=scenario.links.local and link(scenario.links.local)),
         workload=tuple(dataclasses.replace(p, start_s=round(p.start_s * stretch, 3)) for p in scenario.workload),
         faults=tuple(dataclasses.replace(f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3))
                      for f in scenario.faults),

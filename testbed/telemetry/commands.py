@@ -43,6 +43,13 @@ def report_command(args: argparse.Namespace) -> int:
     scenario = load_scenario(str(source))
     variants = {v.name: v for v in expand_variants(scenario)}
     order = [name for name in variants if name in dirs]
+    simulated = json.loads((dirs[order[0]] / "result.json").read_text()).get("driver") == "simulator" if order else False
+    if simulated:  # a `testbed sim` run: no switch counters, its own report
+        from testbed.telemetry.collectives import summarize_simulated, write_sim_report
+
+        summaries = {n: summarize_simulated(dirs[n], variants[n].scenario.topo) for n in order}
+        print(f"report: {write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)}")
+        return 0
     summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
     report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
     print(f"report: {report}")

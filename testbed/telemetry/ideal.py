@@ -37,7 +37,10 @@ def is_spray(load_balancing: str) -> bool:
 def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats: dict[str, dict],
                       loads: list[LinkLoad], scenario_obj=None) -> dict | None:
     """Ideal figures and the placement they assume; None when nothing was planned.
-    `scenario_obj` (the variant's Scenario) lets ECMP paths be traced through the fabric plan."""
+    `scenario_obj` (the variant's Scenario) lets ECMP paths be traced through the fabric plan.
+    Messages between two GPUs of one server take their local channel, not the fabric: they are
+    left out of the fluid model (the collectives' own ideal covers them)."""
+    planned = [m for m in planned if not topology.same_server(m["src"], m["dst"])]
     if not planned:
         return None
     cell_size = scenario["fabric"]["cell_size"]

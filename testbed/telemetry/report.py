@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from testbed.telemetry.collectives import plot_busbw  # noqa: E402
+from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
 
 ROWS = [
@@ -425,6 +427,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
         lines += ["![ToR uplink utilisation](uplinks.png)", ""]
     if _plot_fct(run_dirs, out_dir / "fct_cdf.png"):
         lines += ["![Message completion time CDF](fct_cdf.png)", ""]
+    lines += collective_lines(summaries)
+    if plot_busbw(summaries, out_dir / "busbw.png"):
+        lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]
     lines += _fault_lines(summaries)
     for name in names:
         notes = summaries[name].get("notes") or []

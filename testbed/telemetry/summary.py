@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from testbed.host.records import read_jsonl
+from testbed.telemetry.collectives import collective_figures
 from testbed.telemetry.conservation import drops_and_balance
 from testbed.telemetry.ideal import ideal_for_variant
 from testbed.telemetry.links import by_tier, idle_siblings, link_loads
@@ -212,6 +213,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["notes"] = result.get("notes", [])
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts)
     summary["faults"] = faults(run_dir)
+    summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary
 
 

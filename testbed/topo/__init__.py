@@ -5,10 +5,10 @@ Plain data over networkx; no Mininet, no processes, no scenario import.
 """
 
 from testbed.topo.build import build_topology
-from testbed.topo.model import Counts, Link, Node, Path, Port, Topology
+from testbed.topo.model import Counts, Link, LocalLink, Node, Path, Port, Topology
 from testbed.topo.spec import FatTreeSpec, LeafSpineSpec, TopoError, TopoSpec, spec_from_dict
 
 __all__ = [
-    "build_topology", "Counts", "FatTreeSpec", "LeafSpineSpec", "Link", "Node", "Path",
+    "build_topology", "Counts", "FatTreeSpec", "LeafSpineSpec", "Link", "LocalLink", "Node", "Path",
     "Port", "TopoError", "TopoSpec", "Topology", "spec_from_dict",
 ]

@@ -11,7 +11,15 @@ Port numbering (1..n per switch, stable across runs):
   ``(c-1) // (k/2) + 1`` of every pod.
 * host: NIC port 1 (and 2 for dual-homed hosts, on the pair's second ToR).
 
-Host j of a ToR group uses port j of each ToR in the group.  Names are short
+Host j of a ToR group uses port j of each ToR in the group.
+
+Servers (``gpus_per_server`` G > 1): every host is one GPU with its own NIC,
+numbered and addressed as above.  Plain layout: server s holds G consecutive
+hosts of one ToR group.  Rail-optimised: the ToR groups, in build order, form
+blocks of G; host j of group i of block b is GPU i of server
+``b * hosts_per_group + j``, so GPU i of every server is on rail (ToR) i of its
+block.  The GPUs of a server are joined pairwise by local links (their own
+interfaces ``h<n>-nv<gpu>``, never seen by a switch).  Names are short
 so Mininet interface names (``<node>-eth<port>``) stay under 15 characters:
 ``h<n>``, ``leaf<i>``, ``spine<i>``, ``edge<pod>_<i>``, ``agg<pod>_<i>``,
 ``core<i>``.
@@ -19,10 +27,11 @@ so Mininet interface names (``<node>-eth<port>``) stay under 15 characters:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from testbed.topo import addressing as addr
-from testbed.topo.model import Link, Node, Topology
+from testbed.topo.model import Link, LocalLink, Node, Topology
 from testbed.topo.spec import FatTreeSpec, LeafSpineSpec, TopoError, TopoSpec, spec_from_dict
 
 
@@ -38,8 +47,39 @@ def build_topology(spec: TopoSpec | Mapping[str, Any]) -> Topology:
         _fat_tree(builder, spec)
     else:
         raise TopoError(f"unknown topology spec {spec!r}")
+    local = _servers(builder, spec.gpus_per_server, spec.rail_optimised)
     return Topology(spec, builder.hosts + builder.switches, builder.host_links + builder.fabric_links,
-                    builder.macs)
+                    builder.macs, local)
+
+
+def _servers(b: "_Builder", gpus: int, rail: bool) -> list[LocalLink]:
+    """Label hosts with their server and GPU, and join each server's GPUs pairwise."""
+    if gpus == 1:
+        return []
+    groups: dict[int, list[int]] = {}  # global ToR-group index -> host indices, slot order
+    for index, gidx in enumerate(b.host_group):
+        groups.setdefault(gidx, []).append(index)
+    order = [groups[g] for g in sorted(groups)]
+    per_group = len(order[0])
+    members: dict[int, list[int]] = {}
+    if rail:
+        for gi, hosts in enumerate(order):
+            block, gpu = divmod(gi, gpus)
+            for j, index in enumerate(hosts):
+                members.setdefault(block * per_group + j + 1, []).append(index)
+    else:
+        flat = [index for hosts in order for index in hosts]
+        for k in range(0, len(flat), gpus):
+            members[k // gpus + 1] = flat[k : k + gpus]
+    local = []
+    for server, indices in members.items():
+        for gpu, index in enumerate(indices):
+            b.hosts[index] = dataclasses.replace(b.hosts[index], server=server, gpu=gpu)
+        for i, ai in enumerate(indices):
+            for j in range(i + 1, len(indices)):
+                a, c = b.hosts[ai].name, b.hosts[indices[j]].name
+                local.append(LocalLink(f"{a}~{c}", server, a, i, c, j))
+    return local
 
 
 class _Builder:
@@ -49,6 +89,8 @@ class _Builder:
         self.host_links: list[Link] = []
         self.fabric_links: list[Link] = []
         self.macs: dict[tuple[str, int], str] = {}
+        self.host_group: list[int] = []  # per host: its ToR group's global index
+        self._group_ids: dict[tuple, int] = {}
 
     def switch(self, name: str, kind: str, pod: int | None = None) -> str:
         device_id = len(self.switches) + 1
@@ -60,6 +102,7 @@ class _Builder:
     def host(self, tors: list[str], ip: str, pod: int | None, group: int, tor_port: int) -> None:
         name = f"h{len(self.hosts) + 1}"
         self.hosts.append(Node(name, "host", ip=ip, pod=pod, group=group))
+        self.host_group.append(self._group_ids.setdefault(tuple(tors), len(self._group_ids)))
         for nic_port, tor in enumerate(tors, start=1):
             self.link(name, nic_port, tor, tor_port, "host", f"{name}-{tor}")
 

@@ -30,6 +30,8 @@ class Node:
     ip: str | None = None  # hosts
     pod: int | None = None  # fat-tree edge/aggregation switches and hosts
     group: int | None = None  # ToR group of a host: leaf, leaf pair, edge or edge pair
+    server: int | None = None  # hosts on multi-GPU servers: the server (1-based)
+    gpu: int | None = None  # and the GPU's index in it (0..G-1; its rail when rail-optimised)
 
     @property
     def is_host(self) -> bool:
@@ -56,6 +58,26 @@ class Link:
 
     def peer_of(self, node: str) -> str:
         return self.b if node == self.a else self.a
+
+
+@dataclass(frozen=True)
+class LocalLink:
+    """The intra-server channel between two GPUs of one server (an NVLink model).
+
+    It is not a fabric cable: no switch sees it, it is not in `links`, the
+    graph or any path set; `a` is the GPU with the lower index.  Each end is a
+    separate interface of its host (`a_interface`, `b_interface`).
+    """
+
+    name: str
+    server: int
+    a: str
+    a_gpu: int
+    b: str
+    b_gpu: int
+
+    def peer_of(self, host: str) -> str:
+        return self.b if host == self.a else self.a
 
 
 @dataclass(frozen=True)
@@ -97,8 +119,10 @@ class Counts:
 class Topology:
     """Nodes, ports and links of one fabric, with path and next-hop queries."""
 
-    def __init__(self, spec: TopoSpec, nodes: list[Node], links: list[Link], macs: dict):
+    def __init__(self, spec: TopoSpec, nodes: list[Node], links: list[Link], macs: dict,
+                 local_links: list[LocalLink] = ()):
         self.spec = spec
+        self.local_links: tuple[LocalLink, ...] = tuple(local_links)
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.links: tuple[Link, ...] = tuple(links)
         self._links_by_name = {link.name: link for link in links}
@@ -156,6 +180,34 @@ class Topology:
         if not self.node(host).is_host:
             raise TopoError(f"{host} is a switch, not a host")
         return [p.peer for p in self.ports(host)]
+
+    # -- servers (gpus_per_server > 1) ----------------------------------------
+    @property
+    def gpus_per_server(self) -> int:
+        return getattr(self.spec, "gpus_per_server", 1)
+
+    @cached_property
+    def servers(self) -> dict[int, tuple[str, ...]]:
+        """Server number -> its GPUs' host names in GPU order; empty without servers."""
+        out: dict[int, list[str]] = {}
+        for node in self.nodes.values():
+            if node.is_host and node.server is not None:
+                out.setdefault(node.server, []).append(node.name)
+        return {s: tuple(sorted(hs, key=lambda h: self.nodes[h].gpu)) for s, hs in sorted(out.items())}
+
+    def same_server(self, a: str, b: str) -> bool:
+        sa, sb = self.node(a).server, self.node(b).server
+        return sa is not None and sa == sb
+
+    def local_link(self, a: str, b: str) -> LocalLink | None:
+        """The local channel joining two GPUs of one server, or None."""
+        for link in self.local_links:
+            if {link.a, link.b} == {a, b}:
+                return link
+        return None
+
+    def local_peers(self, host: str) -> list[str]:
+        return [link.peer_of(host) for link in self.local_links if host in (link.a, link.b)]
 
     @cached_property
     def counts(self) -> Counts:

@@ -32,6 +32,13 @@ def describe(topo: Topology, example_paths: int = 3) -> str:
     for name in topo.hosts:
         nics = "  ".join(f"{p.number} -> {p.peer}:{p.peer_port} {p.mac}" for p in topo.ports(name))
         lines.append(f"  {name:<5} {topo.node(name).ip:<12} {nics}")
+    if topo.servers:
+        layout = "rail-optimised: GPU i on rail i" if topo.spec.rail_optimised else "plain: one ToR per server"
+        lines += ["", f"servers ({topo.gpus_per_server} GPUs each, {layout}; local channels "
+                      f"{len(topo.local_links)}, GPU pairs joined directly):"]
+        for server, gpus in topo.servers.items():
+            where = " ".join(f"{g}@{'+'.join(topo.tors_of(g))}" for g in gpus)
+            lines.append(f"  server{server:<3} {where}")
     lines += ["", "example equal-cost path sets:"]
     for src, dst in _example_pairs(topo)[:example_paths]:
         paths = topo.paths(src, dst)

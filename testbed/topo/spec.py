@@ -21,6 +21,16 @@ MAX_SWITCH_PORTS = 255
 class TopoError(TestbedError):
     """A topology that cannot be built; the message names the offending value."""
 
+    field: str | None = None  # the spec field to change, when one is to blame
+
+
+class ServerLayoutError(TopoError):
+    """GPUs per server or the rail layout do not fit the ToR groups."""
+
+    def __init__(self, message: str, field: str = "gpus_per_server") -> None:
+        super().__init__(message)
+        self.field = field
+
 
 @dataclass(frozen=True)
 class LeafSpineSpec:
@@ -30,6 +40,8 @@ class LeafSpineSpec:
     `dual_homed`, leaves are paired (1,2), (3,4), ... and each host has one
     NIC port on each leaf of its pair, so a pair serves `hosts_per_leaf`
     hosts.  `uplinks_per_spine` parallel links join each leaf to each spine.
+    With `gpus_per_server` G > 1, every host is one GPU with its own NIC and
+    G of them form a server (see `check_servers` and `build`).
     """
 
     leaves: int = 4
@@ -37,6 +49,8 @@ class LeafSpineSpec:
     hosts_per_leaf: int = 2
     uplinks_per_spine: int = 1
     dual_homed: bool = False
+    gpus_per_server: int = 1
+    rail_optimised: bool = False
     kind: str = "leaf_spine"
 
     @property
@@ -65,6 +79,9 @@ class LeafSpineSpec:
                 f"a spine would need {spine_ports} ports (leaves x uplinks_per_spine); "
                 f"at most {MAX_SWITCH_PORTS} are supported"
             )
+        groups = self.leaves // 2 if self.dual_homed else self.leaves
+        check_servers(self.gpus_per_server, self.rail_optimised, groups, self.hosts_per_leaf,
+                      "leaf pairs" if self.dual_homed else "leaves", "hosts_per_leaf")
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,8 @@ class FatTreeSpec:
 
     k: int = 4
     dual_homed: bool = False
+    gpus_per_server: int = 1
+    rail_optimised: bool = False
     kind: str = "fat_tree"
 
     @property
@@ -94,6 +113,10 @@ class FatTreeSpec:
                 f"dual-homed hosts pair the k/2 edge switches of a pod, so k must be a "
                 f"multiple of 4, got k={self.k}"
             )
+        half = self.k // 2
+        groups = self.k * (half // 2 if self.dual_homed else half)
+        check_servers(self.gpus_per_server, self.rail_optimised, groups, half,
+                      "edge " + ("pairs" if self.dual_homed else "switches"), "k/2 hosts per edge")
 
 
 TopoSpec = LeafSpineSpec | FatTreeSpec
@@ -113,6 +136,35 @@ def spec_from_dict(data: Mapping[str, Any]) -> TopoSpec:
         raise TopoError(f"bad {kind} topology fields {sorted(fields)}: {error}") from None
     spec.check()
     return spec
+
+
+MAX_GPUS_PER_SERVER = 16
+
+
+def check_servers(gpus: Any, rail: Any, groups: int, per_group: int, group_name: str,
+                  per_group_name: str) -> None:
+    """Servers of `gpus` GPUs (each GPU a host with its own NIC) must tile the ToR groups.
+
+    Plain layout: a server's GPUs are consecutive hosts of one ToR group, so
+    the hosts per group must be a multiple of G.  Rail-optimised: GPU i of a
+    server sits on rail i, the i-th ToR group of a block of G groups, so the
+    number of groups must be a multiple of G.
+    """
+    try:
+        _positive("gpus_per_server", gpus, MAX_GPUS_PER_SERVER)
+    except TopoError as error:
+        raise ServerLayoutError(str(error)) from None
+    if not isinstance(rail, bool):
+        raise ServerLayoutError(f"rail_optimised must be true or false, got {rail!r}", "rail_optimised")
+    if rail and gpus == 1:
+        raise ServerLayoutError("rail_optimised needs servers of several GPUs; set gpus_per_server above 1",
+                                "rail_optimised")
+    if rail and groups % gpus:
+        raise ServerLayoutError(f"a rail-optimised layout puts GPU i of every server on rail i, so the "
+                        f"{groups} {group_name} must be a multiple of gpus_per_server ({gpus})")
+    if not rail and gpus > 1 and per_group % gpus:
+        raise ServerLayoutError(f"without rail_optimised a server's {gpus} GPUs share one ToR, so "
+                        f"{per_group_name} ({per_group}) must be a multiple of gpus_per_server")
 
 
 def _positive(name: str, value: Any, maximum: int) -> None:

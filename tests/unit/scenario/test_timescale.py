@@ -41,3 +41,14 @@ def test_a_slowed_scenario_fits_where_the_original_did_not():
         capacity.check(s, costs, cores=2)
     fits = capacity.fitting_rate(s, costs, cores=2)
     assert capacity.check(slowed(s, 0.9 * fits / s.links.host.rate_mbps), costs, cores=2)
+
+
+def test_the_local_gpu_channel_is_slowed_with_the_fabric():
+    s = parse_scenario("""
+topology: {kind: leaf_spine, hosts_per_leaf: 2, gpus_per_server: 2}
+links: {rate_mbps: 10, delay_us: 400, local: {rate_mbps: 80, delay_us: 40}}
+workload: [{kind: collective}]
+""", "g.yaml")
+    slow = slowed(s, 0.25)
+    assert (slow.links.local.rate_mbps, slow.links.local.delay_us) == (20, 160)
+    assert slowed(parse_scenario(SCENARIO, "s.yaml"), 0.5).links.local is None

@@ -1,0 +1,84 @@
+"""`testbed sim`: a scenario on the virtual-clock simulator, with its report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sim", help="run a scenario on the virtual-clock simulator (no root, no Mininet)",
+        description="Every variant of the scenario on testbed.host.sim's model of its topology; writes "
+                    "runs/<scenario>/<timestamp>-sim/ with records, summary.json, report.md and busbw.png.")
+    p.add_argument("scenario", help="the scenario file")
+    p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    p.add_argument("--variant", action="append", default=None,
+                   help="run only this variant (repeatable; default: all)")
+    p.set_defaults(func=sim_command)
+
+    t = subparsers.add_parser(
+        "tune", help="pick a collective's algorithm x channels x chunk size per size, on the simulator",
+        description="For the scenario's first 'collective' phase (its op and ranks), measure candidates on "
+                    "the simulator: coordinate descent (the choice) and exhaustive search (the best) per size; "
+                    "writes tuning.json and tuning.md in runs/<scenario>/<timestamp>-tune/.")
+    t.add_argument("scenario", help="the scenario file")
+    t.add_argument("--sizes", type=_ints, default=None, help="bytes, comma-separated (default: the phase's sizes)")
+    t.add_argument("--algorithms", type=lambda s: s.split(","), default=None,
+                   help="comma-separated (default: every algorithm of the op this topology allows)")
+    t.add_argument("--channels", type=_ints, default=None, help="comma-separated (default: 1,2,4)")
+    t.add_argument("--chunks", type=_ints, default=None,
+                   help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,4096,16384,65536)")
+    t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    t.set_defaults(func=tune_command)
+
+
+def _ints(text: str) -> list[int]:
+    import argparse
+
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of non-negative integers")
+    return values
+
+
+def tune_command(args) -> int:
+    from testbed.scenario import load_scenario
+    from testbed.simulation.tune import tune_scenario
+
+    scenario = load_scenario(args.scenario)
+    out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
+    path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
+                         progress=lambda m: print(m, flush=True))
+    print(path.read_text())
+    print(f"tuning: {path}")
+    return 0
+
+
+def sim_command(args) -> int:
+    from testbed.errors import TestbedError
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.simulation.run import run_variant
+    from testbed.telemetry.collectives import summarize_simulated, write_sim_report
+
+    scenario = load_scenario(args.scenario)
+    variants = expand_variants(scenario)
+    if args.variant:
+        unknown = sorted(set(args.variant) - {v.name for v in variants})
+        if unknown:
+            raise TestbedError(f"no variant {', '.join(unknown)}; variants: {', '.join(v.name for v in variants)}")
+        variants = [v for v in variants if v.name in args.variant]
+    out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
+    run_dirs, summaries = {}, {}
+    for number, variant in enumerate(variants, start=1):
+        run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
+        result = run_variant(variant, run_dir)
+        run_dirs[variant.name] = run_dir
+        summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
+        print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
+              f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
+    print(f"report: {write_sim_report(scenario, run_dirs, summaries, out_dir)}")
+    return 0

@@ -1,0 +1,103 @@
+"""One scenario variant on the simulator, written as a run directory.
+
+The network is `testbed.host.sim.from_topology` of the variant's topology:
+host and fabric links with the scenario's rates, delays and egress buffers,
+ECN marking as the scenario configures it (step: mark above k_cells; red:
+Kmin/Kmax/Pmax), credit limiting at switch ports when credits are enabled,
+spraying by entropy for every spray mode and a per-switch flow hash for
+ECMP, and each server's GPU pairs joined by direct local channels at
+`links.local`'s rate and delay (no queue limit: the sender's pacer is the
+only queue).  Each host runs the real Endpoint and WorkloadRunner; a GPU's
+messages to the GPUs of its own server go through a second endpoint, the
+local channel's NIC.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from testbed.emulation.workload import scenario_messages
+from testbed.host import records as host_records
+from testbed.host import sim
+from testbed.host.config import TransportConfig
+from testbed.topo.entropy import layout_of
+
+
+def transport_config(scenario) -> TransportConfig:
+    """The host transport the agents of an emulated run of this scenario get (same fields)."""
+    d, f, t = scenario.derived, scenario.fabric, scenario.transport
+    cfg = TransportConfig(
+        cc=t.cc, cell_size=f.cell_size, link_rate_bps=scenario.links.host.rate_mbps * 1e6,
+        bdp_cells=d.bdp_cells, base_rtt_s=d.base_rtt_us / 1e6, reorder_window_cells=t.reorder_window_cells,
+        entropy_values=f.entropy_values,
+        entropy_choice="random" if f.load_balancing == "spray_random_entropy" else "rr",
+        entropy_layout=layout_of(scenario.topo).radices_in_order, seed=scenario.seed)
+    return cfg.with_scenario(scenario.to_dict()["transport"])
+
+
+def _link_spec(params, scenario, switch_ecn: bool = True) -> sim.LinkSpec:
+    ecn = scenario.fabric.ecn
+    marks = None
+    if ecn.mode == "step":
+        marks = (ecn.k_cells, ecn.k_cells, 1.0)
+    elif ecn.mode == "red":
+        marks = (ecn.kmin_cells, ecn.kmax_cells, ecn.pmax)
+    return sim.LinkSpec(params.rate_mbps * 1e6, params.delay_us / 1e6, params.buffer_packets,
+                        marks if switch_ecn else None, scenario.fabric.credits.enabled)
+
+
+def build_network(scenario) -> sim.Network:
+    cfg = transport_config(scenario)
+    lb = "ecmp" if scenario.fabric.load_balancing == "ecmp" else "spray"
+    local = scenario.links.local
+    local_spec = local_cfg = None
+    if local is not None:
+        local_spec = sim.LinkSpec(local.rate_mbps * 1e6, local.delay_us / 1e6, 1 << 30, None, False)
+        local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
+    return sim.from_topology(scenario.topo, cfg, _link_spec(scenario.links.host, scenario),
+                             _link_spec(scenario.links.fabric, scenario), local_spec, local_cfg,
+                             load_balancing=lb, seed=scenario.seed)
+
+
+def simulate(scenario, messages=None, until_s: float | None = None) -> tuple[sim.Network, dict]:
+    """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time."""
+    messages = scenario_messages(scenario) if messages is None else messages
+    net = build_network(scenario)
+    net.load(messages, scenario.seed)
+    started = time.monotonic()
+    net.run(scenario.duration_s if until_s is None else until_s)
+    info = {"driver": "simulator", "target": "simulator", "virtual_end_s": net.sim.now,
+            "wall_s": round(time.monotonic() - started, 3), "events": net.sim.events,
+            "finished": net.finished(), "switch_queue_drops": net.drops(),
+            "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0}
+    return net, info
+
+
+def run_variant(variant, run_dir: Path) -> dict:
+    """Simulate one variant and write its run directory; returns result.json's content."""
+    scenario = variant.scenario
+    messages = scenario_messages(scenario)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "scenario.resolved.yaml").write_text(yaml.safe_dump(scenario.to_dict(), sort_keys=False))
+    agents = run_dir / "agents"
+    agents.mkdir(exist_ok=True)
+    (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
+                                                      "messages": [m.to_json() for m in messages]}))
+    net, info = simulate(scenario, messages)
+    recs = run_dir / "records"
+    recs.mkdir(exist_ok=True)
+    for name, host in net.hosts.items():
+        runner = host.runner
+        host_records.write_jsonl(recs / f"{name}.jsonl", runner.records)
+        stats = host.ep.stats()
+        stats.update({"host": name, "end_reason": "done" if runner.finished() else "timeout",
+                      "verify_failures": runner.verify_failures, "messages_pending": len(runner.pending),
+                      "local_channel": host.local.stats() if host.local is not None else None})
+        (recs / f"{name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True, default=str))
+    result = {"variant": variant.name, **info}
+    (run_dir / "result.json").write_text(json.dumps(result, indent=1))
+    return result

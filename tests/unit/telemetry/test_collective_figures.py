@@ -1,0 +1,68 @@
+"""Collective figures (algbw, busbw, the link-rate ideal) of a simulator run, and their recomputation."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed import cli
+
+ROOT = Path(__file__).resolve().parents[3]
+spec = importlib.util.spec_from_file_location("recompute_report", ROOT / "tests" / "recompute_report.py")
+recompute_report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(recompute_report)
+
+SCENARIO = """
+name: coll
+duration_s: 30
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2, gpus_per_server: 2, rail_optimised: true}
+links: {rate_mbps: 20, delay_us: 200, local: {rate_mbps: 80, delay_us: 20}}
+fabric: {load_balancing: spray}
+workload:
+  - {kind: collective, op: all_reduce, algorithm: hierarchical, sizes_bytes: [8192, 32768], channels: 2}
+  - {kind: collective, op: all_gather, sizes_bytes: [16384], start_s: 5}
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sim")
+    path = tmp / "coll.yaml"
+    path.write_text(SCENARIO)
+    assert cli.main(["sim", str(path), "--runs-dir", str(tmp / "runs")]) == 0
+    (out,) = (tmp / "runs" / "coll").iterdir()
+    return out
+
+
+def test_figures_follow_nccl_tests_definitions(run):
+    summary = json.loads((run / "summary.json").read_text())["base"]
+    rows = summary["collectives"]
+    assert set(rows) == {"1-collective@8192B#0", "1-collective@32768B#0", "2-collective@16384B#0"}
+    for name, r in rows.items():
+        assert r["verified"] and r["ranks_done"] == 4
+        assert r["algbw_mbps"] == pytest.approx(r["size_bytes"] * 8 / r["time_us"])
+        factor = 2 * 3 / 4 if r["op"] == "all_reduce" else 3 / 4
+        assert r["busbw_mbps"] == pytest.approx(r["algbw_mbps"] * factor)
+        assert 0 < r["busbw_over_ideal"] <= 1.0  # nothing beats the link-rate bound
+    # all-gather of 16384 B over 4 ranks: a ring step each sends S/4 = 4 cells of 1090 B on the wire; the
+    # ranks whose successor is on another server send all 3 steps over their 20 Mbit/s NIC
+    ag = rows["2-collective@16384B#0"]
+    assert ag["ideal_time_us"] == pytest.approx(3 * 4 * 1090 * 8 / 20)
+    report = (run / "report.md").read_text()
+    assert "busbw (Mbit/s)" in report and (run / "busbw.png").exists()
+
+
+def test_recompute_agrees_and_catches_a_wrong_busbw(run, capsys):
+    assert recompute_report.main([str(run)]) == 0
+    assert "all agree" in capsys.readouterr().out
+    path = run / "summary.json"
+    original = path.read_text()
+    data = json.loads(original)
+    data["base"]["collectives"]["1-collective@32768B#0"]["busbw_mbps"] *= 1.02
+    path.write_text(json.dumps(data))
+    try:
+        assert recompute_report.main([str(run)]) == 1
+        assert "busbw_mbps" in capsys.readouterr().out
+    finally:
+        path.write_text(original)
