@@ -1,7 +1,5 @@
 """Scenario phases become the messages the agents send."""
 
-from pathlib import Path
-
 from testbed.emulation.workload import scenario_messages
 from testbed.scenario import parse_scenario
 
