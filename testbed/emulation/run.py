@@ -260,9 +260,7 @@ class VariantRun:
         (agent_dir / "workload.json").write_text(json.dumps(
             {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
         (agent_dir / "transport.json").write_text(json.dumps(scenario.to_dict()["transport"]))
-        epoch = time.time() + 1.0
-        self.collector = Collector(list(self.clients.values()), epoch,
-                                   ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
+        epoch_file = agent_dir / "epoch"
         self._cpu_at_traffic = {p.name: process_cpu_s(p.process.pid) or 0.0 for p in self.processes}
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
@@ -284,13 +282,20 @@ class VariantRun:
                     "--entropy-values", str(scenario.fabric.entropy_values),
                     "--entropy-choice", "random" if lb == "spray_random_entropy" else "rr",
                     "--entropy-layout", ",".join(str(r) for r in layout.radices_in_order),
-                    "--records", str(records), "--epoch", str(epoch),
+                    "--records", str(records), "--epoch-file", str(epoch_file),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             log = open(agent_dir / f"{host}.log", "wb")
             process = self.network.host(host).popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root)
             log.close()
             self.agents[host] = process
             self.manifest.add_process(process.pid, f"agent {host}", argv)
+        self._wait_ready(agent_dir)
+        epoch = time.time() + 1.0  # the counters' baseline is sampled before it
+        self.collector = Collector(list(self.clients.values()), epoch,
+                                   ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
+        partial = epoch_file.with_suffix(".partial")
+        partial.write_text(repr(epoch))
+        partial.replace(epoch_file)  # an agent never reads half a number
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl").start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
@@ -306,6 +311,24 @@ class VariantRun:
         if failed:
             self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
                 f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    def _wait_ready(self, agent_dir: Path, timeout_s: float = 120.0) -> None:
+        """Until every agent has bound its socket ('agent ready' in its log): t=0 is set for all
+        only then, since a sender that started before its receiver listened lost its first packets
+        to a host without a listener (a busy machine takes seconds to start a few Python agents)."""
+        deadline = time.monotonic() + timeout_s
+        waiting = dict(self.agents)
+        while waiting:
+            for host, process in list(waiting.items()):
+                if "agent ready" in (agent_dir / f"{host}.log").read_text(errors="replace"):
+                    del waiting[host]
+                elif process.poll() is not None:
+                    raise RunError(f"agent {host} exited with code {process.returncode} before it was ready; "
+                                   f"log {agent_dir / (host + '.log')}: {log_tail(agent_dir / (host + '.log'), 3)}")
+            if waiting and time.monotonic() > deadline:
+                raise RunError(f"agents {', '.join(sorted(waiting))} were not ready within {timeout_s:g} s")
+            if waiting:
+                time.sleep(0.02)
 
     def _read_host_counters(self, hosts: list[str]) -> dict:
         """Each host's qdisc and UDP drop counters (emulation.host_counters); a failed read is a note."""

@@ -47,9 +47,28 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=None, help="default: the workload file's seed")
     p.add_argument("--epoch", type=float, default=None,
                    help="UNIX time of t=0 shared by all agents of a run (default: now)")
+    p.add_argument("--epoch-file", type=Path, default=None,
+                   help="wait, with the socket bound, for this file to hold the epoch (after printing "
+                        "'agent ready'): a run starts the clock once every agent listens")
     p.add_argument("--grace-s", type=float, default=1.0)
     p.add_argument("--timeout-s", type=float, default=600.0)
     p.set_defaults(func=run)
+
+
+def wait_for_epoch(path: Path, timeout_s: float) -> float:
+    """Say 'agent ready' (the socket is bound) and wait for the run to write the shared epoch."""
+    import time
+
+    from testbed.host.agent import AgentError
+
+    print("agent ready", flush=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            return float(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.01)
+    raise AgentError(f"no epoch in {path} within {timeout_s:g} s")
 
 
 def _layout(text: str) -> tuple[int, ...]:
@@ -89,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
                   link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
                   local=load_local(args.peers_file, args.name))
     install_sigterm(agent)
+    if args.epoch_file is not None:
+        agent.epoch = wait_for_epoch(args.epoch_file, args.timeout_s)
     result = agent.run()
     if result.exit_code:
         print(f"testbed host {args.name}: stopped by {result.reason} after {args.timeout_s} s with "
