@@ -218,6 +218,15 @@ class Agent:
         except OSError as error:
             self.scheduling = f"other ({error.strerror})"
 
+    def _leave_realtime(self) -> None:
+        """Back to normal scheduling once the packet loop ends: under SCHED_FIFO the records
+        (tens of milliseconds of JSON) kept the other agents of that core from their deadlines."""
+        if self.scheduling.startswith("fifo"):
+            try:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
+
     def run(self) -> AgentResult:
         self._enter_realtime()
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
@@ -274,6 +283,7 @@ class Agent:
             else:
                 reason = "stopped"
         finally:
+            self._leave_realtime()  # writing the records is not the NIC's work: it must not hold a core
             sel.close()
             self.sock.close()
             for flow in self._flow_socks.values():
