@@ -55,8 +55,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def wait_for_epoch(path: Path, timeout_s: float) -> float:
-    """Say 'agent ready' (the socket is bound) and wait for the run to write the shared epoch."""
+def wait_for_epoch(path: Path, timeout_s: float, stopped=lambda: False) -> float | None:
+    """Say 'agent ready' (the socket is bound) and wait for the run to write the shared epoch;
+    None when `stopped()` (SIGTERM) comes first."""
     import time
 
     from testbed.host.agent import AgentError
@@ -64,6 +65,8 @@ def wait_for_epoch(path: Path, timeout_s: float) -> float:
     print("agent ready", flush=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if stopped():
+            return None
         try:
             return float(path.read_text())
         except (OSError, ValueError):
@@ -109,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
                   local=load_local(args.peers_file, args.name))
     install_sigterm(agent)
     if args.epoch_file is not None:
-        agent.epoch = wait_for_epoch(args.epoch_file, args.timeout_s)
+        epoch = wait_for_epoch(args.epoch_file, args.timeout_s, stopped=lambda: agent.stop)
+        if epoch is None:  # SIGTERM while waiting (the run ended or `testbed clean`)
+            return 0
+        agent.epoch = epoch
     result = agent.run()
     if result.exit_code:
         print(f"testbed host {args.name}: stopped by {result.reason} after {args.timeout_s} s with "
