@@ -196,6 +196,14 @@ class P4RuntimeClient:
             updates.append(update)
         self.write(updates)
 
+    def modify(self, specs: list[TableEntrySpec]) -> None:
+        updates = []
+        for spec in specs:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+            update.entity.table_entry.CopyFrom(self.table_entry(spec))
+            updates.append(update)
+        self.write(updates)
+
     def write_register(self, name: str, index: int, value: int) -> None:
         register = self._need_index().register(name)
         update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)

@@ -30,6 +30,7 @@ from testbed.emulation.faults import FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
+from testbed.emulation.reroute import RerouteController
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
                                         start_all)
@@ -42,6 +43,7 @@ from testbed.topo.entropy import layout_of
 from testbed.topo.partition import Placement
 
 CPU_PORT = 255
+ENTROPY_SCHEMES = ("spray_rr_entropy", "spray_random_entropy")  # senders choose the path digits
 AGENT_MARGIN_S = 30.0
 
 
@@ -92,6 +94,8 @@ class VariantRun:
         self.agents: dict[str, subprocess.Popen] = {}
         self.collector: Collector | None = None
         self.faults: FaultRunner | None = None
+        self.reroute: RerouteController | None = None
+        self.plans: dict = {}
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
 
@@ -187,7 +191,7 @@ class VariantRun:
         scenario = self.scenario
         program = (self.repo_root / scenario.switch.program).resolve()
         config = build_pipeline_config(self.result.target, program, self.run_dir / "build")
-        plans = plan_fabric(scenario.topo, scenario)
+        plans = self.plans = plan_fabric(scenario.topo, scenario)
         jobs = []
         for c in self.switches:
             client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id)
@@ -282,6 +286,8 @@ class VariantRun:
                     "--entropy-values", str(scenario.fabric.entropy_values),
                     "--entropy-choice", "random" if lb == "spray_random_entropy" else "rr",
                     "--entropy-layout", ",".join(str(r) for r in layout.radices_in_order),
+                    "--nic-interfaces", ",".join(host_interface(host, p.number) for p in topology.ports(host)),
+                    "--nic-choice", "entropy" if lb in ENTROPY_SCHEMES else "flow",
                     "--records", str(records), "--epoch-file", str(epoch_file),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             log = open(agent_dir / f"{host}.log", "wb")
@@ -296,6 +302,8 @@ class VariantRun:
         partial = epoch_file.with_suffix(".partial")
         partial.write_text(repr(epoch))
         partial.replace(epoch_file)  # an agent never reads half a number
+        self.reroute = RerouteController(topology, scenario, self.plans, self.clients, epoch,
+                                         self.run_dir / "reroute.jsonl", self._in_memory()).start()
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl").start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
@@ -364,6 +372,8 @@ class VariantRun:
                                           "per_switch" if self.placement is None else "fabric")
 
     def teardown(self) -> None:
+        if self.reroute is not None:  # before anything takes links down
+            self.result.notes += self.reroute.stop()
         for process in self.agents.values():
             if process.poll() is None:
                 process.terminate()

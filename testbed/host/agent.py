@@ -10,6 +10,14 @@ The agent stops when its own messages are acknowledged and every message
 addressed to it has been delivered, then lingers for a grace period so
 peers' last retransmissions still get answered; SIGTERM stops it early.
 Nothing a peer sends can raise out of the loop.
+
+A dual-port NIC (`nic_interfaces` names two interfaces, one per ToR) uses
+both ports at once (`testbed.host.nic`): each flow has a socket per port,
+bound to that port's interface, and each port its own wire.  The agent
+listens to the kernel's link changes (`testbed.host.carrier`): a port that
+loses carrier is left at once, the NIC's rate drops to the ports still up,
+and the change is recorded with its time; cells lost on the dead port are
+recovered by the transport's retransmissions.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ from pathlib import Path
 from testbed.errors import TestbedError
 from testbed.host import records
 from testbed.host.app import WorkloadRunner
+from testbed.host.carrier import LinkEvents, link_flags, usable
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint
 from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
+from testbed.host.nic import NicPorts
 from testbed.host.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
 
@@ -94,7 +104,8 @@ class Agent:
                  cfg: TransportConfig, records_dir: Path, seed: int, port: int = CELL_UDP_PORT,
                  grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None,
                  link_delay_s: float = 0.0, realtime_priority: int = 0,
-                 local: tuple[list[str], float, float] | None = None) -> None:
+                 local: tuple[list[str], float, float] | None = None,
+                 nic_interfaces: list[str] | None = None, nic_choice: str = "flow") -> None:
         self.name = name
         self.addr = addr
         self.port = port
@@ -145,10 +156,19 @@ class Agent:
         self.link_delay_s = link_delay_s
         self.realtime_priority = realtime_priority
         self.scheduling = "other"
-        self._on_the_wire: deque[tuple[float, str, bytes, bool]] = deque()
+        # The NIC's ports; cfg.link_rate_bps is all of them together (testbed.host.commands).
+        names = list(nic_interfaces or [f"{name}-eth0"])
+        self.nic_ports = NicPorts(names, cfg.link_rate_bps / len(names), nic_choice)
+        self.multiport = len(names) > 1
+        self._wires: list[deque[tuple[float, str, bytes, bool]]] = [deque() for _ in names]
         self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
         self.sock = self._open()
-        self._flow_socks: dict[str, FlowSocket] = {}
+        self._flow_socks: dict[tuple[str, int], FlowSocket] = {}  # (peer, NIC port) -> socket
+        self._flow_sport: dict[str, int] = {}
+        self.link_events: LinkEvents | None = None
+        # Goodput over time: in-order DATA cells received and datagrams sent per port, sampled.
+        self.sample_s = max(0.01, 8 * cfg.data_wire_bytes * 8 / self.nic_ports.port_rate_bps)
+        self.series: dict[str, list] = {"t_s": [], "in_order_cells": [], "port_tx": []}
 
     def _open(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -165,18 +185,60 @@ class Agent:
     def now(self) -> float:
         return time.time() - self.epoch
 
-    def _send(self, dst: str, data: bytes, ect: bool) -> None:
-        flow = self._flow_socks.get(dst)
+    def _send(self, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
+        flow = self._flow_socks.get((dst, port))
         if flow is None:
-            flow = self._flow_socks[dst] = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports())
+            flow = self._open_flow(dst, port)
         try:
             flow.send(data, (dst, self.port), ECT0 if ect else 0)
             self.tx_datagrams += 1
         except OSError:
             self.socket_errors += 1  # peer gone (ICMP unreachable) or buffer full: like a loss
 
+    def _sport(self, dst: str) -> int:
+        sport = self._flow_sport.get(dst)
+        return sport if sport is not None else self._open_flow(dst, 0).sport
+
+    def _open_flow(self, dst: str, port: int) -> FlowSocket:
+        """The flow's socket on one NIC port: its source port is chosen once (flowports) and
+        shared by every port; on a dual-port NIC each socket is bound to its port's interface."""
+        sport = self._flow_sport.get(dst)
+        device = self.nic_ports.ports[port].name if self.multiport else None
+        if sport is None:
+            flow = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports(), device)
+        else:
+            flow = FlowSocket.on_port(self.addr, sport, device)
+        self._flow_sport[dst] = flow.sport
+        self._flow_socks[(dst, port)] = flow
+        return flow
+
     def _flow_ports(self) -> set[int]:
-        return {self.port} | {f.sport for f in self._flow_socks.values()}
+        return {self.port} | set(self._flow_sport.values())
+
+    def _watch_carrier(self, sel) -> None:
+        """A dual-port NIC follows its ports' carrier from the kernel's link changes."""
+        if not self.multiport:
+            return
+        self.link_events = LinkEvents()
+        sel.register(self.link_events, selectors.EVENT_READ)
+        now = self.now()
+        for port in self.nic_ports.ports:
+            self.nic_ports.set_carrier(port.name, usable(link_flags(port.name)), now)
+        self.ep.set_link_rate(self.nic_ports.rate_bps())
+
+    def _on_link_events(self) -> None:
+        now = self.now()
+        changed = False
+        for name, up in self.link_events.read():
+            changed |= self.nic_ports.set_carrier(name, up, now)
+        if changed:
+            self.ep.set_link_rate(self.nic_ports.rate_bps())
+
+    def _sample(self, now: float) -> None:
+        s = self.series
+        s["t_s"].append(round(now, 6))
+        s["in_order_cells"].append(self.ep.in_order_cells)
+        s["port_tx"].append([p.tx for p in self.nic_ports.ports])
 
     def _receive_batch(self) -> None:
         for _ in range(MAX_BATCH):
@@ -232,32 +294,39 @@ class Agent:
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         sel = fine_selector()
         sel.register(self.sock, selectors.EVENT_READ)
+        self._watch_carrier(sel)
         finished_at = None
         reason = "timeout"
         due_s = None
+        nic, wires = self.nic_ports, self._wires
+        next_sample = 0.0
         try:
             while not self.stop:
                 now = self.now()
+                if now >= next_sample:
+                    self._sample(now)
+                    next_sample = now + self.sample_s
                 self.runner.poll(now)
                 sent = 0
                 for tx in self.ep.poll(now):
+                    port, data = nic.choose(tx.data, self._sport(tx.dst))
                     if self.link_delay_s:
-                        serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.cfg.link_rate_bps
-                        due = tx.start + serialised + self.link_delay_s
-                        self._on_the_wire.append((due, tx.dst, tx.data, tx.ect))
+                        due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s)
+                        wires[port].append((due, tx.dst, data, tx.ect))
                     else:
-                        self._send(tx.dst, tx.data, tx.ect)
+                        nic.ports[port].tx += 1
+                        self._send(tx.dst, data, tx.ect, port)
                         sent += 1
                 if self.local_ep is not None:
                     for tx in self.local_ep.poll(now):
                         serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.local_cfg.link_rate_bps
                         self._on_the_local_wire.append((tx.start + serialised + self.local_delay_s,
                                                         tx.dst, tx.data, tx.ect))
-                wire = self._on_the_wire
-                while wire and wire[0][0] <= now:
-                    _due, dst, data, ect = wire.popleft()
-                    self._send(dst, data, ect)
-                    sent += 1
+                for port, wire in enumerate(wires):
+                    while wire and wire[0][0] <= now:
+                        _due, dst, data, ect = wire.popleft()
+                        self._send(dst, data, ect, port)
+                        sent += 1
                 local_wire = self._on_the_local_wire
                 while local_wire and local_wire[0][0] <= now:
                     _due, dst, data, ect = local_wire.popleft()
@@ -272,20 +341,26 @@ class Agent:
                 if now >= self.timeout_s:
                     break
                 due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now),
-                                   wire[0][0] if wire else None,
                                    self.local_ep.next_deadline() if self.local_ep is not None else None,
                                    local_wire[0][0] if local_wire else None) if t is not None]
+                due += [wire[0][0] for wire in wires if wire]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
                 self.wakeups += 1
-                if sel.select(wait):
-                    self._receive_batch()
+                for key, _ in sel.select(wait):
+                    if key.fileobj is self.sock:
+                        self._receive_batch()
+                    else:
+                        self._on_link_events()
             else:
                 reason = "stopped"
         finally:
             self._leave_realtime()  # writing the records is not the NIC's work: it must not hold a core
+            self._sample(self.now())
             sel.close()
             self.sock.close()
+            if self.link_events is not None:
+                self.link_events.close()
             for flow in self._flow_socks.values():
                 flow.sock.close()
             self.write_records(reason)
@@ -298,6 +373,7 @@ class Agent:
         stats = self.ep.stats()
         cells = self.tx_datagrams + self.rx_datagrams
         cpu = self.cpu_s() - self._cpu0
+        self.udp_source_ports = {self.by_addr.get(dst, dst): sport for dst, sport in self._flow_sport.items()}
         stats.update({
             "cpu_s": round(cpu, 3), "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
             "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
@@ -307,9 +383,14 @@ class Agent:
             "messages_pending": len(self.runner.pending),
             "messages_expected_missing": len(self.expected_in - self.runner.received),
             "scheduling": self.scheduling,
-            "udp_source_ports": {self.by_addr.get(dst, dst): f.sport for dst, f in self._flow_socks.items()},
+            "udp_source_ports": self.udp_source_ports,
             "pacer_lateness": self.lateness.summary(),
             "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
+            "nic_ports": self.nic_ports.stats(),
+            "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up}
+                                 for t, name, up in self.nic_ports.changes],
+            "series": dict(self.series, period_s=self.sample_s,
+                           data_cell_payload_bytes=self.cfg.cell_size),
         })
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
 

@@ -41,6 +41,12 @@ def register(subparsers) -> None:
                    help="acknowledge every N-th in-order DATA cell (1 = every cell; default 4)")
     p.add_argument("--nic-catchup-cells", type=float, default=1.0,
                    help="cell times the NIC pacer may make up after a late wake-up (0 = strict)")
+    p.add_argument("--nic-interfaces", type=_names, default=None,
+                   help="the NIC's port interfaces, comma-separated (two on a dual-homed host: both are "
+                        "used at once, each at --link-rate-mbps, and a port without carrier is left)")
+    p.add_argument("--nic-choice", choices=("entropy", "flow"), default="flow",
+                   help="how a cell picks its NIC port: the entropy's nic digit (entropy spraying) or "
+                        "one port per flow (ECMP, switch spraying)")
     p.add_argument("--transport-file", type=Path, default=None,
                    help="JSON: the scenario's resolved transport section (RTOs, tita and dcqcn parameters)")
     p.add_argument("--records", required=True, type=Path, help="run directory for records")
@@ -84,14 +90,24 @@ def _layout(text: str) -> tuple[int, ...]:
     return radices
 
 
+def _names(text: str) -> list[str]:
+    names = [n for n in text.split(",") if n]
+    if not names or any(len(n) > 15 for n in names):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of interface names")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     from testbed.host.agent import Agent, install_sigterm, load_local, load_peers, load_workload
 
+    # A NIC of several ports sends on all of them: its rate and its BDP are theirs together.
+    ports = len(args.nic_interfaces) if args.nic_interfaces else 1
+    window = args.reorder_window_cells
     cfg = TransportConfig(
-        cc=args.cc, cell_size=args.cell_size, link_rate_bps=args.link_rate_mbps * 1e6,
-        bdp_cells=args.bdp_cells,
+        cc=args.cc, cell_size=args.cell_size, link_rate_bps=ports * args.link_rate_mbps * 1e6,
+        bdp_cells=ports * args.bdp_cells,
         base_rtt_s=None if args.base_rtt_us is None else args.base_rtt_us / 1e6,
-        reorder_window_cells=args.reorder_window_cells, entropy_values=args.entropy_values,
+        reorder_window_cells=None if window is None else ports * window, entropy_values=args.entropy_values,
         entropy_choice=args.entropy_choice, entropy_layout=args.entropy_layout,
         ack_every=args.ack_every, nic_catchup_cells=args.nic_catchup_cells,
     )
@@ -109,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
                   args.seed if args.seed is not None else seed, port=args.port,
                   grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
                   link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
-                  local=load_local(args.peers_file, args.name))
+                  local=load_local(args.peers_file, args.name),
+                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice)
     install_sigterm(agent)
     if args.epoch_file is not None:
         epoch = wait_for_epoch(args.epoch_file, args.timeout_s, stopped=lambda: agent.stop)

@@ -67,6 +67,7 @@ class Endpoint:
         self.errors: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
         self.tx_types = [0] * 16  # datagrams handed to the driver, per cell type
+        self.in_order_cells = 0  # DATA cells passed on in order, all flows: goodput in cells
 
     # -- application ---------------------------------------------------------
     def send_message(self, now: float, dst: str, msg_id: int, payload: bytes) -> OutMessage:
@@ -80,6 +81,15 @@ class Endpoint:
         if flow.cc.credit_gated:
             self._control.append((dst, flow.request(now)))
         return msg
+
+    def set_link_rate(self, rate_bps: float) -> None:
+        """The NIC's rate changed (a dual-port NIC lost or regained a port): its pacer, the
+        receiver's credit gate and every flow's rate ceiling follow, and new flows start at it."""
+        self.cfg = self.cfg.with_(link_rate_bps=rate_bps)
+        self.nic.set_rate(rate_bps)
+        self.rcc.set_link_rate(rate_bps)
+        for flow in self.senders.values():
+            flow.cc.set_link_rate(rate_bps)
 
     def idle(self) -> bool:
         """True when every message this host sent has been acknowledged."""
@@ -132,7 +142,9 @@ class Endpoint:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):
             self._control.append((dst, out))
+        before = flow.in_order_cells
         ack, delivered = flow.on_data(now, cell, ce)
+        self.in_order_cells += flow.in_order_cells - before
         if ack is not None:
             self._control.append((src, ack))
         for d in delivered:

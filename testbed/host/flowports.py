@@ -35,21 +35,33 @@ class FlowSocket:
         self.sock, self.sport, self._tos = sock, sport, None
 
     @classmethod
-    def open(cls, addr: str, dst: str, seed: int, taken: set[int]) -> "FlowSocket":
+    def open(cls, addr: str, dst: str, seed: int, taken: set[int], device: str | None = None) -> "FlowSocket":
         first = flow_source_port(seed, addr, dst)
         for step in range(FLOW_PORTS):
             sport = FLOW_PORT_BASE + (first - FLOW_PORT_BASE + step) % FLOW_PORTS
             if sport in taken:
                 continue
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             try:
-                sock.bind((addr, sport))
+                return cls.on_port(addr, sport, device)
             except OSError:
-                sock.close()
                 continue
-            sock.setblocking(False)
-            return cls(sock, sport)
         raise FlowPortError(f"no free UDP source port on {addr} for the flow to {dst}")
+
+    @classmethod
+    def on_port(cls, addr: str, sport: int, device: str | None = None) -> "FlowSocket":
+        """A socket bound to (addr, sport), and to one NIC port's interface if `device` is
+        given: a dual-port NIC's flow sends from the same source port on each of its ports
+        (the address is the same on both, so only the device binding picks the port)."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            if device is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, device.encode())
+            sock.bind((addr, sport))
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        return cls(sock, sport)
 
     def send(self, data: bytes, to: tuple[str, int], tos: int) -> None:
         if tos != self._tos:

@@ -86,6 +86,7 @@ class ReceiverFlow:
         self._last_cell: wire.CellPacket | None = None  # newest cell, for a timer ACK's ids
         self._last_arrival = 0.0  # when the newest DATA cell arrived: a timer ACK says how long it waited
         self.data_cells = 0
+        self.in_order_cells = 0  # cells passed on in order: what the application has received
         self.acks_sent = 0
         self.acks_delayed = 0  # ACKs sent by the timer
 
@@ -117,6 +118,7 @@ class ReceiverFlow:
             if ce:
                 st.ce_cells += 1
             for _, ready in self.buf.pop_ready():
+                self.in_order_cells += 1
                 done = self._assemble(now, ready)
                 if done is not None:
                     delivered.append(done)

@@ -20,6 +20,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
+from testbed.telemetry.recovery import plot_goodput  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
 
 ROWS = [
@@ -344,6 +345,36 @@ def _fault_lines(summaries: dict[str, dict]) -> list[str]:
     return lines
 
 
+def _ms(value) -> str:
+    return "not seen" if value is None else f"{value:,.1f} ms"
+
+
+def _recovery_lines(summaries: dict[str, dict]) -> list[str]:
+    """Detection, reroute and recovery of each cut host link (testbed/telemetry/recovery.py)."""
+    lines = []
+    for name, summary in summaries.items():
+        for r in summary.get("recovery") or []:
+            lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s']:.3f} s")
+            lines.append(f"- {r['host']} left its port {r['port']} {_ms(r['host_detect_ms'])} after the cut "
+                         f"(carrier); the controller saw the port go down after {_ms(r['fabric_detect_ms'])} and "
+                         f"had moved {r['routes_moved'] if r['routes_moved'] is not None else 'no'} routes by "
+                         f"{_ms(r['rerouted_ms'])}")
+            for host, h in r["hosts"].items():
+                recovered = ("not within the run" if h["recovered_ms"] is None else
+                             f"{h['recovered_ms']:,.1f} ms = {h['recovered_rto_floors']:.2f} RTO floors "
+                             f"of {r['rto_floor_ms']:,.1f} ms")
+                lines.append(f"- {host} goodput received (Mbit/s): {_num(h['before_mbps'], 3)} before the cut on "
+                             f"{h['ports']} port(s), so {_num(h['one_port_mbps'], 3)} per port; "
+                             f"{_num(h['after_mbps'], 3)} after it ({_num(h['after_over_link_payload'], 2)} of the "
+                             f"{_num(r['link_payload_mbps'], 3)} a host link carries); back to 90% of one port's "
+                             f"share: {recovered}")
+            lines.append(f"- messages lost: {summary.get('messages_planned', 0) - summary.get('messages_completed', 0)}"
+                         f" of {summary.get('messages_planned', 0)}; retransmitted DATA cells: "
+                         f"{summary.get('retransmissions_cells', 0)}")
+            lines.append("")
+    return lines
+
+
 def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
     """Link rate, RTT and BDP as each variant ran them (its resolved scenario: a variant or
     `testbed run --fit` may have changed them), one clause when they agree."""
@@ -431,6 +462,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]
     lines += _fault_lines(summaries)
+    lines += _recovery_lines(summaries)
+    if any(s.get("faults") for s in summaries.values()) and plot_goodput(run_dirs, out_dir / "goodput.png"):
+        lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
     for name in names:
         notes = summaries[name].get("notes") or []
         if notes:

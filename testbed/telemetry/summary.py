@@ -26,6 +26,7 @@ from testbed.telemetry.conservation import drops_and_balance
 from testbed.telemetry.ideal import ideal_for_variant
 from testbed.telemetry.links import by_tier, idle_siblings, link_loads
 from testbed.telemetry.messages import message_figures, planned_messages
+from testbed.telemetry.recovery import recovery
 
 # A switch whose dequeues ran behind schedule by more than one data cell's
 # time on the host link (p99; never less than this floor) produced timings
@@ -213,6 +214,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["notes"] = result.get("notes", [])
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts)
     summary["faults"] = faults(run_dir)
+    summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary
 

@@ -122,6 +122,7 @@ class Topology:
     def __init__(self, spec: TopoSpec, nodes: list[Node], links: list[Link], macs: dict,
                  local_links: list[LocalLink] = ()):
         self.spec = spec
+        self._macs = macs
         self.local_links: tuple[LocalLink, ...] = tuple(local_links)
         self.nodes: dict[str, Node] = {n.name: n for n in nodes}
         self.links: tuple[Link, ...] = tuple(links)
@@ -142,6 +143,14 @@ class Topology:
                     end, port, macs[(end, port)], peer, peer_port, link.name, link.tier
                 )
         self._dist_cache: dict[str, dict[str, int]] = {}
+
+    def without_links(self, names: set[str] | frozenset[str]) -> "Topology":
+        """The same fabric with these links cut (fast reroute plans routes on it)."""
+        unknown = sorted(set(names) - set(self._links_by_name))
+        if unknown:
+            raise TopoError(f"no link named {unknown[0]!r} in this topology")
+        return Topology(self.spec, list(self.nodes.values()), [link for link in self.links if link.name not in names],
+                        self._macs, self.local_links)
 
     # -- nodes and ports ---------------------------------------------------
     @property

@@ -37,6 +37,9 @@ class SenderCC:
     def rate_bps(self) -> float | None:
         return None
 
+    def set_link_rate(self, rate_bps: float) -> None:
+        """The NIC's rate changed (a port of a dual-port NIC went down or came back)."""
+
 
 class ReceiverCC:
     """Per-host receiver side; returns (peer address, cell) pairs to send."""
@@ -58,6 +61,9 @@ class ReceiverCC:
 
     def deadline(self) -> float | None:
         return None
+
+    def set_link_rate(self, rate_bps: float) -> None:
+        """The host's link rate changed (a port of a dual-port NIC went down or came back)."""
 
     def stats(self) -> dict:
         return {}

@@ -56,6 +56,14 @@ class DcqcnSender(SenderCC):
     def next_send_time(self) -> float:
         return self._pacer.next_free
 
+    def set_link_rate(self, rate_bps: float) -> None:
+        """Line rate is the ceiling of Rc and Rt; a lower line cuts them to it at once."""
+        self.line = rate_bps
+        self.rt = min(self.rt, rate_bps)
+        if self.rc > rate_bps:
+            self.rc = rate_bps
+            self._pacer.set_rate(self.rc)
+
     def on_sent(self, now: float, nbytes: int) -> None:
         self._pacer.consume(now, nbytes)
         self.bytes_since += nbytes

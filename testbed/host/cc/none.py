@@ -28,6 +28,9 @@ class NoneSender(SenderCC):
     def rate_bps(self) -> float:
         return self._pacer.rate_bps
 
+    def set_link_rate(self, rate_bps: float) -> None:
+        self._pacer.set_rate(rate_bps)
+
 
 class NoneReceiver(ReceiverCC):
     def __init__(self, cfg: TransportConfig) -> None:

@@ -191,6 +191,14 @@ class TitaReceiver(ReceiverCC):
             self._lose(flow, seq)
         return []
 
+    def set_link_rate(self, rate_bps: float) -> None:
+        """The downlink's capacity changed: the gate and every flow's credit rate follow it."""
+        self.gate.set_rate(rate_bps)
+        self.max_rate = rate_bps / 8 / self.data_bytes
+        self.min_rate = self.max_rate * self.p.min_rate_fraction
+        for flow in self.flows.values():
+            flow.rate = min(flow.rate, self.max_rate)
+
     def on_downlink(self, now, nbytes):
         self.control_bytes_in += nbytes
         self.gate.consume(now, nbytes)

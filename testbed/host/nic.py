@@ -1,0 +1,99 @@
+"""The ports of a host's NIC: which one each datagram leaves by, and each port's wire.
+
+A dual-homed host's NIC has one port on each of two ToRs and uses both at
+once (active-active).  Which port a cell takes:
+
+* `entropy` (the entropy spraying schemes): the entropy value's lowest
+  digit, `nic` (testbed/topo/entropy.py), so the switches' path model and
+  the mirrored echoes hold: an ACK or a credit's DATA cell leaves by the port
+  its cell arrived on, and comes back to the ToR it left from.
+* `flow` (ECMP and switch spraying): one port per flow, from its UDP source
+  port, so a flow keeps one path as flow-hash ECMP expects.
+
+A port that is down (no carrier, told by `testbed.host.carrier`) is not
+used: its cells take a live port, and in `entropy` mode their `nic` digit is
+rewritten to that port, so whatever answers them is mirrored to a ToR that
+can still reach this host.  Each port is its own link: a cell starts on its
+port's wire no earlier than the port is free, and reaches the ToR at the end
+of its serialisation plus the link's delay (the host->ToR half of the link
+model; the ToR's traffic manager models the other half).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ENTROPY_OFFSET = 2  # the cell header's 16-bit entropy field (testbed/host/wire.py)
+CHOICES = ("entropy", "flow")
+
+
+@dataclass
+class NicPort:
+    name: str
+    up: bool = True
+    next_free: float = 0.0  # when this port's wire is free
+    tx: int = 0  # datagrams sent by this port
+    rerouted: int = 0  # datagrams that chose this port because theirs was down
+
+
+class NicPorts:
+    def __init__(self, names: list[str], port_rate_bps: float, choice: str = "flow") -> None:
+        if not names:
+            raise ValueError("a NIC needs at least one port")
+        if choice not in CHOICES:
+            raise ValueError(f"NIC port choice {choice!r} is not one of {', '.join(CHOICES)}")
+        self.ports = [NicPort(n) for n in names]
+        self.port_rate_bps = port_rate_bps
+        self.choice = choice
+        self.changes: list[tuple[float, str, bool]] = []  # (time, port, up): for the records
+
+    @property
+    def live(self) -> int:
+        return sum(1 for p in self.ports if p.up)
+
+    def rate_bps(self) -> float:
+        """What the NIC can send: every live port at its link's rate (at least one port's,
+        so a host whose ports are all down still paces as if one came back)."""
+        return max(1, self.live) * self.port_rate_bps
+
+    def set_carrier(self, name: str, up: bool, now: float) -> bool:
+        """Record a port's carrier; True if that changed it."""
+        for port in self.ports:
+            if port.name == name and port.up != up:
+                port.up = up
+                self.changes.append((now, name, up))
+                return True
+        return False
+
+    def choose(self, data: bytes, flow_port: int) -> tuple[int, bytes]:
+        """(port index, datagram to send) for one cell of the flow with UDP source port `flow_port`."""
+        n = len(self.ports)
+        if n == 1:
+            return 0, data
+        if self.choice == "entropy":
+            entropy = int.from_bytes(data[ENTROPY_OFFSET:ENTROPY_OFFSET + 2], "big")
+            wanted = entropy % n
+        else:
+            entropy, wanted = None, flow_port % n
+        if self.ports[wanted].up:
+            return wanted, data
+        for step in range(1, n):
+            other = (wanted + step) % n
+            if self.ports[other].up:
+                self.ports[other].rerouted += 1
+                if entropy is not None:
+                    value = entropy - wanted + other
+                    data = data[:ENTROPY_OFFSET] + value.to_bytes(2, "big") + data[ENTROPY_OFFSET + 2:]
+                return other, data
+        return wanted, data  # every port is down: it is lost on the wire, as on a dead NIC
+
+    def on_wire(self, index: int, start: float, wire_bytes: int, delay_s: float) -> float:
+        """A datagram the pacer released at `start` goes on port `index`'s wire: when it reaches the ToR."""
+        port = self.ports[index]
+        begin = start if start > port.next_free else port.next_free
+        port.next_free = begin + wire_bytes * 8 / self.port_rate_bps
+        port.tx += 1
+        return port.next_free + delay_s
+
+    def stats(self) -> dict:
+        return {p.name: {"tx": p.tx, "rerouted_to": p.rerouted, "up_at_end": p.up} for p in self.ports}
