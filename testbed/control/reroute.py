@@ -2,7 +2,10 @@
 
 The controller's answer to a port going down (or coming back): every
 switch's next hops towards every host, recomputed on the topology without
-the dead links, as groups of the same form as the plan's
+the dead links by up*/down* routing (a path climbs, then descends, and
+never turns up again: the valley-free paths of a fat-tree, which on an
+intact fabric are exactly the plan's shortest paths), as groups of the same
+form as the plan's
 (`testbed.control.plan`: same member order and entropy divisor rules), so
 entropy digits keep their meaning on every path that is left.  Updates are
 make-before-break: a group a route needs that the switch does not have yet
@@ -20,8 +23,51 @@ from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
 from testbed.control.plan import CELL_MODES, SwitchPlan, _group_id
-from testbed.topo.entropy import group_choice, layout_of
+from testbed.topo.entropy import TIER, group_choice, layout_of
 from testbed.topo.model import Topology
+
+
+INFINITE = float("inf")
+
+
+def updown_distances(topology: Topology, host: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(down, best) per node: hops to `host` going only down the tiers, and going up first
+    then only down (up*/down*); infinite where no such path is left."""
+    tier = {n: TIER[node.kind] for n, node in topology.nodes.items()}
+    nodes = sorted(topology.nodes, key=lambda n: tier[n])
+    down = {n: INFINITE for n in nodes}
+    down[host] = 0
+    for n in nodes:
+        if topology.nodes[n].is_host:
+            continue
+        below = [down[m] for m in topology.graph.neighbors(n) if tier[m] < tier[n] and (m == host or tier[m] > 0)]
+        down[n] = 1 + min(below, default=INFINITE)
+    best = dict(down)
+    for n in reversed(nodes):
+        if topology.nodes[n].is_host:
+            continue
+        above = [best[u] for u in topology.graph.neighbors(n) if tier[u] > tier[n]]
+        best[n] = min(down[n], 1 + min(above, default=INFINITE))
+    return down, best
+
+
+def updown_next_hops(topology: Topology, switch: str, host: str, distances=None) -> list[int]:
+    """Ports of `switch` on a shortest up*/down* path to `host` (down when it can go down)."""
+    down, best = distances or updown_distances(topology, host)
+    if best[switch] == INFINITE:
+        return []
+    here = TIER[topology.node(switch).kind]
+    out = []
+    for port in topology.ports(switch):
+        peer, there = port.peer, TIER[topology.node(port.peer).kind]
+        if topology.node(peer).is_host and peer != host:
+            continue
+        if down[switch] == best[switch]:
+            if there < here and down[peer] == down[switch] - 1:
+                out.append(port.number)
+        elif there > here and 1 + best[peer] == best[switch]:
+            out.append(port.number)
+    return out
 
 
 @dataclass
@@ -50,10 +96,13 @@ class Rerouter:
             divisors = {members: divisor for members, divisor in self.routes[s].values()}
             self.groups[s] = {ports: (gid, divisors.get(ports, 1)) for ports, gid in plan.groups.items()}
 
-    def _members(self, topology: Topology, switch: str) -> dict[str, tuple[tuple[int, ...], int]]:
+    def _members(self, topology: Topology, switch: str, distances=None) -> dict[str, tuple[tuple[int, ...], int]]:
+        """host -> (member ports, divisor) of `switch`'s route; the plan's shortest paths on the
+        intact fabric, up*/down* paths (`distances[host]`) on a cut one."""
         out = {}
         for host in self.topology.hosts:
-            hops = topology.next_hops(switch, host)
+            hops = (topology.next_hops(switch, host) if distances is None
+                    else updown_next_hops(topology, switch, host, distances[host]))
             if hops:
                 divisor, members = group_choice(topology, self.layout, switch, hops)
                 out[host] = (tuple(members), divisor)
@@ -63,11 +112,12 @@ class Rerouter:
         """What each switch must be written for exactly `dead` links to be down (a host
         that the cut leaves unreachable from a switch keeps its route there)."""
         reduced = self.topology.without_links(dead) if dead else self.topology
+        distances = {h: updown_distances(reduced, h) for h in reduced.hosts} if dead else None
         out = {}
         for switch in self.topology.switches:
             update = SwitchUpdate(switch, groups=dict(self.groups[switch]))
             current = self.routes[switch]
-            for host, (members, divisor) in self._members(reduced, switch).items():
+            for host, (members, divisor) in self._members(reduced, switch, distances).items():
                 if current.get(host) == (members, divisor):
                     continue
                 known = update.groups.get(members)

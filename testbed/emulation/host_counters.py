@@ -1,10 +1,13 @@
-"""Where a host loses packets outside the switches: its NIC qdisc and its UDP sockets.
+"""Where a host loses packets outside the switches: its NIC qdisc, its NIC ports and its UDP sockets.
 
 Read once before the agents start and once after they end, inside each
 host's namespace: `tc -s -j qdisc show dev IF` (packets the tbf pacer sent
-and dropped per interface) and `/proc/net/snmp` (UDP InErrors, RcvbufErrors:
-datagrams the kernel dropped on the receive side, e.g. a full socket
-buffer).  The report subtracts the two readings.
+and dropped per interface), `ip -s -j link show dev IF` (frames the
+interface dropped on transmit: a veth whose far end is down drops what it
+is given, so a port sends into a cut cable until its host notices) and
+`/proc/net/snmp` (UDP InErrors, RcvbufErrors: datagrams the kernel dropped
+on the receive side, e.g. a full socket buffer).  The report subtracts the
+two readings.
 """
 
 from __future__ import annotations
@@ -36,14 +39,26 @@ def parse_qdisc(text: str) -> dict[str, int]:
             "drops": int(root.get("drops", 0)), "backlog_packets": int(root.get("qlen", 0))}
 
 
+def parse_link(text: str) -> dict[str, int]:
+    """Transmit drops and errors from `ip -s -j link show dev IF`."""
+    try:
+        rows = json.loads(text)
+        tx = rows[0]["stats64"]["tx"]
+        return {"tx_dropped": int(tx.get("dropped", 0)), "tx_errors": int(tx.get("errors", 0))}
+    except (json.JSONDecodeError, IndexError, KeyError, TypeError, ValueError):
+        return {}
+
+
 def read_host(node, interfaces: list[str]) -> dict:
-    """One reading of a host: {"qdisc": {interface: counters}, "udp": counters}."""
+    """One reading of a host: {"qdisc": {interface: counters}, "link": {interface: counters}, "udp": counters}."""
     from testbed.emulation.network import run_in
 
     qdisc = {i: parse_qdisc(run_in(node, ["tc", "-s", "-j", "qdisc", "show", "dev", i], what=f"read qdisc of {i}"))
              for i in interfaces}
+    link = {i: parse_link(run_in(node, ["ip", "-s", "-j", "link", "show", "dev", i], what=f"read counters of {i}"))
+            for i in interfaces}
     udp = parse_snmp_udp(run_in(node, ["cat", "/proc/net/snmp"], what="read /proc/net/snmp"))
-    return {"qdisc": qdisc, "udp": udp}
+    return {"qdisc": qdisc, "link": link, "udp": udp}
 
 
 def difference(before: dict, after: dict) -> dict:
@@ -56,6 +71,8 @@ def difference(before: dict, after: dict) -> dict:
             base = early.get("qdisc", {}).get(interface, {})
             qdisc[interface] = {k: (v if k in ("kind", "backlog_packets") else v - base.get(k, 0))
                                 for k, v in counters.items()}
+        link = {i: {k: v - early.get("link", {}).get(i, {}).get(k, 0) for k, v in counters.items()}
+                for i, counters in late.get("link", {}).items()}
         udp = {k: v - early.get("udp", {}).get(k, 0) for k, v in late.get("udp", {}).items()}
-        out[host] = {"qdisc": qdisc, "udp": udp}
+        out[host] = {"qdisc": qdisc, "link": link, "udp": udp}
     return out

@@ -358,7 +358,8 @@ class VariantRun:
         for c in self.switches:
             try:
                 with SwitchControlClient("127.0.0.1", c.thrift_port, timeout_s=3) as control:
-                    self.result.tm_stats[c.name] = {"tm": control.tm_stats(), "queues": control.queue_stats()}
+                    self.result.tm_stats[c.name] = {"tm": control.tm_stats(), "queues": control.queue_stats(),
+                                                    "port_io": control.call("port_stats")}
             except Exception as error:  # telemetry must never block teardown
                 self.result.notes.append(f"{c.name}: traffic-manager statistics unavailable ({error})")
 

@@ -54,6 +54,11 @@ def switch_priority_drops(tm_stats: dict) -> int:
     return sum(p.get("dropped_priority", 0) for s in tm_stats.values() for p in s.get("tm", {}).get("ports", []))
 
 
+def switch_port_send_errors(tm_stats: dict) -> int:
+    """Frames the builtin switches could not send out of a port (its interface down)."""
+    return sum(port.get("tx_errors", 0) for s in tm_stats.values() for port in (s.get("port_io") or {}).values())
+
+
 def host_losses(host_counters: dict) -> dict[str, dict[str, int]]:
     """Per host: qdisc drops (all NICs) and UDP receive errors, after minus before."""
     from testbed.emulation.host_counters import difference
@@ -64,6 +69,8 @@ def host_losses(host_counters: dict) -> dict[str, dict[str, int]]:
     out = {}
     for host, diff in difference(before, after).items():
         out[host] = {"qdisc_drops": sum(q.get("drops", 0) for q in diff["qdisc"].values()),
+                     "nic_port_tx_dropped": sum(c.get("tx_dropped", 0) + c.get("tx_errors", 0)
+                                                for c in diff.get("link", {}).values()),
                      "udp_rcvbuf_errors": diff["udp"].get("RcvbufErrors", 0),
                      "udp_in_errors": diff["udp"].get("InErrors", 0),
                      "udp_no_ports": diff["udp"].get("NoPorts", 0)}
@@ -88,6 +95,8 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
     queue_by_type = switch_queue_drops(tm_stats)
     hosts = host_losses(host_counters)
     qdisc = sum(h["qdisc_drops"] for h in hosts.values())
+    nic_ports = sum(h["nic_port_tx_dropped"] for h in hosts.values())
+    port_errors = switch_port_send_errors(tm_stats)
     # InErrors counts RcvbufErrors too (the kernel adds both for a full buffer): take InErrors, the larger.
     socket = sum(max(h["udp_in_errors"], h["udp_rcvbuf_errors"]) for h in hosts.values())
     no_listener = sum(h["udp_no_ports"] for h in hosts.values())
@@ -106,7 +115,9 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
             by_type[name]["unaccounted"] = (None if not counted_sends else by_type[name]["sent"]
                                             - by_type[name]["received"] - by_type[name]["switch_queue_drops"])
     untyped = {"switch program (not credit)": program_untyped, "switch priority": priority,
-               "host qdisc": qdisc, "host socket receive": socket, "host without a listener": no_listener,
+               "host qdisc": qdisc, "host NIC port transmit (link down)": nic_ports,
+               "switch port send errors (link down)": port_errors,
+               "host socket receive": socket, "host without a listener": no_listener,
                "sender socket errors": sender_socket,
                "malformed at receiver": malformed}
     queued_at_end = in_queue_at_end(tm_stats)

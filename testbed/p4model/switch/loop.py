@@ -83,6 +83,8 @@ class Switch(Device):
         self.tm = TrafficManager(self.clock, priority_queues=priority_queues, ports=sorted({*ports, *memory_ports}))
         self.schedule = TransmitSchedule()
         self.tm_commands = TMCommands(self.tm)
+        self.tm_commands.register("port_stats", "Each real port's frame counters, send errors included "
+                                  "(a port whose interface is down cannot send).", self.port_stats)
         self.command_queue = CommandQueue(self.tm_commands)
         names = {**{n: p.iface for n, p in ports.items()}, **memory_ports}
         self.captures = {n: PortCapture(pcap_dir, iface) for n, iface in names.items()} if pcap_dir else {}
@@ -351,6 +353,9 @@ class Switch(Device):
             if self._debug:
                 self.log.debug("port %d has no interface: %d B dropped", port, len(data))
         return 0
+
+    def port_stats(self) -> dict:
+        return {str(n): p.stats() for n, p in self.ports.items() if hasattr(p, "stats")}
 
     def _transmit(self, due) -> None:
         send = self._send

@@ -102,6 +102,10 @@ class TMCommands:
         ]
         self.commands = {c.name: c for c in commands}
 
+    def register(self, name: str, help_text: str, run: Callable[[], Any]) -> None:
+        """A command without arguments from the switch that owns this TM (e.g. its ports' counters)."""
+        self.commands[name] = _Command(name, (), help_text, run)
+
     def _help(self, name: str | None = None) -> Any:
         if name is None:
             return {c.name: c.usage for c in self.commands.values()}
