@@ -170,7 +170,16 @@ def recompute(v: Variant) -> dict:
     out["drops/untyped_losses_packets/host qdisc"] = qdisc
     out["drops/untyped_losses_packets/host socket receive"] = socket
     out["drops/untyped_losses_packets/host without a listener"] = no_ports
-    unaccounted = tx_n["DATA"] - rx_n["DATA"] - queue.get("DATA", 0)
+    lost = sum(n for s in v.tm.values() for p in s.get("tm", {}).get("ports", [])
+               for k, n in (p.get("lost_link_by_class") or {}).items() if names[int(k)] == "DATA")
+    cut = sum(c.get("tx_errors", 0) for s in v.tm.values() for c in (s.get("port_io") or {}).values())
+    for host, after in (hc.get("after") or {}).items():
+        before = hc["before"].get(host, {})
+        cut += sum(c.get("tx_dropped", 0) + c.get("tx_errors", 0)
+                   - before.get("link", {}).get(i, {}).get("tx_dropped", 0)
+                   - before.get("link", {}).get(i, {}).get("tx_errors", 0) for i, c in after.get("link", {}).items())
+    out["drops/by_type/DATA/link_losses"] = lost
+    unaccounted = tx_n["DATA"] - rx_n["DATA"] - queue.get("DATA", 0) - lost
     out["drops/by_type/DATA/sent"] = tx_n["DATA"]
     out["drops/by_type/DATA/received"] = rx_n["DATA"]
     out["drops/by_type/DATA/unaccounted"] = unaccounted
@@ -178,7 +187,7 @@ def recompute(v: Variant) -> dict:
     for s in v.samples:
         last_sample[s["switch"]] = s
     program = sum(n for s in last_sample.values() for r, n in s["drops_packets"].items() if r != "credit_over_rate")
-    slack = (program + qdisc + socket + no_ports
+    slack = (program + qdisc + socket + no_ports + cut
              + sum(s.get("socket_errors", 0) + (s.get("errors") or {}).get("malformed", 0) for s in v.stats.values())
              + sum(p.get("dropped_priority", 0) for s in v.tm.values() for p in s.get("tm", {}).get("ports", []))
              + sum(q.get("depth", 0) for s in v.tm.values() for q in s.get("queues", [])))
@@ -455,7 +464,8 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
            f"{f['ideal/completion_p99_ms']:.1f}" if "ideal/completion_p50_ms" in f else None)
     expect("DATA cells sent / received", lambda f: f"{f['drops/by_type/DATA/sent']} / {f['drops/by_type/DATA/received']}")
     expect("DATA conservation", lambda f: f"{f['drops/by_type/DATA/sent']} - {f['drops/by_type/DATA/received']} - "
-           f"{f['drops/switch_queue_drops_by_type'].get('DATA', 0)} = {f['drops/by_type/DATA/unaccounted']}")
+           f"{f['drops/switch_queue_drops_by_type'].get('DATA', 0)} - {f['drops/by_type/DATA/link_losses']} = "
+           f"{f['drops/by_type/DATA/unaccounted']}")
     expect("retransmitted DATA cells", lambda f: str(f["retransmissions_cells"]))
     expect("ToR uplink utilisation min / max", lambda f: f"{100 * f['uplink_utilisation_min']:.0f} / "
            f"{100 * f['uplink_utilisation_max']:.0f}" if "uplink_utilisation_min" in f else None)

@@ -2,6 +2,9 @@
 
 Places, each counted where it happens:
   * switch queue (traffic manager tail drop): per cell type (builtin target);
+  * link loss (a degraded link's random loss, modelled by the upstream
+    traffic manager): per cell type;
+  * a cut link (switch port send errors; host NIC port transmit drops): not per type;
   * switch program (fabric.p4 drop counters): per reason, not per type, except
     credit_over_rate, which only credits can hit;
   * switch priority (a priority without a queue) and switch output (a frame
@@ -39,6 +42,19 @@ def switch_queue_drops(tm_stats: dict) -> dict[str, int]:
                 if counts.get("dropped"):
                     name = CELL_CLASS_NAMES.get(int(cls), f"class_{cls}")
                     out[name] = out.get(name, 0) + counts["dropped"]
+    return out
+
+
+def link_losses(tm_stats: dict) -> dict[str, int]:
+    """Packets a degraded link lost (TM `lost_link_by_class`), per cell type name, all switches."""
+    from testbed.p4model.tm.classify import CELL_CLASS_NAMES
+
+    out: dict[str, int] = {}
+    for stats in tm_stats.values():
+        for port in stats.get("tm", {}).get("ports", []):
+            for cls, n in (port.get("lost_link_by_class") or {}).items():
+                name = CELL_CLASS_NAMES.get(int(cls), f"class_{cls}")
+                out[name] = out.get(name, 0) + n
     return out
 
 
@@ -93,6 +109,7 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
                       host_counters: dict, target: str | None) -> dict:
     """The drop split and the DATA conservation check of one variant (see the module docstring)."""
     queue_by_type = switch_queue_drops(tm_stats)
+    lost_by_type = link_losses(tm_stats)
     hosts = host_losses(host_counters)
     qdisc = sum(h["qdisc_drops"] for h in hosts.values())
     nic_ports = sum(h["nic_port_tx_dropped"] for h in hosts.values())
@@ -111,9 +128,11 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
     for name in CELL_TYPES.values():
         if sent.get(name) or received.get(name) or queue_by_type.get(name):
             by_type[name] = {"sent": sent.get(name, 0) if counted_sends else None,
-                             "received": received.get(name, 0), "switch_queue_drops": queue_by_type.get(name, 0)}
+                             "received": received.get(name, 0), "switch_queue_drops": queue_by_type.get(name, 0),
+                             "link_losses": lost_by_type.get(name, 0)}
             by_type[name]["unaccounted"] = (None if not counted_sends else by_type[name]["sent"]
-                                            - by_type[name]["received"] - by_type[name]["switch_queue_drops"])
+                                            - by_type[name]["received"] - by_type[name]["switch_queue_drops"]
+                                            - by_type[name]["link_losses"])
     untyped = {"switch program (not credit)": program_untyped, "switch priority": priority,
                "host qdisc": qdisc, "host NIC port transmit (link down)": nic_ports,
                "switch port send errors (link down)": port_errors,
@@ -121,7 +140,7 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
                "sender socket errors": sender_socket,
                "malformed at receiver": malformed}
     queued_at_end = in_queue_at_end(tm_stats)
-    out = {"switch_queue_drops_by_type": queue_by_type,
+    out = {"switch_queue_drops_by_type": queue_by_type, "link_losses_by_type": lost_by_type,
            "switch_queue_drops_packets": switch_queue_drops_total(tm_stats),
            "switch_program_drops_by_reason": dict(program_drops),
            "untyped_losses_packets": untyped, "hosts": hosts, "by_type": by_type,
@@ -143,6 +162,7 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
     else:
         verdict = "does not balance"
     out["data_balance"] = {"verdict": verdict, "sent": data["sent"], "received": data["received"],
-                           "switch_queue_drops": data["switch_queue_drops"], "unaccounted": unaccounted,
+                           "switch_queue_drops": data["switch_queue_drops"], "link_losses": data["link_losses"],
+                           "unaccounted": unaccounted,
                            "untyped_losses_and_queued": slack}
     return out

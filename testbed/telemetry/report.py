@@ -41,7 +41,7 @@ ROWS = [
     ("switch program drops by reason (packets, type not recorded)",
      lambda s: _drops((s.get("drops") or {}).get("switch_program_drops_by_reason") or {})),
     ("host qdisc / host socket receive drops (packets, any type)", lambda s: _host_drops(s)),
-    ("DATA conservation: sent - received - switch drops = unaccounted", lambda s: _balance(s)),
+    ("DATA conservation: sent - received - switch queue drops - link losses = unaccounted", lambda s: _balance(s)),
     ("retransmitted DATA cells", lambda s: str(s.get("retransmissions_cells", "n/a"))),
     ("sender timeouts (RTO)", lambda s: str((s.get("agents") or {}).get("timeouts", "n/a"))),
     ("max queue depth (packets)", lambda s: str(s.get("max_queue_depth_packets", "n/a"))),
@@ -110,8 +110,8 @@ def _balance(s: dict) -> str:
     balance = (s.get("drops") or {}).get("data_balance") or {}
     if "unaccounted" not in balance:
         return f"{balance.get('verdict', 'n/a')} ({balance.get('why', '')})"
-    return (f"{balance['sent']} - {balance['received']} - {balance['switch_queue_drops']} = "
-            f"{balance['unaccounted']}: **{balance['verdict']}**")
+    return (f"{balance['sent']} - {balance['received']} - {balance['switch_queue_drops']} - "
+            f"{balance.get('link_losses', 0)} = {balance['unaccounted']}: **{balance['verdict']}**")
 
 
 def _num(value, digits: int) -> str:

@@ -47,7 +47,7 @@ from testbed.p4model.switch.pcap import PortCapture
 from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
 from testbed.p4model.tm.classify import cell_class
-from testbed.p4model.tm.model import PRIORITY_DROPPED, UNCLASSIFIED
+from testbed.p4model.tm.model import DROP_LINK_LOSS, LINK_LOST, PRIORITY_DROPPED, UNCLASSIFIED
 from testbed.p4model.tm.control import CommandQueue
 
 log = logging.getLogger("testbed.p4model.switch")
@@ -273,7 +273,7 @@ class Switch(Device):
             if debug:
                 self.log.debug("port %d in %d B: -> port %d prio %d %s", port, size, job.port, job.priority,
                           f"queued behind {code}" if code >= 0 else
-                          f"dropped ({DROP_PRIORITY if code == PRIORITY_DROPPED else DROP_FULL})")
+                          f"dropped ({DROP_PRIORITY if code == PRIORITY_DROPPED else DROP_LINK_LOSS if code == LINK_LOST else DROP_FULL})")
 
     def service(self, now_ns: int) -> None:
         """Dequeue what is due, run egress, transmit what is due."""

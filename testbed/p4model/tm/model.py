@@ -50,6 +50,10 @@ do not depend on how late the event loop calls in.  How late
 it did call in is measured separately (``fidelity``: dequeue lag = call time
 minus scheduled dequeue time).
 
+Link loss (a degraded link, `set_port_loss`): each packet offered to a
+port with loss probability P is lost on the link with that probability,
+drawn from the TM's own seeded generator (reproducible per switch); it
+never enters a queue, and is counted per class in the port's `lost_link`.
 Packets are opaque; only their length in bytes is used (the length at
 enqueue; egress may change it afterwards, which the TM does not see).
 The caller may name a packet's class (a small integer, 0..CLASSES-1; the
@@ -64,6 +68,7 @@ switch's event loop) owns it; see tm.control for the control path.
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from typing import Any, NamedTuple
 
@@ -79,6 +84,8 @@ DROP_FULL = "queue_full"
 DROP_PRIORITY = "priority"
 _NEVER = -(1 << 62)  # "no previous departure": max(now, _NEVER + interval) == now
 PRIORITY_DROPPED = -(1 << 40)  # TrafficManager.offer(): dropped for its priority
+LINK_LOST = PRIORITY_DROPPED - 1  # TrafficManager.offer(): lost on a lossy link
+DROP_LINK_LOSS = "link_loss"
 CLASSES = 16  # packet classes a queue counts separately (see classify.py)
 UNCLASSIFIED = CLASSES - 1
 
@@ -147,7 +154,7 @@ class _Queue:
 class _Port:
     __slots__ = (
         "number", "queues", "rate_bps", "delay_ns", "free_ns", "last_tx_ns", "next_ns",
-        "dropped_priority", "dropped_priority_bytes",
+        "dropped_priority", "dropped_priority_bytes", "loss", "lost_by_class",
     )
 
     def __init__(self, number: int, queues: list[_Queue], rate_bps: int, delay_ns: int) -> None:
@@ -160,6 +167,8 @@ class _Port:
         self.next_ns: int | None = None  # next scheduled dequeue, None when empty
         self.dropped_priority = 0
         self.dropped_priority_bytes = 0
+        self.loss = 0.0  # probability that a packet offered to this port is lost on its link
+        self.lost_by_class = [0] * CLASSES
 
 
 def _interval_ns(rate_pps: float) -> int:
@@ -196,6 +205,7 @@ class TrafficManager:
         self._busy: dict[int, _Port] = {}  # ports with queued packets
         self._pending: list[Departure] = []  # departed while enqueue advanced a port
         self._now = 0
+        self._rng = random.Random(1)  # link loss draws: the same run loses the same packets
         self.dequeue_lag = LagStats()
         for number in ports:
             self._port(number)
@@ -239,6 +249,9 @@ class TrafficManager:
             p.dropped_priority += 1
             p.dropped_priority_bytes += length
             return PRIORITY_DROPPED
+        if p.loss and self._rng.random() < p.loss:
+            p.lost_by_class[cls] += 1
+            return LINK_LOST
         q = queues[priority]
         items = q.items
         depth = len(items)
@@ -288,7 +301,7 @@ class TrafficManager:
         else:
             self._now = now_ns
         p = self._ports.get(port)
-        if p is None or p.next_ns is not None or p.free_ns > now_ns or self._pending \
+        if p is None or p.next_ns is not None or p.free_ns > now_ns or self._pending or p.loss \
                 or not 0 <= priority < len(p.queues):
             return None
         q = p.queues[priority]
@@ -463,6 +476,12 @@ class TrafficManager:
         """Propagation delay in µs for packets dequeued from now on (never reorders)."""
         return self._on_ports("delay_ns", _delay_ns(delay_us), port)
 
+    def set_port_loss(self, probability: float, port: int | None = None) -> int:
+        """Probability in [0, 1) that a packet offered to the port is lost on its link."""
+        if not isinstance(probability, (int, float)) or not 0 <= probability < 1:
+            raise TMConfigError(f"a loss probability must be in [0, 1), got {probability!r}")
+        return self._on_ports("loss", float(probability), port)
+
     def _on_queues(self, setting: str, value, port: int | None, priority: int | None) -> int:
         """Set a queue setting on all queues, one port's or one queue (checked
         before anything changes); for all queues also the default of ports
@@ -532,6 +551,8 @@ class TrafficManager:
                 "depth": sum(len(q.items) for q in p.queues),
                 "dropped_priority": p.dropped_priority,
                 "dropped_priority_bytes": p.dropped_priority_bytes,
+                "loss": p.loss,
+                "lost_link_by_class": {str(c): n for c, n in enumerate(p.lost_by_class) if n},
             }
             for n, p in sorted(self._ports.items())
             if port is None or n == port

@@ -59,8 +59,29 @@ def test_drops_split_by_type_and_place_and_data_balances(run, scenario):
     d = summarize_variant(run, scenario.topo)["drops"]
     assert d["switch_queue_drops_by_type"] == {"DATA": 3, "ACK": 1}
     assert d["by_type"]["DATA"] == {"sent": CELLS * 2 + 3, "received": CELLS * 2, "switch_queue_drops": 3,
-                                    "unaccounted": 0}
+                                    "link_losses": 0, "unaccounted": 0}
     assert d["by_type"]["ACK"]["unaccounted"] == 0
+    assert d["data_balance"]["verdict"] == "balances"
+
+
+def test_a_lossy_link_and_a_cut_one_are_counted_where_they_lost(run, scenario):
+    """A degraded link's losses are typed (the TM counts them per class); a cut link's are not
+    (switch port send errors, host NIC port drops) and widen the untyped slack."""
+    def lossy(result):
+        result["tm_stats"]["spine1"]["tm"]["ports"][0]["lost_link_by_class"] = {"0": 2, "3": 1}
+        result["tm_stats"]["spine2"]["port_io"] = {"1": {"tx_errors": 4}}
+        result["host_counters"]["after"]["h1"]["link"] = {"h1-eth0": {"tx_dropped": 3, "tx_errors": 0}}
+
+    def two_more(stats):
+        stats["tx_counts"]["tx_DATA"] += 2
+
+    edit_json(run / "result.json", lossy)
+    edit_json(run / "records" / "h1.stats.json", two_more)
+    d = summarize_variant(run, scenario.topo)["drops"]
+    assert d["link_losses_by_type"] == {"DATA": 2, "ACK": 1}
+    assert d["by_type"]["DATA"]["link_losses"] == 2 and d["by_type"]["DATA"]["unaccounted"] == 0
+    assert d["untyped_losses_packets"]["switch port send errors (link down)"] == 4
+    assert d["untyped_losses_packets"]["host NIC port transmit (link down)"] == 3
     assert d["data_balance"]["verdict"] == "balances"
 
 
