@@ -1,23 +1,33 @@
 """The scenario's faults, executed while the workload runs.
 
-A fault acts on the switch-side end of veth pairs in the root namespace,
-the same for both targets: `link_down` takes a cable's switch-side
-interface(s) down (the far end loses carrier, as with a pulled cable),
-`link_up` brings them back, `host_down` takes down every cable of a host.
+A link fault acts on the switch-side end of veth pairs in the root
+namespace, the same for both targets: `link_down` takes a cable's
+switch-side interface(s) down (the far end loses carrier, as with a pulled
+cable), `link_up` brings them back, `host_down` takes down every cable of a
+host.  `link_degrade` changes what the cable's switch ends model, through
+their traffic-manager control ports (builtin target): a lower rate, more
+propagation delay, random loss; `link_restore` puts back the scenario's
+values.  On a host cable that is the ToR->host direction (the host->ToR
+half is modelled by the host agent's NIC, which keeps its rate).
+`agent_stall` stops a host agent (SIGSTOP: its NIC, timers and receive
+path all freeze, as a host that hangs) and `agent_resume` continues it.
 Each event is recorded when it happens (`faults.jsonl`: planned and
-actual time on the run's clock, the interfaces touched) and undone at
-teardown, so a run leaves every link as it found it. After `kill -9` the
-interfaces go with the run's manifest (`testbed clean`).
+actual time on the run's clock, what it touched) and undone at teardown,
+so a run leaves every link and agent as it found them. After `kill -9`
+the interfaces and agents go with the run's manifest (`testbed clean`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from testbed.emulation.network import switch_interface
 from testbed.errors import TestbedError
@@ -32,25 +42,58 @@ class FaultAction:
     at_s: float
     kind: str
     target: str
-    interfaces: tuple[str, ...]
-    up: bool
+    interfaces: tuple[str, ...] = ()  # link_down / link_up / host_down
+    up: bool = False
+    tm_lines: tuple[tuple[str, str], ...] = ()  # link_degrade / link_restore: (switch, TM command)
+    agent: str | None = None  # agent_stall / agent_resume: the host
+
+
+def _degrade_lines(scenario, fault, kind: str) -> tuple[tuple[str, str], ...]:
+    """TM commands for the cable's switch ends: the degraded values, or the scenario's own."""
+    topo = scenario.topo
+    link = topo.link(fault.target)
+    params = scenario.links.host if link.tier == "host" else scenario.links.fabric
+    lines = []
+    for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+        if topo.node(node).is_host:
+            continue
+        if kind == "link_restore":
+            lines += [(node, f"set_port_rate_bps {int(params.rate_mbps * 1e6)} {port}"),
+                      (node, f"set_port_delay_us {params.delay_us:g} {port}"), (node, f"set_port_loss 0 {port}")]
+            continue
+        if fault.rate_mbps is not None:
+            lines.append((node, f"set_port_rate_bps {int(fault.rate_mbps * 1e6)} {port}"))
+        if fault.extra_delay_us:
+            lines.append((node, f"set_port_delay_us {params.delay_us + fault.extra_delay_us:g} {port}"))
+        if fault.loss:
+            lines.append((node, f"set_port_loss {fault.loss:g} {port}"))
+    return tuple(lines)
 
 
 def plan_faults(scenario) -> list[FaultAction]:
-    """Each fault of the scenario as interface actions, in time order."""
+    """Each fault of the scenario as actions, in time order."""
     topo = scenario.topo
     actions = []
     for fault in scenario.faults:
-        links = ([topo.link(p.link) for p in topo.ports(fault.target)] if fault.kind == "host_down"
-                 else [topo.link(fault.target)])
-        interfaces = []
-        for link in links:
-            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                if not topo.node(node).is_host:
-                    interfaces.append(switch_interface(node, port))
         for at_s, kind in fault.events():  # a flapping link is its downs and ups
-            actions.append(FaultAction(at_s, kind, fault.target, tuple(interfaces), up=kind == "link_up"))
+            if kind in ("link_degrade", "link_restore"):
+                actions.append(FaultAction(at_s, kind, fault.target, tm_lines=_degrade_lines(scenario, fault, kind)))
+            elif kind in ("agent_stall", "agent_resume"):
+                actions.append(FaultAction(at_s, kind, fault.target, agent=fault.target))
+            else:
+                actions.append(FaultAction(at_s, kind, fault.target, _interfaces(topo, fault), up=kind == "link_up"))
     return sorted(actions, key=lambda a: a.at_s)
+
+
+def _interfaces(topo, fault) -> tuple[str, ...]:
+    links = ([topo.link(p.link) for p in topo.ports(fault.target)] if fault.kind == "host_down"
+             else [topo.link(fault.target)])
+    interfaces = []
+    for link in links:
+        for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+            if not topo.node(node).is_host:
+                interfaces.append(switch_interface(node, port))
+    return tuple(interfaces)
 
 
 def set_link(interface: str, up: bool) -> None:
@@ -61,13 +104,20 @@ def set_link(interface: str, up: bool) -> None:
 
 
 class FaultRunner:
-    """Runs the planned actions at epoch + at_s on a thread; `finish()` stops and undoes them."""
+    """Runs the planned actions at epoch + at_s on a thread; `finish()` stops and undoes them.
 
-    def __init__(self, actions: list[FaultAction], epoch: float, log: Path) -> None:
+    `tm(switch, line)` sends a traffic-manager command (raises FaultError when refused);
+    `agents` maps a host to its agent's pid."""
+
+    def __init__(self, actions: list[FaultAction], epoch: float, log: Path,
+                 tm: Callable[[str, str], None] | None = None, agents: dict[str, int] | None = None) -> None:
         self.actions = actions
         self.epoch = epoch
         self.log = log
+        self.tm = tm
+        self.agents = agents or {}
         self.down: set[str] = set()
+        self.stalled: set[str] = set()
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
@@ -88,8 +138,16 @@ class FaultRunner:
             for interface in action.interfaces:
                 set_link(interface, action.up)
                 (self.down.discard if action.up else self.down.add)(interface)
+            for switch, line in action.tm_lines:
+                if self.tm is None:
+                    raise FaultError(f"{action.kind} {action.target}: no traffic-manager control here")
+                self.tm(switch, line)
+            if action.agent is not None:
+                self._signal_agent(action.agent, stop=action.kind == "agent_stall")
             record = {"at_s": action.at_s, "t_s": round(t_s, 6), "kind": action.kind,
                       "target": action.target, "interfaces": list(action.interfaces)}
+            if action.tm_lines:
+                record["tm_commands"] = [f"{switch}: {line}" for switch, line in action.tm_lines]
         except FaultError as error:
             self.errors.append(str(error))
             record = {"at_s": action.at_s, "t_s": round(t_s, 6), "kind": action.kind,
@@ -97,11 +155,32 @@ class FaultRunner:
         with self.log.open("a") as out:
             out.write(json.dumps(record) + "\n")
 
-    def finish(self) -> list[str]:
-        """Stop what has not happened yet, bring every link this run took down back up."""
+    def _signal_agent(self, host: str, stop: bool) -> None:
+        pid = self.agents.get(host)
+        if pid is None:
+            raise FaultError(f"{host} runs no agent in this run")
+        try:
+            os.kill(pid, signal.SIGSTOP if stop else signal.SIGCONT)
+        except ProcessLookupError:
+            raise FaultError(f"the agent of {host} (pid {pid}) has already ended") from None
+        (self.stalled.add if stop else self.stalled.discard)(host)
+
+    def stop(self) -> None:
+        """Stop what has not happened yet and let every stalled agent go on (before the run
+        asks the agents to end: a stopped process cannot)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5)
+        for host in sorted(self.stalled):
+            try:
+                self._signal_agent(host, stop=False)
+            except FaultError:
+                self.stalled.discard(host)
+
+    def finish(self) -> list[str]:
+        """stop(), then bring every link this run took down back up (degraded links go with
+        their switch processes, which the run has stopped by then)."""
+        self.stop()
         for interface in sorted(self.down):
             try:
                 set_link(interface, True)

@@ -26,7 +26,7 @@ from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
 from testbed.emulation.costs import measure_costs, process_cpu_s
-from testbed.emulation.faults import FaultRunner, plan_faults
+from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
@@ -304,7 +304,8 @@ class VariantRun:
         partial.replace(epoch_file)  # an agent never reads half a number
         self.reroute = RerouteController(topology, scenario, self.plans, self.clients, epoch,
                                          self.run_dir / "reroute.jsonl", self._in_memory()).start()
-        self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl").start()
+        self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl", tm=self._tm_command,
+                                  agents={host: p.pid for host, p in self.agents.items()}).start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
             remaining = max(0.1, deadline - time.monotonic())
@@ -319,6 +320,21 @@ class VariantRun:
         if failed:
             self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
                 f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    def _tm_command(self, switch: str, line: str) -> None:
+        """One traffic-manager command for a fault (link_degrade); raises FaultError if refused."""
+        if self.result.target != "builtin":
+            raise FaultError(f"{switch}: link_degrade needs the builtin target (bmv2 models no link delay or loss)")
+        from testbed.p4model.tm.control import SwitchControlClient
+
+        port = next(c.thrift_port for c in self.switches if c.name == switch)
+        try:
+            with SwitchControlClient("127.0.0.1", port, timeout_s=3) as control:
+                reply = control.request(line)
+        except OSError as error:
+            raise FaultError(f"{switch}: traffic-manager control unreachable ({error})") from None
+        if not reply.get("ok"):
+            raise FaultError(f"{switch}: traffic manager refused {line!r}: {reply.get('error')}")
 
     def _wait_ready(self, agent_dir: Path, timeout_s: float = 120.0) -> None:
         """Until every agent has bound its socket ('agent ready' in its log): t=0 is set for all
@@ -375,6 +391,8 @@ class VariantRun:
     def teardown(self) -> None:
         if self.reroute is not None:  # before anything takes links down
             self.result.notes += self.reroute.stop()
+        if self.faults is not None:  # stalled agents go on, so that they can end
+            self.faults.stop()
         for process in self.agents.values():
             if process.poll() is None:
                 process.terminate()

@@ -137,20 +137,28 @@ class Phase:
 @dataclass(frozen=True)
 class Fault:
     at_s: float
-    kind: str  # link_down | link_up | host_down | link_flap
+    kind: str  # link_down | link_up | host_down | link_flap | link_degrade | agent_stall
     target: str  # a link name (h1-leaf1, leaf1-spine2, leaf1-spine2/2) or a host
     period_s: float = 0.0  # link_flap: down for half of each period, up for the other half
     count: int = 0  # link_flap: how many periods
+    duration_s: float | None = None  # link_degrade (None: to the end), agent_stall: how long
+    rate_mbps: float | None = None  # link_degrade: the link's rate while degraded (None: unchanged)
+    extra_delay_us: float = 0.0  # link_degrade: propagation delay added
+    loss: float = 0.0  # link_degrade: probability that a packet is lost on the link
 
     def events(self) -> list[tuple[float, str]]:
-        """(time, link_down | link_up | host_down) this fault is made of, in time order."""
-        if self.kind != "link_flap":
-            return [(self.at_s, self.kind)]
-        out = []
-        for i in range(self.count):
-            start = self.at_s + i * self.period_s
-            out += [(start, "link_down"), (start + self.period_s / 2, "link_up")]
-        return out
+        """(time, event) this fault is made of, in time order: link_down, link_up, host_down,
+        link_degrade / link_restore, agent_stall / agent_resume."""
+        if self.kind == "link_flap":
+            out = []
+            for i in range(self.count):
+                start = self.at_s + i * self.period_s
+                out += [(start, "link_down"), (start + self.period_s / 2, "link_up")]
+            return out
+        undo = {"link_degrade": "link_restore", "agent_stall": "agent_resume"}.get(self.kind)
+        if undo is not None and self.duration_s is not None:
+            return [(self.at_s, self.kind), (self.at_s + self.duration_s, undo)]
+        return [(self.at_s, self.kind)]
 
 
 @dataclass(frozen=True)

@@ -390,17 +390,25 @@ class _Resolver:
         if raw["at_s"] >= duration:
             raise self.fail(at + ("at_s",), f"{raw['at_s']:g} is not before the end of the run "
                             f"(duration_s {duration:g})")
-        target = raw["target"]
-        flap = raw["kind"] == "link_flap"
-        for key in ("period_s", "count"):
-            if flap and key not in raw:
-                raise self.fail(at + ("kind",), f"link_flap needs {key}")
-            if not flap and key in raw:
-                raise self.fail(at + (key,), f"is only used by link_flap, not by {raw['kind']}")
-        if flap and raw["at_s"] + raw["period_s"] * raw["count"] > duration:
+        target, kind = raw["target"], raw["kind"]
+        used_by = {"period_s": ("link_flap",), "count": ("link_flap",),
+                   "duration_s": ("link_degrade", "agent_stall"), "rate_mbps": ("link_degrade",),
+                   "extra_delay_us": ("link_degrade",), "loss": ("link_degrade",)}
+        needs = {"link_flap": ("period_s", "count"), "agent_stall": ("duration_s",)}.get(kind, ())
+        for key, kinds in used_by.items():
+            if key in needs and key not in raw:
+                raise self.fail(at + ("kind",), f"{kind} needs {key}")
+            if key in raw and kind not in kinds:
+                raise self.fail(at + (key,), f"is only used by {' and '.join(kinds)}, not by {kind}")
+        if kind == "link_flap" and raw["at_s"] + raw["period_s"] * raw["count"] > duration:
             raise self.fail(at + ("count",), f"{raw['count']} periods of {raw['period_s']:g} s from "
                             f"{raw['at_s']:g} s end after the run (duration_s {duration:g})")
-        if raw["kind"] == "host_down":
+        if kind == "link_degrade" and not any(k in raw for k in ("rate_mbps", "extra_delay_us", "loss")):
+            raise self.fail(at + ("kind",), "link_degrade needs at least one of rate_mbps, extra_delay_us, loss")
+        if "duration_s" in raw and raw["at_s"] + raw["duration_s"] > duration:
+            raise self.fail(at + ("duration_s",), f"{raw['duration_s']:g} s from {raw['at_s']:g} s ends after "
+                            f"the run (duration_s {duration:g})")
+        if kind in ("host_down", "agent_stall"):
             self.known_host(at + ("target",), target, topo)
         else:
             try:
@@ -409,7 +417,10 @@ class _Resolver:
                 example = ", ".join(link.name for link in (topo.links[0], topo.links[-1]))
                 raise self.fail(at + ("target",), f"'{target}' is not a link of this topology "
                                 f"(links are named like {example}; see testbed show)") from None
-        return Fault(float(raw["at_s"]), raw["kind"], target, float(raw.get("period_s", 0.0)), int(raw.get("count", 0)))
+        return Fault(float(raw["at_s"]), kind, target, float(raw.get("period_s", 0.0)), int(raw.get("count", 0)),
+                     duration_s=float(raw["duration_s"]) if "duration_s" in raw else None,
+                     rate_mbps=float(raw["rate_mbps"]) if "rate_mbps" in raw else None,
+                     extra_delay_us=float(raw.get("extra_delay_us", 0.0)), loss=float(raw.get("loss", 0.0)))
 
 
 def _default_name(file: str) -> str:

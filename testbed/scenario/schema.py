@@ -18,7 +18,7 @@ ECN_MODES = ["none", "step", "red"]
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
-FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap"]
+FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall"]
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict:
@@ -180,7 +180,9 @@ SCHEMA = {
         "workload": {"type": "array", "minItems": 1, "items": PHASE},
         "faults": {"type": "array", "items": _obj(
             {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT,
-             "period_s": _num(0), "count": _int(1, 10_000)},
+             "period_s": _num(0), "count": _int(1, 10_000), "duration_s": _num(0),
+             "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
+             "loss": _num(0, 1, exclusive=False)},
             required=["at_s", "kind", "target"])},
         "variants": {
             "type": "object",

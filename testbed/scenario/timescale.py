@@ -33,7 +33,10 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
                                   fabric=link(scenario.links.fabric),
                                   local=scenario.links.local and link(scenario.links.local)),
         workload=tuple(dataclasses.replace(p, start_s=round(p.start_s * stretch, 3)) for p in scenario.workload),
-        faults=tuple(dataclasses.replace(f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3))
-                     for f in scenario.faults),
+        faults=tuple(dataclasses.replace(
+            f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3),
+            duration_s=None if f.duration_s is None else round(f.duration_s * stretch, 3),
+            rate_mbps=None if f.rate_mbps is None else round(f.rate_mbps * factor, 6),
+            extra_delay_us=round(f.extra_delay_us * stretch, 3)) for f in scenario.faults),
         derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
     )

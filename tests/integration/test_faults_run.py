@@ -52,3 +52,43 @@ def test_a_cut_link_loses_cells_that_are_retransmitted_and_comes_back(tmp_path, 
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_completed"] == summary["messages_delivered_verified"] == 8, context
     assert summary["retransmissions_cells"] > 0, f"the cut lost nothing: {context}"
+
+
+DEGRADED = """
+name: degraded
+duration_s: 14
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links: {rate_mbps: 2, delay_us: 500}
+switch: {target: builtin}
+fabric: {load_balancing: spray}
+transport: {cc: tita}
+workload:
+  - {kind: permutation, start_s: 0.5, message_bytes: 262144, count: 2, cross_tor: true}
+faults:
+  - {at_s: 1.0, kind: link_degrade, target: leaf1-spine2, duration_s: 1.5, rate_mbps: 1, extra_delay_us: 2000, loss: 0.2}
+  - {at_s: 1.2, kind: agent_stall, target: h2, duration_s: 0.3}
+"""
+
+
+def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_arrives(tmp_path, registry):
+    (variant,) = expand_variants(parse_scenario(DEGRADED, "degraded.yaml"))
+    variant = fitted(variant)
+    scenario = variant.scenario
+    run_dir = tmp_path / "degraded"
+    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
+    summary = summarize_variant(run_dir, scenario.topo)
+    context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
+    assert [e["kind"] for e in summary["faults"]] == ["link_degrade", "agent_stall", "agent_resume",
+                                                      "link_restore"], context
+    assert not any(e.get("error") for e in summary["faults"]), context
+    assert all(code == 0 for code in result.agents.values()), context
+    assert summary["messages_completed"] == summary["messages_delivered_verified"] == 8, context
+    lost = summary["drops"]["link_losses_by_type"]
+    assert sum(lost.values()) > 0, f"a link losing 20% lost nothing: {context}"
+    assert summary["drops"]["data_balance"]["verdict"] in ("balances", "balances within untyped losses"), \
+        summary["drops"]["data_balance"]
+    assert summary["retransmissions_cells"] >= lost.get("DATA", 0), context
+    # the stall froze h2: its loop woke once, about the stall's length late
+    stats = json.loads((run_dir / "records" / "h2.stats.json").read_text())
+    stall_s = scenario.faults[1].duration_s
+    assert stats["pacer_lateness"]["max_us"] >= 0.8 * stall_s * 1e6, stats["pacer_lateness"]

@@ -55,3 +55,76 @@ def test_a_fault_that_fails_is_recorded_not_raised(tmp_path, monkeypatch):
     errors = runner.finish()
     assert errors and "Cannot find device" in errors[0]
     assert "error" in json.loads((tmp_path / "faults.jsonl").read_text())
+
+
+DEGRADE = """
+duration_s: 10
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 1}
+links: {host: {rate_mbps: 4, delay_us: 300}, fabric: {rate_mbps: 8, delay_us: 500}}
+workload: [{kind: pingall}]
+faults:
+  - {at_s: 2, kind: link_degrade, target: leaf1-spine2, duration_s: 1.5, rate_mbps: 2, extra_delay_us: 1000, loss: 0.05}
+  - {at_s: 3, kind: link_degrade, target: h1-leaf1, loss: 0.1}
+  - {at_s: 5, kind: agent_stall, target: h2, duration_s: 0.25}
+"""
+
+
+def test_a_degraded_link_is_traffic_manager_commands_on_its_switch_ends_and_undone():
+    actions = faults.plan_faults(parse_scenario(DEGRADE, "d.yaml"))
+    assert [(a.at_s, a.kind) for a in actions] == [(2, "link_degrade"), (3, "link_degrade"), (3.5, "link_restore"),
+                                                   (5, "agent_stall"), (5.25, "agent_resume")]
+    assert actions[0].tm_lines == (
+        ("leaf1", "set_port_rate_bps 2000000 3"), ("leaf1", "set_port_delay_us 1500 3"),
+        ("leaf1", "set_port_loss 0.05 3"),
+        ("spine2", "set_port_rate_bps 2000000 1"), ("spine2", "set_port_delay_us 1500 1"),
+        ("spine2", "set_port_loss 0.05 1"))
+    assert actions[1].tm_lines == (("leaf1", "set_port_loss 0.1 1"),)  # a host cable: the ToR's end only
+    assert actions[2].tm_lines[:3] == (("leaf1", "set_port_rate_bps 8000000 3"), ("leaf1", "set_port_delay_us 500 3"),
+                                       ("leaf1", "set_port_loss 0 3"))
+    assert actions[3].agent == actions[4].agent == "h2" and not actions[3].interfaces
+
+
+def test_the_runner_degrades_stalls_and_lets_a_stalled_agent_go_at_the_end(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    lines = []
+    agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        actions = [a for a in faults.plan_faults(parse_scenario(DEGRADE, "d.yaml")) if a.kind != "agent_resume"]
+        epoch = time.time() - 1.95
+        runner = faults.FaultRunner(actions, epoch, tmp_path / "faults.jsonl", tm=lambda s, l: lines.append((s, l)),
+                                    agents={"h2": agent.pid}).start()
+        deadline = time.time() + 5
+        while "h2" not in runner.stalled and time.time() < deadline:
+            time.sleep(0.05)
+        with open(f"/proc/{agent.pid}/stat") as f:
+            assert f.read().split(")")[1].split()[0] == "T"  # stopped
+        assert runner.finish() == []
+        with open(f"/proc/{agent.pid}/stat") as f:
+            assert f.read().split(")")[1].split()[0] != "T"  # continued at the end
+        assert len(lines) == 6 + 1 + 6  # degrade both ends, the host cable's ToR end, restore both ends
+        records = [json.loads(line) for line in (tmp_path / "faults.jsonl").read_text().splitlines()]
+        assert [r["kind"] for r in records] == ["link_degrade", "link_degrade", "link_restore", "agent_stall"]
+        assert records[0]["tm_commands"][0] == "leaf1: set_port_rate_bps 2000000 3"
+    finally:
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+
+
+def test_fault_fields_are_checked_against_their_kind():
+    from testbed.scenario.errors import ScenarioError
+    import pytest
+
+    bad = {
+        "agent_stall needs duration_s": "{at_s: 1, kind: agent_stall, target: h1}",
+        "is only used by link_degrade": "{at_s: 1, kind: link_down, target: h1-leaf1, loss: 0.1}",
+        "needs at least one of rate_mbps": "{at_s: 1, kind: link_degrade, target: h1-leaf1}",
+        "ends after the run": "{at_s: 9, kind: link_degrade, target: h1-leaf1, loss: 0.1, duration_s: 2}",
+        "is not a host": "{at_s: 1, kind: agent_stall, target: leaf1, duration_s: 1}",
+    }
+    for message, fault in bad.items():
+        text = DEGRADE.split("faults:")[0] + f"faults:\n  - {fault}\n"
+        with pytest.raises(ScenarioError, match=message):
+            parse_scenario(text, "d.yaml")
