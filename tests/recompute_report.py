@@ -91,10 +91,14 @@ def recompute(v: Variant) -> dict:
     seconds = window[1] - window[0]
 
     # links: every port of every node, both directions
-    def delta(switch, key):
+    def delta(switch, key):  # a counter that went down was restarted from 0
         series = sorted((s for s in v.samples if s["switch"] == switch), key=lambda s: s["t_s"])
-        a, b = series[0][key], series[-1][key]
-        return {int(p): b.get(p, {"bytes": 0})["bytes"] - a.get(p, {"bytes": 0})["bytes"] for p in set(a) | set(b)}
+        out = {int(p): 0 for p in series[0][key]}
+        for a, b in zip(series, series[1:]):
+            for p, c in b[key].items():
+                prev = a[key].get(p, {"bytes": 0})["bytes"]
+                out[int(p)] = out.get(int(p), 0) + (c["bytes"] - prev if c["bytes"] >= prev else c["bytes"])
+        return out
 
     tx = {s: delta(s, "tx") for s in v.topology.switches}
     rx = {s: delta(s, "rx") for s in v.topology.switches}
@@ -191,7 +195,7 @@ def recompute(v: Variant) -> dict:
              + sum(s.get("socket_errors", 0) + (s.get("errors") or {}).get("malformed", 0) for s in v.stats.values())
              + sum(p.get("dropped_priority", 0) for s in v.tm.values() for p in s.get("tm", {}).get("ports", []))
              + sum(q.get("depth", 0) for s in v.tm.values() for q in s.get("queues", [])))
-    if hc.get("after") and v.result.get("target") == "builtin":
+    if hc.get("after") and v.result.get("target") == "builtin" and not v.result.get("restarts"):
         out["drops/data_balance/verdict"] = ("balances" if unaccounted == 0 else "balances within untyped losses"
                                              if 0 < unaccounted <= slack else "does not balance")
     out["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_sample.values())

@@ -101,13 +101,21 @@ class P4RuntimeClient:
         self.device_id = device_id
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
         self.timeout_s = timeout_s
-        self.channel = grpc.insecure_channel(address)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.index: P4InfoIndex | None = None
+        self._open_channel()
+
+    def _open_channel(self) -> None:
+        self.channel = grpc.insecure_channel(self.address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._requests: queue.Queue = queue.Queue()
         self._responses: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
+
+    def reopen(self) -> None:
+        """A new channel to the same address (the switch was restarted); connect() next."""
+        self.close()
+        self._open_channel()
 
     # -- connection ------------------------------------------------------------
     def connect(self) -> None:

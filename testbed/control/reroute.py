@@ -142,6 +142,12 @@ class Rerouter:
         update.groups[members] = (gid, divisor)
         return gid
 
+    def reset(self, switch: str, plan: SwitchPlan) -> None:
+        """The switch was restarted and configured from its plan: that is its state now."""
+        self.routes[switch] = self._members(self.topology, switch)
+        divisors = {members: divisor for members, divisor in self.routes[switch].values()}
+        self.groups[switch] = {ports: (gid, divisors.get(ports, 1)) for ports, gid in plan.groups.items()}
+
     def commit(self, dead: set[str] | frozenset[str], written: dict[str, SwitchUpdate]) -> None:
         """The updates for `dead` were written: they are the switches' state now."""
         self.dead = frozenset(dead)

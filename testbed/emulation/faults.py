@@ -11,6 +11,11 @@ values.  On a host cable that is the ToR->host direction (the host->ToR
 half is modelled by the host agent's NIC, which keeps its rate).
 `agent_stall` stops a host agent (SIGSTOP: its NIC, timers and receive
 path all freeze, as a host that hangs) and `agent_resume` continues it.
+`switch_stop` kills a switch's process, as a crash (its cables stay up, so its
+neighbours keep sending into it until the controller reroutes) and
+`switch_start` starts it again, after which the run re-installs its
+pipeline, its table entries and its traffic-manager settings (the
+run's `switches(name, up)` does both; the switch has a process of its own).
 Each event is recorded when it happens (`faults.jsonl`: planned and
 actual time on the run's clock, what it touched) and undone at teardown,
 so a run leaves every link and agent as it found them. After `kill -9`
@@ -46,6 +51,7 @@ class FaultAction:
     up: bool = False
     tm_lines: tuple[tuple[str, str], ...] = ()  # link_degrade / link_restore: (switch, TM command)
     agent: str | None = None  # agent_stall / agent_resume: the host
+    switch: str | None = None  # switch_stop / switch_start
 
 
 def _degrade_lines(scenario, fault, kind: str) -> tuple[tuple[str, str], ...]:
@@ -80,6 +86,8 @@ def plan_faults(scenario) -> list[FaultAction]:
                 actions.append(FaultAction(at_s, kind, fault.target, tm_lines=_degrade_lines(scenario, fault, kind)))
             elif kind in ("agent_stall", "agent_resume"):
                 actions.append(FaultAction(at_s, kind, fault.target, agent=fault.target))
+            elif kind in ("switch_stop", "switch_start"):
+                actions.append(FaultAction(at_s, kind, fault.target, switch=fault.target))
             else:
                 actions.append(FaultAction(at_s, kind, fault.target, _interfaces(topo, fault), up=kind == "link_up"))
     return sorted(actions, key=lambda a: a.at_s)
@@ -107,14 +115,16 @@ class FaultRunner:
     """Runs the planned actions at epoch + at_s on a thread; `finish()` stops and undoes them.
 
     `tm(switch, line)` sends a traffic-manager command (raises FaultError when refused);
-    `agents` maps a host to its agent's pid."""
+    `agents` maps a host to its agent's pid; `switches(name, up)` stops or restarts a switch."""
 
     def __init__(self, actions: list[FaultAction], epoch: float, log: Path,
-                 tm: Callable[[str, str], None] | None = None, agents: dict[str, int] | None = None) -> None:
+                 tm: Callable[[str, str], None] | None = None, agents: dict[str, int] | None = None,
+                 switches: Callable[[str, bool], dict | None] | None = None) -> None:
         self.actions = actions
         self.epoch = epoch
         self.log = log
         self.tm = tm
+        self.switches = switches
         self.agents = agents or {}
         self.down: set[str] = set()
         self.stalled: set[str] = set()
@@ -144,8 +154,15 @@ class FaultRunner:
                 self.tm(switch, line)
             if action.agent is not None:
                 self._signal_agent(action.agent, stop=action.kind == "agent_stall")
+            extra = None
+            if action.switch is not None:
+                if self.switches is None:
+                    raise FaultError(f"{action.kind} {action.switch}: no switch supervisor here")
+                extra = self.switches(action.switch, action.kind == "switch_start")
             record = {"at_s": action.at_s, "t_s": round(t_s, 6), "kind": action.kind,
                       "target": action.target, "interfaces": list(action.interfaces)}
+            if extra:
+                record.update(extra)
             if action.tm_lines:
                 record["tm_commands"] = [f"{switch}: {line}" for switch, line in action.tm_lines]
         except FaultError as error:

@@ -6,7 +6,9 @@ this thread the moment one goes down or comes back, whatever made it (a
 scenario fault, or an operator's `ip link`).  A link is dead while any of
 its switch-side interfaces is down; on each change the routes for the new
 set of dead links (`testbed.control.reroute`) are written to the switches
-over P4Runtime, new groups before the routes that use them.  Each reaction
+over P4Runtime, new groups before the routes that use them.  A switch whose
+process stopped is dead with all its cables (`set_switch`: the run, which
+supervises its switch processes, says so; its cables keep carrier).  Each reaction
 is recorded in `reroute.jsonl`: when the change was seen, when the last
 switch acknowledged its writes, what moved.  Cables a fabric process keeps
 in memory have no interface and are never cut (faulted links stay veth).
@@ -40,7 +42,10 @@ class RerouteController:
                 if not topology.node(node).is_host:
                     self.link_of[switch_interface(node, port)] = link.name
         self.down: set[str] = set()  # switch-side interfaces seen down
+        self.switches_down: set[str] = set()
+        self.links_of = {s: {p.link for p in topology.ports(s)} for s in topology.switches}
         self.errors: list[str] = []
+        self._lock = threading.Lock()
         self.reactions = 0
         self._events = LinkEvents()
         self._stop = threading.Event()
@@ -56,16 +61,32 @@ class RerouteController:
                 continue
             seen = time.time()
             changes = [(name, up) for name, up in self._events.read() if name in self.link_of]
-            for name, up in changes:
-                (self.down.discard if up else self.down.add)(name)
-            dead = {self.link_of[name] for name in self.down}
-            if changes and dead != self.rerouter.dead:
-                self._react(dead, seen, changes)
+            with self._lock:
+                for name, up in changes:
+                    (self.down.discard if up else self.down.add)(name)
+                dead = self._dead()
+                if changes and dead != self.rerouter.dead:
+                    self._react(dead, seen, {name: "up" if up else "down" for name, up in changes})
 
-    def _react(self, dead: set[str], seen: float, changes) -> None:
-        updates = self.rerouter.updates(dead)
-        record = {"seen_t_s": round(seen - self.epoch, 6), "dead_links": sorted(dead),
-                  "interfaces": {name: "up" if up else "down" for name, up in changes},
+    def _dead(self) -> set[str]:
+        dead = {self.link_of[name] for name in self.down}
+        for switch in self.switches_down:
+            dead |= self.links_of[switch]
+        return dead
+
+    def set_switch(self, switch: str, up: bool, plan=None) -> dict | None:
+        """A switch process stopped (up=False) or was restarted and configured from `plan`:
+        reroute around it, or back through it; returns the reaction's record."""
+        with self._lock:
+            seen = time.time()
+            (self.switches_down.discard if up else self.switches_down.add)(switch)
+            if up and plan is not None:
+                self.rerouter.reset(switch, plan)
+            return self._react(self._dead(), seen, {switch: "up" if up else "down"})
+
+    def _react(self, dead: set[str], seen: float, changes: dict[str, str]) -> dict:
+        updates = {s: u for s, u in self.rerouter.updates(dead).items() if s not in self.switches_down}
+        record = {"seen_t_s": round(seen - self.epoch, 6), "dead_links": sorted(dead), "changes": changes,
                   "switches": sorted(updates), "routes_moved": sum(len(u.modifies) for u in updates.values())}
         try:
             for switch, update in updates.items():  # make before break: groups, then routes
@@ -81,6 +102,7 @@ class RerouteController:
         self.reactions += 1
         with self.log.open("a") as out:
             out.write(json.dumps(record) + "\n")
+        return record
 
     def stop(self) -> list[str]:
         """Stop reacting (before teardown takes the links down) and return what failed."""

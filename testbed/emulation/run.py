@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
+from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
@@ -73,6 +73,7 @@ class RunResult:
     switch_cpu_s: dict = field(default_factory=dict)  # switch process -> CPU seconds, traffic start to teardown
     costs: dict = field(default_factory=dict)  # CPU per switch packet and per agent datagram
     switch_processes: dict = field(default_factory=dict)  # process -> its switches; links in memory
+    restarts: list = field(default_factory=list)  # switches a fault stopped (their counters started again)
 
 
 class VariantRun:
@@ -96,6 +97,7 @@ class VariantRun:
         self.faults: FaultRunner | None = None
         self.reroute: RerouteController | None = None
         self.plans: dict = {}
+        self.pipeline_config = None
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
 
@@ -190,7 +192,7 @@ class VariantRun:
         self.progress("configuring switches over P4Runtime")
         scenario = self.scenario
         program = (self.repo_root / scenario.switch.program).resolve()
-        config = build_pipeline_config(self.result.target, program, self.run_dir / "build")
+        config = self.pipeline_config = build_pipeline_config(self.result.target, program, self.run_dir / "build")
         plans = self.plans = plan_fabric(scenario.topo, scenario)
         jobs = []
         for c in self.switches:
@@ -305,7 +307,8 @@ class VariantRun:
         self.reroute = RerouteController(topology, scenario, self.plans, self.clients, epoch,
                                          self.run_dir / "reroute.jsonl", self._in_memory()).start()
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl", tm=self._tm_command,
-                                  agents={host: p.pid for host, p in self.agents.items()}).start()
+                                  agents={host: p.pid for host, p in self.agents.items()},
+                                  switches=self._switch_fault).start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
             remaining = max(0.1, deadline - time.monotonic())
@@ -320,6 +323,32 @@ class VariantRun:
         if failed:
             self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
                 f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    def _switch_fault(self, name: str, up: bool) -> dict:
+        """Stop a switch's process, or start it again and configure it as at the start (pipeline,
+        entries, meters, traffic manager, real time); the controller reroutes around it meanwhile.
+        Returns what the fault record adds: the restart's timings and the controller's reaction."""
+        process = next(p for p in self.processes if [c.name for c in p.configs] == [name])
+        config = next(c for c in self.switches if c.name == name)
+        if not up:
+            code = process.kill()  # as a crash: the controller learns of it when its supervisor does
+            self.result.restarts.append({"switch": name, "exit_code": code})
+            reaction = self.reroute.set_switch(name, up=False) if self.reroute is not None else None
+            return {"exit_code": code, "reroute": reaction}
+        started = time.monotonic()
+        pid = process.start(again=True)
+        self.manifest.add_process(pid, process.name, process.argv())
+        process.wait_ready(time.monotonic() + 30)
+        client = self.clients[name]
+        client.reopen()
+        plan = self.plans[name]
+        configure_switch(client, self.pipeline_config, plan)
+        apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes)
+        if self.result.scheduling == "realtime":
+            make_realtime(pid, all_threads=self.result.target == "bmv2")
+        configured_ms = round((time.monotonic() - started) * 1e3, 3)
+        reaction = self.reroute.set_switch(name, up=True, plan=plan) if self.reroute is not None else None
+        return {"configured_ms": configured_ms, "reroute": reaction}
 
     def _tm_command(self, switch: str, line: str) -> None:
         """One traffic-manager command for a fault (link_degrade); raises FaultError if refused."""
@@ -421,5 +450,5 @@ class VariantRun:
             "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
             "costs": self.result.costs, "host_counters": self.result.host_counters,
-            "switch_processes": self.result.switch_processes},
+            "switch_processes": self.result.switch_processes, "restarts": self.result.restarts},
             indent=2, default=str))

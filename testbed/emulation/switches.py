@@ -142,10 +142,11 @@ class _Process:
             if config.pcap_dir is not None:
                 config.pcap_dir.mkdir(parents=True, exist_ok=True)
 
-    def start(self) -> int:
+    def start(self, again: bool = False) -> int:
+        """Start the process (`again`: a restart, which keeps the logs of the first run)."""
         self._prepare()
         argv = self.argv()
-        with open(self._stdout_path, "wb") as out:
+        with open(self._stdout_path, "ab" if again else "wb") as out:
             try:
                 self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL, start_new_session=True,
@@ -173,6 +174,13 @@ class _Process:
                     f"{self.name} did not open its gRPC port {waiting[0]} in time; "
                     f"log {self.log_file}:\n{log_tail(self._stdout_path)}")
             time.sleep(0.05)
+
+    def kill(self) -> int | None:
+        """Stop it as a crash does (SIGKILL): at once, nothing flushed."""
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        self.process.kill()
+        return self.process.wait()
 
     def stop(self, timeout_s: float = 5.0) -> int | None:
         if self.process is None or self.process.poll() is not None:

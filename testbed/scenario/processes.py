@@ -19,7 +19,8 @@ def switch_placement(scenario, cores: int | None = None) -> Placement | None:
     processes = scenario.switch.processes
     count = auto_fabric_processes(cores) if processes == "auto" else int(processes)
     faulted = frozenset(f.target for f in scenario.faults if f.kind in ("link_down", "link_up", "link_flap"))
-    return place(scenario.topo, count, veth_links=faulted)
+    restarted = frozenset(f.target for f in scenario.faults if f.kind == "switch_restart")
+    return place(scenario.topo, count, veth_links=faulted, alone=restarted)
 
 
 def describe_placement(scenario, placement: Placement | None) -> str:

@@ -392,9 +392,10 @@ class _Resolver:
                             f"(duration_s {duration:g})")
         target, kind = raw["target"], raw["kind"]
         used_by = {"period_s": ("link_flap",), "count": ("link_flap",),
-                   "duration_s": ("link_degrade", "agent_stall"), "rate_mbps": ("link_degrade",),
+                   "duration_s": ("link_degrade", "agent_stall", "switch_restart"), "rate_mbps": ("link_degrade",),
                    "extra_delay_us": ("link_degrade",), "loss": ("link_degrade",)}
-        needs = {"link_flap": ("period_s", "count"), "agent_stall": ("duration_s",)}.get(kind, ())
+        needs = {"link_flap": ("period_s", "count"), "agent_stall": ("duration_s",),
+                 "switch_restart": ("duration_s",)}.get(kind, ())
         for key, kinds in used_by.items():
             if key in needs and key not in raw:
                 raise self.fail(at + ("kind",), f"{kind} needs {key}")
@@ -410,6 +411,10 @@ class _Resolver:
                             f"the run (duration_s {duration:g})")
         if kind in ("host_down", "agent_stall"):
             self.known_host(at + ("target",), target, topo)
+        elif kind == "switch_restart":
+            if target not in topo.switches:
+                raise self.fail(at + ("target",), f"'{target}' is not a switch of this topology "
+                                f"(switches: {', '.join(topo.switches[:4])}, ...)")
         else:
             try:
                 topo.link(target)

@@ -18,7 +18,7 @@ ECN_MODES = ["none", "step", "red"]
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
-FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall"]
+FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart"]
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict:

@@ -106,7 +106,7 @@ def per_type_counts(host_stats: dict[str, dict], prefix: str) -> dict[str, int]:
 
 
 def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats: dict[str, dict],
-                      host_counters: dict, target: str | None) -> dict:
+                      host_counters: dict, target: str | None, restarts: list | None = None) -> dict:
     """The drop split and the DATA conservation check of one variant (see the module docstring)."""
     queue_by_type = switch_queue_drops(tm_stats)
     lost_by_type = link_losses(tm_stats)
@@ -146,12 +146,14 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
            "untyped_losses_packets": untyped, "hosts": hosts, "by_type": by_type,
            "queued_at_end_packets": queued_at_end}
     data = by_type.get(CELL_TYPES[wire.DATA])
-    if data is None or data["sent"] is None or target != "builtin" or not host_counters.get("after"):
+    if data is None or data["sent"] is None or target != "builtin" or not host_counters.get("after") or restarts:
         out["data_balance"] = {"verdict": "not checked", "why": (
             "no DATA cells were sent" if data is None else
             "the agents did not count what they sent" if data["sent"] is None else
             "this target does not count drops per cell type" if target != "builtin" else
-            "the hosts' qdisc and socket counters were not read")}
+            "the hosts' qdisc and socket counters were not read" if not host_counters.get("after") else
+            f"{', '.join(sorted({r['switch'] for r in restarts}))} restarted: its counters started again "
+            f"and what its queues held was lost uncounted")}
         return out
     slack = sum(untyped.values()) + queued_at_end
     unaccounted = data["unaccounted"]

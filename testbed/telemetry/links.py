@@ -69,13 +69,19 @@ def is_up(topology, source: str, peer: str) -> bool:
 
 
 def _counter_delta(samples: list[dict], switch: str, key: str) -> dict[int, int]:
-    """Bytes per port of `switch` between its first and last sample ("tx" or "rx")."""
+    """Bytes per port of `switch` between its first and last sample ("tx" or "rx"): the sum
+    of its increments, where a counter lower than the one before started again from zero
+    (the switch was restarted)."""
     series = sorted((s for s in samples if s["switch"] == switch), key=lambda s: s["t_s"])
-    if not series:
-        return {}
-    first, last = series[0][key], series[-1][key]
-    ports = set(first) | set(last)
-    return {int(p): last.get(p, {"bytes": 0})["bytes"] - first.get(p, {"bytes": 0})["bytes"] for p in ports}
+    out: dict[int, int] = {}
+    for before, after in zip(series, series[1:]):
+        for p, counts in after[key].items():
+            now, then = counts["bytes"], before[key].get(p, {"bytes": 0})["bytes"]
+            out[int(p)] = out.get(int(p), 0) + (now - then if now >= then else now)
+    if series:
+        for p in series[0][key]:
+            out.setdefault(int(p), 0)
+    return out
 
 
 def _tm_split(queues: list[dict], port: int) -> tuple[int, int] | None:

@@ -331,6 +331,22 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
 """
 
 
+def _fault_detail(e: dict) -> str:
+    """What a carried-out fault touched, and for a switch restart what it took."""
+    parts = []
+    if e.get("interfaces"):
+        parts.append(", ".join(e["interfaces"]))
+    if e.get("tm_commands"):
+        parts.append("; ".join(e["tm_commands"]))
+    if "configured_ms" in e:
+        parts.append(f"started and configured again in {e['configured_ms']:,.1f} ms")
+    reroute = e.get("reroute")
+    if reroute:
+        parts.append(f"the controller moved {reroute['routes_moved']} routes on {len(reroute['switches'])} switches "
+                     f"in {reroute['reaction_ms']:,.1f} ms")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _fault_lines(summaries: dict[str, dict]) -> list[str]:
     """When each variant's faults happened (planned and actual time, seconds on the run's clock)."""
     lines = []
@@ -339,8 +355,7 @@ def _fault_lines(summaries: dict[str, dict]) -> list[str]:
         if events:
             lines.append(f"Faults in {name}:")
             lines += [f"- {e['kind']} {e['target']} at {e['t_s']:.3f} s (planned {e['at_s']:g} s)"
-                      + (f": not carried out, {e['error']}" if e.get("error") else
-                         f" ({', '.join(e['interfaces'])})") for e in events]
+                      + (f": not carried out, {e['error']}" if e.get("error") else _fault_detail(e)) for e in events]
             lines.append("")
     return lines
 

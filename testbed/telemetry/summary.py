@@ -184,7 +184,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
         for reason, packets in sample["drops_packets"].items():
             program_drops[reason] = program_drops.get(reason, 0) + packets
     summary["drops"] = drops_and_balance(tm_stats, program_drops, hosts, result.get("host_counters") or {},
-                                         result.get("target"))
+                                         result.get("target"), result.get("restarts"))
     summary["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_per_switch.values())
     # The program's register sees enq_qdepth (data and credits alike); the traffic manager its own
     # peak per queue (data queues only): report the larger.

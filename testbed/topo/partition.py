@@ -69,11 +69,14 @@ def _order(topology: Topology):
     return index.__getitem__
 
 
-def place(topology: Topology, processes: int, veth_links=frozenset()) -> Placement:
+def place(topology: Topology, processes: int, veth_links=frozenset(), alone=frozenset()) -> Placement:
     """`processes` groups of switches (fewer when there are fewer switches); cables named in
-    `veth_links` stay veth pairs even inside a group (a fault takes them down with `ip link`)."""
-    processes = max(1, min(processes, len(topology.switches)))
-    groups = tuple(tuple(g) for g in _split(topology, list(topology.switches), processes) if g)
+    `veth_links` stay veth pairs even inside a group (a fault takes them down with `ip link`);
+    each switch in `alone` gets a process of its own (a fault stops and restarts it)."""
+    shared = [s for s in topology.switches if s not in alone]
+    processes = max(1, min(processes, len(shared))) if shared else 0
+    groups = tuple(tuple(g) for g in _split(topology, shared, processes) if g) if shared else ()
+    groups += tuple((s,) for s in topology.switches if s in alone)
     member = {s: i for i, group in enumerate(groups) for s in group}
     in_memory = frozenset(link.name for link in topology.links
                           if link.tier == "fabric" and link.name not in veth_links

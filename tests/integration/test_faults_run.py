@@ -92,3 +92,41 @@ def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_ar
     stats = json.loads((run_dir / "records" / "h2.stats.json").read_text())
     stall_s = scenario.faults[1].duration_s
     assert stats["pacer_lateness"]["max_us"] >= 0.8 * stall_s * 1e6, stats["pacer_lateness"]
+
+
+RESTART = """
+name: restart
+duration_s: 14
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links: {rate_mbps: 2, delay_us: 500}
+switch: {target: builtin, processes: PROCESSES}
+fabric: {load_balancing: spray}
+transport: {cc: tita}
+workload:
+  - {kind: permutation, start_s: 0.5, message_bytes: 524288, count: 1, cross_tor: true}
+faults:
+  - {at_s: 1.2, kind: switch_restart, target: spine2, duration_s: 1.0}
+"""
+
+
+@pytest.mark.parametrize("processes", ["per_switch", "auto"])
+def test_a_restarted_switch_is_routed_around_configured_again_and_the_job_completes(tmp_path, registry, processes):
+    (variant,) = expand_variants(parse_scenario(RESTART.replace("PROCESSES", processes), "restart.yaml"))
+    variant = fitted(variant)
+    scenario = variant.scenario
+    run_dir = tmp_path / "restart"
+    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
+    summary = summarize_variant(run_dir, scenario.topo)
+    context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
+    stop, start = summary["faults"]
+    assert (stop["kind"], start["kind"]) == ("switch_stop", "switch_start") and not stop.get("error") \
+        and not start.get("error"), context
+    assert stop["reroute"]["routes_moved"] > 0 and "spine2" not in stop["reroute"]["switches"], context
+    assert start["reroute"]["routes_moved"] == stop["reroute"]["routes_moved"], context  # every route back
+    assert all(code == 0 for code in result.agents.values()), context
+    assert summary["messages_completed"] == summary["messages_delivered_verified"] == 4, context
+    assert summary["drops"]["data_balance"]["verdict"] == "not checked"  # spine2's counters started again
+    # spine2 forwarded again after its restart: its DATA counters moved between the restart and the end
+    after = [s for s in (json.loads(line) for line in (run_dir / "telemetry.jsonl").read_text().splitlines())
+             if s["switch"] == "spine2" and s["t_s"] > start["t_s"]]
+    assert after and sum(p["packets"] for p in after[-1]["tx"].values()) > 50, f"spine2 idle after restart: {context}"
