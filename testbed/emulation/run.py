@@ -331,10 +331,12 @@ class VariantRun:
         process = next(p for p in self.processes if [c.name for c in p.configs] == [name])
         config = next(c for c in self.switches if c.name == name)
         if not up:
+            started = time.monotonic()
             code = process.kill()  # as a crash: the controller learns of it when its supervisor does
+            killed_ms = round((time.monotonic() - started) * 1e3, 3)
             self.result.restarts.append({"switch": name, "exit_code": code})
             reaction = self.reroute.set_switch(name, up=False) if self.reroute is not None else None
-            return {"exit_code": code, "reroute": reaction}
+            return {"exit_code": code, "killed_ms": killed_ms, "reroute": reaction}
         started = time.monotonic()
         pid = process.start(again=True)
         self.manifest.add_process(pid, process.name, process.argv())

@@ -28,6 +28,7 @@ import resource
 import selectors
 import signal
 import socket
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ from testbed.host.workloads import MessageSpec
 
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
+IP_PKTINFO = 8  # Linux <netinet/in.h>; the socket module does not name it
+ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(12)  # IP_TOS + struct in_pktinfo
 
 
 class AgentError(TestbedError):
@@ -158,7 +161,9 @@ class Agent:
         self.scheduling = "other"
         # The NIC's ports; cfg.link_rate_bps is all of them together (testbed.host.commands).
         names = list(nic_interfaces or [f"{name}-eth0"])
-        self.nic_ports = NicPorts(names, cfg.link_rate_bps / len(names), nic_choice)
+        # A port that has sent for 4 base RTTs and heard nothing back is dead (its ToR, not its cable).
+        self.nic_ports = NicPorts(names, cfg.link_rate_bps / len(names), nic_choice, silence_s=4 * cfg.rtt_s)
+        self._port_of_ifindex: dict[int, int] = {}
         self.multiport = len(names) > 1
         self._wires: list[deque[tuple[float, str, bytes, bool]]] = [deque() for _ in names]
         self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
@@ -174,6 +179,7 @@ class Agent:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+            sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)  # the port each datagram arrived on
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             sock.bind((self.addr, self.port))
         except OSError as e:
@@ -222,8 +228,12 @@ class Agent:
         self.link_events = LinkEvents()
         sel.register(self.link_events, selectors.EVENT_READ)
         now = self.now()
-        for port in self.nic_ports.ports:
+        for index, port in enumerate(self.nic_ports.ports):
             self.nic_ports.set_carrier(port.name, usable(link_flags(port.name)), now)
+            try:
+                self._port_of_ifindex[socket.if_nametoindex(port.name)] = index
+            except OSError:
+                pass
         self.ep.set_link_rate(self.nic_ports.rate_bps())
 
     def _on_link_events(self) -> None:
@@ -243,7 +253,7 @@ class Agent:
     def _receive_batch(self) -> None:
         for _ in range(MAX_BATCH):
             try:
-                data, anc, _flags, src = self.sock.recvmsg(65535, socket.CMSG_SPACE(4))
+                data, anc, _flags, src = self.sock.recvmsg(65535, ANCILLARY)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -257,6 +267,10 @@ class Agent:
             for level, kind, value in anc:
                 if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value:
                     tos = value[0]
+                elif level == socket.IPPROTO_IP and kind == IP_PKTINFO and len(value) >= 4 and self.multiport:
+                    port = self._port_of_ifindex.get(int.from_bytes(value[:4], sys.byteorder))
+                    if port is not None:
+                        self.nic_ports.heard(port, self.now())
             ep = self.local_ep if src[0] in self.local_addrs else self.ep
             ep.receive(self.now(), src[0], data, tos)
 
@@ -306,15 +320,18 @@ class Agent:
                 if now >= next_sample:
                     self._sample(now)
                     next_sample = now + self.sample_s
+                    if nic.check_silence(now):
+                        self.ep.set_link_rate(nic.rate_bps())
                 self.runner.poll(now)
                 sent = 0
                 for tx in self.ep.poll(now):
                     port, data = nic.choose(tx.data, self._sport(tx.dst))
                     if self.link_delay_s:
-                        due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s)
+                        due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
+                                          data[0] & 0x0F)
                         wires[port].append((due, tx.dst, data, tx.ect))
                     else:
-                        nic.ports[port].tx += 1
+                        nic.sent(port, now, data[0] & 0x0F)
                         self._send(tx.dst, data, tx.ect, port)
                         sent += 1
                 if self.local_ep is not None:
@@ -387,8 +404,8 @@ class Agent:
             "pacer_lateness": self.lateness.summary(),
             "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
             "nic_ports": self.nic_ports.stats(),
-            "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up}
-                                 for t, name, up in self.nic_ports.changes],
+            "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
+                                 for t, name, up, why in self.nic_ports.changes],
             "series": dict(self.series, period_s=self.sample_s,
                            data_cell_payload_bytes=self.cfg.cell_size),
         })

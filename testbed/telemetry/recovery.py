@@ -7,10 +7,12 @@ the agent saw carrier go), `faults.jsonl` (when each fault was carried out)
 and `reroute.jsonl` (when the controller saw a port change and when its
 last route write was acknowledged).  Times are seconds on the run's clock.
 
-For a cut host link (`link_down` on a host's cable), per affected host (the
-cut host, and every host it was sending to):
+For a cut host link (`link_down` on a host's cable) and for each host of a
+crashed ToR (`switch_stop` of a switch with host ports), per affected host
+(the cut host, and every host it was sending to):
 
-* `host_detect_ms`: the cut to the agent leaving the port (carrier);
+* `host_detect_ms`: the cut to the agent leaving the port (carrier, or
+  silence when the ToR died with the cable up);
 * `fabric_detect_ms` / `rerouted_ms`: the cut to the controller seeing the
   port go down / to its last route write being acknowledged;
 * `before_mbps`: the host's goodput from its first in-order cell to the cut;
@@ -85,7 +87,7 @@ def _recovered_at(series: dict, cut: float, target: float) -> float | None:
 
 
 def recovery(run_dir: Path, scenario: dict, topology) -> list[dict]:
-    """One entry per host-link cut the run carried out (see the module docstring)."""
+    """One entry per host port a fault cut off (see the module docstring)."""
     faults = read_jsonl(run_dir / "faults.jsonl") if (run_dir / "faults.jsonl").exists() else []
     reroutes = read_jsonl(run_dir / "reroute.jsonl") if (run_dir / "reroute.jsonl").exists() else []
     series = host_series(run_dir)
@@ -99,41 +101,54 @@ def recovery(run_dir: Path, scenario: dict, topology) -> list[dict]:
                          / scenario["derived"]["cell_wire_bytes"])
     out = []
     for fault in faults:
-        if fault.get("kind") != "link_down" or fault.get("error"):
+        if fault.get("error"):
             continue
-        link = topology.link(fault["target"])
-        host = link.a if topology.node(link.a).is_host else link.b if topology.node(link.b).is_host else None
-        if host is None:
-            continue
-        cut = fault["t_s"]
-        port = host_interface(host, link.port_on(host))
-        entry = {"fault": f"link_down {fault['target']}", "cut_t_s": cut, "host": host, "port": port,
-                 "rto_floor_ms": round(rto_floor_s * 1e3, 3), "link_payload_mbps": link_payload_mbps,
-                 "hosts": {}}
-        seen = next((c["t_s"] for c in series.get(host, {}).get("changes", [])
-                     if c["port"] == port and not c["up"] and c["t_s"] >= cut - 1e-3), None)
-        entry["host_detect_ms"] = None if seen is None else round((seen - cut) * 1e3, 3)
-        reaction = next((r for r in reroutes if r["seen_t_s"] >= cut - 1e-3 and fault["target"] in r["dead_links"]),
-                        None)
-        entry["fabric_detect_ms"] = None if reaction is None else round((reaction["seen_t_s"] - cut) * 1e3, 3)
-        entry["rerouted_ms"] = None if reaction is None else round((reaction["done_t_s"] - cut) * 1e3, 3)
-        entry["routes_moved"] = None if reaction is None else reaction["routes_moved"]
-        for who in [host] + sorted(sends_to.get(host, set()) - {host}):
-            s = series.get(who)
-            active = s and _active(s)
-            if not active or active[1] <= cut:
-                continue
-            before = _rate(s, active[0], cut) if active[0] < cut else None
-            one_port = before / s["ports"] if before else None
-            at = _recovered_at(s, cut, RECOVERED_SHARE * one_port) if one_port else None
-            after = _rate(s, cut, active[1])
-            entry["hosts"][who] = {
-                "before_mbps": before, "ports": s["ports"], "one_port_mbps": one_port,
-                "after_mbps": after, "after_over_link_payload": after / link_payload_mbps if after else None,
-                "recovered_ms": None if at is None else round(max(0.0, at - cut) * 1e3, 3),
-                "recovered_rto_floors": None if at is None else round(max(0.0, at - cut) / rto_floor_s, 3)}
-        out.append(entry)
+        for host, port_number in _cut_ports(fault, topology):
+            out.append(_entry(fault, host, host_interface(host, port_number), series, sends_to, reroutes,
+                              rto_floor_s, link_payload_mbps))
     return out
+
+
+def _cut_ports(fault: dict, topology) -> list[tuple[str, int]]:
+    """(host, NIC port) that a fault cut off: a host cable taken down, or every host port of a ToR that stopped."""
+    if fault["kind"] == "link_down":
+        link = topology.link(fault["target"])
+        for host, other in ((link.a, link.b), (link.b, link.a)):
+            if topology.node(host).is_host:
+                return [(host, link.port_on(host))]
+    if fault["kind"] == "switch_stop":
+        return [(p.peer, p.peer_port) for p in topology.ports(fault["target"]) if p.tier == "host"]
+    return []
+
+
+def _entry(fault, host, port, series, sends_to, reroutes, rto_floor_s, link_payload_mbps) -> dict:
+    cut = fault["t_s"]
+    entry = {"fault": f"{fault['kind']} {fault['target']}", "cut_t_s": cut, "host": host, "port": port,
+             "rto_floor_ms": round(rto_floor_s * 1e3, 3), "link_payload_mbps": link_payload_mbps, "hosts": {}}
+    change = next((c for c in series.get(host, {}).get("changes", [])
+                   if c["port"] == port and not c["up"] and c["t_s"] >= cut - 1e-3), None)
+    entry["host_detect_ms"] = None if change is None else round((change["t_s"] - cut) * 1e3, 3)
+    entry["host_detect_by"] = None if change is None else change.get("why", "carrier")
+    reaction = fault.get("reroute") or next(
+        (r for r in reroutes if r["seen_t_s"] >= cut - 1e-3 and fault["target"] in r["dead_links"]), None)
+    entry["fabric_detect_ms"] = None if reaction is None else round((reaction["seen_t_s"] - cut) * 1e3, 3)
+    entry["rerouted_ms"] = None if reaction is None else round((reaction["done_t_s"] - cut) * 1e3, 3)
+    entry["routes_moved"] = None if reaction is None else reaction["routes_moved"]
+    for who in [host] + sorted(sends_to.get(host, set()) - {host}):
+        s = series.get(who)
+        active = s and _active(s)
+        if not active or active[1] <= cut:
+            continue
+        before = _rate(s, active[0], cut) if active[0] < cut else None
+        one_port = before / s["ports"] if before else None
+        at = _recovered_at(s, cut, RECOVERED_SHARE * one_port) if one_port else None
+        after = _rate(s, cut, active[1])
+        entry["hosts"][who] = {
+            "before_mbps": before, "ports": s["ports"], "one_port_mbps": one_port,
+            "after_mbps": after, "after_over_link_payload": after / link_payload_mbps if after else None,
+            "recovered_ms": None if at is None else round(max(0.0, at - cut) * 1e3, 3),
+            "recovered_rto_floors": None if at is None else round(max(0.0, at - cut) / rto_floor_s, 3)}
+    return entry
 
 
 def plot_goodput(run_dirs: dict[str, Path], path: Path) -> bool:

@@ -371,7 +371,7 @@ def _recovery_lines(summaries: dict[str, dict]) -> list[str]:
         for r in summary.get("recovery") or []:
             lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s']:.3f} s")
             lines.append(f"- {r['host']} left its port {r['port']} {_ms(r['host_detect_ms'])} after the cut "
-                         f"(carrier); the controller saw the port go down after {_ms(r['fabric_detect_ms'])} and "
+                         f"({r.get('host_detect_by') or 'not at all'}); the controller saw the port go down after {_ms(r['fabric_detect_ms'])} and "
                          f"had moved {r['routes_moved'] if r['routes_moved'] is not None else 'no'} routes by "
                          f"{_ms(r['rerouted_ms'])}")
             for host, h in r["hosts"].items():

@@ -66,3 +66,27 @@ def test_a_cut_host_link_fails_over_to_the_other_port_without_loss(tmp_path, reg
     assert after[-1][1] - after[0][1] > 100, "the surviving port did not carry the traffic"
     assert summary["drops"]["data_balance"]["verdict"] in ("balances", "balances within untyped losses"), \
         summary["drops"]["data_balance"]
+
+
+def test_a_crashed_tor_is_left_by_silence_and_no_message_is_lost(tmp_path, registry):
+    """leaf1 dies with its cables up: no carrier tells h1 anything, so it must notice that its
+    leaf1 port stopped hearing back, and use its other port until leaf1 returns."""
+    text = SCENARIO.replace("CC", "tita").replace(
+        "{at_s: 1.5, kind: link_down, target: h1-leaf1}", "{at_s: 1.5, kind: switch_restart, target: leaf1, duration_s: 1.5}")
+    (variant,) = expand_variants(parse_scenario(text, "failover-tor.yaml"))
+    variant = fitted(variant)
+    scenario = variant.scenario
+    run_dir = tmp_path / "failover-tor"
+    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
+    summary = summarize_variant(run_dir, scenario.topo)
+    context = f"notes {result.notes}, agents {result.agents}, recovery {summary['recovery']}, faults {summary['faults']}"
+    assert all(code == 0 for code in result.agents.values()), context
+    assert summary["messages_planned"] == summary["messages_completed"] == summary["messages_delivered_verified"] == 2
+    (cut,) = summary["recovery"]  # h1 is leaf1's only host
+    rtt_ms = scenario.derived.base_rtt_us / 1e3
+    assert cut["host"] == "h1" and cut["host_detect_by"] == "silence", context
+    assert cut["host_detect_ms"] < 6 * rtt_ms, context  # 4 RTTs of silence, judged every few cell times
+    assert cut["routes_moved"], context
+    # It dips and comes back (no bound on how fast: each retry of the dead port costs 4 RTTs of cells).
+    for host, figures in cut["hosts"].items():
+        assert figures["recovered_ms"] is not None, (host, context)

@@ -35,7 +35,7 @@ def test_entropy_choice_follows_the_nic_digit_and_rewrites_it_off_a_dead_port():
         assert port == 1
         assert entropy_of(data) == e - (e % 2) + 1  # the nic digit names the port it left by
         assert data[4:] == cell(e)[4:]  # nothing else changed
-    assert nic.ports[1].rerouted == 4 and nic.changes == [(1.0, "h1-eth0", False)]
+    assert nic.ports[1].rerouted == 4 and nic.changes == [(1.0, "h1-eth0", False, "carrier")]
 
 
 def test_flow_choice_keeps_a_flow_on_one_port_and_moves_it_whole():
@@ -121,3 +121,46 @@ def test_carrier_events_arrive_when_the_far_end_goes_down():
         events.close()
         subprocess.run(["ip", "link", "del", a], capture_output=True)
     assert carrier.link_flags(a) is None
+
+
+def test_a_port_that_sends_and_hears_nothing_goes_silent_and_is_tried_again():
+    nic = NicPorts(["a", "b"], 1e6, "entropy", silence_s=0.1)
+    assert nic.retry_s == pytest.approx(0.4)
+    for t in (0.0, 0.05):
+        nic.on_wire(0, t, 100, 0.0)
+        nic.on_wire(1, t, 100, 0.0)
+    nic.heard(1, 0.06)
+    assert not nic.check_silence(0.09)  # not yet silent for silence_s
+    assert nic.check_silence(0.11) and not nic.ports[0].up and nic.ports[1].up
+    assert nic.rate_bps() == 1e6 and nic.changes[-1] == (0.11, "a", False, "silence")
+    assert nic.choose(cell(0), 1)[0] == 1
+    nic.on_wire(1, 0.2, 100, 0.0)  # b keeps sending, and keeps hearing back
+    nic.heard(1, 0.25)
+    assert not nic.check_silence(0.3)
+    assert nic.check_silence(0.52) and nic.ports[0].up  # retried after retry_s
+    assert nic.changes[-1] == (0.52, "a", True, "retry")
+    nic.heard(0, 0.53)
+    nic.on_wire(0, 0.6, 100, 0.0)
+    assert not nic.check_silence(0.65)  # sending again, heard recently
+
+
+def test_silence_is_not_judged_where_answers_may_come_back_by_another_port():
+    flow = NicPorts(["a", "b"], 1e6, "flow", silence_s=0.1)
+    flow.on_wire(0, 0.0, 100, 0.0)
+    assert not flow.check_silence(5.0) and flow.ports[0].up
+    single = NicPorts(["a"], 1e6, "entropy", silence_s=0.1)
+    single.on_wire(0, 0.0, 100, 0.0)
+    assert not single.check_silence(5.0)
+    both = NicPorts(["a", "b"], 1e6, "entropy", silence_s=0.1)  # the last live port never goes silent
+    both.set_carrier("b", False, 0.0)
+    both.on_wire(0, 0.0, 100, 0.0)
+    assert not both.check_silence(5.0) and both.ports[0].up
+
+
+def test_only_cells_that_are_answered_start_the_silence_clock():
+    nic = NicPorts(["a", "b"], 1e6, "entropy", silence_s=0.1)
+    nic.on_wire(0, 0.0, 100, 0.0, cell_type=wire.ACK)  # an ACK is never answered
+    nic.sent(0, 0.0, wire.CREDIT_STOP)
+    assert not nic.check_silence(1.0) and nic.ports[0].up
+    nic.sent(0, 1.0, wire.CREDIT)
+    assert nic.check_silence(1.2) and not nic.ports[0].up
