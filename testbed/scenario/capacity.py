@@ -128,7 +128,9 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     """What the scenario's busiest moment asks of the CPU."""
     topo = scenario.topo
     derived = scenario.derived
-    cells_per_host = scenario.links.host.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
+    # A dual-homed host sends on both NIC ports at once (testbed/host/nic.py): twice the cells.
+    nic_ports = 2 if getattr(scenario.topology, "dual_homed", False) else 1
+    cells_per_host = nic_ports * scenario.links.host.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
     # Hosts sending at their NIC rate at once in the busiest phase; a receiver-paced
     # transport (tita) cannot send more than its receivers' links take.
     paced = scenario.transport.cc == "tita"
