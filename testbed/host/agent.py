@@ -15,9 +15,13 @@ A dual-port NIC (`nic_interfaces` names two interfaces, one per ToR) uses
 both ports at once (`testbed.host.nic`): each flow has a socket per port,
 bound to that port's interface, and each port its own wire.  The agent
 listens to the kernel's link changes (`testbed.host.carrier`): a port that
-loses carrier is left at once, the NIC's rate drops to the ports still up,
-and the change is recorded with its time; cells lost on the dead port are
-recovered by the transport's retransmissions.
+loses carrier is left at once; IP_PKTINFO tells which port each datagram
+arrived on, so a port that stops hearing back goes silent and is left too
+(`NicPorts.check_silence`, every sample).  The NIC's rate follows the ports
+still up, each change is recorded with its time, and cells lost on a dead
+port are recovered by the transport's retransmissions.  Every few cell
+times the agent samples its in-order DATA cells and each port's sends: the
+report's goodput over time.
 """
 
 from __future__ import annotations
