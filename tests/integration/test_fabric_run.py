@@ -54,10 +54,33 @@ def test_pingall_on_a_k4_fat_tree(tmp_path, registry, processes):
 
 
 def test_kill_9_then_clean_leaves_nothing(tmp_path, registry, processes):
+    text = PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}",
+                          processes=processes) + "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n"
+    kill_and_clean(tmp_path, registry, text, lambda run_dir, data: any(p["role"].startswith("agent")
+                                                                         for p in data["processes"]))
+
+
+def test_kill_9_mid_fault_then_clean_leaves_nothing(tmp_path, registry):
+    """Killed while an agent is stopped and a cable is down: clean still removes everything."""
+    text = PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}",
+                          processes="auto").replace("duration_s: 5", "duration_s: 200") + (
+        "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n"
+        "faults:\n"
+        "  - {at_s: 0.2, kind: agent_stall, target: h1, duration_s: 100}\n"
+        "  - {at_s: 0.3, kind: link_down, target: leaf1-spine1}\n")
+
+    def mid_fault(run_dir, data):
+        faults = run_dir / "faults.jsonl"
+        return faults.exists() and len(faults.read_text().splitlines()) >= 2
+
+    kill_and_clean(tmp_path, registry, text, mid_fault)
+
+
+def kill_and_clean(tmp_path, registry, text: str, ready) -> None:
+    """Start `testbed run`, kill -9 it once ready(run_dir, manifest) holds, then `testbed clean`:
+    every interface it made and every process it started must be gone."""
     scenario = tmp_path / "long.yaml"
-    scenario.write_text(PINGALL.format(name="long", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}",
-                                       processes=processes)
-                        + "  - {kind: permutation, start_s: 0, message_bytes: 50000000, count: 1}\n")
+    scenario.write_text(text)
     before = interfaces()
     run = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--force", str(scenario), "--runs-dir",
                             str(tmp_path / "runs")],
@@ -66,16 +89,16 @@ def test_kill_9_then_clean_leaves_nothing(tmp_path, registry, processes):
     manifest_path = None
     deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:  # wait until agents run: everything exists by then
+        while time.monotonic() < deadline:  # wait until the run is where the test wants it
             paths = list(tmp_path.glob("runs/long/*/base/manifest.json"))
             if paths:
                 data = json.loads(paths[0].read_text())
-                if any(p["role"].startswith("agent") for p in data["processes"]):
+                if ready(paths[0].parent, data):
                     manifest_path = paths[0]
                     break
             assert run.poll() is None, f"run ended early:\n{run.stdout.read()}"
             time.sleep(0.2)
-        assert manifest_path, "the run never started its agents"
+        assert manifest_path, "the run never got there"
         run.send_signal(signal.SIGKILL)
         run.wait()
         data = json.loads(manifest_path.read_text())
