@@ -153,9 +153,11 @@ class ExternMixin:
                     self.emit(f"    {line}")
                 self.emit(f"    {out}.append({packed})")
         elif isinstance(t, ir.StackT) and isinstance(ir.strip_newtype(t.element), ir.HeaderT):
-            h = self.tmp("h")
-            self.emit(f"for {h} in {self.ex(arg)}.elems:")
-            self.emit(f"    if {h}._valid: {out}.append({h}._bytes())")
+            h, st = self.tmp("h"), self.tmp("st")
+            self.emit(f"{st} = {self.ex(arg)}")
+            self.emit(f"if {st}._live:")  # a stack not live has no valid element
+            self.emit(f"    for {h} in {st}.elems:")
+            self.emit(f"        if {h}._valid: {out}.append({h}._bytes())")
         else:
             self.emit(f"{self.ex(arg)}._emit({out})")
         return "None"
@@ -546,7 +548,10 @@ class ExternMixin:
         for container, n in stacks.items():
             if n > 1:
                 local = names[container + "["] = self.tmp("s") + "["
-                self.emit(f"{local[:-1]} = {container}")
+                # a stack that is not live reads as its class's pristine elements
+                # (only read here): the packet's own are not made for this
+                stack = container[:-len(".elems")]
+                self.emit(f"{local[:-1]} = {container} if {stack}._live else {stack}._blank")
         for holder, n in headers.items():
             if n > 1 and not _STACK_ELEMENT.match(holder):
                 local = names[holder + "."] = self.tmp("h") + "."
