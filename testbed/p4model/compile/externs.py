@@ -24,6 +24,22 @@ _STACK_ELEMENT = re.compile(r"^(.+\.elems)\[\d+\]$")  # a header stack's element
 _PLAIN_READ = re.compile(r"[A-Za-z_][\w.]*")  # a field read: safe to evaluate once per struct item
 
 
+def _pure(e: ir.Expr) -> bool:
+    """`e` reads values only (no call, nothing that can raise): it may be
+    evaluated out of its place in an argument list."""
+    if isinstance(e, (ir.Const, ir.VarRef)):
+        return True
+    if isinstance(e, ir.Member):
+        return not isinstance(ir.strip_newtype(e.base.type), ir.StackT) and _pure(e.base)
+    if isinstance(e, (ir.Cast, ir.Slice)):
+        return _pure(e.operand if isinstance(e, ir.Cast) else e.base)
+    if isinstance(e, ir.ListExpr):
+        return all(_pure(x) for x in e.items)
+    if isinstance(e, ir.StructExpr):
+        return all(_pure(x) for x in e.fields.values())
+    return False
+
+
 def enum_member(e: ir.Expr) -> str:
     """Name of an enum constant argument (e.g. HashAlgorithm.crc16)."""
     t = ir.strip_newtype(e.type)
@@ -304,17 +320,63 @@ class ExternMixin:
     def f_hash(self, e, want):
         result, algo, base, data, max_ = e.args
         hf = self.hasher(algo)
-        h = f"{hf}({self.pack(data)})"
+        direct = self._identity_direct(data) if enum_member(algo) == "identity" else None
+        h = direct or f"{hf}({self.pack(data)})"
         b = self.ex(base)
         if isinstance(max_, ir.Const):
             if max_.value == 0:
                 value = b
             else:
                 value = f"{b} + {h} % {max_.value}"
+        elif direct is not None and _pure(data) and _pure(max_) and isinstance(base, ir.Const):
+            # hashing.reduce written out (max 0 taken as 1: the result is base); reading
+            # max before the data is safe: neither has side effects
+            m, b = self.tmp("m"), int(base.value) & 0xffffffffffffffff
+            value = f"(({h} % {m}) if ({m} := ({self.ex(max_)}) & 0xffffffffffffffff) else 0)"
+            if b:
+                value = f"({value} + {b}) & 0xffffffffffffffff"
         else:
             value = f"_hash_reduce({h}, {b}, {self.ex(max_)})"
         self.assign(result, value, ir.IntLitT())
         return "None"
+
+    def _identity_direct(self, data: ir.Expr) -> str | None:
+        """The identity hash of a field list as an int expression, without
+        its bytes, or None.  identity is the first 8 bytes of the packed list
+        (hashing.identity), so for fields of W bits in all (padded to whole
+        bytes at the end) it is their concatenation shifted left by the pad,
+        or its top 64 bits; an invalid header packs to nothing (0).  Lists
+        without varbits, either all outside headers or all in one header."""
+        leaves = self.flatten(data)
+        if any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
+            return None
+        guards = {g for _, g, _ in leaves}
+        if len(guards) > 1:
+            return None
+        guard = guards.pop() if guards else None
+        total = sum(width_of(t) for _, _, t in leaves)
+        if total == 0:
+            return "0"
+        parts, shift = [], total
+        for code, _, t in leaves:
+            w = width_of(t)
+            shift -= w
+            if w == 0:
+                continue
+            v = to_unsigned(code, t)
+            sc = scalar_type(t)
+            if not (isinstance(sc, ir.BitT) and not sc.signed):
+                v = f"({v} & {mask(w)})"
+            parts.append(f"({v} << {shift})" if shift else v)
+        value = " | ".join(parts)
+        pad = -total % 8
+        if total > 64:
+            value = f"(({value}) >> {total - 64})"
+        elif pad:
+            value = f"(({value}) << {pad})"
+        else:
+            value = f"({value})"
+        return f"({value} if {guard} else 0)" if guard else value
 
     def _checksum_guard(self, field: ir.Expr) -> str | None:
         if isinstance(field, ir.Member) and isinstance(ir.strip_newtype(field.base.type), ir.HeaderT):
