@@ -24,6 +24,14 @@ _STACK_ELEMENT = re.compile(r"^(.+\.elems)\[\d+\]$")  # a header stack's element
 _PLAIN_READ = re.compile(r"[A-Za-z_][\w.]*")  # a field read: safe to evaluate once per struct item
 
 
+def _stack_of(guard: str | None) -> str | None:
+    """The header stack of a leaf whose guard is `stack.elems[i]._valid`, else None."""
+    if guard is None or not guard.endswith("._valid"):
+        return None
+    m = _STACK_ELEMENT.match(guard[:-len("._valid")])
+    return m.group(1)[:-len(".elems")] if m else None
+
+
 def _pure(e: ir.Expr) -> bool:
     """`e` reads values only (no call, nothing that can raise): it may be
     evaluated out of its place in an argument list."""
@@ -440,16 +448,17 @@ class ExternMixin:
         if len(runs) > 1 and any(width % 16 for _, width in runs):
             return None
         known = [g is None or g in checked for _, g, _ in leaves]  # valid here: no test
+        stacks = [_stack_of(g) for _, g, _ in leaves]  # the stack holding each leaf's header, if any
         leaves = self._bind_holders(leaves)
         total = sum(width_of(t) for _, _, t in leaves)
         total += -total % 8             # pack_fields pads to whole bytes,
         total += -total % 16            # csum16 an odd byte count to a word
-        sums: list = []                 # [guard or None, terms] per run
+        sums: list = []                 # [guard or None, terms, leaf guard, stack] per run
         offset = total
-        for (code, g, t), valid in zip(leaves, known):
+        for (code, g, t), valid, stack in zip(leaves, known, stacks):
             guard = None if valid else g
             if not sums or sums[-1][0] != guard or sums[-1][2] != g:
-                sums.append([guard, [], g])
+                sums.append([guard, [], g, stack if guard else None])
             w = width_of(t)
             offset -= w
             if w == 0:
@@ -460,12 +469,25 @@ class ExternMixin:
                 v = f"({v} & {mask(w)})"
             sums[-1][1].append(f"({v} << {offset % 16})" if offset % 16 else v)
         acc = self.tmp("sum")
-        for i, (guard, terms, _) in enumerate(sums):
+        within = None  # the stack whose `if stack._live:` the lines are in
+        for i, (guard, terms, _, stack) in enumerate(sums):
             value = " + ".join(terms) or "0"
             if i == 0:
                 self.emit(f"{acc} = {value}" + (f" if {guard} else 0" if guard else ""))
-            elif terms:
-                self.emit(f"if {guard}: {acc} += {value}" if guard else f"{acc} += {value}")
+                continue
+            if not terms:
+                continue
+            if stack != within:
+                if within is not None:
+                    self.src.dedent()
+                within = stack
+                if stack is not None:
+                    # a stack that is not live has no valid element: one test, not one per element
+                    self.emit(f"if {stack}._live:")
+                    self.src.indent()
+            self.emit(f"if {guard}: {acc} += {value}" if guard else f"{acc} += {value}")
+        if within is not None:
+            self.src.dedent()
         if not sums:
             self.emit(f"{acc} = 0")
         return f"((~((({acc} - 1) % 0xFFFF) + 1) & 0xFFFF) if {acc} else 0xFFFF)"
