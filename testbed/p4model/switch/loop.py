@@ -200,6 +200,7 @@ class Switch(Device):
         schedule = self.schedule
         on_wire = schedule.transmit_lag
         ports = self.ports if not self.captures else {}  # captured ports go through _send
+        handoffs = self.handoffs if not self.captures else {}  # captured links go through _release
         drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
             now_ns = read_clock() - clock_offset if arrival_ns is None else arrival_ns
@@ -233,6 +234,11 @@ class Switch(Device):
                     self._packet_error(datapath, "egress", out, error)
                     continue
                 if result.__class__ is bytes:  # the usual case: one frame, to the job's port
+                    hand_off = handoffs.get(out)
+                    if hand_off is not None:  # a link in memory: the far end takes it at `at` (as _release)
+                        hand_off(at, result)
+                        sent += 1
+                        continue
                     if at == now_ns and not schedule.held:  # on time, nothing held: out it goes
                         p = ports.get(out)
                         if p is not None:
