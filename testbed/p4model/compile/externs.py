@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import struct
 
+from testbed.p4model import externs as rtx
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
 from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
@@ -210,7 +211,20 @@ class ExternMixin:
         return "None"
 
     def m_counter_count(self, e, want):
-        self.emit(f"{self.ex(e.target)}.count({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+        target = self.ex(e.target)
+        counter = self.globals.get(target)
+        if not isinstance(counter, rtx.CounterArray):  # e.g. a counter passed as an argument
+            self.emit(f"{target}.count({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+            return "None"
+        # CounterArray.count written out (no call per packet); its lists are read
+        # through the counter each time, as reset() replaces them
+        index = self.ex(e.args[0])
+        if not isinstance(e.args[0], ir.Const):
+            i = self.tmp("i")
+            self.emit(f"{i} = {index}")
+            index = i
+        self.emit(f"if 0 <= {index} < {counter.size}: "
+                  f"{target}.packets[{index}] += 1; {target}.bytes[{index}] += RT.pkt.ingress_length")
         return "None"
 
     def m_meter_execute_meter(self, e, want):
