@@ -189,12 +189,30 @@ class ExternMixin:
 
     # register / counter / meter
 
+    def _index_code(self, index: ir.Expr) -> str:
+        """`index` as code to read twice: a constant, or a local it is read into."""
+        code = self.ex(index)
+        if isinstance(index, ir.Const):
+            return code
+        i = self.tmp("i")
+        self.emit(f"{i} = {code}")
+        return i
+
     def m_register_read(self, e, want):
         reg = self.ex(e.target)
+        register = self.globals.get(reg)
         t = self.tmp("rv")
-        self.emit(f"{t} = {reg}.read({self.ex(e.args[1])})")
-        self.emit(f"if {t} is not None:")
-        self.src.indent()
+        if isinstance(register, rtx.RegisterArray):
+            # RegisterArray.read written out (no call per packet); `values` is read
+            # through the register each time, as reset() replaces it
+            i = self._index_code(e.args[1])
+            self.emit(f"if 0 <= {i} < {register.size}:")
+            self.src.indent()
+            self.emit(f"{t} = {reg}.values[{i}]")
+        else:
+            self.emit(f"{t} = {reg}.read({self.ex(e.args[1])})")
+            self.emit(f"if {t} is not None:")
+            self.src.indent()
         rt = scalar_type(e.args[0].type)
         value = t
         if isinstance(rt, ir.BitT) and rt.signed:
@@ -206,8 +224,16 @@ class ExternMixin:
         return "None"
 
     def m_register_write(self, e, want):
+        reg = self.ex(e.target)
+        register = self.globals.get(reg)
+        if isinstance(register, rtx.RegisterArray):  # RegisterArray.write written out
+            i = self._index_code(e.args[0])
+            v = self.tmp("v")  # evaluated whatever the index, as the call's argument was
+            self.emit(f"{v} = {to_unsigned(self.ex(e.args[1]), e.args[1].type)}")
+            self.emit(f"if 0 <= {i} < {register.size}: {reg}.values[{i}] = {v} & {hex(register._mask)}")
+            return "None"
         value = to_unsigned(self.ex(e.args[1]), e.args[1].type)
-        self.emit(f"{self.ex(e.target)}.write({self.ex(e.args[0])}, {value})")
+        self.emit(f"{reg}.write({self.ex(e.args[0])}, {value})")
         return "None"
 
     def m_counter_count(self, e, want):
@@ -218,11 +244,7 @@ class ExternMixin:
             return "None"
         # CounterArray.count written out (no call per packet); its lists are read
         # through the counter each time, as reset() replaces them
-        index = self.ex(e.args[0])
-        if not isinstance(e.args[0], ir.Const):
-            i = self.tmp("i")
-            self.emit(f"{i} = {index}")
-            index = i
+        index = self._index_code(e.args[0])
         self.emit(f"if 0 <= {index} < {counter.size}: "
                   f"{target}.packets[{index}] += 1; {target}.bytes[{index}] += RT.pkt.ingress_length")
         return "None"
