@@ -192,7 +192,8 @@ class Switch(Device):
                 self.receive(port, data, now_ns)
                 self.service(now_ns)
             return
-        read_clock, clock_offset = self.clock.reading()
+        if arrival_ns is None:  # frames from a port: each at its own clock reading
+            read_clock, clock_offset = self.clock.reading()
         ingress, egress_now = datapath.ingress, datapath.egress_now
         depart_now, offer = self.tm.depart_now, self.tm.offer
         classify = cell_class
