@@ -43,29 +43,63 @@ class PacketAbort(Exception):
 
 class HeaderStack:
     """A header stack: `elems` are header (or union) objects, `nxt` is the
-    index of the next free element (P4's nextIndex)."""
+    index of the next free element (P4's nextIndex).
 
-    __slots__ = ("elems", "nxt")
+    The element objects are made on first use of `elems` (`__getattr__`
+    runs only while the slot is unset): most packets never touch most
+    stacks, and building ten option headers per packet cost more than
+    parsing.  `_live` says whether they exist; a stack that is not live
+    has every element invalid and zero, so emit, copy, compare and the
+    generated checksum/deparser code skip it without making them."""
+
+    __slots__ = ("elems", "nxt", "_live")
     size = 0
     _oob_code = 0  # error code of StackOutOfBounds, set per program
+    _blank = ()  # `size` pristine elements, read-only: what a stack that is not live reads as
+
+    def __init__(self) -> None:
+        self.nxt = 0
+        self._live = False
+
+    def __getattr__(self, name):
+        if name == "elems":
+            elems = self.elems = self._new_elems()
+            self._live = True
+            return elems
+        raise AttributeError(name)
+
+    def _new_elems(self) -> list:  # generated per stack class
+        raise NotImplementedError
 
     def _copy(self):
         n = self.__class__.__new__(self.__class__)
-        n.elems = [e._copy() for e in self.elems]
         n.nxt = self.nxt
+        if self._live:
+            n.elems = [e._copy() for e in self.elems]
+            n._live = True
+        else:
+            n._live = False
         return n
 
     def _set(self, other) -> None:
-        for mine, theirs in zip(self.elems, other.elems):
-            mine._set(theirs)
+        if other._live:
+            for mine, theirs in zip(self.elems, other.elems):
+                mine._set(theirs)
+        elif self._live:  # in place (elements keep their identity), as from pristine elements
+            for e in self.elems:
+                e._reset()
         self.nxt = other.nxt
 
     def _reset(self) -> None:
-        for e in self.elems:
-            e._reset()
+        """Back to a new stack's state (fresh elements, as __init__ gave)."""
+        if self._live:
+            del self.elems
+            self._live = False
         self.nxt = 0
 
     def _eq(self, other) -> bool:
+        if not self._live and not other._live:
+            return True
         return all(a._eq(b) for a, b in zip(self.elems, other.elems))
 
     def _next(self):
@@ -122,11 +156,12 @@ class HeaderStack:
         self.nxt = max(self.nxt - count, 0)
 
     def _emit(self, out: list) -> None:
-        for e in self.elems:
-            e._emit(out)
+        if self._live:
+            for e in self.elems:
+                e._emit(out)
 
     def _nbytes(self) -> int:
-        return sum(e._nbytes() for e in self.elems)
+        return sum(e._nbytes() for e in self.elems) if self._live else 0
 
 
 class ValueSet:

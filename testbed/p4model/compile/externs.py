@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import struct
 
+from testbed.p4model import externs as rtx
 from testbed.p4model import hashing
 from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
 from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
@@ -22,6 +23,30 @@ from testbed.p4model.frontend import ir
 _STACK_ELEMENT = re.compile(r"^(.+\.elems)\[\d+\]$")  # a header stack's element by constant index
 
 _PLAIN_READ = re.compile(r"[A-Za-z_][\w.]*")  # a field read: safe to evaluate once per struct item
+
+
+def _stack_of(guard: str | None) -> str | None:
+    """The header stack of a leaf whose guard is `stack.elems[i]._valid`, else None."""
+    if guard is None or not guard.endswith("._valid"):
+        return None
+    m = _STACK_ELEMENT.match(guard[:-len("._valid")])
+    return m.group(1)[:-len(".elems")] if m else None
+
+
+def _pure(e: ir.Expr) -> bool:
+    """`e` reads values only (no call, nothing that can raise): it may be
+    evaluated out of its place in an argument list."""
+    if isinstance(e, (ir.Const, ir.VarRef)):
+        return True
+    if isinstance(e, ir.Member):
+        return not isinstance(ir.strip_newtype(e.base.type), ir.StackT) and _pure(e.base)
+    if isinstance(e, (ir.Cast, ir.Slice)):
+        return _pure(e.operand if isinstance(e, ir.Cast) else e.base)
+    if isinstance(e, ir.ListExpr):
+        return all(_pure(x) for x in e.items)
+    if isinstance(e, ir.StructExpr):
+        return all(_pure(x) for x in e.fields.values())
+    return False
 
 
 def enum_member(e: ir.Expr) -> str:
@@ -153,21 +178,41 @@ class ExternMixin:
                     self.emit(f"    {line}")
                 self.emit(f"    {out}.append({packed})")
         elif isinstance(t, ir.StackT) and isinstance(ir.strip_newtype(t.element), ir.HeaderT):
-            h = self.tmp("h")
-            self.emit(f"for {h} in {self.ex(arg)}.elems:")
-            self.emit(f"    if {h}._valid: {out}.append({h}._bytes())")
+            h, st = self.tmp("h"), self.tmp("st")
+            self.emit(f"{st} = {self.ex(arg)}")
+            self.emit(f"if {st}._live:")  # a stack not live has no valid element
+            self.emit(f"    for {h} in {st}.elems:")
+            self.emit(f"        if {h}._valid: {out}.append({h}._bytes())")
         else:
             self.emit(f"{self.ex(arg)}._emit({out})")
         return "None"
 
     # register / counter / meter
 
+    def _index_code(self, index: ir.Expr) -> str:
+        """`index` as code to read twice: a constant, or a local it is read into."""
+        code = self.ex(index)
+        if isinstance(index, ir.Const):
+            return code
+        i = self.tmp("i")
+        self.emit(f"{i} = {code}")
+        return i
+
     def m_register_read(self, e, want):
         reg = self.ex(e.target)
+        register = self.globals.get(reg)
         t = self.tmp("rv")
-        self.emit(f"{t} = {reg}.read({self.ex(e.args[1])})")
-        self.emit(f"if {t} is not None:")
-        self.src.indent()
+        if isinstance(register, rtx.RegisterArray):
+            # RegisterArray.read written out (no call per packet); `values` is read
+            # through the register each time, as reset() replaces it
+            i = self._index_code(e.args[1])
+            self.emit(f"if 0 <= {i} < {register.size}:")
+            self.src.indent()
+            self.emit(f"{t} = {reg}.values[{i}]")
+        else:
+            self.emit(f"{t} = {reg}.read({self.ex(e.args[1])})")
+            self.emit(f"if {t} is not None:")
+            self.src.indent()
         rt = scalar_type(e.args[0].type)
         value = t
         if isinstance(rt, ir.BitT) and rt.signed:
@@ -179,12 +224,29 @@ class ExternMixin:
         return "None"
 
     def m_register_write(self, e, want):
+        reg = self.ex(e.target)
+        register = self.globals.get(reg)
+        if isinstance(register, rtx.RegisterArray):  # RegisterArray.write written out
+            i = self._index_code(e.args[0])
+            v = self.tmp("v")  # evaluated whatever the index, as the call's argument was
+            self.emit(f"{v} = {to_unsigned(self.ex(e.args[1]), e.args[1].type)}")
+            self.emit(f"if 0 <= {i} < {register.size}: {reg}.values[{i}] = {v} & {hex(register._mask)}")
+            return "None"
         value = to_unsigned(self.ex(e.args[1]), e.args[1].type)
-        self.emit(f"{self.ex(e.target)}.write({self.ex(e.args[0])}, {value})")
+        self.emit(f"{reg}.write({self.ex(e.args[0])}, {value})")
         return "None"
 
     def m_counter_count(self, e, want):
-        self.emit(f"{self.ex(e.target)}.count({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+        target = self.ex(e.target)
+        counter = self.globals.get(target)
+        if not isinstance(counter, rtx.CounterArray):  # e.g. a counter passed as an argument
+            self.emit(f"{target}.count({self.ex(e.args[0])}, RT.pkt.ingress_length)")
+            return "None"
+        # CounterArray.count written out (no call per packet); its lists are read
+        # through the counter each time, as reset() replaces them
+        index = self._index_code(e.args[0])
+        self.emit(f"if 0 <= {index} < {counter.size}: "
+                  f"{target}.packets[{index}] += 1; {target}.bytes[{index}] += RT.pkt.ingress_length")
         return "None"
 
     def m_meter_execute_meter(self, e, want):
@@ -302,17 +364,63 @@ class ExternMixin:
     def f_hash(self, e, want):
         result, algo, base, data, max_ = e.args
         hf = self.hasher(algo)
-        h = f"{hf}({self.pack(data)})"
+        direct = self._identity_direct(data) if enum_member(algo) == "identity" else None
+        h = direct or f"{hf}({self.pack(data)})"
         b = self.ex(base)
         if isinstance(max_, ir.Const):
             if max_.value == 0:
                 value = b
             else:
                 value = f"{b} + {h} % {max_.value}"
+        elif direct is not None and _pure(data) and _pure(max_) and isinstance(base, ir.Const):
+            # hashing.reduce written out (max 0 taken as 1: the result is base); reading
+            # max before the data is safe: neither has side effects
+            m, b = self.tmp("m"), int(base.value) & 0xffffffffffffffff
+            value = f"(({h} % {m}) if ({m} := ({self.ex(max_)}) & 0xffffffffffffffff) else 0)"
+            if b:
+                value = f"({value} + {b}) & 0xffffffffffffffff"
         else:
             value = f"_hash_reduce({h}, {b}, {self.ex(max_)})"
         self.assign(result, value, ir.IntLitT())
         return "None"
+
+    def _identity_direct(self, data: ir.Expr) -> str | None:
+        """The identity hash of a field list as an int expression, without
+        its bytes, or None.  identity is the first 8 bytes of the packed list
+        (hashing.identity), so for fields of W bits in all (padded to whole
+        bytes at the end) it is their concatenation shifted left by the pad,
+        or its top 64 bits; an invalid header packs to nothing (0).  Lists
+        without varbits, either all outside headers or all in one header."""
+        leaves = self.flatten(data)
+        if any(isinstance(ir.strip_newtype(t), ir.VarbitT) for _, _, t in leaves):
+            return None
+        guards = {g for _, g, _ in leaves}
+        if len(guards) > 1:
+            return None
+        guard = guards.pop() if guards else None
+        total = sum(width_of(t) for _, _, t in leaves)
+        if total == 0:
+            return "0"
+        parts, shift = [], total
+        for code, _, t in leaves:
+            w = width_of(t)
+            shift -= w
+            if w == 0:
+                continue
+            v = to_unsigned(code, t)
+            sc = scalar_type(t)
+            if not (isinstance(sc, ir.BitT) and not sc.signed):
+                v = f"({v} & {mask(w)})"
+            parts.append(f"({v} << {shift})" if shift else v)
+        value = " | ".join(parts)
+        pad = -total % 8
+        if total > 64:
+            value = f"(({value}) >> {total - 64})"
+        elif pad:
+            value = f"(({value}) << {pad})"
+        else:
+            value = f"({value})"
+        return f"({value} if {guard} else 0)" if guard else value
 
     def _checksum_guard(self, field: ir.Expr) -> str | None:
         if isinstance(field, ir.Member) and isinstance(ir.strip_newtype(field.base.type), ir.HeaderT):
@@ -376,16 +484,17 @@ class ExternMixin:
         if len(runs) > 1 and any(width % 16 for _, width in runs):
             return None
         known = [g is None or g in checked for _, g, _ in leaves]  # valid here: no test
+        stacks = [_stack_of(g) for _, g, _ in leaves]  # the stack holding each leaf's header, if any
         leaves = self._bind_holders(leaves)
         total = sum(width_of(t) for _, _, t in leaves)
         total += -total % 8             # pack_fields pads to whole bytes,
         total += -total % 16            # csum16 an odd byte count to a word
-        sums: list = []                 # [guard or None, terms] per run
+        sums: list = []                 # [guard or None, terms, leaf guard, stack] per run
         offset = total
-        for (code, g, t), valid in zip(leaves, known):
+        for (code, g, t), valid, stack in zip(leaves, known, stacks):
             guard = None if valid else g
             if not sums or sums[-1][0] != guard or sums[-1][2] != g:
-                sums.append([guard, [], g])
+                sums.append([guard, [], g, stack if guard else None])
             w = width_of(t)
             offset -= w
             if w == 0:
@@ -396,12 +505,25 @@ class ExternMixin:
                 v = f"({v} & {mask(w)})"
             sums[-1][1].append(f"({v} << {offset % 16})" if offset % 16 else v)
         acc = self.tmp("sum")
-        for i, (guard, terms, _) in enumerate(sums):
+        within = None  # the stack whose `if stack._live:` the lines are in
+        for i, (guard, terms, _, stack) in enumerate(sums):
             value = " + ".join(terms) or "0"
             if i == 0:
                 self.emit(f"{acc} = {value}" + (f" if {guard} else 0" if guard else ""))
-            elif terms:
-                self.emit(f"if {guard}: {acc} += {value}" if guard else f"{acc} += {value}")
+                continue
+            if not terms:
+                continue
+            if stack != within:
+                if within is not None:
+                    self.src.dedent()
+                within = stack
+                if stack is not None:
+                    # a stack that is not live has no valid element: one test, not one per element
+                    self.emit(f"if {stack}._live:")
+                    self.src.indent()
+            self.emit(f"if {guard}: {acc} += {value}" if guard else f"{acc} += {value}")
+        if within is not None:
+            self.src.dedent()
         if not sums:
             self.emit(f"{acc} = 0")
         return f"((~((({acc} - 1) % 0xFFFF) + 1) & 0xFFFF) if {acc} else 0xFFFF)"
@@ -546,7 +668,10 @@ class ExternMixin:
         for container, n in stacks.items():
             if n > 1:
                 local = names[container + "["] = self.tmp("s") + "["
-                self.emit(f"{local[:-1]} = {container}")
+                # a stack that is not live reads as its class's pristine elements
+                # (only read here): the packet's own are not made for this
+                stack = container[:-len(".elems")]
+                self.emit(f"{local[:-1]} = {container} if {stack}._live else {stack}._blank")
         for holder, n in headers.items():
             if n > 1 and not _STACK_ELEMENT.match(holder):
                 local = names[holder + "."] = self.tmp("h") + "."

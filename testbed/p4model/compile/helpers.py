@@ -52,10 +52,6 @@ def _mod(a, b):
     return a % b if b else 0
 
 
-def _hash_reduce(h, base, max_):
-    return _hash_reduce_raw(h, base, max_)
-
-
 def make_helpers(rt: RuntimeState, too_short_code: int) -> dict:
     """The helper namespace for one program (lookahead/advance need the
     program's PacketTooShort error code)."""
@@ -88,7 +84,7 @@ def make_helpers(rt: RuntimeState, too_short_code: int) -> dict:
         "RT": rt, "Cursor": Cursor, "HeaderStack": HeaderStack, "ParseError": ParseError,
         "ExitControl": ExitControl, "PacketAbort": PacketAbort, "pack_fields": pack_fields,
         "_copy_list": _copy_list, "_build": _build, "_build_stack": _build_stack,
-        "_div": _div, "_mod": _mod, "_hash_reduce": _hash_reduce,
+        "_div": _div, "_mod": _mod, "_hash_reduce": _hash_reduce_raw,
         "_lookahead": _lookahead, "_lookahead_hdr": _lookahead_hdr, "_advance": _advance,
         "_log_msg": _log_msg, "_Struct": struct.Struct,
     }

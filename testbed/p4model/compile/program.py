@@ -822,7 +822,20 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             self.emit("c = e.action")
         self.src.dedent()
         self.emit("a = c.action")
-        self.emit(f"{amap}[a]({''.join(x + ', ' for x in ctl_args)}*c.args)")
+        lead = "".join(x + ", " for x in ctl_args)
+        arities = sorted({len(widths) for widths in action_params.values()})
+        if len(arities) <= 3:
+            # the action data as positional arguments, one branch per number of
+            # parameters the table's actions take: a call with *args costs about
+            # twice a plain one; any other count keeps that call (and its error)
+            self.emit("d = c.args")
+            self.emit("n = len(d)")
+            for i, k in enumerate(arities):
+                self.emit(f"{'if' if i == 0 else 'elif'} n == {k}: "
+                          f"{amap}[a]({lead}{''.join(f'd[{j}], ' for j in range(k))})")
+            self.emit(f"else: {amap}[a]({lead}*d)")
+        else:
+            self.emit(f"{amap}[a]({lead}*c.args)")
         self.emit("return hit, a")
         self.src.dedent()
         self._end_def(saved)

@@ -241,15 +241,15 @@ class TypeClasses:
         s.line("__slots__ = ()")
         s.line(f"size = {size}")
         s.line(f"_oob_code = {self.oob_code}")
-        s.line("def __init__(self):")
+        # the elements are made on first use (HeaderStack.__getattr__)
+        s.line("def _new_elems(self):")
         s.indent()
-        if size <= 64:     # a list display: no comprehension frame per packet
-            s.line(f"self.elems = [{', '.join([f'{elem_cls}()'] * size)}]")
+        if size <= 64:     # a list display: no comprehension frame
+            s.line(f"return [{', '.join([f'{elem_cls}()'] * size)}]")
         else:
-            s.line(f"self.elems = [{elem_cls}() for _ in range({size})]")
-        s.line("self.nxt = 0")
+            s.line(f"return [{elem_cls}() for _ in range({size})]")
         s.dedent()
-        s.line("_reset = __init__")
+        s.line(f"_blank = ({elem_cls}(),) * {size}")
         s.dedent()
         s.blank()
 

@@ -194,7 +194,8 @@ class Switch(Device):
                 self.receive(port, data, now_ns)
                 self.service(now_ns)
             return
-        read_clock, clock_offset = self.clock.reading()
+        if arrival_ns is None:  # frames from a port: each at its own clock reading
+            read_clock, clock_offset = self.clock.reading()
         ingress, egress_now = datapath.ingress, datapath.egress_now
         depart_now, offer = self.tm.depart_now, self.tm.offer
         classify = cell_class
@@ -202,6 +203,7 @@ class Switch(Device):
         schedule = self.schedule
         on_wire = schedule.transmit_lag
         ports = self.ports if not self.captures else {}  # captured ports go through _send
+        handoffs = self.handoffs if not self.captures else {}  # captured links go through _release
         drops = tm_drops = to_drop_port = sent = 0
         for data in frames:
             now_ns = read_clock() - clock_offset if arrival_ns is None else arrival_ns
@@ -235,6 +237,11 @@ class Switch(Device):
                     self._packet_error(datapath, "egress", out, error)
                     continue
                 if result.__class__ is bytes:  # the usual case: one frame, to the job's port
+                    hand_off = handoffs.get(out)
+                    if hand_off is not None:  # a link in memory: the far end takes it at `at` (as _release)
+                        hand_off(at, result)
+                        sent += 1
+                        continue
                     if at == now_ns and not schedule.held:  # on time, nothing held: out it goes
                         p = ports.get(out)
                         if p is not None:
