@@ -73,7 +73,7 @@ def _active(series: dict) -> tuple[float, float] | None:
 
 
 def _recovered_at(series: dict, cut: float, target: float) -> float | None:
-    t, mbps = series["t_s"], series["mbps"]
+    t = series["t_s"]
     after = [i for i, x in enumerate(t) if x > cut]
     for k, i in enumerate(after):
         window = after[k:k + RECOVERY_WINDOW]

@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))
-from fitting import fitted  # noqa: E402
-
-from testbed.emulation.run import VariantRun  # noqa: E402
-from testbed.scenario import expand_variants, parse_scenario  # noqa: E402
-from testbed.telemetry.summary import summarize_variant  # noqa: E402
+from fitting import run_fitted  # noqa: E402
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 SCENARIO = """
 name: failover-bmv2
@@ -37,12 +32,7 @@ faults:
 
 
 def test_a_cut_host_link_fails_over_on_bmv2_and_a_degrade_is_refused(tmp_path):
-    (variant,) = expand_variants(parse_scenario(SCENARIO, "failover-bmv2.yaml"))
-    variant = fitted(variant)
-    run_dir = tmp_path / "failover-bmv2"
-    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, variant.scenario.topo)
-    context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
+    _scenario, result, summary, context = run_fitted(SCENARIO, tmp_path / "failover-bmv2")
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_completed"] == summary["messages_delivered_verified"] == 2, context
     (cut,) = summary["recovery"]

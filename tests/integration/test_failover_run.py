@@ -6,18 +6,12 @@ back within 3 RTO floors, and no message is lost: every one is delivered byte fo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from testbed.emulation.run import VariantRun
-from testbed.scenario import expand_variants, parse_scenario
-from testbed.telemetry.summary import summarize_variant
-
-from fitting import fitted  # noqa: E402 (tests/integration is on sys.path)
+from fitting import run_fitted  # noqa: E402 (tests/integration is on sys.path)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 SCENARIO = """
 name: failover
@@ -39,13 +33,8 @@ def test_a_cut_host_link_fails_over_to_the_other_port_without_loss(tmp_path, reg
     """Spraying: each cell's port is its entropy's nic digit; ECMP: each flow keeps one port, so
     the cut moves h1's flow whole (h1 has one flow: then only the surviving port ever sends)."""
     text = SCENARIO.replace("CC", cc).replace("load_balancing: spray", f"load_balancing: {lb}")
-    (variant,) = expand_variants(parse_scenario(text, "failover.yaml"))
-    variant = fitted(variant)
-    scenario = variant.scenario
     run_dir = tmp_path / "failover"
-    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, scenario.topo)
-    context = f"notes {result.notes}, agents {result.agents}, recovery {summary['recovery']}"
+    scenario, result, summary, context = run_fitted(text, run_dir)
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_planned"] == summary["messages_completed"] == 2, context
     assert summary["messages_delivered_verified"] == 2, context
@@ -77,13 +66,7 @@ def test_a_crashed_tor_is_left_by_silence_and_no_message_is_lost(tmp_path, regis
     leaf1 port stopped hearing back, and use its other port until leaf1 returns."""
     text = SCENARIO.replace("CC", "tita").replace(
         "{at_s: 1.5, kind: link_down, target: h1-leaf1}", "{at_s: 1.5, kind: switch_restart, target: leaf1, duration_s: 1.5}")
-    (variant,) = expand_variants(parse_scenario(text, "failover-tor.yaml"))
-    variant = fitted(variant)
-    scenario = variant.scenario
-    run_dir = tmp_path / "failover-tor"
-    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, scenario.topo)
-    context = f"notes {result.notes}, agents {result.agents}, recovery {summary['recovery']}, faults {summary['faults']}"
+    scenario, result, summary, context = run_fitted(text, tmp_path / "failover-tor")
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_planned"] == summary["messages_completed"] == summary["messages_delivered_verified"] == 2
     (cut,) = summary["recovery"]  # h1 is leaf1's only host

@@ -13,7 +13,7 @@ from testbed.emulation.run import VariantRun
 from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.summary import summarize_variant
 
-from fitting import fitted  # noqa: E402 (tests/integration is on sys.path)
+from fitting import fitted, run_fitted  # noqa: E402 (tests/integration is on sys.path)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,13 +71,8 @@ faults:
 
 
 def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_arrives(tmp_path, registry):
-    (variant,) = expand_variants(parse_scenario(DEGRADED, "degraded.yaml"))
-    variant = fitted(variant)
-    scenario = variant.scenario
     run_dir = tmp_path / "degraded"
-    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, scenario.topo)
-    context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
+    scenario, result, summary, context = run_fitted(DEGRADED, run_dir)
     assert [e["kind"] for e in summary["faults"]] == ["link_degrade", "agent_stall", "agent_resume",
                                                       "link_restore"], context
     assert not any(e.get("error") for e in summary["faults"]), context
@@ -111,13 +106,8 @@ faults:
 
 @pytest.mark.parametrize("processes", ["per_switch", "auto"])
 def test_a_restarted_switch_is_routed_around_configured_again_and_the_job_completes(tmp_path, registry, processes):
-    (variant,) = expand_variants(parse_scenario(RESTART.replace("PROCESSES", processes), "restart.yaml"))
-    variant = fitted(variant)
-    scenario = variant.scenario
     run_dir = tmp_path / "restart"
-    result = VariantRun(variant, run_dir, ROOT, progress=lambda m: None).run()
-    summary = summarize_variant(run_dir, scenario.topo)
-    context = f"notes {result.notes}, agents {result.agents}, faults {summary['faults']}"
+    scenario, result, summary, context = run_fitted(RESTART.replace("PROCESSES", processes), run_dir)
     stop, start = summary["faults"]
     assert (stop["kind"], start["kind"]) == ("switch_stop", "switch_start") and not stop.get("error") \
         and not start.get("error"), context
