@@ -32,23 +32,37 @@ def _same_process(pid: int, start_time: int) -> bool:
     return process_start_time(pid) == start_time
 
 
+def _running(pid: int, start_time: int) -> bool:
+    """The listed process, still there and not a zombie (a zombie holds nothing: it waits for its reaper)."""
+    if not _same_process(pid, start_time):
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _kill(manifest: Manifest, report: CleanReport, deadline_s: float = 3.0) -> None:
-    alive = [p for p in manifest.processes if _same_process(p.pid, p.start_time)]
+    alive = [p for p in manifest.processes if _running(p.pid, p.start_time)]
     for record in alive:
         try:
             os.kill(record.pid, signal.SIGTERM)
+            os.kill(record.pid, signal.SIGCONT)  # a stopped process (a stalled agent) acts on it too
         except ProcessLookupError:
             pass
     end = time.monotonic() + deadline_s
-    while time.monotonic() < end and any(_same_process(p.pid, p.start_time) for p in alive):
+    while time.monotonic() < end and any(_running(p.pid, p.start_time) for p in alive):
         time.sleep(0.05)
     for record in alive:
-        if _same_process(record.pid, record.start_time):
+        if _running(record.pid, record.start_time):
             try:
                 os.kill(record.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         report.killed.append(f"{record.role} (pid {record.pid})")
+    end = time.monotonic() + deadline_s  # until the kernel has taken down what SIGKILL hit
+    while time.monotonic() < end and any(_running(p.pid, p.start_time) for p in alive):
+        time.sleep(0.05)
 
 
 def _interface_exists(name: str) -> bool:

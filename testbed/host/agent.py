@@ -53,7 +53,8 @@ from testbed.host.workloads import MessageSpec
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
 IP_PKTINFO = 8  # Linux <netinet/in.h>; the socket module does not name it
-ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(12)  # IP_TOS + struct in_pktinfo
+TOS_ANCILLARY = socket.CMSG_SPACE(4)  # IP_TOS
+ANCILLARY = TOS_ANCILLARY + socket.CMSG_SPACE(12)  # and struct in_pktinfo (dual-port NICs)
 
 
 class AgentError(TestbedError):
@@ -183,7 +184,8 @@ class Agent:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
-            sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)  # the port each datagram arrived on
+            if self.multiport:
+                sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)  # the port each datagram arrived on
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             sock.bind((self.addr, self.port))
         except OSError as e:
@@ -255,9 +257,10 @@ class Agent:
         s["port_tx"].append([p.tx for p in self.nic_ports.ports])
 
     def _receive_batch(self) -> None:
+        ancillary = ANCILLARY if self.multiport else TOS_ANCILLARY
         for _ in range(MAX_BATCH):
             try:
-                data, anc, _flags, src = self.sock.recvmsg(65535, ANCILLARY)
+                data, anc, _flags, src = self.sock.recvmsg(65535, ancillary)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
