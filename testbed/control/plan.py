@@ -60,8 +60,9 @@ def hash_multiplier(seed: int, switch: str) -> int:
     return int.from_bytes(digest, "big") | 1
 
 
-def _group_id(plan: SwitchPlan, ports: tuple[int, ...], cell_mode: int, neighbour_macs: dict[int, str],
+def add_group(plan: SwitchPlan, ports: tuple[int, ...], cell_mode: int, neighbour_macs: dict[int, str],
               divisor: int) -> int:
+    """The id of the plan's group of these member ports, added with its entries if new."""
     if ports in plan.groups:
         return plan.groups[ports]
     group = len(plan.groups) + 1
@@ -104,7 +105,7 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
     layout = layout_of(topology)
     for host in topology.hosts:
         divisor, members = group_choice(topology, layout, switch, topology.next_hops(switch, host))
-        group = _group_id(plan, tuple(members), cell_mode, neighbour_macs, divisor)
+        group = add_group(plan, tuple(members), cell_mode, neighbour_macs, divisor)
         plan.entries.append(TableEntrySpec("FabricIngress.ipv4_routes",
                                            {"dstAddr": (topology.node(host).ip, 32)},
                                            "FabricIngress.route_to_group", {"group_id": group}))

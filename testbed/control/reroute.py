@@ -5,9 +5,8 @@ switch's next hops towards every host, recomputed on the topology without
 the dead links by up*/down* routing (a path climbs, then descends, and
 never turns up again: the valley-free paths of a fat-tree, which on an
 intact fabric are exactly the plan's shortest paths), as groups of the same
-form as the plan's
-(`testbed.control.plan`: same member order and entropy divisor rules), so
-entropy digits keep their meaning on every path that is left.  Updates are
+form as the plan's (`testbed.control.plan`: same member order and entropy
+divisor rules), so entropy digits keep their meaning on every path left.  Updates are
 make-before-break: a group a route needs that the switch does not have yet
 is inserted first, then the route is modified to point to it; groups are
 never deleted while a run lasts (a route may come back to them).  When every
@@ -22,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
-from testbed.control.plan import CELL_MODES, SwitchPlan, _group_id
+from testbed.control.plan import CELL_MODES, SwitchPlan, add_group
 from testbed.topo.entropy import TIER, group_choice, layout_of
 from testbed.topo.model import Topology
 
@@ -137,7 +136,7 @@ class Rerouter:
         used = max((gid for gid, _ in update.groups.values()), default=0)
         scratch.groups = {("taken", i): i for i in range(used)}  # so the next id is used + 1
         macs = {p.number: self.topology.port(p.peer, p.peer_port).mac for p in self.topology.ports(switch)}
-        gid = _group_id(scratch, members, self.cell_mode, macs, divisor)
+        gid = add_group(scratch, members, self.cell_mode, macs, divisor)
         update.inserts += scratch.entries
         update.groups[members] = (gid, divisor)
         return gid
