@@ -327,8 +327,19 @@ class VariantRun:
     def _switch_fault(self, name: str, up: bool) -> dict:
         """Stop a switch's process, or start it again and configure it as at the start (pipeline,
         entries, meters, traffic manager, real time); the controller reroutes around it meanwhile.
-        Returns what the fault record adds: the restart's timings and the controller's reaction."""
-        process = next(p for p in self.processes if [c.name for c in p.configs] == [name])
+        Returns what the fault record adds: the restart's timings and the controller's reaction;
+        raises FaultError (the record says what failed) when a step fails."""
+        process = next((p for p in self.processes if [c.name for c in p.configs] == [name]), None)
+        if process is None:
+            raise FaultError(f"{name} shares its process with other switches; a restart needs one of its own")
+        try:
+            return self._restart_step(process, name, up)
+        except FaultError:
+            raise
+        except Exception as error:  # a switch that does not come back is the run's news, not a crash of it
+            raise FaultError(f"{name}: {'restart' if up else 'stop'} failed: {error}") from None
+
+    def _restart_step(self, process, name: str, up: bool) -> dict:
         config = next(c for c in self.switches if c.name == name)
         if not up:
             started = time.monotonic()
