@@ -319,9 +319,13 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
   rate; switch egress from the fabric program's tx counters, host egress from the ToR's rx counters. The
   DATA / control split comes from the traffic manager's per-cell-type counts (switch egress) and from the
   agents' per-type send counts times each type's wire size (host egress).
-- Drops: switch queues by cell type (traffic manager), the fabric program's drop counters by reason,
-  host qdisc drops (`tc -s qdisc`) and UDP receive errors (`/proc/net/snmp`) read before and after the
-  agents in each host's namespace.
+- Drops: switch queues by cell type (traffic manager), a degraded link's random losses by cell type
+  (traffic manager), the fabric program's drop counters by reason, switch port send errors (a cut
+  cable), host qdisc drops (`tc -s qdisc`), host NIC port transmit drops (`ip -s link`: a cut cable)
+  and UDP receive errors (`/proc/net/snmp`) read before and after the agents in each host's namespace.
+- Failover: when a host left a port (its agent's port changes), when the controller saw a cable or
+  switch go and finished rerouting (`reroute.jsonl`, the fault's record), and each host's goodput
+  from its sampled in-order DATA cells (`records/<host>.stats.json` "series").
 - Ideal: max-min fair fluid sharing (`testbed/telemetry/fluid.py`) of the planned messages on the same
   link rates and placement (spray: every equal-cost path evenly; ECMP: each flow's path inferred from the
   switches' DATA bytes per port), with each receiver's measured control bytes per DATA byte on the reverse
