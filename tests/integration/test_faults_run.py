@@ -83,10 +83,10 @@ def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_ar
     assert summary["drops"]["data_balance"]["verdict"] in ("balances", "balances within untyped losses"), \
         summary["drops"]["data_balance"]
     assert summary["retransmissions_cells"] >= lost.get("DATA", 0), context
-    # the stall froze h2: its loop woke once, about the stall's length late
-    stats = json.loads((run_dir / "records" / "h2.stats.json").read_text())
+    # the stall froze h2: its loop, which samples every few cell times, missed the stall's length
+    series = json.loads((run_dir / "records" / "h2.stats.json").read_text())["series"]["t_s"]
     stall_s = scenario.faults[1].duration_s
-    assert stats["pacer_lateness"]["max_us"] >= 0.8 * stall_s * 1e6, stats["pacer_lateness"]
+    assert max(b - a for a, b in zip(series, series[1:])) >= 0.8 * stall_s, series
 
 
 RESTART = """
