@@ -1,20 +1,56 @@
 """The switch targets and what decides them, shared by the layers that must know.
 
-`auto` means bmv2 where both of its binaries are on PATH (the Vagrant lab
-installs them), otherwise the builtin target; the pre-flight capacity check
+`auto` means bmv2 where it is usable on this machine (the Vagrant lab
+installs it), otherwise the builtin target; the pre-flight capacity check
 needs that answer before the emulation layer resolves it for a run.
+
+"Usable" is more than "on PATH": the testbed sets bmv2's queue rates and
+reads its registers through simple_switch_CLI (Thrift), and a
+simple_switch_grpc built the default way (without `--with-thrift`) never
+opens a Thrift port.  Such a build is told apart by its `--help`, which
+then has no `--thrift-port`, before any switch is started.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
 
 BMV2_BINARY = "simple_switch_grpc"
 BMV2_COMPILER = "p4c-bm2-ss"
+BMV2_CLI = "simple_switch_CLI"
+
+
+@functools.lru_cache(maxsize=None)
+def _help_text(binary: str) -> str:
+    """What `binary --help` prints (both streams); cached, as PATH does not change in a run."""
+    try:
+        result = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"<{binary} --help failed: {error}>"
+    return result.stdout + result.stderr
+
+
+def bmv2_problem() -> str | None:
+    """Why bmv2 cannot run a scenario here, in one line; None when it can."""
+    missing = [b for b in (BMV2_BINARY, BMV2_COMPILER, BMV2_CLI) if shutil.which(b) is None]
+    if missing:
+        return f"{' and '.join(missing)} not on PATH"
+    if "--thrift-port" not in _help_text(BMV2_BINARY):
+        return (f"{shutil.which(BMV2_BINARY)} was built without Thrift (its --help has no --thrift-port), "
+                f"and the testbed sets bmv2's queue rates and reads its registers through {BMV2_CLI}; "
+                "rebuild bmv2's targets/simple_switch_grpc with ./configure --with-thrift")
+    cli_help = _help_text(BMV2_CLI)
+    if "Traceback" in cli_help or "--thrift-port" not in cli_help:
+        last = cli_help.strip().splitlines()[-1:] or ["no output"]
+        return (f"{shutil.which(BMV2_CLI)} does not run ({last[0]}); it needs a python3 with the "
+                "'thrift' module first on PATH")
+    return None
 
 
 def bmv2_available() -> bool:
-    return shutil.which(BMV2_BINARY) is not None and shutil.which(BMV2_COMPILER) is not None
+    return bmv2_problem() is None
 
 
 def effective_target(target: str) -> str:
@@ -29,3 +65,10 @@ def process_mode(target: str, processes) -> str:
     if effective_target(target) != "builtin" or processes == "per_switch":
         return "per_switch"
     return "fabric"
+
+
+def bmv2_queue_rate_pps(rate_bps: float, cell_wire_bytes: int) -> int:
+    """bmv2's queue rate for a link: it counts packets, so a link of `rate_bps` becomes
+    the packets/s of one data cell (its wire size) after another.  Shared by the
+    controller that sets it and the report that states it."""
+    return max(1, int(rate_bps / (cell_wire_bytes * 8)))

@@ -1,7 +1,6 @@
 """Shared test configuration: markers that skip with a clear reason."""
 
 import os
-import shutil
 
 import pytest
 
@@ -17,10 +16,10 @@ def _integration_unavailable() -> str | None:
 
 
 def _bmv2_unavailable() -> str | None:
-    missing = [b for b in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(b) is None]
-    if missing:
-        return f"bmv2 tests need {' and '.join(missing)} on PATH (the Vagrant lab installs them)"
-    return None
+    from testbed.targets import bmv2_problem
+
+    problem = bmv2_problem()
+    return f"bmv2 tests need a usable bmv2: {problem} (the Vagrant lab installs one)" if problem else None
 
 
 def pytest_collection_modifyitems(config, items):

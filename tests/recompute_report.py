@@ -91,17 +91,21 @@ def recompute(v: Variant) -> dict:
     seconds = window[1] - window[0]
 
     # links: every port of every node, both directions
-    def delta(switch, key):  # a counter that went down was restarted from 0
+    def delta(switch, key, unit="bytes"):  # a counter that went down was restarted from 0
         series = sorted((s for s in v.samples if s["switch"] == switch), key=lambda s: s["t_s"])
         out = {int(p): 0 for p in series[0][key]}
         for a, b in zip(series, series[1:]):
             for p, c in b[key].items():
-                prev = a[key].get(p, {"bytes": 0})["bytes"]
-                out[int(p)] = out.get(int(p), 0) + (c["bytes"] - prev if c["bytes"] >= prev else c["bytes"])
+                prev = a[key].get(p, {unit: 0})[unit]
+                out[int(p)] = out.get(int(p), 0) + (c[unit] - prev if c[unit] >= prev else c[unit])
         return out
 
     tx = {s: delta(s, "tx") for s in v.topology.switches}
     rx = {s: delta(s, "rx") for s in v.topology.switches}
+    # bmv2's links are packets/s queues: a packet of any size takes one data cell's slot
+    slot = wire(DATA, v.cell) if v.result.get("target") == "bmv2" else None
+    tx_packets = {s: delta(s, "tx", "packets") for s in v.topology.switches}
+    rx_packets = {s: delta(s, "rx", "packets") for s in v.topology.switches}
     loads = {}
     for node in list(v.topology.switches) + list(v.topology.hosts):
         for port in v.topology.ports(node):
@@ -109,6 +113,7 @@ def recompute(v: Variant) -> dict:
             name = f"{node}:{port.number}->{port.peer}"
             if v.topology.node(node).is_host:
                 total = rx[port.peer].get(port.peer_port, 0)
+                used = rx_packets[port.peer].get(port.peer_port, 0) * slot if slot else total
                 counts = v.stats.get(node, {}).get("tx_counts")
                 data = control = None
                 if counts is not None and len(v.topology.ports(node)) == 1:
@@ -121,14 +126,16 @@ def recompute(v: Variant) -> dict:
                             control += n * wire(t, v.cell)
             else:
                 total = tx[node].get(port.number, 0)
+                used = tx_packets[node].get(port.number, 0) * slot if slot else total
                 rows = [q for q in v.tm.get(node, {}).get("queues", []) if q["port"] == port.number]
-                data = sum(q["by_class"].get("0", {}).get("bytes", 0) for q in rows)
-                control = sum(c["bytes"] for q in rows for k, c in q["by_class"].items() if 1 <= int(k) <= 6)
+                data = sum(q["by_class"].get("0", {}).get("bytes", 0) for q in rows) if rows else None
+                control = (sum(c["bytes"] for q in rows for k, c in q["by_class"].items() if 1 <= int(k) <= 6)
+                           if rows else None)  # no traffic-manager counts (bmv2): the split is unknown
             a, b = v.topology.node(node), v.topology.node(port.peer)
             short = {"leaf": "leaf", "spine": "spine", "edge": "edge", "aggregation": "agg", "core": "core"}
             tier = "host->tor" if a.is_host else "tor->host" if b.is_host else f"{short[a.kind]}->{short[b.kind]}"
             loads[name] = {"tier": tier, "source": node, "peer": port.peer, "rate": rate, "total": total,
-                           "data": data, "control": control, "util": total * 8 / seconds / rate}
+                           "data": data, "control": control, "util": used * 8 / seconds / rate}
             out[f"links/{name}/total_bytes"] = total
             out[f"links/{name}/data_bytes"] = data
             out[f"links/{name}/control_bytes"] = control
@@ -236,7 +243,9 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
     for dst in {k[1] for k in flows}:
         counts = v.stats.get(dst, {}).get("tx_counts")
         if counts is not None:
-            ctrl = sum(counts.get(f"tx_{n}", 0) * wire(t, v.cell) for t, n in TYPES.items() if t != DATA)
+            # bmv2's queues count packets: a control cell takes a whole data cell's slot there
+            slot = (lambda t: wire(DATA, v.cell)) if v.result.get("target") == "bmv2" else (lambda t: wire(t, v.cell))
+            ctrl = sum(counts.get(f"tx_{n}", 0) * slot(t) for t, n in TYPES.items() if t != DATA)
             ratio[dst] = ctrl / sum(vol for k, vol in volume.items() if k[1] == dst)
 
     def best_single(cands: dict, vol: dict, key: str):

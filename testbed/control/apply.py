@@ -18,9 +18,11 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
+from testbed.control.bmv2_cli import Bmv2CliError, run_lines
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import SwitchPlan
 from testbed.errors import TestbedError
+from testbed.targets import bmv2_queue_rate_pps
 
 WRITE_BATCH = 200
 
@@ -69,7 +71,7 @@ def bmv2_tm_lines(plan: SwitchPlan, cell_wire_bytes: int) -> tuple[list[str], li
     for line in plan.tm_commands:
         command, *args = line.split()
         if command == "set_port_rate_bps":
-            lines.append(f"set_queue_rate {max(1, int(int(args[0]) / (cell_wire_bytes * 8)))} {args[1]}")
+            lines.append(f"set_queue_rate {bmv2_queue_rate_pps(int(args[0]), cell_wire_bytes)} {args[1]}")
         elif command == "set_port_delay_us":
             notes.append(f"{plan.switch}: bmv2 has no link delay; set_port_delay_us is not modelled there")
         else:
@@ -89,10 +91,10 @@ def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: i
                     raise ControlError(f"{plan.switch}: traffic manager refused {line!r}: {reply.get('error')}")
         return []
     lines, notes = bmv2_tm_lines(plan, cell_wire_bytes)
-    result = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift_port)],
-                            input="\n".join(lines) + "\n", capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ControlError(f"{plan.switch}: simple_switch_CLI failed: {result.stderr.strip()}")
+    try:
+        run_lines(plan.switch, thrift_port, lines)
+    except Bmv2CliError as error:
+        raise ControlError(str(error)) from None
     return notes
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from testbed.scenario.processes import switch_placement
 from testbed.telemetry.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
+from testbed.targets import BMV2_BINARY, bmv2_problem
 from testbed.topo.partition import Placement
 
 CPU_PORT = 255
@@ -128,6 +130,10 @@ class VariantRun:
         (self.run_dir / "scenario.resolved.yaml").write_text(
             yaml.safe_dump(self.scenario.to_dict(), sort_keys=False))
         self.result.target = resolve_target(self.scenario.switch.target)
+        if self.scenario.switch.target == "auto" and shutil.which(BMV2_BINARY):
+            problem = bmv2_problem()
+            if problem:
+                self.result.notes.append(f"switch.target auto chose builtin: bmv2 is on PATH, but {problem}")
         topology = self.scenario.topo
         self.placement = self._place()
         self.manifest.plan_interfaces(interface_names(topology, self._in_memory()))
@@ -299,8 +305,11 @@ class VariantRun:
             self.manifest.add_process(process.pid, f"agent {host}", argv)
         self._wait_ready(agent_dir)
         epoch = time.time() + 1.0  # the counters' baseline is sampled before it
+        thrift_ports = ({s: topology.node(s).thrift_port for s in topology.switches}
+                        if self.result.target == "bmv2" else None)
         self.collector = Collector(list(self.clients.values()), epoch,
-                                   ports={s: [p.number for p in topology.ports(s)] for s in topology.switches}).start()
+                                   ports={s: [p.number for p in topology.ports(s)] for s in topology.switches},
+                                   thrift_ports=thrift_ports).start()
         partial = epoch_file.with_suffix(".partial")
         partial.write_text(repr(epoch))
         partial.replace(epoch_file)  # an agent never reads half a number

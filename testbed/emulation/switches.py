@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.errors import TestbedError
-from testbed.targets import BMV2_BINARY, BMV2_COMPILER, bmv2_available
+from testbed.targets import BMV2_BINARY, bmv2_problem
 
 # Switch processes run at a higher CPU priority than the hosts' agents: the
 # switches' traffic managers are the clock of the emulated links, while an
@@ -37,15 +37,17 @@ class SwitchStartError(TestbedError):
 
 
 def resolve_target(target: str) -> str:
-    """`auto` means bmv2 where both its binaries exist, otherwise builtin."""
-    if target == "auto":
-        return "bmv2" if bmv2_available() else "builtin"
-    if target == "bmv2" and not bmv2_available():
-        raise SwitchStartError(
-            f"switch.target is bmv2 but {BMV2_BINARY} and {BMV2_COMPILER} are not both on PATH; "
-            "use target: auto or builtin, or run in the Vagrant lab")
-    if target not in ("builtin", "bmv2"):
+    """`auto` means bmv2 where it is usable (targets.bmv2_problem), otherwise builtin."""
+    if target not in ("auto", "builtin", "bmv2"):
         raise SwitchStartError(f"unknown switch target {target!r} (expected auto, builtin or bmv2)")
+    if target == "builtin":
+        return target
+    problem = bmv2_problem()
+    if target == "auto":
+        return "builtin" if problem else "bmv2"
+    if problem:
+        raise SwitchStartError(f"switch.target is bmv2, but {problem}; "
+                               "use target: builtin (or auto), or run in the Vagrant lab")
     return target
 
 

@@ -1,7 +1,11 @@
 """Polling the switches during a run: port counters, drops, marks, queue peaks.
 
-Everything comes from the fabric program's own counters and registers over
-P4Runtime (p4src/README.md), so it reads the same on both targets.  Samples
+Everything comes from the fabric program's own counters and registers
+(p4src/README.md), so it means the same on both targets.  Counters are read
+over P4Runtime on both; bmv2's P4Runtime server has no register reads, so
+there the queue peak register is zeroed at the start and read at the end
+through its Thrift CLI (control/bmv2_cli.py): one peak per port over the
+whole run, where the builtin target gives one per sample.  Samples
 are kept in memory and written as JSON lines at the end; each sample carries
 its time in seconds since the run's epoch and every value names its unit.
 """
@@ -14,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed.control.bmv2_cli import Bmv2CliError, read_and_reset_register
 from testbed.control.p4runtime_client import P4RuntimeClient, P4RuntimeError
 
 DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4",
@@ -44,14 +49,14 @@ PEAK_REGISTER = "FabricEgress.max_qdepth"
 
 
 def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True,
-                ports: list[int] | None = None) -> SwitchSample:
+                ports: list[int] | None = None, peaks_over_p4runtime: bool = True) -> SwitchSample:
     """One sample.  With `ports`, only those cells of the per-port arrays are read,
     in one Read, and the peaks reset in one Write: a P4Runtime call runs on the
     builtin switch's packet thread, and reading all 512 cells of four arrays every
     0.5 s held packets for milliseconds (p99 dequeue lag 2-8 ms against 0.1-0.3 ms
     without polling, 6-switch incast at 5 Mbit/s)."""
     if ports is not None:
-        return _read_ports(client, t_s, reset_peaks, sorted(ports))
+        return _read_ports(client, t_s, reset_peaks and peaks_over_p4runtime, sorted(ports), peaks_over_p4runtime)
     tx = client.read_counter("FabricEgress.tx_port")
     rx = client.read_counter("FabricIngress.rx_port")
     drops: dict[str, int] = {}
@@ -61,14 +66,16 @@ def read_switch(client: P4RuntimeClient, t_s: float, reset_peaks: bool = True,
                 reason = DROP_REASONS.get(index, f"reason_{index}")
                 drops[reason] = drops.get(reason, 0) + packets
     marks = {i: p for i, (p, _) in client.read_counter("FabricEgress.ecn_marks").items() if p}
-    peaks = {i: v for i, v in client.read_register("FabricEgress.max_qdepth").items() if v}
-    if reset_peaks:
+    peaks = ({i: v for i, v in client.read_register(PEAK_REGISTER).items() if v}
+             if peaks_over_p4runtime else {})
+    if reset_peaks and peaks_over_p4runtime:
         for index in peaks:
             client.write_register("FabricEgress.max_qdepth", index, 0)
     return SwitchSample(t_s, client.name, dict(tx), dict(rx), drops, marks, peaks)
 
 
-def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: list[int]) -> SwitchSample:
+def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: list[int],
+                with_peaks: bool = True) -> SwitchSample:
     from p4.v1 import p4runtime_pb2
 
     from testbed.control.p4info_index import decode_value, encode_value
@@ -89,7 +96,7 @@ def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: l
         entity.counter_entry.counter_id = index.counter(name).preamble.id
         entities.append(entity)
     register = index.register(PEAK_REGISTER)
-    for port in ports:
+    for port in ports if with_peaks else ():
         entity = p4runtime_pb2.Entity()
         entity.register_entry.register_id = register.preamble.id
         entity.register_entry.index.index = port
@@ -144,6 +151,7 @@ class Collector:
     epoch: float
     interval_s: float = 5.0
     ports: dict[str, list[int]] | None = None  # switch -> its port numbers (None: read whole arrays)
+    thrift_ports: dict[str, int] | None = None  # bmv2: switch -> Thrift port, for the peak register
     samples: list[SwitchSample] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -153,6 +161,7 @@ class Collector:
 
     def start(self) -> "Collector":
         self.sample_once()  # the baseline, before the agents send anything
+        self._cli_peaks()  # bmv2: zero the peaks, as the first P4Runtime read does on the builtin target
         self._thread.start()
         return self
 
@@ -161,9 +170,26 @@ class Collector:
         for client in self.clients:
             try:
                 ports = None if self.ports is None else self.ports.get(client.name)
-                self.samples.append(read_switch(client, now, ports=ports))
+                self.samples.append(read_switch(client, now, ports=ports,
+                                                peaks_over_p4runtime=self.thrift_ports is None))
             except P4RuntimeError as error:
                 self.errors.append(str(error))
+
+    def _cli_peaks(self) -> None:
+        """bmv2 only: read and zero each switch's peak register; the peaks join its latest sample."""
+        if self.thrift_ports is None:
+            return
+        latest = {s.switch: s for s in self.samples}
+        for client in self.clients:
+            try:
+                peaks = read_and_reset_register(client.name, self.thrift_ports[client.name], PEAK_REGISTER)
+            except Bmv2CliError as error:
+                self.errors.append(str(error))
+                continue
+            if client.name in latest:
+                wanted = None if self.ports is None else set(self.ports.get(client.name, ()))
+                latest[client.name].max_qdepth.update(
+                    {p: v for p, v in peaks.items() if wanted is None or p in wanted})
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -174,6 +200,7 @@ class Collector:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self.sample_once()  # the final totals
+        self._cli_peaks()
 
     def write(self, path: Path) -> None:
         with open(path, "w") as out:

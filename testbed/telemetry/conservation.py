@@ -150,7 +150,7 @@ def drops_and_balance(tm_stats: dict, program_drops: dict[str, int], host_stats:
         out["data_balance"] = {"verdict": "not checked", "why": (
             "no DATA cells were sent" if data is None else
             "the agents did not count what they sent" if data["sent"] is None else
-            "this target does not count drops per cell type" if target != "builtin" else
+            f"{target} does not count its queue drops" if target != "builtin" else
             "the hosts' qdisc and socket counters were not read" if not host_counters.get("after") else
             f"{', '.join(sorted({r['switch'] for r in restarts}))} restarted: its counters started again "
             f"and what its queues held was lost uncounted")}

@@ -35,8 +35,10 @@ def is_spray(load_balancing: str) -> bool:
 
 
 def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats: dict[str, dict],
-                      loads: list[LinkLoad], scenario_obj=None) -> dict | None:
+                      loads: list[LinkLoad], scenario_obj=None, packet_slot_bytes: int | None = None) -> dict | None:
     """Ideal figures and the placement they assume; None when nothing was planned.
+    `packet_slot_bytes`: on bmv2 a link is a packets/s queue, so a control cell costs
+    as much of it as a data cell of this wire size; the control load is counted so.
     `scenario_obj` (the variant's Scenario) lets ECMP paths be traced through the fabric plan.
     Messages between two GPUs of one server take their local channel, not the fabric: they are
     left out of the fluid model (the collectives' own ideal covers them)."""
@@ -85,7 +87,9 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
         how["data_unexplained_share"] = residual
     else:
         return {"unavailable": "ECMP paths neither traced (no source ports) nor inferred (no DATA bytes per port)"}
-    control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
+    control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size, packet_slot_bytes)
+    if packet_slot_bytes:
+        how["packet_slots"] = f"every packet costs one {packet_slot_bytes} B data cell's time (bmv2's packets/s queues)"
     control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
     switch_egress_split = all(load.control_bytes is not None for load in loads if load.tier != "host->tor")
     if control_paths is not None:
@@ -111,14 +115,14 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     return _figures(result, flows, names, loads, how, data_paths)
 
 
-def _control_ratio(flows, host_stats, data_bytes, cell_size) -> dict[str, float]:
+def _control_ratio(flows, host_stats, data_bytes, cell_size, slot_bytes=None) -> dict[str, float]:
     """Per receiving host: control bytes it sent per DATA byte it was planned to receive."""
     received: dict[str, int] = {}
     for (src, dst), nbytes in data_bytes.items():
         received[dst] = received.get(dst, 0) + nbytes
     out = {}
     for host, nbytes in received.items():
-        split = _host_split(host_stats.get(host), cell_size)
+        split = _host_split(host_stats.get(host), cell_size, slot_bytes)
         if split is not None and nbytes:
             out[host] = split[1] / nbytes
     return out

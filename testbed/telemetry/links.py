@@ -14,7 +14,10 @@ Sources, per direction of each cable (keys `node:port->peer`):
     each type's fixed wire size (exact for a single-NIC host whose qdisc
     dropped nothing).
 `other` is what the total holds beyond the cells (pings, ARP).  Utilisation
-is bytes x 8 over the traffic window at the link's rate.
+is bytes x 8 over the traffic window at the link's rate.  On bmv2 a link is a
+queue rate in packets/s, one data cell's wire size per packet of any size,
+so there utilisation is packets x that size (`slot_bytes`) over the same
+capacity: the share of the port's packet slots used.  Bytes stay bytes.
 """
 
 from __future__ import annotations
@@ -68,15 +71,15 @@ def is_up(topology, source: str, peer: str) -> bool:
     return TIER_LEVEL[topology.node(peer).kind] > TIER_LEVEL[topology.node(source).kind]
 
 
-def _counter_delta(samples: list[dict], switch: str, key: str) -> dict[int, int]:
-    """Bytes per port of `switch` between its first and last sample ("tx" or "rx"): the sum
-    of its increments, where a counter lower than the one before started again from zero
-    (the switch was restarted)."""
+def _counter_delta(samples: list[dict], switch: str, key: str, unit: str = "bytes") -> dict[int, int]:
+    """Bytes (or packets) per port of `switch` between its first and last sample ("tx" or "rx"):
+    the sum of its increments, where a counter lower than the one before started again from
+    zero (the switch was restarted)."""
     series = sorted((s for s in samples if s["switch"] == switch), key=lambda s: s["t_s"])
     out: dict[int, int] = {}
     for before, after in zip(series, series[1:]):
         for p, counts in after[key].items():
-            now, then = counts["bytes"], before[key].get(p, {"bytes": 0})["bytes"]
+            now, then = counts[unit], before[key].get(p, {unit: 0})[unit]
             out[int(p)] = out.get(int(p), 0) + (now - then if now >= then else now)
     if series:
         for p in series[0][key]:
@@ -100,8 +103,9 @@ def _tm_split(queues: list[dict], port: int) -> tuple[int, int] | None:
     return data, control
 
 
-def _host_split(stats: dict | None, cell_size: int) -> tuple[int, int] | None:
-    """(data bytes, control bytes) a host agent handed to its NIC, from its per-type send counts."""
+def _host_split(stats: dict | None, cell_size: int, slot_bytes: int | None = None) -> tuple[int, int] | None:
+    """(data bytes, control bytes) a host agent handed to its NIC, from its per-type send counts.
+    `slot_bytes`: what every packet costs a link whatever its size (bmv2's packets/s queues)."""
     if not stats or "tx_counts" not in stats:
         return None
     by_name = {name: t for t, name in CELL_TYPES.items()}
@@ -110,44 +114,57 @@ def _host_split(stats: dict | None, cell_size: int) -> tuple[int, int] | None:
         cell_type = by_name.get(key.removeprefix("tx_"))
         if cell_type is None:
             continue
+        size = slot_bytes or cell_wire_bytes(cell_type, cell_size)
         if cell_type == wire.DATA:
-            data += count * cell_wire_bytes(cell_type, cell_size)
+            data += count * size
         else:
-            control += count * cell_wire_bytes(cell_type, cell_size)
+            control += count * size
     return data, control
 
 
 def link_loads(topology, scenario: dict, samples: list[dict], tm_stats: dict, host_stats: dict[str, dict],
-               window_s: float | None) -> list[LinkLoad]:
-    """Every directed link of the fabric, hosts' links included, in topology order."""
+               window_s: float | None, slot_bytes: int | None = None) -> list[LinkLoad]:
+    """Every directed link of the fabric, hosts' links included, in topology order.
+    `slot_bytes`: bmv2's packets/s links, where utilisation counts packets (module docstring)."""
     links_cfg = scenario["links"]
     cell_size = scenario["fabric"]["cell_size"]
     tx = {s: _counter_delta(samples, s, "tx") for s in topology.switches}
     rx = {s: _counter_delta(samples, s, "rx") for s in topology.switches}
+    if slot_bytes:
+        tx_packets = {s: _counter_delta(samples, s, "tx", "packets") for s in topology.switches}
+        rx_packets = {s: _counter_delta(samples, s, "rx", "packets") for s in topology.switches}
     out = []
     for node in list(topology.switches) + list(topology.hosts):
         for port in topology.ports(node):
             rate = links_cfg["host" if port.tier == "host" else "fabric"]["rate_mbps"]
             if topology.node(node).is_host:
                 total = rx.get(port.peer, {}).get(port.peer_port, 0)
+                packets = rx_packets.get(port.peer, {}).get(port.peer_port, 0) if slot_bytes else None
                 single_nic = len(topology.ports(node)) == 1
                 split = _host_split(host_stats.get(node), cell_size) if single_nic else None
             else:
                 total = tx[node].get(port.number, 0)
+                packets = tx_packets[node].get(port.number, 0) if slot_bytes else None
                 split = _tm_split((tm_stats.get(node) or {}).get("queues", []), port.number)
-            out.append(_load(topology, node, port, rate, total, split, window_s))
+            used = total if packets is None else packets * slot_bytes
+            out.append(_load(topology, node, port, rate, total, split, window_s, used))
     return out
 
 
-def _load(topology, node, port, rate_mbps, total, split, window_s) -> LinkLoad:
+def _load(topology, node, port, rate_mbps, total, split, window_s, used) -> LinkLoad:
+    """`used`: the bytes of capacity the link spent (its bytes, or on bmv2 its packet slots)."""
     capacity_bytes = rate_mbps * 1e6 / 8 * window_s if window_s else None
 
     def share(nbytes):
         return None if nbytes is None or not capacity_bytes else nbytes / capacity_bytes
 
     data, control = split if split is not None else (None, None)
+    utilisation = share(used) or 0.0
+    control_share = share(control)
+    if used != total and data is not None and capacity_bytes:
+        control_share = max(0.0, utilisation - share(data))  # control cells took whole slots
     return LinkLoad(f"{node}:{port.number}->{port.peer}", tier_of(topology, node, port.peer), node, port.peer,
-                    rate_mbps, total, data, control, share(total) or 0.0, share(data), share(control))
+                    rate_mbps, total, data, control, utilisation, share(data), control_share)
 
 
 def by_tier(loads: list[LinkLoad]) -> dict[str, dict]:

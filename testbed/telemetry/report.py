@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from testbed.targets import bmv2_queue_rate_pps  # noqa: E402
 from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
@@ -83,7 +84,12 @@ def _ideal_pct(s: dict) -> str:
             f"(n={ideal['completion_samples']})")
 
 
+NOT_MEASURED_ON_BMV2 = "not measured on bmv2"
+
+
 def _queue_drops(s: dict) -> str:
+    if s.get("target") == "bmv2":
+        return f"{NOT_MEASURED_ON_BMV2} (its traffic manager counts no drops)"
     drops = s.get("drops") or {}
     by_type = drops.get("switch_queue_drops_by_type") or {}
     total = drops.get("switch_queue_drops_packets", 0)
@@ -246,11 +252,26 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
         (lost if f.get("behind_real_time") else kept).append(text)
     threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)
     limit = f"one data cell's time on the host link ({threshold:.0f} us)" if threshold else "one cell time"
+    unchecked = sorted({s.get("target") for s in summaries.values()
+                        if not (s.get("fidelity") or {}).get("switches_checked", True)})
+    not_checked = (f"the {' and '.join(unchecked)} switches' timing is not checked ({' and '.join(unchecked)} "
+                   "reports no departure lag)") if unchecked else ""
     if lost:
         return ("**Fidelity lost: switches or hosts ran behind real time by more than " + limit + " at p99 in "
-                + "; ".join(lost) + ". Timings in those variants reflect the CPU, not the modelled links.**")
+                + "; ".join(lost) + ". Timings in those variants reflect the CPU, not the modelled links"
+                + (f"; {not_checked}" if not_checked else "") + ".**")
+    if not_checked:
+        return (f"Fidelity of the hosts kept, {not_checked}: every host agent stayed within " + limit
+                + " of its schedule at p99 (" + "; ".join(kept) + ").")
     return "Fidelity kept: every switch and every host agent stayed within " + limit + " of its schedule at p99 (" \
         + "; ".join(kept) + ")."
+
+
+def _in_units(label: str, summaries: dict[str, dict]) -> str:
+    """A utilisation label as the targets measured it: bmv2's links count packets, not bytes."""
+    if any(s.get("target") == "bmv2" for s in summaries.values()):
+        return label.replace("all bytes", "all bytes, on bmv2 packet slots of one data cell each")
+    return label
 
 
 def _tier_table(summaries: dict[str, dict]) -> list[str]:
@@ -258,8 +279,8 @@ def _tier_table(summaries: dict[str, dict]) -> list[str]:
     tiers = [t for t in TIER_ORDER if any(t in (s.get("tiers") or {}) for s in summaries.values())]
     if not tiers:
         return []
-    lines = ["Mean utilisation per tier and direction (%; all bytes, of which DATA cells; fluid ideal; "
-             "measured / ideal; idle links of all):", "",
+    lines = [_in_units("Mean utilisation per tier and direction (%; all bytes, of which DATA cells; fluid ideal; "
+                       "measured / ideal; idle links of all):", summaries), "",
              "| tier | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for tier in tiers:
         cells = []
@@ -290,7 +311,8 @@ def _gap_lines(summaries: dict[str, dict]) -> list[str]:
         if data.get("sent"):
             facts.append(f"{s.get('retransmissions_cells', 0)} retransmitted of {data['sent']} DATA cells sent "
                          f"({100 * s.get('retransmissions_cells', 0) / data['sent']:.1f}%)")
-            facts.append(f"{data.get('switch_queue_drops', 0)} DATA cells dropped at switch queues")
+            facts.append(f"{data.get('switch_queue_drops', 0)} DATA cells dropped at switch queues"
+                         if s.get("target") != "bmv2" else f"switch queue drops {NOT_MEASURED_ON_BMV2}")
         timeouts = (s.get("agents") or {}).get("timeouts")
         if timeouts:
             facts.append(f"{timeouts} sender timeouts")
@@ -332,6 +354,10 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
   links; no loss, no propagation delay.
 - Fidelity: switches' p99 dequeue lag (traffic manager) and hosts' p99 pacer lateness (agent: how late it
   woke and sent relative to the deadline it slept for), each against one data cell's time on the host link.
+- On bmv2: each link is a queue rate in packets/s (one data cell's wire size per packet of any size) with
+  no propagation delay, so utilisation counts packet slots and the ideal counts a control cell as one slot;
+  queue drops and departure lag are not measured (bmv2 reports neither), and the queue peak is the fabric
+  program's register, zeroed at the start and read at the end through simple_switch_CLI.
 """
 
 
@@ -397,21 +423,36 @@ def _recovery_lines(summaries: dict[str, dict]) -> list[str]:
 def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
     """Link rate, RTT and BDP as each variant ran them (its resolved scenario: a variant or
     `testbed run --fit` may have changed them), one clause when they agree."""
-    def clause(s: dict) -> str:
+    def clause(s: dict, target: str | None) -> str:
         d = s["derived"]
-        return (f"host links {s['links']['host']['rate_mbps']:g} Mbit/s, fabric links "
+        text = (f"host links {s['links']['host']['rate_mbps']:g} Mbit/s, fabric links "
                 f"{s['links']['fabric']['rate_mbps']:g} Mbit/s, base RTT {d['base_rtt_us']:.0f} us, BDP "
                 f"{d['bdp_cells']} cells of {s['fabric']['cell_size']} B")
+        return text + (bmv2_link_model(s) if target == "bmv2" else "")
     clauses = {}
     for name, run_dir in run_dirs.items():
         path = Path(run_dir) / "scenario.resolved.yaml"
         if path.exists():
-            clauses[name] = clause(yaml.safe_load(path.read_text()))
+            result = Path(run_dir) / "result.json"
+            target = json.loads(result.read_text()).get("target") if result.exists() else None
+            clauses[name] = clause(yaml.safe_load(path.read_text()), target)
     if not clauses:
-        return clause(scenario.to_dict())
+        return clause(scenario.to_dict(), None)
     if len(set(clauses.values())) == 1:
         return next(iter(clauses.values()))
     return "; ".join(f"{name}: {text}" for name, text in clauses.items())
+
+
+def bmv2_link_model(resolved: dict) -> str:
+    """The links bmv2 ran, which are not the ones configured: a queue rate in packets/s
+    (control/apply.py converts at one data cell's wire size) and no propagation delay."""
+    d, links = resolved["derived"], resolved["links"]
+    rates = sorted({bmv2_queue_rate_pps(links[k]["rate_mbps"] * 1e6, d["cell_wire_bytes"]) for k in ("host", "fabric")})
+    delays = sorted({links[k]["delay_us"] for k in ("host", "fabric")})
+    return (f" (as configured; bmv2 ran every port at {' / '.join(f'{r:g}' for r in rates)} packets/s, one "
+            f"{d['cell_wire_bytes']} B data cell's time per packet of any size, and with no propagation delay: "
+            f"the {' / '.join(f'{x:.0f}' for x in delays)} us per link is not modelled, so the RTT it ran is "
+            "transmission and queueing only)")
 
 
 def dcqcn_parameters(resolved: dict) -> str | None:
@@ -466,7 +507,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines.append("| | " + " | ".join(names) + " |")
     lines.append("|---|" + "---|" * len(names))
     for label, render in ROWS:
-        lines.append(f"| {label} | " + " | ".join(render(summaries[n]) for n in names) + " |")
+        lines.append(f"| {_in_units(label, summaries)} | " + " | ".join(render(summaries[n]) for n in names) + " |")
     lines.append("")
     lines += _tier_table(summaries)
     lines += _gap_lines(summaries)

@@ -28,3 +28,5 @@ def test_provisioning_installs_the_reference_toolchain():
     for package in ("p4lang-p4c", "p4lang-bmv2", "p4lang-pi", "mininet"):
         assert package in script
     assert "scripts/install-deps.sh" in script
+    # the bmv2 it installed is checked the way a run checks it (Thrift, a CLI that starts)
+    assert "bmv2_problem()" in script and "python3-thrift" in script

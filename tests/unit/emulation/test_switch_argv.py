@@ -29,11 +29,12 @@ def test_builtin_and_bmv2_share_the_argv_shape():
 
 
 def test_target_resolution(monkeypatch):
-    monkeypatch.setattr(switches, "bmv2_available", lambda: False)
+    monkeypatch.setattr(switches, "bmv2_problem", lambda: "simple_switch_grpc not on PATH")
     assert resolve_target("auto") == "builtin"
-    with pytest.raises(SwitchStartError, match="simple_switch_grpc"):
+    with pytest.raises(SwitchStartError, match="bmv2, but simple_switch_grpc not on PATH"):
         resolve_target("bmv2")
     with pytest.raises(SwitchStartError, match="unknown switch target"):
         resolve_target("tofino")
-    monkeypatch.setattr(switches, "bmv2_available", lambda: True)
+    monkeypatch.setattr(switches, "bmv2_problem", lambda: None)
     assert resolve_target("auto") == "bmv2"
+    assert resolve_target("builtin") == "builtin"

@@ -240,3 +240,42 @@ def test_fat_tree_tiers_and_siblings():
     assert {l.tier for l in loads} == {"host->tor", "edge->agg", "agg->core", "core->agg", "agg->edge", "tor->host"}
     assert len(loads) == 2 * len(topo.links)
     assert idle_siblings(topo, loads) == [f"{edge}:{up[1].number}->{up[1].peer}"]
+
+
+def _as_bmv2(run):
+    """The fixture as bmv2 would leave it: no traffic-manager statistics, target bmv2."""
+    def change(result):
+        result["target"] = "bmv2"
+        result["tm_stats"] = {}
+    edit_json(run / "result.json", change)
+    return run
+
+
+def test_a_bmv2_report_marks_what_bmv2_cannot_measure(tmp_path, scenario):
+    run = _as_bmv2(make_run(tmp_path / "b", scenario))
+    summary = summarize_variant(run, scenario.topo)
+    assert summary["fidelity"]["switches_checked"] is False and not summary["fidelity"]["behind_real_time"]
+    assert summary["drops"]["data_balance"] == {"verdict": "not checked", "why": "bmv2 does not count its queue drops"}
+    text = write_report(scenario, {"b": run}, {"b": summary}, tmp_path / "out").read_text()
+    first = text.splitlines()[0]
+    assert "bmv2 switches' timing is not checked" in first and "every switch" not in first
+    row = next(line for line in text.splitlines() if line.startswith("| switch queue drops"))
+    assert "not measured on bmv2" in row and "| 0 |" not in row
+    # the link model bmv2 ran: 5 Mbit/s at 1090 B per cell is 573 packets/s, and no delay
+    assert "bmv2 ran every port at 573 packets/s" in text and "2500 us per link is not modelled" in text
+    assert "DATA cells dropped at switch queues" not in text
+
+
+def test_on_bmv2_a_control_cell_costs_a_data_cell_slot_in_the_ideal(tmp_path, scenario):
+    def summary(name, bmv2):
+        run = make_run(tmp_path / name, scenario, load_balancing="spray_entropy")
+        return summarize_variant(_as_bmv2(run) if bmv2 else run, scenario.topo)["ideal"]
+
+    builtin, bmv2 = summary("a", False), summary("b", True)
+    assert "packet_slots" in bmv2["placement"] and "packet_slots" not in builtin["placement"]
+    # h3 and h4 answer with one ACK per cell on their own uplinks, which no data uses: the goodput
+    # stays, and each ACK link's ideal load grows by a data cell's wire size over an ACK's
+    assert bmv2["goodput_mbps"] == pytest.approx(builtin["goodput_mbps"])
+    ack_link = "h3:1->leaf2"
+    assert bmv2["link_utilisation"][ack_link] == pytest.approx(
+        builtin["link_utilisation"][ack_link] * DATA_B / ACK_B)
