@@ -105,7 +105,6 @@ def recompute(v: Variant) -> dict:
     # bmv2's links are packets/s queues: a packet of any size takes one data cell's slot
     slot = wire(DATA, v.cell) if v.result.get("target") == "bmv2" else None
     tx_packets = {s: delta(s, "tx", "packets") for s in v.topology.switches}
-    rx_packets = {s: delta(s, "rx", "packets") for s in v.topology.switches}
     loads = {}
     for node in list(v.topology.switches) + list(v.topology.hosts):
         for port in v.topology.ports(node):
@@ -113,7 +112,7 @@ def recompute(v: Variant) -> dict:
             name = f"{node}:{port.number}->{port.peer}"
             if v.topology.node(node).is_host:
                 total = rx[port.peer].get(port.peer_port, 0)
-                used = rx_packets[port.peer].get(port.peer_port, 0) * slot if slot else total
+                used = total  # the host's own pacer sends bits on either target
                 counts = v.stats.get(node, {}).get("tx_counts")
                 data = control = None
                 if counts is not None and len(v.topology.ports(node)) == 1:
@@ -239,14 +238,16 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
                 for p in v.topology.paths(a, b)]
 
     volume = {k: sum(cells(m["size_bytes"]) for m in ms) * wire(DATA, v.cell) for k, ms in flows.items()}
-    ratio = {}
+    ratio, slot_ratio = {}, {}
     for dst in {k[1] for k in flows}:
         counts = v.stats.get(dst, {}).get("tx_counts")
         if counts is not None:
-            # bmv2's queues count packets: a control cell takes a whole data cell's slot there
-            slot = (lambda t: wire(DATA, v.cell)) if v.result.get("target") == "bmv2" else (lambda t: wire(t, v.cell))
-            ctrl = sum(counts.get(f"tx_{n}", 0) * slot(t) for t, n in TYPES.items() if t != DATA)
-            ratio[dst] = ctrl / sum(vol for k, vol in volume.items() if k[1] == dst)
+            received = sum(vol for k, vol in volume.items() if k[1] == dst)
+            control = {t: n for t, n in TYPES.items() if t not in (DATA, 4)}  # no NACKs: the ideal loses nothing
+            ratio[dst] = sum(counts.get(f"tx_{n}", 0) * wire(t, v.cell) for t, n in control.items()) / received
+            # bmv2's switch queues count packets: a control cell takes a whole data cell's slot there
+            slot_ratio[dst] = (sum(counts.get(f"tx_{n}", 0) for n in control.values())
+                               * wire(DATA, v.cell) / received if v.result.get("target") == "bmv2" else ratio[dst])
 
     def best_single(cands: dict, vol: dict, key: str):
         considered = {l for ps in cands.values() for p in ps for l in p if sum(l in q for q in ps) < len(ps)}
@@ -288,8 +289,9 @@ def recompute_ideal(v: Variant, loads: dict, measured: dict) -> dict:
             for l in p:
                 usage[l] = usage.get(l, 0.0) + 1 / len(data_paths[k])
         for p in control_paths[k]:
-            for l in p:
-                usage[l] = usage.get(l, 0.0) + ratio.get(k[1], 0.0) / len(control_paths[k])
+            for i, l in enumerate(p):  # the first link is the receiver's own NIC: bytes on either target
+                r = ratio.get(k[1], 0.0) if i == 0 else slot_ratio.get(k[1], 0.0)
+                usage[l] = usage.get(l, 0.0) + r / len(control_paths[k])
         model.append(fluid.FluidFlow(f"{k[0]}->{k[1]}", [(cells(m["size_bytes"]) * wire(DATA, v.cell) * 8.0,
                                                           m["start_us"] / 1e6) for m in ms], usage))
     result = fluid.simulate(model, {n: l["rate"] for n, l in loads.items()})

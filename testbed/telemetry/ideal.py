@@ -87,9 +87,14 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
         how["data_unexplained_share"] = residual
     else:
         return {"unavailable": "ECMP paths neither traced (no source ports) nor inferred (no DATA bytes per port)"}
-    control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size, packet_slot_bytes)
+    control_ratio = _control_ratio(flows, host_stats, data_bytes, cell_size)
+    # on bmv2 a switch port is a packets/s queue: there a control cell costs a data cell's slot, while
+    # the receiver's own NIC (its agent's pacer) still sends bits
+    slot_ratio = (_control_ratio(flows, host_stats, data_bytes, cell_size, packet_slot_bytes)
+                  if packet_slot_bytes else control_ratio)
     if packet_slot_bytes:
-        how["packet_slots"] = f"every packet costs one {packet_slot_bytes} B data cell's time (bmv2's packets/s queues)"
+        how["packet_slots"] = (f"every packet a switch sends costs one {packet_slot_bytes} B data cell's time "
+                               "(bmv2's packets/s queues); host NICs send bytes")
     control_volume = {names[k]: volumes[names[k]] * control_ratio.get(k[1], 0.0) for k in flows}
     switch_egress_split = all(load.control_bytes is not None for load in loads if load.tier != "host->tor")
     if control_paths is not None:
@@ -106,9 +111,12 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
     for k, messages in flows.items():
         n = names[k]
         usage = fluid.usage_from_paths(data_paths[n])
-        ratio = control_ratio.get(k[1], 0.0)
+        ratio, slots = control_ratio.get(k[1], 0.0), slot_ratio.get(k[1], 0.0)
         if ratio:
-            fluid.add_usage(usage, fluid.usage_from_paths(control_paths[n], ratio))
+            control = fluid.usage_from_paths(control_paths[n], slots)
+            host_links = {link: share * ratio / slots for link, share in control.items()
+                          if topology.node(link.split(":", 1)[0]).is_host}
+            fluid.add_usage(usage, {**control, **host_links})
         sizes = [(data_wire_bytes(m["size_bytes"], cell_size) * 8.0, m["start_us"] / 1e6) for m in messages]
         model_flows.append(fluid.FluidFlow(n, sizes, usage))
     result = fluid.simulate(model_flows, capacity)
@@ -116,13 +124,14 @@ def ideal_for_variant(topology, scenario: dict, planned: list[dict], host_stats:
 
 
 def _control_ratio(flows, host_stats, data_bytes, cell_size, slot_bytes=None) -> dict[str, float]:
-    """Per receiving host: control bytes it sent per DATA byte it was planned to receive."""
+    """Per receiving host: control bytes it sent per DATA byte it was planned to receive.
+    NACKs are left out: they answer losses, and the fluid ideal loses nothing."""
     received: dict[str, int] = {}
     for (src, dst), nbytes in data_bytes.items():
         received[dst] = received.get(dst, 0) + nbytes
     out = {}
     for host, nbytes in received.items():
-        split = _host_split(host_stats.get(host), cell_size, slot_bytes)
+        split = _host_split(host_stats.get(host), cell_size, slot_bytes, skip=frozenset({wire.NACK}))
         if split is not None and nbytes:
             out[host] = split[1] / nbytes
     return out

@@ -16,8 +16,9 @@ Sources, per direction of each cable (keys `node:port->peer`):
 `other` is what the total holds beyond the cells (pings, ARP).  Utilisation
 is bytes x 8 over the traffic window at the link's rate.  On bmv2 a link is a
 queue rate in packets/s, one data cell's wire size per packet of any size,
-so there utilisation is packets x that size (`slot_bytes`) over the same
-capacity: the share of the port's packet slots used.  Bytes stay bytes.
+so there a switch port's utilisation is packets x that size (`slot_bytes`)
+over the same capacity: the share of its packet slots used.  A host's egress
+is its agent's pacer, which sends bits on either target.  Bytes stay bytes.
 """
 
 from __future__ import annotations
@@ -103,16 +104,18 @@ def _tm_split(queues: list[dict], port: int) -> tuple[int, int] | None:
     return data, control
 
 
-def _host_split(stats: dict | None, cell_size: int, slot_bytes: int | None = None) -> tuple[int, int] | None:
+def _host_split(stats: dict | None, cell_size: int, slot_bytes: int | None = None,
+                skip: frozenset = frozenset()) -> tuple[int, int] | None:
     """(data bytes, control bytes) a host agent handed to its NIC, from its per-type send counts.
-    `slot_bytes`: what every packet costs a link whatever its size (bmv2's packets/s queues)."""
+    `slot_bytes`: what every packet costs a link whatever its size (bmv2's packets/s queues);
+    `skip`: cell types left out."""
     if not stats or "tx_counts" not in stats:
         return None
     by_name = {name: t for t, name in CELL_TYPES.items()}
     data = control = 0
     for key, count in stats["tx_counts"].items():
         cell_type = by_name.get(key.removeprefix("tx_"))
-        if cell_type is None:
+        if cell_type is None or cell_type in skip:
             continue
         size = slot_bytes or cell_wire_bytes(cell_type, cell_size)
         if cell_type == wire.DATA:
@@ -132,14 +135,13 @@ def link_loads(topology, scenario: dict, samples: list[dict], tm_stats: dict, ho
     rx = {s: _counter_delta(samples, s, "rx") for s in topology.switches}
     if slot_bytes:
         tx_packets = {s: _counter_delta(samples, s, "tx", "packets") for s in topology.switches}
-        rx_packets = {s: _counter_delta(samples, s, "rx", "packets") for s in topology.switches}
     out = []
     for node in list(topology.switches) + list(topology.hosts):
         for port in topology.ports(node):
             rate = links_cfg["host" if port.tier == "host" else "fabric"]["rate_mbps"]
-            if topology.node(node).is_host:
+            if topology.node(node).is_host:  # its agent's pacer sends bits, on either target
                 total = rx.get(port.peer, {}).get(port.peer_port, 0)
-                packets = rx_packets.get(port.peer, {}).get(port.peer_port, 0) if slot_bytes else None
+                packets = None
                 single_nic = len(topology.ports(node)) == 1
                 split = _host_split(host_stats.get(node), cell_size) if single_nic else None
             else:

@@ -351,7 +351,7 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
 - Ideal: max-min fair fluid sharing (`testbed/telemetry/fluid.py`) of the planned messages on the same
   link rates and placement (spray: every equal-cost path evenly; ECMP: each flow's path inferred from the
   switches' DATA bytes per port), with each receiver's measured control bytes per DATA byte on the reverse
-  links; no loss, no propagation delay.
+  links (NACKs left out: they answer losses); no loss, no propagation delay.
 - Fidelity: switches' p99 dequeue lag (traffic manager) and hosts' p99 pacer lateness (agent: how late it
   woke and sent relative to the deadline it slept for), each against one data cell's time on the host link.
 - On bmv2: each link is a queue rate in packets/s (one data cell's wire size per packet of any size) with
