@@ -73,7 +73,8 @@ def bmv2_tm_lines(plan: SwitchPlan, cell_wire_bytes: int) -> tuple[list[str], li
         if command == "set_port_rate_bps":
             lines.append(f"set_queue_rate {bmv2_queue_rate_pps(int(args[0]), cell_wire_bytes)} {args[1]}")
         elif command == "set_port_delay_us":
-            notes.append(f"{plan.switch}: bmv2 has no link delay; set_port_delay_us is not modelled there")
+            notes.append("bmv2 has no link delay: the switches' set_port_delay_us lines were not sent "
+                         "(the report's link line says what bmv2 ran)")
         else:
             lines.append(line)
     return lines, sorted(set(notes))

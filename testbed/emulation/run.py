@@ -146,6 +146,12 @@ class VariantRun:
             return None
         return switch_placement(self.scenario)
 
+    def _cost_mode(self) -> str:
+        """The capacity check's name for how these switches ran (scenario.capacity.scenario_mode)."""
+        if self.result.target == "bmv2":
+            return "bmv2"
+        return "per_switch" if self.placement is None else "fabric"
+
     def _in_memory(self) -> frozenset[str]:
         return self.placement.in_memory if self.placement is not None else frozenset()
 
@@ -189,7 +195,7 @@ class VariantRun:
                           f"process(es), {len(self.placement.in_memory)} of "
                           f"{sum(1 for link in topology.links if link.tier == 'fabric')} cables in memory")
         self.result.switch_processes = {
-            "mode": "per_switch" if self.placement is None else "fabric",
+            "mode": self._cost_mode(),
             "processes": {p.name: [c.name for c in p.configs] for p in self.processes},
             "links_in_memory": len(self._in_memory())}
         start_all(self.processes, on_started=lambda p, pid: self.manifest.add_process(pid, p.name, p.argv()))
@@ -207,8 +213,9 @@ class VariantRun:
             jobs.append((client, config, plans[c.name]))
         configure_all(jobs)
         for c in self.switches:
-            self.result.notes += apply_tm(self.result.target, plans[c.name], c.thrift_port,
-                                          scenario.derived.cell_wire_bytes)
+            for note in apply_tm(self.result.target, plans[c.name], c.thrift_port, scenario.derived.cell_wire_bytes):
+                if note not in self.result.notes:  # the same for every switch: said once
+                    self.result.notes.append(note)
         self._raise_switches()
 
     def _raise_switches(self) -> None:
@@ -437,7 +444,7 @@ class VariantRun:
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
                                           fidelity_threshold_us(self.scenario.to_dict()),
                                           f"{self.scenario.name} {self.variant.name}",
-                                          "per_switch" if self.placement is None else "fabric")
+                                          self._cost_mode())
 
     def teardown(self) -> None:
         if self.reroute is not None:  # before anything takes links down

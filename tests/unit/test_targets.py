@@ -47,3 +47,13 @@ def test_a_cli_without_its_python_module_is_named(fake_path):
     problem = targets.bmv2_problem()
     assert "simple_switch_CLI does not run" in problem and "thrift" in problem
     assert "\n" not in problem
+
+
+def test_bmv2_runs_keep_their_costs_apart_from_the_builtin_ones():
+    from testbed.scenario import capacity, parse_scenario
+
+    text = ("name: t\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n"
+            "switch: {target: %s}\nworkload: [{kind: pingall}]\n")
+    assert capacity.scenario_mode(parse_scenario(text % "bmv2", "t.yaml")) == "bmv2"
+    assert capacity.scenario_mode(parse_scenario(text % "builtin", "t.yaml")) in ("fabric", "per_switch")
+    assert capacity.load_costs("bmv2").mode == "bmv2"
