@@ -318,7 +318,7 @@ def _gap_lines(summaries: dict[str, dict]) -> list[str]:
             facts.append(f"{timeouts} sender timeouts")
         if s.get("target") == "bmv2":
             facts.append("its ideal gives every control cell a switch forwards a whole data cell's slot, as bmv2's "
-                         "packets/s queues do, which is why it is below the builtin target's on the same links")
+                         "packets/s queues do, so it is lower than the same links give on the builtin target")
         placement = (s.get("ideal") or {}).get("placement") or {}
         if "data_unexplained_share" in placement:
             how = "traced" if "traced" in placement.get("data", "") else "inferred"
