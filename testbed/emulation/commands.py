@@ -41,7 +41,7 @@ def _run_variants(args, scenario, variants) -> int:
     from testbed.telemetry.summary import summarize_variant
 
     if args.fit:
-        variants = [_fitted(variant) for variant in variants]
+        variants = fitted_together(variants)
     for variant in variants:  # refuse before anything is built, for every variant's rates
         try:
             print(capacity.check(variant.scenario), flush=True)
@@ -70,25 +70,37 @@ def _run_variants(args, scenario, variants) -> int:
 FIT_MARGIN = 0.9  # run a little below the rate the check computes, not on its edge
 
 
-def _fitted(variant):
-    """The variant slowed (rates down, times up: `scenario.timescale`) until it fits, if it must be."""
+def fit_factor(variant) -> float:
+    """How much this variant's clock must slow to fit (1: not at all), by the capacity check."""
+    s = variant.scenario
+    fits = capacity.fitting_rate(s) * FIT_MARGIN
+    if fits <= 0:
+        raise TestbedError(f"{s.file}: {variant.name}: even its idle processes do not fit this machine; "
+                           "choose a smaller fabric")
+    return min(1.0, fits / s.links.host.rate_mbps)
+
+
+def fitted_together(variants: list) -> list:
+    """Every variant slowed by the same factor, the one the most demanding variant needs: a
+    side-by-side report compares variants on the same links (rates down, times up,
+    `scenario.timescale`; every ratio kept), not each at the fastest clock it alone holds."""
     import dataclasses
 
     from testbed.scenario.timescale import slowed
 
-    s = variant.scenario
-    fits = capacity.fitting_rate(s) * FIT_MARGIN
-    if fits >= s.links.host.rate_mbps:
-        return variant
-    if fits <= 0:
-        raise TestbedError(f"{s.file}: {variant.name}: even its idle processes do not fit this machine; "
-                           "choose a smaller fabric")
-    slow = slowed(s, fits / s.links.host.rate_mbps)
-    print(f"{variant.name}: --fit: host links {s.links.host.rate_mbps:g} -> {slow.links.host.rate_mbps:.3g} "
-          f"Mbit/s, every time x{s.links.host.rate_mbps / slow.links.host.rate_mbps:.3g} (duration "
-          f"{slow.duration_s:g} s, base RTT {slow.derived.base_rtt_us / 1000:.1f} ms, BDP still "
-          f"{slow.derived.bdp_cells} cells)", flush=True)
-    return dataclasses.replace(variant, scenario=slow)
+    factor = min(fit_factor(v) for v in variants)
+    if factor >= 1.0:
+        return variants
+    out = []
+    for variant in variants:
+        s = variant.scenario
+        slow = slowed(s, factor)
+        print(f"{variant.name}: --fit: host links {s.links.host.rate_mbps:g} -> {slow.links.host.rate_mbps:.3g} "
+              f"Mbit/s, every time x{1 / factor:.3g} (duration {slow.duration_s:g} s, base RTT "
+              f"{slow.derived.base_rtt_us / 1000:.1f} ms, BDP still {slow.derived.bdp_cells} cells; one factor "
+              "for every variant)", flush=True)
+        out.append(dataclasses.replace(variant, scenario=slow))
+    return out
 
 
 def clean_command(args) -> int:
