@@ -178,14 +178,3 @@ def builtin_loader(program: str, include=(), defines=None):
         return pipeline, cache["p4info"]
 
     return load_switch
-
-
-def main(args) -> int:
-    """`testbed stf PROGRAM TEST.stf...`: exit status 0 only if every file passes."""
-    from testbed.p4model.frontend.preprocess import parse_defines
-
-    load_switch = builtin_loader(args.program, list(getattr(args, "include", []) or []),
-                                 parse_defines(getattr(args, "define", []) or []))
-    _passed, failed = run_files(load_switch, list(args.tests), verbose=bool(args.verbose),
-                                priority_queues=getattr(args, "priority_queues", 1))
-    return 1 if failed else 0
