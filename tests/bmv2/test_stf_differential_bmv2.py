@@ -25,6 +25,7 @@ QUEUE_CASES = [   # (program, STF file, --priority-queues)
     ("queue_priority", "queue_priority_1q", 1),
     ("queue_priority", "queue_priority_2q", 2),
     ("queue_replicas", "queue_replicas", 2),
+    ("queue_egress_copies", "queue_egress_copies", 1),
 ]
 # tests/p4programs files bmv2 does not run as the builtin target does.
 NOT_ON_P4C = {   # p4c-bm2-ss 1.2.5.8 rejects the program

@@ -79,3 +79,11 @@ expect 2
 """, queues=2)
     assert seqs(result, 1) == [4, 2]
     assert seqs(result, 2) == [1, 3]
+
+
+def test_egress_clones_and_recirculated_packets_go_through_the_queues():
+    where = PROGRAM.parent
+    out = io.StringIO()
+    result = run_file(builtin_loader(str(where / "queue_egress_copies.p4")),
+                      where / "queue_egress_copies.stf", out)
+    assert result.passed, out.getvalue()
