@@ -4,21 +4,26 @@ Why: the builtin target claims simple_switch semantics; the same STF files
 on the real switch check that claim (and `--target both` compares the two).
 
 How: p4c-bm2-ss compiles the program once.  Each file gets a fresh
-simple_switch with `--use-files DELAY`: it reads `p<N>_in.pcap` and writes
-`p<N>_out.pcap` for every observed port, and waits DELAY seconds before
-reading, in which the control lines are sent through simple_switch_CLI
-(cli_commands.py).  So every control line must come before the first
-packet line; a file that mixes them is refused.  Input records are stamped
-in file order and bmv2's reader merges the input files by time stamp, so
-packets enter in file order even across ports, back to back (one burst).
+simple_switch with `--use-files`: it reads `p<N>_in.pcap` and writes
+`p<N>_out.pcap` for every observed port.  When every control line comes
+before the first packet, the inputs are plain files and simple_switch
+waits START_DELAY_S seconds before reading them, in which the control
+lines are sent through simple_switch_CLI (cli_commands.py); input records
+are stamped in file order and bmv2's reader merges the input files by time
+stamp, so packets enter in file order even across ports, back to back (one
+burst).  When control lines come between packets, the input port's file is
+a named pipe written phase by phase (CLI lines, then that phase's packets,
+then a wait until the outputs are quiet, as the reference harness sleeps
+after a CLI command); bmv2's reader would wait on every other input pipe,
+so such a file must send all its packets on one port, else it is refused.
 `--priority-queues N` is a target option of simple_switch: it goes after
 `--`.  The run ends when the output files have stopped growing; each
 observed port is then judged as on the builtin target (compare.py).
 
 Failures say what happened in one line: a missing binary, p4c-bm2-ss's
-first error, the switch's exit status and last output line, the CLI's
-exit status and error; a command the CLI refuses is a warning, as on the
-builtin target.
+first error, the switch's or the CLI's exit status with its first error
+line (else its last line); a command the CLI refuses is a warning, as on
+the builtin target.
 """
 
 from __future__ import annotations
@@ -62,7 +67,8 @@ def check_tools() -> None:
                         f"{', '.join(missing)}")
 
 
-def _last_line(text: str) -> str:
+def _key_line(text: str) -> str:
+    """The first line that mentions an error, else the last line."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower()]
     return (errors or lines or ["(no output)"])[0 if errors else -1]
@@ -78,7 +84,7 @@ def compile_program(program: str, out_dir: Path, include=(), defines=None) -> di
     result = subprocess.run([*cmd, str(program)], capture_output=True, text=True)
     if result.returncode != 0:
         raise Bmv2Error(f"p4c-bm2-ss failed on {program} (exit {result.returncode}): "
-                        f"{_last_line(result.stderr or result.stdout)}")
+                        f"{_key_line(result.stderr or result.stdout)}")
     return json.loads(target.read_text())
 
 
@@ -270,7 +276,7 @@ class Bmv2Runner:
         log.flush()
         log.seek(0)
         return Bmv2Error(f"simple_switch exited with status {switch.returncode}: "
-                         f"{_last_line(log.read())}")
+                         f"{_key_line(log.read())}")
 
     def _wait_ready(self, switch, thrift: int, log) -> float:
         """Wait for the Thrift server; returns when it answered."""
@@ -305,7 +311,7 @@ class Bmv2Runner:
             if switch.poll() is not None:
                 raise self._died(switch, log)
             raise Bmv2Error(f"simple_switch_CLI failed (exit {done.returncode}): "
-                            f"{_last_line(done.stderr or done.stdout)}")
+                            f"{_key_line(done.stderr or done.stdout)}")
         if ready is not None:
             late = time.monotonic() - ready
             if late > self.start_delay - 0.2:
