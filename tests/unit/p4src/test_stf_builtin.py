@@ -55,3 +55,28 @@ def test_committed_stf_files_match_generator():
     result = subprocess.run([sys.executable, str(STF_DIR / "stfgen.py"), "--check"],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def _stfgen():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stfgen", STF_DIR / "stfgen.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generator_refuses_a_credit_expected_after_data_of_the_same_burst():
+    """Strict priority may let the credit overtake the waiting DATA cell (bmv2
+    does when it queues the burst), so such a file would not mean one thing."""
+    gen = _stfgen()
+    data = gen.routed(gen.cell("10.0.1.5", gen.DATA, gen.CELL_SIZE), 1)
+    credit = gen.routed(gen.cell("10.0.1.5", gen.CREDIT, 0), 1)
+    stf = gen.Stf("t.stf", "fabric.p4", "test")
+    stf.expect(1, credit)
+    stf.expect(1, data)                  # credit first: fine
+    stf.expect(2, data)
+    with pytest.raises(AssertionError, match="priority-1 packet expected on port 2"):
+        stf.expect(2, credit)
+    stf.line("mc_mgrp_create 1")         # a control line ends the burst
+    stf.expect(2, credit)
