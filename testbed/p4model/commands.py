@@ -23,6 +23,13 @@ def _add_program_options(parser: argparse.ArgumentParser) -> None:
                         help="preprocessor definition, as for p4c")
 
 
+def _queues(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 8:
+        raise argparse.ArgumentTypeError(f"{value} is not in 1..8")
+    return value
+
+
 def _run_p4info(args) -> int:
     from testbed.p4model.p4info import main
 
@@ -55,12 +62,19 @@ def register(sub) -> None:
     p4info.set_defaults(func=_run_p4info)
 
     stf = sub.add_parser(
-        "stf", help="run p4c/bmv2-format STF tests against the builtin target",
-        description="Load PROGRAM on the builtin target and run each STF file against it; "
-                    "prints expected-vs-received diffs and ends with 'N passed, N failed'.")
+        "stf", help="run p4c/bmv2-format STF tests on the builtin target, on bmv2, or on both",
+        description="Load PROGRAM on the target and run each STF file against it; prints "
+                    "expected-vs-received diffs and ends with 'N passed, N failed'. "
+                    "--target both runs each file on both targets and also prints where "
+                    "their outputs differ (exit status 1 on any failure or difference).")
     stf.add_argument("program", help="P4-16 source file")
     stf.add_argument("tests", nargs="+", help="STF test files")
     stf.add_argument("-v", "--verbose", action="store_true", help="print every packet in and out")
+    stf.add_argument("--target", choices=("builtin", "bmv2", "both"), default="builtin",
+                     help="builtin (default), bmv2 (p4c-bm2-ss and simple_switch on PATH), or both")
+    stf.add_argument("--priority-queues", type=_queues, default=1, metavar="N",
+                     help="egress priority queues per port, as simple_switch's option "
+                          "(default 1; a packet whose priority is >= N is dropped)")
     _add_program_options(stf)
     stf.set_defaults(func=_run_stf)
 

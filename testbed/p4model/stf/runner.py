@@ -2,11 +2,19 @@
 
 Each file gets a fresh switch, as the reference harness starts a fresh
 simple_switch per test.  Commands run in file order: control-plane lines go
-through the ControlPlane as P4Runtime updates, `packet` lines through the
-pipeline with an ideal queue, `expect` lines collect expectations.  Only
-ports named by a packet or expect line are observed (they are the
-harness's interfaces); outputs to other ports are lost, as on bmv2.  At the
-end each observed port is judged (compare.py).
+through the ControlPlane as P4Runtime updates, `packet` lines through
+ingress, `expect` lines collect expectations.  Only ports named by a
+packet or expect line are observed (they are the harness's interfaces);
+outputs to other ports are lost, as on bmv2.  At the end each observed port
+is judged (compare.py).
+
+Queues (burst.py): consecutive packet lines are one burst, as bmv2 replays
+them back to back.  Their ingress output is held and queued together in
+the switch's traffic manager with `priority_queues` queues per port (1 by
+default, as simple_switch; a priority with no queue is dropped), then the
+queues are drained, highest priority first.  A burst ends at a
+control-plane line (the harness sleeps there, so bmv2's queues empty) and
+at the end of the file; expect lines and ignored lines do not end one.
 
 A control-plane command the switch refuses is reported as a warning and the
 run goes on: simple_switch_CLI prints its error and the harness carries on,
@@ -28,8 +36,10 @@ from collections import defaultdict
 from testbed.errors import TestbedError
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.errors import ControlPlaneError, PacketError
-from testbed.p4model.stf import build, compare
+from testbed.p4model.stf import build
+from testbed.p4model.stf.burst import Burst
 from testbed.p4model.stf.parser import IGNORED, StfError, parse_file
+from testbed.p4model.stf.result import FileResult, expectations, judge, print_verdict
 
 _CONTROL = {
     "add", "setdefault", "mirroring_add", "mirroring_add_mc", "mirroring_delete", "mirroring_get",
@@ -45,7 +55,8 @@ _PACKET_GAP_NS = 1_000            # consecutive packets
 class StfRun:
     """One STF file against one fresh switch."""
 
-    def __init__(self, path: str, pipeline, p4info, clock: ManualClock, out, verbose: bool):
+    def __init__(self, path: str, pipeline, p4info, clock: ManualClock, out, verbose: bool,
+                 priority_queues: int = 1):
         from testbed.p4model.control_plane import ControlPlane
 
         self.path = path
@@ -54,7 +65,7 @@ class StfRun:
         self.out = out
         self.verbose = verbose
         self.builder = build.Builder(ControlPlane(pipeline, p4info), p4info)
-        self.expected = defaultdict(compare.PortExpectations)
+        self.burst = Burst(pipeline, clock, priority_queues)
         self.received = defaultdict(list)
         self.observed: set = set()
         self.warnings = 0
@@ -65,7 +76,7 @@ class StfRun:
 
     def execute(self, commands: list) -> list:
         """Run every command; the per-port problems (empty when the file passes)."""
-        self.observed = {c.port for c in commands if c.kind in ("packet", "expect")}
+        self.observed, expected = expectations(commands)
         for cmd in commands:
             if cmd.kind in IGNORED:
                 if self.verbose:
@@ -73,19 +84,11 @@ class StfRun:
                              f"harness does)")
             elif cmd.kind == "packet":
                 self._packet(cmd)
-            elif cmd.kind == "expect":
-                exp = self.expected[cmd.port]
-                if cmd.data or cmd.exact:
-                    exp.packets.append(compare.Expectation(cmd.data, cmd.exact, cmd.line))
-                else:
-                    exp.anything = True
-            else:
+            elif cmd.kind != "expect":
+                self._drain()
                 self._control(cmd)
-        problems = []
-        for port in sorted(self.observed):
-            problems.extend(compare.compare_port(port, self.expected[port],
-                                                 self.received.get(port, [])))
-        return problems
+        self._drain()
+        return judge(self.observed, expected, self.received)
 
     def _control(self, cmd) -> None:
         handler = getattr(self.builder, cmd.kind, None)
@@ -111,67 +114,67 @@ class StfRun:
         if self.verbose:
             self.say(f"{self.path}:{cmd.line}: packet in  port {cmd.port}: {cmd.data}")
         try:
-            outputs = self.pipeline.process(cmd.port, data)
+            jobs = self.pipeline.ingress(cmd.port, data)
         except PacketError as exc:
             self.say(f"{self.path}:{cmd.line}: packet dropped by the switch: {exc}")
             return
-        for port, out in outputs:
+        self.burst.add(jobs, cmd.line)
+
+    def _drain(self) -> None:
+        outputs, drops = self.burst.drain()
+        for line, reason in drops:
+            self.say(f"{self.path}:{line}: packet dropped by the queues: {reason}")
+        for port, out, line in outputs:
             if self.verbose:
                 seen = "" if port in self.observed else " (port not observed)"
-                self.say(f"{self.path}:{cmd.line}: packet out port {port}: "
+                self.say(f"{self.path}:{line}: packet out port {port}: "
                          f"{out.hex().upper()}{seen}")
             if port in self.observed:
-                self.received[port].append(bytes(out))
+                self.received[port].append(out)
 
 
-def run_files(load_switch, paths: list, out=sys.stdout, verbose: bool = False) -> tuple:
-    """Run STF files; `load_switch(clock)` gives a fresh (pipeline, p4info).
-    Returns (passed, failed) after printing verdicts and the summary line."""
-    passed = failed = 0
-    for path in paths:
-        ok = _run_one(load_switch, str(path), out, verbose)
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed", file=out)
-    return passed, failed
-
-
-def _run_one(load_switch, path: str, out, verbose: bool) -> bool:
+def run_file(load_switch, path: str, out=sys.stdout, verbose: bool = False,
+             priority_queues: int = 1) -> FileResult:
+    """One STF file on a fresh switch from `load_switch(clock)` -> (pipeline, p4info)."""
+    result = FileResult(str(path), "builtin")
     try:
         commands = parse_file(path)
         clock = ManualClock()
         pipeline, p4info = load_switch(clock)
-        run = StfRun(path, pipeline, p4info, clock, out, verbose)
-        problems = run.execute(commands)
+        run = StfRun(str(path), pipeline, p4info, clock, out, verbose, priority_queues)
+        result.problems = run.execute(commands)
+        result.received = {port: list(run.received.get(port, [])) for port in run.observed}
     except TestbedError as exc:          # StfError, P4Error, a ControlPlane INTERNAL ...
-        print(str(exc), file=out)
-        print(f"FAIL {path}", file=out)
-        return False
-    if problems:
-        print(f"FAIL {path}: {len(problems)} mismatch(es)", file=out)
-        for lines in problems:
-            for line in lines:
-                print(line, file=out)
-        return False
-    print(f"PASS {path}", file=out)
-    return True
+        result.error = str(exc)
+    return result
 
 
-def main(args) -> int:
-    """`testbed stf PROGRAM TEST.stf...`: exit status 0 only if every file passes."""
-    from testbed.p4model.frontend.preprocess import parse_defines
+def run_files(load_switch, paths: list, out=sys.stdout, verbose: bool = False,
+              priority_queues: int = 1) -> tuple:
+    """Run STF files; `load_switch(clock)` gives a fresh (pipeline, p4info).
+    Returns (passed, failed) after printing verdicts and the summary line."""
+    passed = failed = 0
+    for path in paths:
+        result = run_file(load_switch, path, out, verbose, priority_queues)
+        print_verdict(result, out)
+        passed += result.passed
+        failed += not result.passed
+    print(f"{passed} passed, {failed} failed", file=out)
+    return passed, failed
+
+
+def builtin_loader(program: str, include=(), defines=None):
+    """`load_switch(clock)` for a P4 source file: a fresh pipeline per call,
+    the P4Info generated once."""
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import load
 
-    include = list(getattr(args, "include", []) or [])
-    defines = parse_defines(getattr(args, "define", []) or [])
     cache = {}
 
     def load_switch(clock):
-        pipeline = load(args.program, clock=clock, include_dirs=include, defines=defines)
+        pipeline = load(program, clock=clock, include_dirs=list(include), defines=defines)
         if "p4info" not in cache:
             cache["p4info"] = generate(pipeline.program)
         return pipeline, cache["p4info"]
 
-    _passed, failed = run_files(load_switch, list(args.tests), verbose=bool(args.verbose))
-    return 1 if failed else 0
+    return load_switch

@@ -1,6 +1,7 @@
 """fabric.p4 behaviour that STF files cannot express, on the builtin target
 through the Pipeline API: counter and register values, ECN marking at a
-driven queue depth (STF's ideal queue always reports depth 0), RED's
+driven queue depth (in STF files the depth is only what a burst leaves,
+0 to 3 here, and may differ on bmv2), RED's
 probability in its ramp, the spread of random spraying, the credit
 meter's refill with a driven clock, and the credit priority.
 

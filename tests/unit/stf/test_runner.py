@@ -5,6 +5,7 @@ really goes through P4Runtime protobufs."""
 import io
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "control_plane"))
 
@@ -33,7 +34,12 @@ def toy_switch(clock):
             out.extend((p, data) for _inst, p in session_ports(session))
         return out
 
-    pipeline.process = process
+    # The runner queues what ingress returns (EgressJob-like: port, priority,
+    # length) and hands each dequeued job to egress, which here sends it as is.
+    pipeline.ingress = lambda port, data: [SimpleNamespace(port=p, priority=0, length=len(d), data=d)
+                                           for p, d in process(port, data)]
+    pipeline.egress = lambda job, _meta: ([(job.port, job.data)], [])
+    pipeline.drop_port = 511
     return pipeline, make_p4info()
 
 
