@@ -36,7 +36,7 @@ def bmv2_problem() -> str | None:
     """Why bmv2 cannot run a scenario here, in one line; None when it can."""
     missing = [b for b in (BMV2_BINARY, BMV2_COMPILER, BMV2_CLI) if shutil.which(b) is None]
     if missing:
-        return f"{' and '.join(missing)} not on PATH"
+        return f"not on PATH: {', '.join(missing)}"
     if "--thrift-port" not in _help_text(BMV2_BINARY):
         return (f"{shutil.which(BMV2_BINARY)} was built without Thrift (its --help has no --thrift-port), "
                 f"and the testbed sets bmv2's queue rates and reads its registers through {BMV2_CLI}; "

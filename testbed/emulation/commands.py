@@ -37,12 +37,14 @@ def run_command(args) -> int:
 
 def _run_variants(args, scenario, variants) -> int:
     from testbed.emulation.run import VariantRun
+    from testbed.emulation.switches import resolve_target
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
     if args.fit:
         variants = fitted_together(variants)
-    for variant in variants:  # refuse before anything is built, for every variant's rates
+    for variant in variants:  # refuse before anything is built: every variant's target and rates
+        resolve_target(variant.scenario.switch.target)
         try:
             print(capacity.check(variant.scenario), flush=True)
         except capacity.CapacityError:
