@@ -28,10 +28,12 @@ def process_cpu_s(pid: int) -> float | None:
 
 
 def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path, threshold_us: float,
-                  source: str, mode: str = "per_switch") -> dict:
-    """Switch CPU (since the traffic started) over the packets the traffic managers took, agent
-    CPU over the datagrams they sent and received; saved as calibration if real time was kept."""
-    packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
+                  source: str, mode: str = "per_switch", packets: int | None = None) -> dict:
+    """Switch CPU (since the traffic started) over the packets the traffic managers took (or
+    `packets`: bmv2 has no such count, its program's tx counters give it), agent CPU over the
+    datagrams they sent and received; saved as calibration if real time was kept."""
+    if packets is None:
+        packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     switch_us = sum(switch_cpu_s.values()) * 1e6 / packets if packets > MIN_SAMPLE else None
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]

@@ -444,7 +444,18 @@ class VariantRun:
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
                                           fidelity_threshold_us(self.scenario.to_dict()),
                                           f"{self.scenario.name} {self.variant.name}",
-                                          self._cost_mode())
+                                          self._cost_mode(), packets=self._bmv2_packets_sent())
+
+    def _bmv2_packets_sent(self) -> int | None:
+        """bmv2 only: packets its switches sent while the traffic ran, from the program's tx counters
+        (the first and last telemetry samples); None on the builtin target (its TM counts them)."""
+        if self.result.target != "bmv2" or self.collector is None:
+            return None
+        first, last = {}, {}
+        for sample in self.collector.samples:
+            first.setdefault(sample.switch, sample)
+            last[sample.switch] = sample
+        return sum(sum(c[0] for c in last[s].tx.values()) - sum(c[0] for c in first[s].tx.values()) for s in last)
 
     def teardown(self) -> None:
         if self.reroute is not None:  # before anything takes links down
