@@ -57,6 +57,9 @@ def test_bmv2_telemetry_reads_every_switch_without_register_errors(runs):
     assert summary["max_queue_depth_packets"] >= 1, context
     uplinks = summary["uplink_utilisation"]
     assert uplinks and all(u > 0 for u in uplinks.values()), uplinks
+    # the capacity check learns bmv2's own CPU per packet, counted by the program's tx counters
+    assert result.costs["switch_mode"] == "bmv2" and result.costs["switch_packets"] > 1000, result.costs
+    assert result.costs["switch_us_per_packet"] > 0, result.costs
 
 
 def test_the_bmv2_report_says_what_it_did_not_measure(runs, tmp_path):
