@@ -38,10 +38,10 @@ from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProce
 from testbed.emulation.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
+from testbed.targets import BMV2_BINARY, bmv2_problem
 from testbed.telemetry.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
-from testbed.targets import BMV2_BINARY, bmv2_problem
 from testbed.topo.partition import Placement
 
 CPU_PORT = 255
@@ -455,7 +455,8 @@ class VariantRun:
         for sample in self.collector.samples:
             first.setdefault(sample.switch, sample)
             last[sample.switch] = sample
-        return sum(sum(c[0] for c in last[s].tx.values()) - sum(c[0] for c in first[s].tx.values()) for s in last)
+        sent = [sum(c[0] for c in last[s].tx.values()) - sum(c[0] for c in first[s].tx.values()) for s in last]
+        return sum(max(0, n) for n in sent)  # a restarted switch counted from 0 again: its part is lost
 
     def teardown(self) -> None:
         if self.reroute is not None:  # before anything takes links down
