@@ -52,6 +52,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.errors import ControlPlaneError
+from testbed.p4model.tables import ERROR_FIELD_WIDTH
 
 __all__ = ["ControlPlane", "encode_value", "decode_value"]
 
@@ -158,7 +159,8 @@ class _Index:
                     raise _error("INVALID_ARGUMENT",
                                  f"table {table.preamble.name}: match field {mf.name} has an "
                                  f"unsupported match type")
-                fields.append(_Field(mf.id, mf.name, kind, mf.bitwidth))
+                # no bitwidth: p4c's P4Info for a key of type `error` (tables.ERROR_FIELD_WIDTH)
+                fields.append(_Field(mf.id, mf.name, kind, mf.bitwidth or ERROR_FIELD_WIDTH))
             counter_id = meter_id = 0
             for rid in table.direct_resource_ids:
                 if rid in self.direct_counters:

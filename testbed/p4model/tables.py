@@ -30,6 +30,10 @@ from typing import Optional
 from testbed.p4model.errors import ControlPlaneError
 from testbed.p4model.meters import MeterState
 
+# bmv2 keeps a value of type `error` in a 32-bit field holding its number (declaration order), and
+# a table keyed on one matches that number; p4c's P4Info gives such a key no bitwidth.
+ERROR_FIELD_WIDTH = 32
+
 MATCH_KINDS = frozenset({"exact", "lpm", "ternary", "range", "optional", "selector"})
 _PRIORITY_KINDS = frozenset({"ternary", "range", "optional"})
 COUNTER_KINDS = frozenset({"packets", "bytes", "packets_and_bytes"})

@@ -723,6 +723,10 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         fields = []
         for k in t.keys:
             kt = scalar_type(k.expr.type)
+            if isinstance(kt, ir.ErrorT):
+                # matched as bmv2 does: the error's number (declaration order) in a 32-bit field
+                fields.append(rtt.MatchField(tableinfo.key_name(k), k.match_kind, rtt.ERROR_FIELD_WIDTH))
+                continue
             if not isinstance(kt, (ir.BitT, ir.BoolT)) and kt.bit_width() is None:
                 raise P4Unsupported(k.loc if getattr(k, "loc", None) else t.loc,
                                     f"table key of type {ir.type_str(k.expr.type)}")
@@ -781,7 +785,8 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
         sel = []
         for k in t.keys:
             code = to_unsigned(self.ex(k.expr), k.expr.type)
-            (sel if k.match_kind == "selector" else keys).append((code, width_of(k.expr.type)))
+            width = rtt.ERROR_FIELD_WIDTH if isinstance(scalar_type(k.expr.type), ir.ErrorT) else width_of(k.expr.type)
+            (sel if k.match_kind == "selector" else keys).append((code, width))
         key = "(" + "".join(f"{c}, " for c, _ in keys) + ")"
         self.emit(f"e = {tname}.lookup({key})")
         self.emit("if e is None:")
