@@ -139,6 +139,7 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
         log.info(line)
         switch.run()
         log.info("stopped: %s", switch.stats)
+        log.info("ports: %s", list(switch.port_stats().values()))
         return 0
     finally:
         grpc_server.stop(0.2)

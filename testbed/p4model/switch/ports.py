@@ -24,6 +24,9 @@ plain path *after* a flush, so a port's frame order never changes:
 
 * RX: a frame longer than a slot is also queued whole on the socket
   (PACKET_COPY_THRESH, ring status TP_STATUS_COPY) and read with recv();
+  when the port is readable but its slot is empty, reading resumes at the
+  oldest frame the kernel wrote elsewhere in the ring (`rx_resyncs`), as a
+  flood of random jumbo frames once left the two out of step;
 * TX: a frame shorter than 14 bytes, longer than a slot or than MTU + 14, or
   one that finds the next slot still in the kernel's hands after a flush, is
   sent with send() on a second, ring-less socket (a socket with a TX ring
@@ -83,6 +86,9 @@ TX_DATA = 32        # TX frame data offset: TPACKET2_HDRLEN (52) - sizeof(struct
 _RX_END = RX_FRAMES * FRAME_SIZE               # the TX ring follows the RX ring in the mapping
 _TX_END = (RX_FRAMES + TX_FRAMES) * FRAME_SIZE
 _RX_HDR = struct.Struct("=IIIH")  # tp_status, tp_len, tp_snaplen, tp_mac of struct tpacket2_hdr
+_RX_STATUS = struct.Struct("=I")
+_RX_TIME = struct.Struct("=II")   # tp_sec, tp_nsec: when the kernel took the frame
+_RX_TIME_OFF = 16
 _TX_HDR = struct.Struct("=III")   # tp_status, tp_len, tp_snaplen
 _RELEASE = bytes(4)
 _RETRY = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
@@ -97,7 +103,8 @@ class RawPort:
     """One switch port on one interface (PACKET_MMAP rings unless `rings=False` or unavailable)."""
 
     __slots__ = ("number", "iface", "sock", "fd", "ignore_outgoing", "rings", "mtu", "rx_frames", "tx_frames",
-                 "tx_errors", "rx_bytes", "tx_bytes", "rx_truncated", "socket_errors", "_recv", "_send", "_recvfrom", "_mm",
+                 "tx_errors", "rx_bytes", "tx_bytes", "rx_truncated", "rx_resyncs", "socket_errors", "_recv", "_send",
+                 "_recvfrom", "_mm",
                  "_plain", "_rx_off", "_tx_off", "_tx_last", "_tx_max", "_pending")
 
     def __init__(self, number: int, iface: str, buffer_bytes: int = BUFFER_BYTES, rings: bool = True) -> None:
@@ -129,6 +136,7 @@ class RawPort:
         self._tx_off = self._tx_last = _RX_END
         self._pending = False
         self.rx_frames = self.tx_frames = self.tx_errors = self.rx_bytes = self.tx_bytes = self.rx_truncated = 0
+        self.rx_resyncs = 0  # times the RX ring was found written elsewhere than our slot (_resync)
         self.socket_errors = 0  # pending errors cleared (a link that went down)
 
     def _open(self, index: int, buffer_bytes: int, rings: bool) -> None:
@@ -208,8 +216,39 @@ class RawPort:
             # Readable with an empty ring: a pending socket error (ENETDOWN when the
             # link goes down). Reading SO_ERROR clears it; else select() would report
             # the port readable forever and the loop would spin.
-            self.socket_errors += bool(self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+            error = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            self.socket_errors += bool(error)
+            if not error:
+                self._resync()  # the next call reads from where the kernel writes
         return out
+
+    def _resync(self) -> bool:
+        """Readable, no error, and nothing at our slot: find where the kernel is writing.
+
+        Seen after a flood of random jumbo frames (1 run in 5 of the robustness test):
+        the kernel went on filling slots elsewhere in the ring while ours stayed empty, so
+        the port never read again, and whole copies of truncated frames that no slot
+        named any more piled up on the socket.  The oldest frame the kernel handed over
+        (ring timestamps) is where reading resumes; with none, the queued copies belong to
+        no slot and are dropped (counted as truncated), which also ends the readability.
+        Returns True when there are frames to read again."""
+        mm = self._mm
+        oldest = None
+        for off in range(0, _RX_END, FRAME_SIZE):
+            if _RX_STATUS.unpack_from(mm, off)[0] & TP_STATUS_USER:
+                stamp = _RX_TIME.unpack_from(mm, off + _RX_TIME_OFF)
+                if oldest is None or stamp < oldest[0]:
+                    oldest = (stamp, off)
+        if oldest is not None:
+            self._rx_off = oldest[1]
+            self.rx_resyncs += 1
+            return True
+        while True:
+            try:
+                self._recv(MAX_FRAME)
+            except OSError:
+                return False
+            self.rx_truncated += 1
 
     def _receive_plain(self, budget: int) -> list[bytes]:
         out = []
@@ -298,7 +337,8 @@ class RawPort:
     def stats(self) -> dict:
         return {"port": self.number, "iface": self.iface, "rx_frames": self.rx_frames,
                 "tx_frames": self.tx_frames, "tx_errors": self.tx_errors, "tx_bytes": self.tx_bytes,
-                "socket_errors": self.socket_errors}
+                "socket_errors": self.socket_errors, "rx_truncated": self.rx_truncated,
+                "rx_resyncs": self.rx_resyncs}
 
     def close(self) -> None:
         if self._mm is not None:
