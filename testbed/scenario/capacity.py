@@ -31,9 +31,9 @@ HEADROOM = 0.6
 # Measured on the 2-core reference machine, idle otherwise, in the default scenario's runs
 # (switch CPU from the agents' start to teardown over the packets its traffic manager took:
 # 196-221 us; agents 96 us per datagram sent or received).
-# fabric: see docs/architecture.md.  bmv2 (one process per switch) has the builtin per-switch figure
-# until runs on it measure their own: its CPU per packet is not taken from its runs yet (no
-# traffic-manager packet counts), and its runs' agent costs are kept apart under their own mode.
+# fabric: see docs/architecture.md.  bmv2 (one process per switch) starts from the builtin per-switch
+# figure until runs on it measure their own (switch CPU over the packets its program's tx counters
+# saw), kept apart from the builtin runs under their own mode.
 DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 210.0}
 DEFAULT_AGENT_US_PER_DATAGRAM = 96.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
