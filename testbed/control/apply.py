@@ -18,7 +18,7 @@ from pathlib import Path
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from testbed.control.bmv2_cli import Bmv2CliError, run_lines
+from testbed.bmv2_cli import Bmv2CliError, run_lines
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import SwitchPlan
 from testbed.errors import TestbedError

@@ -4,7 +4,7 @@ Everything comes from the fabric program's own counters and registers
 (p4src/README.md), so it means the same on both targets.  Counters are read
 over P4Runtime on both; bmv2's P4Runtime server has no register reads, so
 there the queue peak register is zeroed at the start and read at the end
-through its Thrift CLI (control/bmv2_cli.py): one peak per port over the
+through its Thrift CLI (testbed/bmv2_cli.py): one peak per port over the
 whole run, where the builtin target gives one per sample.  Samples
 are kept in memory and written as JSON lines at the end; each sample carries
 its time in seconds since the run's epoch and every value names its unit.
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.control.bmv2_cli import Bmv2CliError, read_and_reset_register
+from testbed.bmv2_cli import Bmv2CliError, read_and_reset_register
 from testbed.control.p4runtime_client import P4RuntimeClient, P4RuntimeError
 
 DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4",

@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from testbed import bmv2_cli
 from testbed.errors import TestbedError
 from testbed.p4model.stf.cli_commands import CliTranslator
 from testbed.p4model.stf.parser import IGNORED, StfError, parse_file
@@ -297,33 +298,26 @@ class Bmv2Runner:
         starts reading its files (start_delay after it was ready)."""
         if not cli:
             return
-        text = "\n".join(line for _n, line in cli) + "\n"
         if self.verbose:
             for number, line in cli:
                 self.say(f"{path}:{number}: {line}")
         try:
-            done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(thrift)],
-                                  input=text, capture_output=True, text=True,
-                                  timeout=self.start_delay + 30)
-        except subprocess.TimeoutExpired:
-            raise Bmv2Error("simple_switch_CLI did not finish in time") from None
-        if done.returncode != 0 or "RuntimeCmd:" not in done.stdout:
+            replies = bmv2_cli.ask("simple_switch", thrift, [line for _n, line in cli],
+                                   timeout_s=self.start_delay + 30)
+        except bmv2_cli.Bmv2CliError as error:
             if switch.poll() is not None:
-                raise self._died(switch, log)
-            raise Bmv2Error(f"simple_switch_CLI failed (exit {done.returncode}): "
-                            f"{_key_line(done.stderr or done.stdout)}")
+                raise self._died(switch, log) from None
+            raise Bmv2Error(str(error)) from None
         if ready is not None:
             late = time.monotonic() - ready
             if late > self.start_delay - 0.2:
                 raise Bmv2Error(f"simple_switch_CLI took {late:.1f} s, more than the "
                                 f"{self.start_delay} s simple_switch waits before reading "
                                 f"packets: the tables may not have been written in time")
-        # One "RuntimeCmd: " prompt precedes each command's output.
-        replies = done.stdout.split("RuntimeCmd:")[1:]
         for (number, line), reply in zip(cli, replies):
             reply = " ".join(reply.split())
             word = line.split()[0]
-            if "Error" in reply or "Invalid" in reply or "exception" in reply.lower():
+            if bmv2_cli.refused(reply):
                 self.say(f"{path}:{number}: warning: {word} refused by simple_switch_CLI: "
                          f"{reply}")
             elif reply and (self.verbose or word.endswith(("_read", "_get", "_get_rates"))):

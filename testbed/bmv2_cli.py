@@ -1,14 +1,15 @@
 """bmv2's Thrift CLI (simple_switch_CLI) as a function call, for what P4Runtime lacks.
 
-bmv2's P4Runtime server sets pipelines, tables, counters and meters, but its
-queue rates and depths exist only on the Thrift side, and it answers
-register reads with UNIMPLEMENTED.  Those go through simple_switch_CLI: one
-process per batch of lines, because every start costs about half a second.
+Shared by the layers that drive bmv2: the controller (queue rates and
+depths), telemetry (the queue peak register, which bmv2's P4Runtime server
+will not read) and the STF runner (table entries on plain simple_switch).
+One CLI process per batch of lines, because every start costs about half a
+second.
 
 The CLI exits 0 whatever happens and prints errors as text; it prints one
 "RuntimeCmd: " prompt before each command it reads, so its output splits
-into one answer per line sent, and an answer starting "Error" names the line
-that failed.
+into one answer per line sent, and an answer saying Error, Invalid or
+exception is that line's refusal.
 """
 
 from __future__ import annotations
@@ -27,22 +28,33 @@ class Bmv2CliError(TestbedError):
     """simple_switch_CLI could not run, or refused a line."""
 
 
-def run_lines(switch: str, thrift_port: int, lines: list[str]) -> list[str]:
-    """Each line's answer, in order; raises on the first refused line, naming it."""
+def ask(switch: str, thrift_port: int, lines: list[str], timeout_s: float = CLI_TIMEOUT_S) -> list[str]:
+    """Each line's answer, in order, refusals included (see `refused`); raises only
+    when the CLI itself did not run or answered fewer lines than it was sent."""
     if not lines:
         return []
     try:
         result = subprocess.run([BMV2_CLI, "--thrift-port", str(thrift_port)], input="\n".join(lines) + "\n",
-                                capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+                                capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise Bmv2CliError(f"{switch}: {BMV2_CLI} --thrift-port {thrift_port} did not run: {error}") from None
     answers = result.stdout.split(PROMPT)[1:]
     if result.returncode != 0 or len(answers) < len(lines):
         detail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
-        raise Bmv2CliError(f"{switch}: {BMV2_CLI} --thrift-port {thrift_port} failed: {detail[0]}")
-    answers = [a.strip() for a in answers[:len(lines)]]
+        raise Bmv2CliError(f"{switch}: {BMV2_CLI} --thrift-port {thrift_port} failed "
+                           f"(exit {result.returncode}): {detail[0]}")
+    return [a.strip() for a in answers[:len(lines)]]
+
+
+def refused(answer: str) -> bool:
+    return "Error" in answer or "Invalid" in answer or "exception" in answer.lower()
+
+
+def run_lines(switch: str, thrift_port: int, lines: list[str]) -> list[str]:
+    """Each line's answer, in order; raises on the first refused line, naming it."""
+    answers = ask(switch, thrift_port, lines)
     for line, answer in zip(lines, answers):
-        if answer.startswith("Error") or "\nError" in answer:
+        if refused(answer):
             raise Bmv2CliError(f"{switch}: {BMV2_CLI} refused {line!r}: {answer.splitlines()[-1]}")
     return answers
 

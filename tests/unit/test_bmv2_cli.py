@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from testbed.control import bmv2_cli
+from testbed import bmv2_cli
 
 # Prints what simple_switch_CLI prints: a banner, then a prompt before each line it reads.
 FAKE_CLI = r'''#!/bin/sh
