@@ -161,12 +161,8 @@ def _load(topology, node, port, rate_mbps, total, split, window_s, used) -> Link
         return None if nbytes is None or not capacity_bytes else nbytes / capacity_bytes
 
     data, control = split if split is not None else (None, None)
-    utilisation = share(used) or 0.0
-    control_share = share(control)
-    if used != total and data is not None and capacity_bytes:
-        control_share = max(0.0, utilisation - share(data))  # control cells took whole slots
     return LinkLoad(f"{node}:{port.number}->{port.peer}", tier_of(topology, node, port.peer), node, port.peer,
-                    rate_mbps, total, data, control, utilisation, share(data), control_share)
+                    rate_mbps, total, data, control, share(used) or 0.0, share(data), share(control))
 
 
 def by_tier(loads: list[LinkLoad]) -> dict[str, dict]:

@@ -131,7 +131,7 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
             "host_p99_pacer_lateness_us": {name: v for v, name in sorted(host_late, key=lambda x: x[1])},
             "switches_behind": switches_behind, "hosts_behind": hosts_behind,
             "behind_real_time": switches_behind or hosts_behind,
-            "switches_checked": target == "builtin"}
+            "switches_checked": target != "bmv2"}
 
 
 def variant_scenario(resolved: dict, variant: str | None):

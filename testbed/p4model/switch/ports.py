@@ -54,6 +54,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import mmap
+import select
 import socket
 import struct
 
@@ -218,8 +219,8 @@ class RawPort:
             # the port readable forever and the loop would spin.
             error = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             self.socket_errors += bool(error)
-            if not error:
-                self._resync()  # the next call reads from where the kernel writes
+            if not error and select.select((self.fd,), (), (), 0)[0]:
+                self._resync()  # still readable with our slot empty: read next where the kernel writes
         return out
 
     def _resync(self) -> bool:
