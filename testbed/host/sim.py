@@ -32,6 +32,7 @@ from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint
 from testbed.host.workloads import MessageSpec
+from testbed.topo.entropy import group_choice, layout_of
 
 _HEAD = struct.Struct("!BBHI")
 
@@ -232,6 +233,9 @@ class Switch:
         self.net = net
         self.name = name
         self.routes: dict[str, list[Port]] = {}
+        # a group's digit of the entropy value: (entropy // divisor) mod members, as fabric.p4's
+        # groups read it (testbed.topo.entropy); 1 where a builder did not say
+        self.divisors: dict[str, int] = {}
         self.queued = 0  # DATA cells in all its egress queues
         self.ports = 0
 
@@ -250,7 +254,7 @@ class Switch:
         if len(ports) == 1:
             port = ports[0]
         elif head and self.net.load_balancing == "spray":
-            port = ports[head[1] % len(ports)]
+            port = ports[(head[1] // self.divisors.get(pkt.dst, 1)) % len(ports)]
         else:  # flow-hash ECMP (symmetric: the pair is sorted)
             a, b = sorted((pkt.src, pkt.dst))
             fid = head[2] if head else 0
@@ -477,7 +481,9 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
                   seed: int = 1) -> Network:
     """Any `testbed.topo` Topology (leaf-spine, fat-tree, servers of GPUs) as a simulated network.
 
-    Switch routes are the topology's equal-cost next hops; a host uses its
+    Switch routes are the topology's equal-cost next hops, each group in the member order and
+    reading the entropy digit that the controller gives fabric.p4's (`testbed.topo.entropy`), so
+    a sprayed cell takes the path it takes on the emulated fabric; a host uses its
     first NIC port (a dual-homed host's second port is not simulated); the GPUs
     of a server are joined by direct links of `local` driven by a second
     endpoint configured with `local_cfg` (its rate and RTT).
@@ -496,11 +502,14 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
         port_of[(link.b, link.b_port)] = pb
     for name in topo.hosts:
         net.hosts[name].uplink = port_of[(name, topo.ports(name)[0].number)]
+    layout = layout_of(topo)
     for sw in topo.switches:
         for dst in topo.hosts:
             hops = topo.next_hops(sw, dst)
             if hops:
-                net.switches[sw].routes[dst] = [port_of[(sw, p)] for p in hops]
+                divisor, ordered = group_choice(topo, layout, sw, hops)
+                net.switches[sw].routes[dst] = [port_of[(sw, p)] for p in ordered]
+                net.switches[sw].divisors[dst] = divisor
     if topo.local_links:
         if local is None or local_cfg is None:
             raise ValueError("a topology with servers needs the local channel's LinkSpec and config")
