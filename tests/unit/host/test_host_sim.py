@@ -27,7 +27,8 @@ def test_tita_incast_8_to_1_loses_nothing_and_keeps_queues_short():
     assert net.drops() == 0
     assert net.max_queue_cells() <= 2  # "a couple of cells", far below 2 BDP = 32
     rx = net.hosts["h9"].ep.stats()
-    assert rx["retransmissions"] == 0 and rx["peak_outstanding_credits"] <= BDP
+    # the budget follows the measured credit round trip, up to two base BDPs
+    assert rx["retransmissions"] == 0 and rx["peak_outstanding_credits"] <= 2 * BDP
     # Receiver link busy most of the time: 8 x 64 KiB at 100 Mbit/s is 45.6 ms of data.
     fct = max(r["delivered_us"] for r in net.records() if r["kind"] == "message_delivered")
     assert fct < 1.25 * 8 * 65 * make_cfg("tita").cell_time_s * 1e6
