@@ -4,12 +4,13 @@ PY := $(VENV)/bin/python
 TESTBED := $(VENV)/bin/testbed
 S ?= default
 
-.PHONY: setup run scenario test test-unit bench p4info clean help
+.PHONY: setup run scenario reproduce test test-unit bench p4info clean help
 
 help:
 	@echo "make run        install what is missing, run the default scenario, print the report path"
 	@echo "make test       install what is missing, run the whole test suite"
 	@echo "make scenario S=NAME   run scenarios/NAME.yaml"
+	@echo "make reproduce  run TiTa's claims experiments (simulator and emulated), one report"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make p4info     regenerate the committed P4Info files of p4src/"
 	@echo "make clean      remove what killed runs left behind"
@@ -24,6 +25,9 @@ run: setup
 
 scenario: setup
 	@$(TESTBED) run --fit scenarios/$(S).yaml
+
+reproduce: setup
+	@$(TESTBED) reproduce
 
 test: setup
 	@$(PY) -m pytest -q

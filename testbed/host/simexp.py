@@ -74,9 +74,9 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
     got = [r for r in net.records() if r["kind"] == "message_delivered" and r["dst"] == "h1"]
     rx = net.hosts["h1"].ep.stats()
     out = {"cc": cc, "senders": senders, "messages": len(wl), "finished": net.finished()}
-    out.update(_figures([m.size_bytes for m in wl], got, [m.start_us / 1e6 for m in wl], RATE_BPS, cfg.rtt_s,
+    out.update(goodput_figures([m.size_bytes for m in wl], got, [m.start_us / 1e6 for m in wl], RATE_BPS, cfg.rtt_s,
                         cfg.cell_size, cfg.data_wire_bytes))
-    out.update(_completion([r for r in net.records() if r["kind"] == "message_sent"], cfg.rtt_s))
+    out.update(completion_figures([r for r in net.records() if r["kind"] == "message_sent"], cfg.rtt_s))
     out.update({
         "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
         "pfc": list(pfc) if pfc else None, "pause_frames": net.pause_frames,
@@ -91,7 +91,7 @@ def _rank(xs: list[float], q: float) -> float | None:
     return xs[max(1, math.ceil(q * len(xs))) - 1] if xs else None
 
 
-def _completion(sent: list[dict], rtt_s: float) -> dict:
+def completion_figures(sent: list[dict], rtt_s: float) -> dict:
     """Message completion (first DATA cell sent to last ACK), nearest-rank, in ms and in base RTTs."""
     c = [r["completion_us"] / 1e3 for r in sent]
     p50, p99 = _rank(c, 0.5), _rank(c, 0.99)
@@ -100,7 +100,7 @@ def _completion(sent: list[dict], rtt_s: float) -> dict:
             "completion_p50_rtts": round(p50 / rtt_ms, 1), "completion_p99_rtts": round(p99 / rtt_ms, 1)}
 
 
-def _figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps: float, rtt_s: float,
+def goodput_figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps: float, rtt_s: float,
              cell_size: int, data_wire: int) -> dict:
     ok = [r for r in got if r["verified"]]
     first = min(r["first_cell_us"] for r in got) / 1e6
@@ -143,9 +143,9 @@ def from_run(variant_dir, summary: dict | None = None) -> dict:
     ours = [r for r in sent if r["dst"] == receiver]
     out = {"variant": vdir.name, "receiver": receiver, "senders": len({r["src"] for r in ours}),
            "messages": len(ours), "link_rate_mbps": rate / 1e6}
-    out.update(_figures([r["bytes"] for r in ours], got, [r["start_us"] / 1e6 for r in ours], rate, rtt, cell,
+    out.update(goodput_figures([r["bytes"] for r in ours], got, [r["start_us"] / 1e6 for r in ours], rate, rtt, cell,
                         wire.wire_bytes(cell, wire.DATA)))
-    out.update(_completion(ours, rtt))
+    out.update(completion_figures(ours, rtt))
     if summary is None:
         summary = json.loads((vdir.parent / "summary.json").read_text()).get(vdir.name.replace("-", "=", 1), {})
     drops = summary.get("drops", {})
@@ -179,8 +179,8 @@ def mixed(cc: str, long_senders: int = 4, long_bytes: int = 512 * 1024, short_by
     long = [r for r in sent if r["src"] in longs]
     out = {"cc": cc, "finished": net.finished(), "short_messages": len(short), "long_messages": len(long),
            "data_drops": net.drops(), "pfc": list(pfc) if pfc else None, "pause_frames": net.pause_frames}
-    out.update({f"short_{k}": v for k, v in _completion(short, cfg.rtt_s).items()})
-    out.update({f"long_{k}": v for k, v in _completion(long, cfg.rtt_s).items() if "completion" in k})
+    out.update({f"short_{k}": v for k, v in completion_figures(short, cfg.rtt_s).items()})
+    out.update({f"long_{k}": v for k, v in completion_figures(long, cfg.rtt_s).items() if "completion" in k})
     return out
 
 

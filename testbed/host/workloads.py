@@ -131,6 +131,29 @@ def all_to_all(hosts: list[str], size_bytes: int, seed: int = 0, zipf_s: float =
     return out
 
 
+def poisson(hosts: list[str], load: float, link_rate_bps: float, size_bytes: int, message_wire_bytes: int,
+            duration_s: float, seed: int, name: str = "poisson") -> list[MessageSpec]:
+    """Open-loop offered load: each host starts `size_bytes` messages to uniformly random other
+    hosts at exponential intervals whose mean makes its offered load `load` of its link rate
+    (in the wire bytes one message takes, `message_wire_bytes`), from time 0 to `duration_s`."""
+    _check(hosts, size_bytes)
+    if not 0 < load <= 1:
+        raise WorkloadError(f"offered load {load} must be in (0, 1] of the link rate")
+    rng = random.Random(seed)
+    mean_gap_s = message_wire_bytes * 8 / (load * link_rate_bps)
+    ids = _Numberer()
+    out = []
+    for src in hosts:
+        others = [h for h in hosts if h != src]
+        t = rng.expovariate(1 / mean_gap_s)
+        while t < duration_s:
+            dst = rng.choice(others)
+            out.append(MessageSpec(src, dst, ids(src, dst), size_bytes, t * 1e6, collective=name,
+                                   collective_kind="poisson"))
+            t += rng.expovariate(1 / mean_gap_s)
+    return out
+
+
 def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,
                    name: str = "allreduce") -> list[MessageSpec]:
     """2(N-1) dependent steps; in each, rank i sends S/N to rank i+1 after receiving step-1 from i-1.

@@ -13,6 +13,7 @@ _ALGOS = {
     "dcqcn": (DcqcnSender, DcqcnReceiver),
     "tita": (TitaSender, TitaReceiver),
 }
+ALGORITHMS = tuple(_ALGOS)  # every `cc` a scenario may name
 
 
 def make_sender_cc(cfg: TransportConfig, now: float) -> SenderCC:
@@ -23,4 +24,4 @@ def make_receiver_cc(cfg: TransportConfig) -> ReceiverCC:
     return _ALGOS[cfg.cc][1](cfg)
 
 
-__all__ = ["ReceiverCC", "SenderCC", "make_receiver_cc", "make_sender_cc"]
+__all__ = ["ALGORITHMS", "ReceiverCC", "SenderCC", "make_receiver_cc", "make_sender_cc"]

@@ -1,0 +1,75 @@
+"""`testbed reproduce`: run the claims experiments and write their report (see the package)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "reproduce", help="run the transport's claims experiments (simulator and emulated fabric), one report",
+        description="Incast N:1, short messages among long flows, an offered-load sweep, permutation and "
+                    "all-to-all on 2 and 3 tiers on the simulator, and incast 7:1 and 15:1 on the emulated "
+                    "fabric (root and Mininet), for every congestion control; writes "
+                    "runs/reproduce/<timestamp>/report.md with a claims table, its plots and results.json.")
+    p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    p.add_argument("--cc", action="append", default=None,
+                   help="a congestion control to compare (repeatable; default: every one the testbed has)")
+    p.add_argument("--quick", action="store_true", help="the small experiments only (a first look, minutes)")
+    p.add_argument("--no-emulated", action="store_true", help="the simulator only")
+    p.add_argument("--report", metavar="DIR", default=None,
+                   help="instead: recompute the report of an existing reproduce directory from its files")
+    p.set_defaults(func=reproduce_command)
+
+
+def reproduce_command(args) -> int:
+    from testbed.claims import emulated, experiments, report
+    from testbed.host.cc import ALGORITHMS
+
+    if args.report:
+        directory = Path(args.report)
+        if not (directory / "sim").is_dir():
+            raise TestbedError(f"{directory}: not a reproduce directory (it has no sim/)")
+        print(f"report: {report.write(directory)}")
+        return 0
+    ccs = args.cc or list(ALGORITHMS)
+    unknown = [cc for cc in ccs if cc not in ALGORITHMS]
+    if unknown:
+        raise TestbedError(f"--cc {unknown[0]}: no such congestion control (have: {', '.join(ALGORITHMS)})")
+    if "tita" not in ccs:
+        raise TestbedError("--cc: the claims are TiTa's; include tita")
+    directory = Path(args.runs_dir) / "reproduce" / time.strftime("%Y%m%d-%H%M%S")
+    directory.mkdir(parents=True)
+    plan = experiments.plan(ccs, quick=args.quick)
+    for number, experiment in enumerate(plan, start=1):
+        started = time.monotonic()
+        experiments.run(experiment, directory)
+        print(f"[{number}/{len(plan)}] simulated {experiment.name} in {time.monotonic() - started:.1f} s", flush=True)
+    notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
+             f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
+             "ingress link) where the simulator has PFC (not on the scenario-built 2- and 3-tier runs)"]
+    why_not = "--no-emulated" if args.no_emulated else emulated.unavailable()
+    if why_not:
+        notes.append(f"emulated: not run ({why_not})")
+    else:
+        notes.append(_emulate(directory, [cc for cc in ccs if cc in ("tita", "dcqcn")], args.quick))
+    notes.append("not reproduced here: the offered-load sweep, the mixed workload and 3-tier runs on the "
+                 "emulated fabric (this 2-core machine holds a k=4 fat-tree well below 5 Mbit/s), and fabrics "
+                 "of the published size")
+    print(f"report: {report.write(directory, notes)}")
+    return 0
+
+
+def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
+    from testbed.claims import emulated
+    from testbed.emulation.runlock import hold_run_lock
+
+    sizes = (7,) if quick else (7, 15)
+    with hold_run_lock("testbed reproduce"):
+        for n in sizes:
+            emulated.run_incast(n, ccs, directory, progress=lambda m: print(m, flush=True))
+    return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)} for {', '.join(ccs)} on the builtin "
+            "target (each scenario's own `testbed run` report is under emulated/)")

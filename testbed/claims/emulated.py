@@ -1,0 +1,81 @@
+"""Incast N:1 on the emulated fabric, for the claims table's simulator-against-emulation rows.
+
+Each scenario is a `testbed run` of its own (the run directory and report of
+`testbed run`, under emulated/), with every variant slowed by one common
+factor when the machine cannot hold the links' rate (`--fit`, every ratio
+kept). Needs root and Mininet; without them the claims table says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from testbed.scenario import capacity
+
+SCENARIOS = {
+    7: """
+name: claims-incast7
+duration_s: 15
+seed: 1
+topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+links: {rate_mbps: 5, delay_us: 2500}
+fabric: {load_balancing: spray, cell_size: 1024}
+transport: {cc: tita}
+workload:
+  - {kind: pingall}
+  - {kind: incast, start_s: 3, receiver: h1, senders: 7, message_bytes: 131072, count: 1}
+variants: {cc: [%s]}
+""",
+    15: """
+name: claims-incast15
+duration_s: 20
+seed: 1
+topology: {kind: leaf_spine, leaves: 4, spines: 4, hosts_per_leaf: 4}
+links: {rate_mbps: 5, delay_us: 2500}
+fabric: {load_balancing: spray, cell_size: 1024}
+transport: {cc: tita}
+workload:
+  - {kind: pingall}
+  - {kind: incast, start_s: 6, receiver: h1, senders: 15, message_bytes: 131072, count: 1}
+variants: {cc: [%s]}
+""",
+}
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot run the emulated part (None: it can)."""
+    if os.geteuid() != 0:
+        return "not root (the emulated fabric needs network namespaces)"
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return "Mininet is not importable (Debian's mininet package, and a venv with --system-site-packages)"
+    return None
+
+
+def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) -> dict[str, Path]:
+    """Run the N:1 scenario for every cc; returns {cc: variant directory}."""
+    from testbed.emulation.commands import REPO_ROOT, fitted_together
+    from testbed.emulation.run import VariantRun
+    from testbed.scenario import expand_variants, parse_scenario
+    from testbed.telemetry.report import write_report
+    from testbed.telemetry.summary import summarize_variant
+
+    scenario = parse_scenario(SCENARIOS[senders] % ", ".join(ccs), f"claims-incast{senders}.yaml")
+    variants = fitted_together(expand_variants(scenario))
+    for variant in variants:
+        progress(capacity.check(variant.scenario))
+    out_dir = directory / "emulated" / scenario.name
+    run_dirs, summaries, by_cc = {}, {}, {}
+    for variant in variants:
+        run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
+        started = time.monotonic()
+        VariantRun(variant, run_dir, REPO_ROOT, progress=lambda m: None).run()
+        run_dirs[variant.name] = run_dir
+        summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
+        by_cc[variant.scenario.transport.cc] = run_dir
+        progress(f"emulated incast {senders}:1 {variant.name}: done in {time.monotonic() - started:.0f} s")
+    write_report(scenario, run_dirs, summaries, out_dir)
+    return by_cc

@@ -1,0 +1,193 @@
+"""The simulator experiments behind the claims table, each saved as records + counters.
+
+An experiment is one network and one workload on the virtual-time simulator
+(testbed.host.sim: the agents' own sans-IO transport, exact wake-ups). Its
+directory keeps `records.jsonl` (every message sent and delivered, as the
+agents write them) and `counters.json` (what the switches counted: DATA drops,
+credit drops, the deepest queue, pause frames; and the link rate, base RTT and
+cell format the figures need), so figures.py computes every number of the
+report from the directory alone.
+
+Settings follow simexp (scenarios/incast.yaml's leaf-spine: 5 Mbit/s links,
+2.5 ms each, BDP 16 cells, 2-BDP buffers, spraying, RED ECN for dcqcn) and,
+for three tiers, a k=4 fat-tree scenario on `testbed sim`'s model of it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from testbed.host import records as host_records
+from testbed.host import segment, simexp, workloads
+
+INCAST_SENDERS = (4, 7, 15, 32, 64)
+INCAST_BYTES = 128 * 1024
+LOADS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+LOAD_HOSTS = 8
+LOAD_MESSAGE_BYTES = 64 * 1024
+LOAD_SECONDS = 3.0  # of arrivals; the run goes on until every message is done
+PFC_THRESHOLDS = (8, 4)  # XOFF / XON, DATA cells one ingress link has queued at a switch
+# `none` at 64:1 drops nearly every cell it sends and takes minutes of wall time to finish
+NONE_MAX_SENDERS = 15
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A congestion control as compared: its cc name, and PFC on the links into switches or not."""
+
+    cc: str
+    pfc: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.cc}+pfc" if self.pfc else self.cc
+
+
+def transports(ccs: list[str]) -> list[Transport]:
+    """Every cc without PFC, and dcqcn with PFC as it is deployed (lossless RoCE)."""
+    out = [Transport(cc) for cc in ccs]
+    if "dcqcn" in ccs:
+        out.append(Transport("dcqcn", pfc=True))
+    return out
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str  # its directory under sim/
+    kind: str  # incast | mixed | load | permutation | alltoall
+    transport: Transport
+    params: dict = field(default_factory=dict)
+
+
+def plan(ccs: list[str], quick: bool = False) -> list[Experiment]:
+    """Every experiment for these ccs; `quick` keeps the small ones (for tests and a first look)."""
+    senders = (4, 7) if quick else INCAST_SENDERS
+    loads = (0.1, 0.5, 1.0) if quick else LOADS
+    out = []
+    for t in transports(ccs):
+        for n in senders:
+            if t.cc == "none" and n > NONE_MAX_SENDERS:
+                continue
+            out.append(Experiment(f"incast{n}-{t.label}", "incast", t, {"senders": n}))
+        out.append(Experiment(f"mixed-{t.label}", "mixed", t, {}))
+        for load in loads:
+            out.append(Experiment(f"load{load:g}-{t.label}", "load", t, {"load": load}))
+        if not t.pfc:  # the scenario model has no PFC
+            for tiers in ((2,) if quick else (2, 3)):
+                out.append(Experiment(f"permutation-{tiers}tier-{t.label}", "permutation", t, {"tiers": tiers}))
+                out.append(Experiment(f"alltoall-{tiers}tier-{t.label}", "alltoall", t, {"tiers": tiers}))
+    return out
+
+
+def run(experiment: Experiment, directory: Path) -> Path:
+    """Run one experiment and keep its records and counters in directory/sim/NAME/."""
+    out = directory / "sim" / experiment.name
+    out.mkdir(parents=True, exist_ok=True)
+    net, cfg, messages, extra = _RUNNERS[experiment.kind](experiment)
+    host_records.write_jsonl(out / "records.jsonl", net.records())
+    counters = {
+        "name": experiment.name, "kind": experiment.kind, "cc": experiment.transport.cc,
+        "pfc": list(PFC_THRESHOLDS) if experiment.transport.pfc else None, "label": experiment.transport.label,
+        "params": experiment.params, "hosts": len(net.hosts), "messages": len(messages),
+        "message_bytes": [m.size_bytes for m in messages], "sources": [m.src for m in messages], "starts_us": [m.start_us for m in messages],
+        "finished": net.finished(), "virtual_end_s": net.sim.now,
+        "link_rate_bps": cfg.link_rate_bps, "base_rtt_s": cfg.rtt_s, "bdp_cells": cfg.bdp_cells,
+        "cell_size": cfg.cell_size, "data_wire_bytes": cfg.data_wire_bytes,
+        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "pause_frames": net.pause_frames, "peak_queue_cells": round(net.max_queue_cells(), 2),
+        "data_cells_sent": sum(h.ep.stats()["tx_counts"].get("tx_DATA", 0) for h in net.hosts.values()),
+        "retransmissions": sum(h.ep.stats().get("retransmissions", 0) for h in net.hosts.values()),
+        **extra,
+    }
+    (out / "counters.json").write_text(json.dumps(counters, indent=1))
+    return out
+
+
+def _leaf_spine(t: Transport, hosts: int):
+    cfg = simexp.config(t.cc)
+    return cfg, simexp.network(cfg, hosts, pfc=PFC_THRESHOLDS if t.pfc else None)
+
+
+def _run_incast(e: Experiment):
+    n = e.params["senders"]
+    cfg, net = _leaf_spine(e.transport, n + 1)
+    names = [f"h{i}" for i in range(2, n + 2)]
+    names = names[1:] + names[:1]  # remote leaves first, as simexp and the scenario order them
+    messages = workloads.incast(names, "h1", INCAST_BYTES)
+    net.load(messages, seed=1)
+    net.run(300.0)
+    return net, cfg, messages, {"receiver": "h1"}
+
+
+def _run_mixed(e: Experiment):
+    """simexp.mixed's workload: 4 long 512 KiB flows into h1, 60 short 8 KiB messages among them."""
+    cfg, net = _leaf_spine(e.transport, 8)
+    names = [f"h{i}" for i in range(2, 9)]
+    longs, shorts = names[:4], names[4:]
+    messages = workloads.combine(
+        workloads.incast(longs, "h1", 512 * 1024),
+        [workloads.MessageSpec(shorts[k % 3], "h1", k // 3, 8 * 1024, start_us=(0.1 + k * 0.03) * 1e6)
+         for k in range(60)])
+    net.load(messages, seed=1)
+    net.run(300.0)
+    return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}
+
+
+def _run_load(e: Experiment):
+    cfg, net = _leaf_spine(e.transport, LOAD_HOSTS)
+    hosts = sorted(net.hosts, key=lambda h: int(h[1:]))
+    wire = segment.cell_count(LOAD_MESSAGE_BYTES + segment.TRAILER_LEN, cfg.cell_size) * cfg.data_wire_bytes
+    messages = workloads.poisson(hosts, e.params["load"], cfg.link_rate_bps, LOAD_MESSAGE_BYTES, wire,
+                                 LOAD_SECONDS, seed=1)
+    net.load(messages, seed=1)
+    net.run(300.0)
+    return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}
+
+
+SCENARIOS = {
+    2: """
+name: claims-2tier
+duration_s: 300
+topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+links: {rate_mbps: 5, delay_us: 2500}
+fabric: {load_balancing: spray, cell_size: 1024}
+transport: {cc: %s}
+workload: [{kind: pingall}]
+""",
+    3: """
+name: claims-3tier
+duration_s: 300
+topology: {kind: fat_tree, k: 4}
+links: {rate_mbps: 5, delay_us: 1000}
+fabric: {load_balancing: spray, cell_size: 1024}
+transport: {cc: %s}
+workload: [{kind: pingall}]
+""",
+}
+PERMUTATION_BYTES = 256 * 1024
+ALLTOALL_BYTES = 256 * 1024  # per rank, spread over the others
+
+
+def _run_scenario(e: Experiment, make: Callable[[list[str]], list]):
+    from testbed.scenario import parse_scenario
+    from testbed.simulation.run import simulate, transport_config
+
+    scenario = parse_scenario(SCENARIOS[e.params["tiers"]] % e.transport.cc, f"claims-{e.params['tiers']}tier.yaml")
+    messages = make(list(scenario.topo.hosts))
+    net, _ = simulate(scenario, messages, until_s=300.0)
+    return net, transport_config(scenario), messages, {"topology": scenario.topology.kind}
+
+
+def _run_permutation(e: Experiment):
+    return _run_scenario(e, lambda hosts: workloads.permutation(hosts, PERMUTATION_BYTES, seed=1))
+
+
+def _run_alltoall(e: Experiment):
+    return _run_scenario(e, lambda hosts: workloads.all_to_all(hosts, ALLTOALL_BYTES, seed=1))
+
+
+_RUNNERS = {"incast": _run_incast, "mixed": _run_mixed, "load": _run_load,
+            "permutation": _run_permutation, "alltoall": _run_alltoall}

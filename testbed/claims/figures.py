@@ -1,0 +1,124 @@
+"""Every figure of the claims report, from an experiment's directory alone.
+
+A simulator experiment's directory holds records.jsonl and counters.json
+(experiments.py); an emulated one is a `testbed run` variant directory, read
+with simexp.from_run. The definitions are simexp's, so the simulator, the
+emulation and the integration tests measure the same thing:
+
+* goodput_over_payload_rate (incast): verified payload delivered to the
+  receiver, first DATA cell received to last delivery, over the receiver
+  link's payload rate (link rate x cell payload / DATA frame bytes);
+* efficiency (permutation, all-to-all): verified payload of all messages over
+  the time from the first start to the last delivery, over every host's link
+  payload rate together (what the hosts' links carry if every one is busy with
+  DATA all the time: the bound of a non-blocking fabric);
+  its bound is the same ratio with every host sending its own cells back to
+  back at its link rate and the last cell one base RTT later (the fluid ideal);
+* completion: first DATA cell sent to last ACK, ms, nearest rank;
+* loss_fraction (load sweep): DATA cells dropped at switch queues over DATA
+  cells sent by the hosts (retransmissions included).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from testbed.host import records as host_records
+from testbed.host import segment, simexp
+
+
+def load(directory: Path) -> tuple[dict, list[dict]]:
+    counters = json.loads((directory / "counters.json").read_text())
+    return counters, host_records.read_jsonl(directory / "records.jsonl")
+
+
+def of_experiment(directory: Path) -> dict:
+    """The figures of one simulator experiment (see the module docstring)."""
+    c, recs = load(directory)
+    sent = [r for r in recs if r["kind"] == "message_sent"]
+    got = [r for r in recs if r["kind"] == "message_delivered"]
+    out = {key: c[key] for key in ("name", "kind", "cc", "label", "pfc", "params", "hosts", "messages",
+                                   "finished", "data_drops", "credit_drops", "pause_frames",
+                                   "peak_queue_cells", "bdp_cells", "retransmissions", "data_cells_sent")}
+    out["delivered_verified"] = sum(1 for r in got if r["verified"])
+    out["base_rtt_ms"] = round(c["base_rtt_s"] * 1e3, 3)
+    kind = c["kind"]
+    if kind == "incast":
+        mine = [r for r in got if r["dst"] == c["receiver"]]
+        out.update(simexp.goodput_figures(c["message_bytes"], mine, [s / 1e6 for s in c["starts_us"]],
+                                          c["link_rate_bps"], c["base_rtt_s"], c["cell_size"], c["data_wire_bytes"]))
+        out.update(simexp.completion_figures(sent, c["base_rtt_s"]))
+    elif kind == "mixed":
+        short = [r for r in sent if r["src"] in c["short_senders"]]
+        long_ = [r for r in sent if r["src"] in c["long_senders"]]
+        out.update({f"short_{k}": v for k, v in simexp.completion_figures(short, c["base_rtt_s"]).items()})
+        out.update({f"long_{k}": v for k, v in simexp.completion_figures(long_, c["base_rtt_s"]).items()
+                    if "completion" in k})
+    elif kind == "load":
+        out["offered_load"] = c["offered_load"]
+        out["loss_fraction"] = round(c["data_drops"] / c["data_cells_sent"], 5) if c["data_cells_sent"] else None
+        if sent:
+            out.update(simexp.completion_figures(sent, c["base_rtt_s"]))
+    else:  # permutation, alltoall
+        out["tiers"] = c["params"]["tiers"]
+        out.update(_efficiency(c, got))
+        if sent:
+            out.update(simexp.completion_figures(sent, c["base_rtt_s"]))
+    return out
+
+
+def _efficiency(c: dict, got: list[dict]) -> dict:
+    """Efficiency, and its bound: the same ratio if every host sent its own cells back to back at
+    its link rate from the first start and the last cell took one base RTT more."""
+    ok = [r for r in got if r["verified"]]
+    if not ok:
+        return {"efficiency": None, "efficiency_bound": None}
+    start = min(c["starts_us"]) / 1e6
+    span = max(r["delivered_us"] for r in ok) / 1e6 - start
+    payload_rate = c["link_rate_bps"] * c["cell_size"] / c["data_wire_bytes"]
+    payload = sum(r["bytes"] for r in ok)
+    frames: dict[str, int] = {}
+    for size, src in zip(c["message_bytes"], c["sources"]):
+        frames[src] = frames.get(src, 0) + segment.cell_count(size + segment.TRAILER_LEN, c["cell_size"])
+    ideal_span = max(frames.values()) * c["data_wire_bytes"] * 8 / c["link_rate_bps"] + c["base_rtt_s"]
+    scale = 8 / (c["hosts"] * payload_rate)
+    return {"payload_bytes": payload, "span_s": round(span, 4),
+            "efficiency": round(payload * scale / span, 4),
+            "efficiency_bound": round(sum(c["message_bytes"]) * scale / ideal_span, 4)}
+
+
+def highest_zero_loss_load(rows: list[dict]) -> float | None:
+    """The highest offered load up to which every load of the sweep finished and lost no DATA
+    cell; None when even the sweep's lowest load lost."""
+    best = None
+    for row in sorted(rows, key=lambda r: r["offered_load"]):
+        if row["data_drops"] or not row["finished"]:
+            break
+        best = row["offered_load"]
+    return best
+
+
+def of_emulated(variant_dir: Path) -> dict:
+    """simexp's incast figures of an emulated variant, with its cc and BDP (from its resolved scenario)."""
+    import yaml
+
+    resolved = yaml.safe_load((variant_dir / "scenario.resolved.yaml").read_text())
+    retransmitted = sum(json.loads(p.read_text()).get("retransmissions") or 0
+                        for p in (variant_dir / "records").glob("*.stats.json"))
+    return {**simexp.from_run(variant_dir), "cc": resolved["transport"]["cc"],
+            "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted}
+
+
+def emulated_of(directory: Path) -> list[dict]:
+    """The figures of every emulated variant under directory/emulated/SCENARIO/."""
+    root = directory / "emulated"
+    if not root.is_dir():
+        return []
+    return [of_emulated(v) for s in sorted(root.iterdir()) if s.is_dir() for v in sorted(s.iterdir())
+            if (v / "scenario.resolved.yaml").exists()]
+
+
+def all_of(directory: Path) -> list[dict]:
+    """The figures of every simulator experiment under directory/sim/, by name."""
+    return [of_experiment(d) for d in sorted((directory / "sim").iterdir()) if (d / "counters.json").exists()]

@@ -1,0 +1,81 @@
+"""Simulator experiments of `testbed reproduce`: saved raw, figures recomputed from the files,
+and the same figures as simexp's own run of the same experiment."""
+
+import json
+
+import pytest
+
+from testbed.claims import experiments, figures, report
+from testbed.host import segment, simexp, workloads
+from testbed.host.workloads import WorkloadError
+
+
+def test_poisson_offers_the_asked_load_to_other_hosts():
+    hosts = [f"h{i}" for i in range(1, 9)]
+    wire = 10_000
+    wl = workloads.poisson(hosts, 0.4, 5e6, 8000, wire, duration_s=200.0, seed=3)
+    assert all(m.src != m.dst for m in wl)
+    for h in hosts:
+        offered = sum(1 for m in wl if m.src == h) * wire * 8 / 200.0
+        assert abs(offered / (0.4 * 5e6) - 1) < 0.1, (h, offered)
+    ids = [m.msg_id for m in wl if (m.src, m.dst) == ("h1", "h2")]
+    assert ids == list(range(len(ids)))
+    with pytest.raises(WorkloadError):
+        workloads.poisson(hosts, 1.5, 5e6, 8000, wire, 1.0, seed=1)
+
+
+def test_plan_covers_every_kind_and_dcqcn_with_pfc():
+    plan = experiments.plan(["tita", "dcqcn", "none"])
+    names = {e.name for e in plan}
+    assert {"incast64-tita", "incast64-dcqcn", "mixed-dcqcn+pfc", "load0.05-tita", "load1-dcqcn+pfc",
+            "permutation-3tier-tita", "alltoall-2tier-dcqcn"} <= names
+    assert "incast64-none" not in names and "permutation-2tier-dcqcn+pfc" not in names
+
+
+def test_incast_figures_come_from_the_files_and_match_simexp(tmp_path):
+    e = experiments.Experiment("incast4-tita", "incast", experiments.Transport("tita"), {"senders": 4})
+    directory = experiments.run(e, tmp_path)
+    got = figures.of_experiment(directory)
+    ref = simexp.incast("tita", 4, experiments.INCAST_BYTES, count=1)
+    for key in ("goodput_over_payload_rate", "jain", "last_over_ideal", "completion_p50_ms", "data_drops",
+                "peak_queue_cells"):
+        assert got[key] == ref[key], key
+
+
+def test_permutation_efficiency_and_its_bound(tmp_path):
+    e = experiments.Experiment("permutation-2tier-none", "permutation", experiments.Transport("none"),
+                               {"tiers": 2})
+    directory = experiments.run(e, tmp_path)
+    got = figures.of_experiment(directory)
+    c = json.loads((directory / "counters.json").read_text())
+    cells = segment.cell_count(experiments.PERMUTATION_BYTES + segment.TRAILER_LEN, c["cell_size"])
+    bound = (c["hosts"] * experiments.PERMUTATION_BYTES * 8 / (cells * c["data_wire_bytes"] * 8 / c["link_rate_bps"]
+             + c["base_rtt_s"])) / (c["hosts"] * c["link_rate_bps"] * c["cell_size"] / c["data_wire_bytes"])
+    assert got["efficiency_bound"] == pytest.approx(bound, abs=1e-4)
+    assert 0.5 < got["efficiency"] <= got["efficiency_bound"] * 1.001, got
+    assert got["delivered_verified"] == c["hosts"]
+
+
+def test_the_report_recomputes_to_the_same_results(tmp_path):
+    for e in experiments.plan(["tita", "none"], quick=True)[:3]:
+        experiments.run(e, tmp_path)
+    report.write(tmp_path)
+    first = (tmp_path / "results.json").read_text()
+    text = (tmp_path / "report.md").read_text()
+    report.write(tmp_path)
+    assert (tmp_path / "results.json").read_text() == first
+    assert "## Claims" in text and "| zero loss at high load |" in text
+
+
+def test_bad_reproduce_arguments_get_one_line(tmp_path, capsys):
+    from testbed.cli import main
+    from testbed.host.cc import ALGORITHMS
+
+    assert main(["reproduce", "--report", str(tmp_path)]) == 1
+    assert main(["reproduce", "--cc", "bbr", "--runs-dir", str(tmp_path)]) == 1
+    assert main(["reproduce", "--cc", "dcqcn", "--runs-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"testbed: {tmp_path}: not a reproduce directory (it has no sim/)",
+                   f"testbed: --cc bbr: no such congestion control (have: {', '.join(ALGORITHMS)})",
+                   "testbed: --cc: the claims are TiTa's; include tita"]
+    assert not (tmp_path / "reproduce").exists()

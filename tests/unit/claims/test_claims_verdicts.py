@@ -1,0 +1,77 @@
+"""The claims table's verdicts follow their written rules (testbed.claims.verdicts.RULES)."""
+
+from testbed.claims import verdicts
+from testbed.claims.figures import highest_zero_loss_load
+
+
+def row(name, kind, label="tita", **kw):
+    cc, _, pfc = label.partition("+")
+    base = {"name": name, "kind": kind, "label": label, "cc": cc, "pfc": [8, 4] if pfc else None,
+            "data_drops": 0, "finished": True, "params": {}, "pause_frames": 0}
+    base.update(kw)
+    return base
+
+
+def sweep(label, drops_by_load, **kw):
+    return [row(f"load{load:g}-{label}", "load", label, offered_load=load, data_drops=d, **kw)
+            for load, d in drops_by_load.items()]
+
+
+def test_highest_zero_loss_load_stops_at_the_first_loss_or_unfinished_run():
+    assert highest_zero_loss_load(sweep("x", {0.1: 0, 0.2: 0, 0.3: 5, 0.4: 0})) == 0.2
+    assert highest_zero_loss_load(sweep("x", {0.1: 3, 0.2: 0})) is None
+    rows = sweep("x", {0.1: 0, 0.2: 0})
+    rows[1]["finished"] = False
+    assert highest_zero_loss_load(rows) == 0.1
+
+
+def test_zero_loss_is_partly_held_when_only_wide_incasts_drop():
+    sim = [row("incast7-tita", "incast", params={"senders": 7}),
+           row("incast64-tita", "incast", params={"senders": 64}, data_drops=30)] + sweep("tita", {1.0: 0})
+    v = verdicts.zero_loss(sim, [])
+    assert v["verdict"] == verdicts.PARTLY and "incast64-tita 30" in v["measured"]
+    sim[-1]["data_drops"] = 1  # a loss under offered load is not beyond the acceptance
+    assert verdicts.zero_loss(sim, [])["verdict"] == verdicts.NOT
+    sim[-1]["data_drops"] = 0
+    sim[1]["data_drops"] = 0
+    assert verdicts.zero_loss(sim, [])["verdict"] == verdicts.HOLDS
+    emu = [{"cc": "tita", "variant": "cc-tita", "data_drops": 2}]
+    assert verdicts.zero_loss(sim, emu)["verdict"] == verdicts.NOT
+
+
+def test_more_load_needs_1_4x_and_says_when_dcqcn_lost_at_every_load():
+    sim = sweep("tita", {0.1: 0, 0.5: 0, 1.0: 0}) + sweep("dcqcn", {0.1: 0, 0.5: 9, 1.0: 9})
+    v = verdicts.more_load(sim)
+    assert v["verdict"] == verdicts.HOLDS and "ratio 10.00x" in v["measured"]
+    sim = sweep("tita", {0.1: 0, 0.5: 0, 1.0: 4}) + sweep("dcqcn", {0.1: 0, 0.5: 0, 1.0: 9})
+    assert verdicts.more_load(sim)["verdict"] == verdicts.NOT  # 0.5 / 0.5
+    sim = sweep("tita", {0.1: 0, 1.0: 0}) + sweep("dcqcn", {0.1: 1, 1.0: 1})
+    v = verdicts.more_load(sim)
+    assert v["verdict"] == verdicts.HOLDS and "below 0.1" in v["measured"] and "above 10.0x" in v["measured"]
+
+
+def test_lower_latency_thresholds():
+    def sim(ratio):
+        return [row("incast7-tita", "incast", completion_p50_ms=60 * ratio, completion_p99_ms=70 * ratio),
+                row("incast7-dcqcn", "incast", "dcqcn", completion_p50_ms=60, completion_p99_ms=70)]
+    assert verdicts.lower_latency(sim(0.6))["verdict"] == verdicts.HOLDS
+    assert verdicts.lower_latency(sim(0.9))["verdict"] == "lower, not by 40%"
+    assert verdicts.lower_latency(sim(1.0))["verdict"] == verdicts.NOT
+    assert verdicts.lower_latency([])["verdict"] == verdicts.NOT
+
+
+def test_incast_acceptance_names_each_failed_check():
+    good = {"senders": 7, "goodput_over_payload_rate": 0.96, "data_drops": 0, "peak_queue_cells": 2,
+            "bdp_cells": 16, "jain": 0.999, "last_over_ideal": 1.01}
+    assert verdicts.incast_acceptance(good, "simulated")["verdict"] == verdicts.HOLDS
+    bad = {**good, "goodput_over_payload_rate": 0.93, "peak_queue_cells": 17}
+    assert verdicts.incast_acceptance(bad, "simulated")["verdict"] == verdicts.NOT + " (goodput, queue)"
+    late = {**good, "behind_real_time": True, "link_rate_mbps": 2.0}
+    assert verdicts.incast_acceptance(late, "emulated")["verdict"] == verdicts.NOT + " (fidelity)"
+
+
+def test_agreement_is_within_ten_percent_of_the_simulator():
+    sim = {"goodput_over_payload_rate": 0.98, "jain": 1.0, "last_over_ideal": 1.0}
+    emu = {"cc": "tita", "senders": 7, "goodput_over_payload_rate": 0.90, "jain": 1.0, "last_over_ideal": 1.12}
+    v = verdicts.agreement(sim, emu)
+    assert v["verdict"] == verdicts.NOT + " (last_over_ideal)"
