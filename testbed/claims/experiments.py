@@ -99,7 +99,9 @@ def run(experiment: Experiment, directory: Path) -> Path:
         "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
         "pause_frames": net.pause_frames, "peak_queue_cells": round(net.max_queue_cells(), 2),
         "data_cells_sent": sum(h.ep.stats()["tx_counts"].get("tx_DATA", 0) for h in net.hosts.values()),
-        "retransmissions": sum(h.ep.stats().get("retransmissions", 0) for h in net.hosts.values()),
+        "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
+        "timeouts": sum(h.ep.stats()["timeouts"] for h in net.hosts.values()),
+        "nacks_received": sum(h.ep.stats()["nacks_received"] for h in net.hosts.values()),
         **extra,
     }
     (out / "counters.json").write_text(json.dumps(counters, indent=1))

@@ -41,6 +41,7 @@ def of_experiment(directory: Path) -> dict:
     out = {key: c[key] for key in ("name", "kind", "cc", "label", "pfc", "params", "hosts", "messages",
                                    "finished", "data_drops", "credit_drops", "pause_frames",
                                    "peak_queue_cells", "bdp_cells", "retransmissions", "data_cells_sent")}
+    out["timeouts"], out["nacks_received"] = c.get("timeouts"), c.get("nacks_received")
     out["delivered_verified"] = sum(1 for r in got if r["verified"])
     out["base_rtt_ms"] = round(c["base_rtt_s"] * 1e3, 3)
     kind = c["kind"]

@@ -62,7 +62,14 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {e['senders']} | {e['cc']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
                    f"{e['last_over_ideal']} | {e['completion_p50_ms']} / {e['completion_p99_ms']} | {e['retransmissions']} |")
-    return out + [""]
+    if not any(r["pfc"] for r in rows):
+        return out + [""]
+    pfc = [r for r in rows if r["pfc"]]
+    return out + ["", f"dcqcn+pfc drops nothing, yet retransmits: pauses hold the cells of one path and not of "
+                  f"the others, so sprayed cells arrive further out of order than the receiver's reorder window "
+                  f"allows and it NACKs cells that are still on their way (its incasts: "
+                  f"{sum(r['nacks_received'] or 0 for r in pfc)} NACKs received, "
+                  f"{sum(r['timeouts'] or 0 for r in pfc)} retransmission timeouts).", ""]
 
 
 def _load_table(sim: list[dict]) -> list[str]:
