@@ -96,7 +96,7 @@ def run(experiment: Experiment, directory: Path) -> Path:
         "finished": net.finished(), "virtual_end_s": net.sim.now,
         "link_rate_bps": cfg.link_rate_bps, "base_rtt_s": cfg.rtt_s, "bdp_cells": cfg.bdp_cells,
         "cell_size": cfg.cell_size, "data_wire_bytes": cfg.data_wire_bytes,
-        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
         "pause_frames": net.pause_frames, "peak_queue_cells": round(net.max_queue_cells(), 2),
         "data_cells_sent": sum(h.ep.stats()["tx_counts"].get("tx_DATA", 0) for h in net.hosts.values()),
         "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),

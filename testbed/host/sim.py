@@ -97,7 +97,8 @@ class Sim:
 class PortStats:
     tx_packets: int = 0
     tx_bytes: int = 0
-    drops: int = 0
+    drops: int = 0  # every packet the data queue turned away (DATA, ACKs, NACKs, requests)
+    data_drops: int = 0  # of which DATA cells
     ce_marks: int = 0
     max_queue_packets: int = 0
     max_queue_bytes: int = 0
@@ -151,6 +152,8 @@ class Port:
                 full = q >= self.capacity
             if full:
                 self.stats.drops += 1
+                if kind == wire.DATA:
+                    self.stats.data_drops += 1
                 if pkt.ingress is not None:
                     self.net.pfc_dequeued(pkt)
                 return
@@ -422,7 +425,12 @@ class Network:
         return [p for p in self.ports if p.limit or p.capacity < 1 << 30]
 
     def drops(self) -> int:
+        """Packets of any kind the switches' data queues turned away."""
         return sum(p.stats.drops for p in self.ports)
+
+    def data_drops(self) -> int:
+        """DATA cells the switches' data queues turned away."""
+        return sum(p.stats.data_drops for p in self.ports)
 
     def max_queue_cells(self) -> float:
         """Deepest switch queue, in DATA-cell equivalents (bytes / one cell's frame)."""

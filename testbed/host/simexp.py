@@ -10,8 +10,9 @@ RED ECN for dcqcn) with as many leaves of two hosts as the senders need, runs
 * payload_rate_mbps: the link rate times cell payload / DATA frame bytes,
   what the receiver's link carries in payload when it sends nothing but DATA;
 * goodput_over_payload_rate: the ratio of the two;
-* data_drops, credit_drops: cells dropped at switch queues (credits by the
-  credit limiter), counts;
+* data_drops: DATA cells dropped at switch data queues; queue_drops_all_kinds:
+  every packet dropped there (ACKs, NACKs and requests share the queue);
+  credit_drops: credits dropped by the switches' credit limiters; counts;
 * peak_queue_cells: the deepest switch egress data queue, in DATA cells;
 * jain: Jain's index over the senders' throughputs (each sender's payload
   over its own first-start-to-last-delivery time);
@@ -78,7 +79,8 @@ def incast(cc: str, senders: int, message_bytes: int = 128 * 1024, count: int = 
                         cfg.cell_size, cfg.data_wire_bytes))
     out.update(completion_figures([r for r in net.records() if r["kind"] == "message_sent"], cfg.rtt_s))
     out.update({
-        "data_drops": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
+        "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(),
+        "credit_drops": sum(p.stats.credit_drops for p in net.ports),
         "pfc": list(pfc) if pfc else None, "pause_frames": net.pause_frames,
         "peak_queue_cells": round(net.max_queue_cells(), 2),
         "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
@@ -178,7 +180,8 @@ def mixed(cc: str, long_senders: int = 4, long_bytes: int = 512 * 1024, short_by
     short = [r for r in sent if r["src"] in short_src]
     long = [r for r in sent if r["src"] in longs]
     out = {"cc": cc, "finished": net.finished(), "short_messages": len(short), "long_messages": len(long),
-           "data_drops": net.drops(), "pfc": list(pfc) if pfc else None, "pause_frames": net.pause_frames}
+           "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(), "pfc": list(pfc) if pfc else None,
+           "pause_frames": net.pause_frames}
     out.update({f"short_{k}": v for k, v in completion_figures(short, cfg.rtt_s).items()})
     out.update({f"long_{k}": v for k, v in completion_figures(long, cfg.rtt_s).items() if "completion" in k})
     return out
