@@ -1,4 +1,4 @@
-"""Incast N:1 on the emulated fabric, for the claims table's simulator-against-emulation rows.
+"""Incast N:1 and a permutation on the emulated fabric, for the claims table's emulated rows.
 
 Each scenario is a `testbed run` of its own (the run directory and report of
 `testbed run`, under emulated/), with every variant slowed by one common
@@ -55,27 +55,38 @@ def unavailable() -> str | None:
     return None
 
 
-def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) -> dict[str, Path]:
-    """Run the N:1 scenario for every cc; returns {cc: variant directory}."""
+def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) -> None:
+    """The N:1 scenario for every cc, as one `testbed run` under directory/emulated/."""
+    run_scenario(SCENARIOS[senders] % ", ".join(ccs), f"claims-incast{senders}", directory, progress)
+
+
+def run_permutation(ccs: list[str], directory: Path, progress=print) -> None:
+    """The simulator's 2-tier permutation scenario (experiments.scenario_text) for every cc."""
+    from testbed.claims.experiments import scenario_text
+
+    text = scenario_text("permutation", 2, ccs[0]).replace("name: claims-2tier", "name: claims-permutation")
+    run_scenario(text + "variants: {cc: [%s]}\n" % ", ".join(ccs), "claims-permutation", directory, progress)
+
+
+def run_scenario(text: str, name: str, directory: Path, progress=print) -> None:
+    """Every variant of a scenario text, slowed by one common factor if needed, with its report."""
     from testbed.emulation.commands import REPO_ROOT, fitted_together
     from testbed.emulation.run import VariantRun
     from testbed.scenario import expand_variants, parse_scenario
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
-    scenario = parse_scenario(SCENARIOS[senders] % ", ".join(ccs), f"claims-incast{senders}.yaml")
+    scenario = parse_scenario(text, f"{name}.yaml")
     variants = fitted_together(expand_variants(scenario))
     for variant in variants:
         progress(capacity.check(variant.scenario))
     out_dir = directory / "emulated" / scenario.name
-    run_dirs, summaries, by_cc = {}, {}, {}
+    run_dirs, summaries = {}, {}
     for variant in variants:
         run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
         started = time.monotonic()
         VariantRun(variant, run_dir, REPO_ROOT, progress=lambda m: None).run()
         run_dirs[variant.name] = run_dir
         summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
-        by_cc[variant.scenario.transport.cc] = run_dir
-        progress(f"emulated incast {senders}:1 {variant.name}: done in {time.monotonic() - started:.0f} s")
+        progress(f"emulated {scenario.name} {variant.name}: done in {time.monotonic() - started:.0f} s")
     write_report(scenario, run_dirs, summaries, out_dir)
-    return by_cc

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from testbed.host import records as host_records
 from testbed.host import segment, simexp, workloads
@@ -149,47 +148,53 @@ def _run_load(e: Experiment):
     return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}
 
 
+# Permutation and all-to-all: the scenario's own workload, as the emulated runs of the same text
+# (emulated.py) have it; `{cc}` and `{workload}` filled in.
 SCENARIOS = {
     2: """
 name: claims-2tier
 duration_s: 300
-topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
-links: {rate_mbps: 5, delay_us: 2500}
-fabric: {load_balancing: spray, cell_size: 1024}
-transport: {cc: %s}
-workload: [{kind: pingall}]
+seed: 1
+topology: {{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}}
+links: {{rate_mbps: 5, delay_us: 2500}}
+fabric: {{load_balancing: spray, cell_size: 1024}}
+transport: {{cc: {cc}}}
+workload: [{workload}]
 """,
     3: """
 name: claims-3tier
 duration_s: 300
-topology: {kind: fat_tree, k: 4}
-links: {rate_mbps: 5, delay_us: 1000}
-fabric: {load_balancing: spray, cell_size: 1024}
-transport: {cc: %s}
-workload: [{kind: pingall}]
+seed: 1
+topology: {{kind: fat_tree, k: 4}}
+links: {{rate_mbps: 5, delay_us: 1000}}
+fabric: {{load_balancing: spray, cell_size: 1024}}
+transport: {{cc: {cc}}}
+workload: [{workload}]
 """,
 }
 PERMUTATION_BYTES = 256 * 1024
 ALLTOALL_BYTES = 256 * 1024  # per rank, spread over the others
+WORKLOADS = {
+    "permutation": "{kind: permutation, start_s: 0.5, message_bytes: %d, count: 1}" % PERMUTATION_BYTES,
+    "alltoall": "{kind: all_to_all, start_s: 0.5, message_bytes: %d, count: 1}" % ALLTOALL_BYTES,
+}
 
 
-def _run_scenario(e: Experiment, make: Callable[[list[str]], list]):
+def scenario_text(kind: str, tiers: int, cc: str) -> str:
+    return SCENARIOS[tiers].format(cc=cc, workload=WORKLOADS[kind])
+
+
+def _run_scenario(e: Experiment):
+    from testbed.emulation.workload import scenario_messages
     from testbed.scenario import parse_scenario
     from testbed.simulation.run import simulate, transport_config
 
-    scenario = parse_scenario(SCENARIOS[e.params["tiers"]] % e.transport.cc, f"claims-{e.params['tiers']}tier.yaml")
-    messages = make(list(scenario.topo.hosts))
+    tiers = e.params["tiers"]
+    scenario = parse_scenario(scenario_text(e.kind, tiers, e.transport.cc), f"claims-{tiers}tier.yaml")
+    messages = scenario_messages(scenario)
     net, _ = simulate(scenario, messages, until_s=300.0)
     return net, transport_config(scenario), messages, {"topology": scenario.topology.kind}
 
 
-def _run_permutation(e: Experiment):
-    return _run_scenario(e, lambda hosts: workloads.permutation(hosts, PERMUTATION_BYTES, seed=1))
-
-
-def _run_alltoall(e: Experiment):
-    return _run_scenario(e, lambda hosts: workloads.all_to_all(hosts, ALLTOALL_BYTES, seed=1))
-
-
 _RUNNERS = {"incast": _run_incast, "mixed": _run_mixed, "load": _run_load,
-            "permutation": _run_permutation, "alltoall": _run_alltoall}
+            "permutation": _run_scenario, "alltoall": _run_scenario}

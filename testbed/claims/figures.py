@@ -101,14 +101,39 @@ def highest_zero_loss_load(rows: list[dict]) -> float | None:
 
 
 def of_emulated(variant_dir: Path) -> dict:
-    """simexp's incast figures of an emulated variant, with its cc and BDP (from its resolved scenario)."""
+    """The figures of an emulated variant: simexp's incast figures, or a permutation's efficiency
+    as the simulator's is defined; with its cc, BDP, retransmissions and fidelity."""
     import yaml
 
+    from testbed.host import records as host_records
+    from testbed.host import wire
+
     resolved = yaml.safe_load((variant_dir / "scenario.resolved.yaml").read_text())
+    kinds = {phase["kind"] for phase in resolved["workload"]} - {"pingall"}
     retransmitted = sum(json.loads(p.read_text()).get("retransmissions") or 0
                         for p in (variant_dir / "records").glob("*.stats.json"))
-    return {**simexp.from_run(variant_dir), "cc": resolved["transport"]["cc"],
-            "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted}
+    common = {"cc": resolved["transport"]["cc"], "bdp_cells": resolved["derived"]["bdp_cells"],
+              "retransmissions": retransmitted}
+    if kinds != {"permutation"}:
+        return {"kind": "incast", **simexp.from_run(variant_dir), **common}
+    recs = [r for f in sorted((variant_dir / "records").glob("*.jsonl")) for r in host_records.read_jsonl(f)]
+    sent = [r for r in recs if r["kind"] == "message_sent"]
+    got = [r for r in recs if r["kind"] == "message_delivered"]
+    cell = resolved["fabric"]["cell_size"]
+    c = {"link_rate_bps": resolved["links"]["host"]["rate_mbps"] * 1e6, "cell_size": cell,
+         "data_wire_bytes": wire.wire_bytes(cell, wire.DATA), "base_rtt_s": resolved["derived"]["base_rtt_us"] / 1e6,
+         "hosts": len({r["src"] for r in sent}), "message_bytes": [r["bytes"] for r in sent],
+         "sources": [r["src"] for r in sent], "starts_us": [r["start_us"] for r in sent]}
+    summary = json.loads((variant_dir.parent / "summary.json").read_text()).get(
+        variant_dir.name.replace("-", "=", 1), {})
+    out = {"kind": "permutation", "variant": variant_dir.name, "tiers": 2, **common,
+           "link_rate_mbps": c["link_rate_bps"] / 1e6, "messages": len(sent),
+           "delivered_verified": sum(1 for r in got if r["verified"]),
+           "data_drops": summary.get("drops", {}).get("switch_queue_drops_by_type", {}).get("DATA", 0),
+           "behind_real_time": summary.get("fidelity", {}).get("behind_real_time")}
+    out.update(_efficiency(c, got))
+    out.update(simexp.completion_figures(sent, c["base_rtt_s"]))
+    return out
 
 
 def emulated_of(directory: Path) -> list[dict]:

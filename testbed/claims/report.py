@@ -33,7 +33,7 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
     lines += ["", "## Claims", "", "| claim | literature anchor | measured | verdict |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['anchor']} | {c['measured']} | **{c['verdict']}** |" for c in claims]
     lines += ["", "Verdict rules:", ""] + [f"* {rule}" for rule in verdicts.RULES] + [""]
-    lines += _incast_table(sim, emu) + _load_table(sim) + _mixed_table(sim) + _spread_table(sim)
+    lines += _incast_table(sim, emu) + _load_table(sim) + _mixed_table(sim) + _spread_table(sim, emu)
     lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     lines += ["Every figure above is recomputed from this directory by `testbed reproduce --report DIR`: "
               "sim/NAME/records.jsonl and counters.json for the simulator, emulated/SCENARIO/VARIANT for the "
@@ -58,7 +58,7 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {r['params']['senders']} | {r['label']} | {r['goodput_over_payload_rate']} | {r['data_drops']} | "
                    f"{r['peak_queue_cells']} | {r['jain']} | {r['last_over_ideal']} | "
                    f"{r['completion_p50_ms']} / {r['completion_p99_ms']} | {r['retransmissions']} |")
-    for e in sorted(emu, key=lambda e: (e["senders"], e["cc"])):
+    for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["cc"])):
         out.append(f"| {e['senders']} | {e['cc']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
                    f"{e['last_over_ideal']} | {e['completion_p50_ms']} / {e['completion_p99_ms']} | {e['retransmissions']} |")
@@ -106,7 +106,7 @@ def _mixed_table(sim: list[dict]) -> list[str]:
     return out + [""]
 
 
-def _spread_table(sim: list[dict]) -> list[str]:
+def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
     rows = [r for r in sim if r["kind"] in ("permutation", "alltoall")]
     if not rows:
         return []
@@ -117,6 +117,10 @@ def _spread_table(sim: list[dict]) -> list[str]:
         out.append(f"| {r['kind']} | {r['tiers']} | {r['label']} | {r['efficiency']} | {r['efficiency_bound']} | "
                    f"{r['data_drops']} | "
                    f"{r.get('completion_p50_ms')} / {r.get('completion_p99_ms')} |")
+    for e in sorted((e for e in emu if e["kind"] == "permutation"), key=lambda e: e["cc"]):
+        out.append(f"| permutation | 2 | {e['cc']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
+                   f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
+                   f"{e['data_drops']} | {e.get('completion_p50_ms')} / {e.get('completion_p99_ms')} |")
     return out + [""]
 
 

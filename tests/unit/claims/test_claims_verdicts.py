@@ -72,6 +72,9 @@ def test_incast_acceptance_names_each_failed_check():
 
 def test_agreement_is_within_ten_percent_of_the_simulator():
     sim = {"goodput_over_payload_rate": 0.98, "jain": 1.0, "last_over_ideal": 1.0}
-    emu = {"cc": "tita", "senders": 7, "goodput_over_payload_rate": 0.90, "jain": 1.0, "last_over_ideal": 1.12}
+    emu = {"kind": "incast", "cc": "tita", "senders": 7, "goodput_over_payload_rate": 0.90, "jain": 1.0,
+           "last_over_ideal": 1.12}
     v = verdicts.agreement(sim, emu)
     assert v["verdict"] == verdicts.NOT + " (last_over_ideal)"
+    v = verdicts.agreement({"efficiency": 0.80}, {"kind": "permutation", "cc": "tita", "efficiency": 0.75})
+    assert v["verdict"] == verdicts.HOLDS and "2-tier permutation" in v["claim"]
