@@ -257,3 +257,42 @@ def test_nscc_drops_only_in_the_first_rtts_of_an_incast():
     windows = [f.cc for h in names for f in net.hosts[h].ep.senders.values()]
     assert all(c.quick_adapts >= 1 for c in windows)  # the start's losses cut every window
     assert max(c.max_cwnd for c in windows) <= 1.5 * BDP + 1e-9
+
+
+def _deep_buffer_incast(**nscc):
+    """7:1 incast of 512 KiB per sender into buffers of 12 BDPs (nothing is lost), every
+    window starting at maxwnd: 7 x 24 cells against a 16-cell path, a standing queue of
+    about 150 cells (9 RTTs of delay). Returns the receiver port's queue every 0.25 s
+    and the senders' CCs."""
+    from testbed.host.sim import LinkSpec, leaf_spine
+
+    c = simexp.config("nscc", nscc=NsccParams(initial_wnd_bdp=1.5, **nscc))
+    spec = LinkSpec(rate_bps=simexp.RATE_BPS, delay_s=simexp.DELAY_S, buffer_cells=12 * BDP,
+                    ecn=(0.2 * BDP, 1.0 * BDP, 0.2), credit_limit=False)
+    net = leaf_spine(4, 2, 2, c, spec, seed=1)
+    names = [f"h{i}" for i in range(2, 9)]
+    net.load(workloads.incast(names[1:] + names[:1], "h1", 512 * 1024), seed=1)
+    port = next(p for p in net.ports if p.name == "leaf1->h1")
+    queue, t = [], 0.0
+    while t < 20 and not net.finished():
+        t += 0.25
+        net.run(t)
+        queue.append((t, len(port.data_q)))
+    assert net.finished() and net.drops() == 0
+    return queue, [f.cc for h in names for f in net.hosts[h].ep.senders.values()]
+
+
+def test_the_decrease_alone_brings_a_standing_queue_back_to_the_target():
+    # quick adapt out of reach: only the multiplicative decrease can drain the queue
+    queue, ccs = _deep_buffer_incast(quick_adapt_x_target=1000.0)
+    assert queue[0][1] > 8 * BDP  # the start's standing queue
+    after = [q for t, q in queue if t >= 1.5]
+    assert after and max(after) <= 1.25 * BDP, queue  # held near the 1-RTT target (without cuts: 153)
+    assert all(c.decreases >= 10 for c in ccs) and all(c.quick_adapts == 0 for c in ccs)
+
+
+def test_quick_adapt_drains_a_queue_of_more_than_four_targets_at_once():
+    queue, ccs = _deep_buffer_incast()
+    assert all(c.quick_adapts >= 1 for c in ccs)
+    assert queue[1][1] <= 0.5 * BDP, queue  # 0.5 s (18 RTTs) in; the decrease alone needs about 1 s
+    assert max(q for t, q in queue if t >= 0.5) <= 1.25 * BDP, queue
