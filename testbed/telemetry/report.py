@@ -48,6 +48,7 @@ ROWS = [
     ("max queue depth (packets)", lambda s: str(s.get("max_queue_depth_packets", "n/a"))),
     ("ECN marks (packets)", lambda s: str(s.get("ecn_marks_packets", "n/a"))),
     ("CNPs received / rate cuts", lambda s: _cnps(s.get("agents") or {})),
+    ("window cuts / quick adapts (nscc)", lambda s: _window_cuts(s.get("agents") or {})),
     ("cells out of order", lambda s: str(s.get("cells_out_of_order", "n/a"))),
     ("largest out-of-order distance (cells)", lambda s: str(s.get("max_ooo_distance_cells", "n/a"))),
     ("peak reorder buffer (cells)", lambda s: str(s.get("peak_reorder_buffer_cells", "n/a"))),
@@ -137,6 +138,13 @@ def _cnps(agents: dict) -> str:
     low = agents.get("min_rate_mbps")
     return (f"{agents.get('cnps_received', 0)} / {agents.get('rate_cuts', 0)}"
             + (f" (lowest rate {low:.2f} Mbit/s)" if low is not None else ""))
+
+
+def _window_cuts(agents: dict) -> str:
+    if agents.get("min_window_cells") is None:
+        return "n/a"
+    return (f"{agents.get('window_decreases', 0)} / {agents.get('quick_adapts', 0)} "
+            f"(smallest window {agents['min_window_cells']:g} cells)")
 
 
 def _range(summary: dict) -> str:
