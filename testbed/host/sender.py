@@ -151,7 +151,7 @@ class SenderFlow:
         if deadline is not None and now >= deadline:
             requeued = self.window.on_timer(now)
             if requeued:
-                self.cc.on_loss(now)
+                self.cc.on_loss(now, timeout=True)
         self.cc.on_timer(now)
         if self.cc.credit_gated and self.backlog_cells():
             if requeued or now >= self.cc.retry_deadline():

@@ -38,8 +38,9 @@ class SenderCC:
         round trip of the newest of them sent only once (None: no sample, Karn), `ece` whether it
         echoes a CE mark (the newest cell it acknowledges was marked)."""
 
-    def on_loss(self, now: float) -> None:
-        """The reliability layer inferred a loss (a NACK it acted on, or a retransmission timeout)."""
+    def on_loss(self, now: float, timeout: bool = False) -> None:
+        """The reliability layer inferred a loss: a NACK it acted on, or (`timeout`) a
+        retransmission timeout."""
 
     def deadline(self) -> float | None:
         return None

@@ -30,10 +30,14 @@ REFERENCE.md's description (UEC's htsim model) and how each part is realised her
   share a bottleneck converge toward equal windows (AIMD).
 * maxwnd: `max_wnd_bdp` (1.5) BDPs; never below `min_wnd_cells`.
 * Quick adapt: a delay sample above quick_adapt_x_target (4) x the target, or a loss
-  the reliability layer acted on (a NACK, a retransmission timeout), sets the window
-  to the cells acknowledged over the last base RTT (what the path delivered without
-  the queue), at most once per measured RTT, and the next decrease waits for cells
-  sent after it.
+  the reliability layer acted on a NACK for, sets the window to the cells
+  acknowledged over the last base RTT (what the path delivered without the queue),
+  at most once per measured RTT, and the next decrease waits for cells sent after it.
+  A retransmission timeout does not: the flow heard nothing for an RTO, so what it had
+  acknowledged over the last RTT is nothing, and a window pinned to one cell regrows
+  only by the proportional increase, which vanishes at the target (in the first emulated
+  7:1 incast, when timeouts also quick-adapted, six of the seven senders had 2-4 timeouts
+  and windows of one cell, and Jain's index across the senders was 0.62).
 
 The flow is also paced at the line rate with the NIC's catch-up, as every other
 sender is (`none`'s pacer): the window decides how much, the pacer how fast.
@@ -142,8 +146,9 @@ class NsccSender(SenderCC):
         self.wnd_log.append((now, self.cwnd))
         return True
 
-    def on_loss(self, now: float) -> None:
-        self._quick_adapt(now)
+    def on_loss(self, now: float, timeout: bool = False) -> None:
+        if not timeout:
+            self._quick_adapt(now)
 
     # -- pacing at line rate -------------------------------------------------------
     def next_send_time(self) -> float:

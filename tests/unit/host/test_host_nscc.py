@@ -180,6 +180,13 @@ def test_quick_adapt_on_loss():
     assert cc.quick_adapts == 1
 
 
+def test_a_timeout_is_no_quick_adapt():
+    cc = sender()
+    ack(cc, 1.0, 0.0, ece=False, cells=3)
+    cc.on_loss(1.0 + 6 * RTT, timeout=True)  # nothing acknowledged for an RTO: no measure of the path
+    assert cc.quick_adapts == 0 and cc.cwnd > 16
+
+
 def test_an_ack_without_a_sample_only_counts_cells():
     cc = sender()
     cc.on_ack(1.0, 4, None, None, True)
