@@ -513,7 +513,7 @@ def nscc_parameters(resolved: dict) -> str | None:
             f"initial window {n['initial_wnd_bdp'] * bdp:.1f} cells, minimum {n['min_wnd_cells']:g}; decrease "
             f"max(1 - {n['md_gain']:g} (avg - target)/avg, {n['md_floor']:g}) at most once per RTT; delay EWMA "
             f"{n['delay_ewma']:g} per sample; quick adapt above {n['quick_adapt_x_target'] * target_ms:.1f} ms "
-            f"({n['quick_adapt_x_target']:g}x target) or on loss; proportional increase "
+            f"({n['quick_adapt_x_target']:g}x target) or on a NACKed loss; proportional increase "
             f"{n['pi_bdp'] * bdp:.2f} cells per RTT at zero delay, fair increase {n['fi_bdp'] * bdp:.2f} cells per RTT; "
             f"{marking}")
 
