@@ -17,7 +17,7 @@ from testbed.errors import TestbedError
 from testbed.host import wire
 from testbed.topo.entropy import EntropyLayout
 
-CC_NAMES = ("tita", "dcqcn", "none")
+CC_NAMES = ("tita", "dcqcn", "nscc", "none")
 # DCQCN's byte counter B over one rate-increase timer period at line rate, in
 # Zhu et al. (SIGCOMM 2015): 10 MB at 40 Gbit/s against T = 55 us.
 DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
@@ -64,6 +64,35 @@ class TitaParams:
 
 
 @dataclass(frozen=True)
+class NsccParams:
+    """NSCC's constants (REFERENCE.md, UEC htsim's model), times in base RTTs, sizes in BDPs.
+
+    The four quadrants of (queueing delay against the target, ECN echoed): low + ECN
+    no change; high + ECN multiplicative decrease by max(1 - md_gain (avg - target) / avg,
+    md_floor) at most once per RTT; low, no ECN, proportional increase; high, no ECN, fair
+    (additive) increase. Quick adapt cuts the window to what was acknowledged over the last
+    base RTT when a delay sample exceeds quick_adapt_x_target x target, or on a loss."""
+
+    # Target queueing delay: 0.75 RTT with packet trimming, 1.0 without; this fabric has
+    # no trimming.
+    target_qdelay_rtt: float = 1.0
+    max_wnd_bdp: float = 1.5
+    initial_wnd_bdp: float = 1.0
+    min_wnd_cells: float = 1.0
+    md_gain: float = 0.8
+    md_floor: float = 0.5
+    delay_ewma: float = 0.0125  # weight of one delay sample (one ACK) in the average
+    quick_adapt_x_target: float = 4.0
+    # Increases are additive per RTT (each acknowledged cell adds its share x/W of them),
+    # so with the multiplicative decrease windows converge to equal shares (AIMD).
+    # Proportional increase (delay d below the target): pi_bdp x (target - d) / target
+    # BDPs per RTT.
+    pi_bdp: float = 0.1
+    # Fair increase (delay above the target, no ECN): fi_bdp BDPs per RTT.
+    fi_bdp: float = 0.02
+
+
+@dataclass(frozen=True)
 class TransportConfig:
     """Per-host transport settings; derived values are properties."""
 
@@ -96,6 +125,7 @@ class TransportConfig:
     seed: int = 1
     dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
     tita: TitaParams = field(default_factory=TitaParams)
+    nscc: NsccParams = field(default_factory=NsccParams)
 
     def __post_init__(self) -> None:
         if self.cc not in CC_NAMES:
@@ -145,6 +175,9 @@ class TransportConfig:
         if q.get("byte_counter_bytes") is not None:
             dcqcn["byte_counter_bdp"] = float(q["byte_counter_bytes"]) / (self.bdp_cells * self.data_wire_bytes)
         changes["dcqcn"] = replace(self.dcqcn, **dcqcn)
+        n = transport.get("nscc") or {}
+        names = {f: f for f in NsccParams.__dataclass_fields__}
+        changes["nscc"] = replace(self.nscc, **{names[k]: float(v) for k, v in n.items() if k in names})
         cfg = replace(self, **changes)
         if not 0 < cfg.rto_low_rtt < cfg.rto_high_rtt:
             raise ConfigError(f"RTOs of {cfg.rto_low_rtt:g}/{cfg.rto_high_rtt:g} RTT: low must be positive and below high")

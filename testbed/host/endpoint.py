@@ -270,5 +270,11 @@ class Endpoint:
             "errors": dict(self.errors),
             "tx_counts": {f"tx_{wire.TYPE_NAMES.get(t, t)}": n for t, n in enumerate(self.tx_types) if n},
         }
+        windowed = [f.cc for f in self.senders.values() if f.cc.window_cells is not None]
+        if windowed:  # nscc's window: its cuts and its range
+            s.update({"window_decreases": sum(c.decreases for c in windowed),
+                      "quick_adapts": sum(c.quick_adapts for c in windowed),
+                      "min_window_cells": round(min(c.min_cwnd for c in windowed), 3),
+                      "max_window_cells": round(max(c.max_cwnd for c in windowed), 3)})
         s.update(self.rcc.stats())
         return s

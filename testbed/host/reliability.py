@@ -47,6 +47,10 @@ class SendWindow:
         self.rttvar = 0.0
         self.rtt_samples = 0
         self.min_rtt: float | None = None  # smallest sample: the emulated base RTT plus host time
+        # The last on_ack's sample (None: it gave none): send time of the newest cell it
+        # acknowledged that was sent once, and that cell's round trip (ack delay left out).
+        self.sample_sent: float | None = None
+        self.sample_rtt: float | None = None
         # Oldest send time among cells waiting for an ack (not queued for
         # retransmission), cached: deadline() runs on every event-loop turn.
         self._oldest: float | None = None
@@ -129,8 +133,12 @@ class SendWindow:
                 self._in_retx.difference_update(acked)
             if resent:
                 resent.difference_update(acked)
+        self.sample_sent = self.sample_rtt = None
         if newest >= 0 and now is not None:
-            self._rtt_sample(now - newest - ack_delay)  # the receiver's delayed-ACK wait is not the path's
+            rtt = now - newest - ack_delay  # the receiver's delayed-ACK wait is not the path's
+            self._rtt_sample(rtt)
+            if rtt >= 0:
+                self.sample_sent, self.sample_rtt = newest, rtt
         return acked
 
     def _rtt_sample(self, rtt: float) -> None:

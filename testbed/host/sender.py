@@ -3,7 +3,8 @@
 Messages are queued back to back in one psn space; each cell is built when
 it is actually sent (so a retransmission re-reads the message bytes and
 gets a fresh entropy value). Congestion control decides when: rate-paced
-for `none`/`dcqcn`, one cell per credit for `tita`.
+for `none`/`dcqcn`, one cell per credit for `tita`, and for `nscc` also how
+many cells may be in flight (its window; ACKs carry its signals).
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class SenderFlow:
         return self.window.pending_retx() + (self.end_psn - self.window.next_psn)
 
     def sendable(self) -> bool:
+        limit = self.cc.window_cells
+        if limit is not None and self.window.inflight() >= limit:
+            return False
         return self.window.has_sendable(self.end_psn)
 
     def _message_of(self, psn: int) -> OutMessage:
@@ -108,8 +112,11 @@ class SenderFlow:
 
     # -- feedback ------------------------------------------------------------
     def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:
-        acked = self.window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS, now,
-                                   ack_delay=cell.aux / 1e6)
+        window = self.window
+        acked = window.on_ack(cell.psn, wire.sack_decode(cell.body), wire.SACK_BITS, now,
+                              ack_delay=cell.aux / 1e6)
+        if acked:
+            self.cc.on_ack(now, len(acked), window.sample_sent, window.sample_rtt, cell.has(wire.FLAG_ECE))
         done = []
         for psn in acked or ():
             msg = self._message_of(psn)
@@ -122,7 +129,8 @@ class SenderFlow:
         return done
 
     def on_nack(self, now: float, cell: wire.CellPacket) -> None:
-        self.window.on_nack(now, cell.psn)
+        if self.window.on_nack(now, cell.psn):
+            self.cc.on_loss(now)
 
     def deadline(self) -> float | None:
         due = self.window.deadline()
@@ -142,6 +150,8 @@ class SenderFlow:
         deadline = self.window.deadline()
         if deadline is not None and now >= deadline:
             requeued = self.window.on_timer(now)
+            if requeued:
+                self.cc.on_loss(now, timeout=True)
         self.cc.on_timer(now)
         if self.cc.credit_gated and self.backlog_cells():
             if requeued or now >= self.cc.retry_deadline():

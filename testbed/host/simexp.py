@@ -2,7 +2,7 @@
 
 `incast(cc, senders)` builds the leaf-spine of scenarios/incast.yaml (5 Mbit/s
 links, 2.5 ms each, base RTT 27 ms, BDP 16 cells, 2-BDP buffers, spraying,
-RED ECN for dcqcn) with as many leaves of two hosts as the senders need, runs
+RED ECN for dcqcn and nscc) with as many leaves of two hosts as the senders need, runs
 `count` messages per sender into h1 and returns:
 
 * goodput_mbps: verified payload bytes delivered to the receiver over the
@@ -51,7 +51,7 @@ def config(cc: str, **kw) -> TransportConfig:
 
 def network(cfg: TransportConfig, hosts: int, seed: int = 1, wake_late_s: float = 0.0,
             pfc: tuple[int, int] | None = None) -> Network:
-    ecn = (0.2 * BDP, 1.0 * BDP, 0.2) if cfg.cc == "dcqcn" else None
+    ecn = (0.2 * BDP, 1.0 * BDP, 0.2) if cfg.cc in ("dcqcn", "nscc") else None
     spec = LinkSpec(rate_bps=RATE_BPS, delay_s=DELAY_S, buffer_cells=2 * BDP, ecn=ecn,
                     credit_limit=cfg.cc == "tita", pfc=pfc)
     late = (lambda rng: rng.random() * wake_late_s) if wake_late_s > 0 else None

@@ -53,6 +53,13 @@ RTO_HIGH_RTT = 15.0
 TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125}
 DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
+# NSCC (REFERENCE.md, UEC's htsim model): target queueing delay 1.0 RTT without
+# trimming (0.75 with), maxwnd 1.5 BDP, decrease max(1 - 0.8 (avg - target)/avg, 0.5),
+# delay EWMA 0.0125, quick adapt at 4x target; the initial window and the two
+# additive increases are ours (REFERENCE.md gives none).
+NSCC = {"target_qdelay_rtt": 1.0, "max_wnd_bdp": 1.5, "initial_wnd_bdp": 1.0, "min_wnd_cells": 1.0,
+        "md_gain": 0.8, "md_floor": 0.5, "delay_ewma": 0.0125, "quick_adapt_x_target": 4.0,
+        "pi_bdp": 0.1, "fi_bdp": 0.02}
 # B in rate-increase timer periods at line rate: Zhu et al.'s 10 MB at 40 Gbit/s with
 # T = 55 us (36.4); the byte counter is this many timer_rtt BDPs.
 DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
@@ -65,8 +72,8 @@ PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
 
 
 def ecn_mode(cc: str) -> str:
-    """DCQCN needs RED-style marking to react to; the others run without ECN."""
-    return "red" if cc == "dcqcn" else "none"
+    """DCQCN and NSCC need RED-style marking to react to; the others run without ECN."""
+    return "red" if cc in ("dcqcn", "nscc") else "none"
 
 
 def cells(bdp_cells: int, fraction: float) -> int:

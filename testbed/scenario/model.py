@@ -98,13 +98,30 @@ class Dcqcn:
 
 
 @dataclass(frozen=True)
+class Nscc:
+    """NSCC (REFERENCE.md), times in base RTTs and sizes in BDPs (testbed/host/cc/nscc.py)."""
+
+    target_qdelay_rtt: float  # target queueing delay
+    max_wnd_bdp: float
+    initial_wnd_bdp: float
+    min_wnd_cells: float
+    md_gain: float  # decrease W *= max(1 - md_gain (avg - target) / avg, md_floor)
+    md_floor: float
+    delay_ewma: float  # gain of the delay average, per sample
+    quick_adapt_x_target: float  # quick adapt above this many targets of delay
+    pi_bdp: float  # proportional increase per RTT at zero delay
+    fi_bdp: float  # fair increase per RTT
+
+
+@dataclass(frozen=True)
 class Transport:
-    cc: str  # tita | dcqcn | none
+    cc: str  # tita | dcqcn | nscc | none
     reorder_window_cells: int
     rto_low_rtt: float
     rto_high_rtt: float
     tita: Tita
     dcqcn: Dcqcn
+    nscc: Nscc
 
 
 @dataclass(frozen=True)

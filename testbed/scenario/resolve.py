@@ -15,7 +15,7 @@ from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
     Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Phase, Scenario, Switch,
-    Tita, Transport, VariantAxis,
+    Nscc, Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
 from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
@@ -222,6 +222,7 @@ class _Resolver:
             rto_low_rtt=low, rto_high_rtt=high,
             tita=Tita(**{**d.TITA, **self.get(("transport", "tita"), {})}),
             dcqcn=Dcqcn(**dcqcn),
+            nscc=Nscc(**{**d.NSCC, **self.get(("transport", "nscc"), {})}),
         )
 
     # -- workload and faults ------------------------------------------------

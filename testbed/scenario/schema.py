@@ -11,7 +11,7 @@ from __future__ import annotations
 
 LOAD_BALANCING = ["ecmp", "spray", "spray_rr_entropy", "spray_random_entropy", "spray_rr_switch",
                   "spray_random_switch"]
-CC = ["tita", "dcqcn", "none"]
+CC = ["tita", "dcqcn", "nscc", "none"]
 TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
@@ -175,6 +175,18 @@ SCHEMA = {
                 "byte_counter_bytes": _int(1),
                 "cnp_interval_rtt": _num(0, 10_000),
                 "fast_recovery_steps": _int(0, 1000),
+            }),
+            "nscc": _obj({
+                "target_qdelay_rtt": _num(0, 100),
+                "max_wnd_bdp": _num(0, 100),
+                "initial_wnd_bdp": _num(0, 100),
+                "min_wnd_cells": _num(0, 1 << 20),
+                "md_gain": _num(0, 1),
+                "md_floor": {**_num(0), "exclusiveMaximum": 1},
+                "delay_ewma": _num(0, 1),
+                "quick_adapt_x_target": _num(1, 1000, exclusive=False),
+                "pi_bdp": _num(0, 100, exclusive=False),
+                "fi_bdp": _num(0, 100, exclusive=False),
             }),
         }),
         "workload": {"type": "array", "minItems": 1, "items": PHASE},

@@ -48,6 +48,7 @@ ROWS = [
     ("max queue depth (packets)", lambda s: str(s.get("max_queue_depth_packets", "n/a"))),
     ("ECN marks (packets)", lambda s: str(s.get("ecn_marks_packets", "n/a"))),
     ("CNPs received / rate cuts", lambda s: _cnps(s.get("agents") or {})),
+    ("window cuts / quick adapts (nscc)", lambda s: _window_cuts(s.get("agents") or {})),
     ("cells out of order", lambda s: str(s.get("cells_out_of_order", "n/a"))),
     ("largest out-of-order distance (cells)", lambda s: str(s.get("max_ooo_distance_cells", "n/a"))),
     ("peak reorder buffer (cells)", lambda s: str(s.get("peak_reorder_buffer_cells", "n/a"))),
@@ -137,6 +138,13 @@ def _cnps(agents: dict) -> str:
     low = agents.get("min_rate_mbps")
     return (f"{agents.get('cnps_received', 0)} / {agents.get('rate_cuts', 0)}"
             + (f" (lowest rate {low:.2f} Mbit/s)" if low is not None else ""))
+
+
+def _window_cuts(agents: dict) -> str:
+    if agents.get("min_window_cells") is None:
+        return "n/a"
+    return (f"{agents.get('window_decreases', 0)} / {agents.get('quick_adapts', 0)} "
+            f"(smallest window {agents['min_window_cells']:g} cells)")
 
 
 def _range(summary: dict) -> str:
@@ -486,13 +494,41 @@ def dcqcn_parameters(resolved: dict) -> str | None:
             f"CNPs at switch priority {'1 (ahead of data)' if queues >= 2 else '0 (with data)'}")
 
 
-def _dcqcn_lines(run_dirs: dict[str, Path]) -> list[str]:
+def nscc_parameters(resolved: dict) -> str | None:
+    """NSCC's constants as one variant ran them, in absolute units (None: not nscc).
+
+    REFERENCE.md gives them relative to the path (target in RTTs, maxwnd in BDPs), as
+    UEC's htsim model does; here they are scaled to the variant's derived base RTT and BDP."""
+    t = resolved.get("transport") or {}
+    if t.get("cc") != "nscc":
+        return None
+    n, ecn, d = t["nscc"], resolved["fabric"]["ecn"], resolved["derived"]
+    rtt_ms = d["base_rtt_us"] / 1e3
+    bdp = d["bdp_cells"]
+    target_ms = n["target_qdelay_rtt"] * rtt_ms
+    marking = (f"RED Kmin {ecn['kmin_cells']} / Kmax {ecn['kmax_cells']} cells, Pmax {ecn['pmax']:g}"
+               if ecn.get("mode") == "red" else f"ECN mode {ecn.get('mode')}")
+    return (f"target queueing delay {target_ms:.1f} ms ({n['target_qdelay_rtt']:g} base RTTs of {rtt_ms:.1f} ms; "
+            f"no trimming); maxwnd {n['max_wnd_bdp'] * bdp:.1f} cells ({n['max_wnd_bdp']:g} BDP of {bdp} cells), "
+            f"initial window {n['initial_wnd_bdp'] * bdp:.1f} cells, minimum {n['min_wnd_cells']:g}; decrease "
+            f"max(1 - {n['md_gain']:g} (avg - target)/avg, {n['md_floor']:g}) at most once per RTT; delay EWMA "
+            f"{n['delay_ewma']:g} per sample; quick adapt above {n['quick_adapt_x_target'] * target_ms:.1f} ms "
+            f"({n['quick_adapt_x_target']:g}x target) or on a NACKed loss; proportional increase "
+            f"{n['pi_bdp'] * bdp:.2f} cells per RTT at zero delay, fair increase {n['fi_bdp'] * bdp:.2f} cells per RTT; "
+            f"{marking}")
+
+
+def _cc_parameter_lines(run_dirs: dict[str, Path]) -> list[str]:
     lines = []
     for name, run_dir in run_dirs.items():
         path = Path(run_dir) / "scenario.resolved.yaml"
-        text = dcqcn_parameters(yaml.safe_load(path.read_text())) if path.exists() else None
+        resolved = yaml.safe_load(path.read_text()) if path.exists() else None
+        text = dcqcn_parameters(resolved) if resolved else None
         if text:
             lines.append(f"DCQCN parameters of {name} (Zhu et al., SIGCOMM 2015, scaled to this link): {text}.")
+        text = nscc_parameters(resolved) if resolved else None
+        if text:
+            lines.append(f"NSCC parameters of {name} (REFERENCE.md, UEC's htsim model, scaled to this link): {text}.")
     return lines + [""] if lines else []
 
 
@@ -505,7 +541,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
                  f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")
     lines.append("")
-    lines += _dcqcn_lines(run_dirs)
+    lines += _cc_parameter_lines(run_dirs)
     names = list(summaries)
     lines.append("| | " + " | ".join(names) + " |")
     lines.append("|---|" + "---|" * len(names))

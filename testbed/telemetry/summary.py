@@ -70,7 +70,8 @@ def jain_fairness(values: list[float]) -> float | None:
 
 UPLINK_TIERS = ("leaf->spine", "edge->agg")
 AGENT_COUNTERS = ("retransmissions", "timeouts", "nacks_sent", "cnps_sent", "cnps_received", "rate_cuts",
-                  "credits_sent", "credits_lost", "credits_wasted", "corrupt_messages", "verify_failures")
+                  "credits_sent", "credits_lost", "credits_wasted", "corrupt_messages", "verify_failures",
+                  "window_decreases", "quick_adapts")
 
 
 def agent_stats(run_dir: Path) -> dict:
@@ -78,6 +79,7 @@ def agent_stats(run_dir: Path) -> dict:
     total: dict = {k: 0 for k in AGENT_COUNTERS}
     not_done = []
     rates = []
+    windows = []  # nscc's smallest window per host
     for path in sorted((run_dir / "records").glob("*.stats.json")):
         try:
             stats = json.loads(path.read_text())
@@ -90,9 +92,12 @@ def agent_stats(run_dir: Path) -> dict:
                 total[key] += value
         if stats.get("min_rate_mbps") is not None:
             rates.append(stats["min_rate_mbps"])
+        if stats.get("min_window_cells") is not None:
+            windows.append(stats["min_window_cells"])
         if stats.get("end_reason") != "done":
             not_done.append(f"{stats.get('host', path.name)} ({stats.get('end_reason')})")
     total["min_rate_mbps"] = min(rates) if rates else None
+    total["min_window_cells"] = min(windows) if windows else None
     total["agents_not_done"] = not_done
     return total
 

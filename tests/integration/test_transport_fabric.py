@@ -1,4 +1,4 @@
-"""The host transport on a real (emulated) fabric: tita vs dcqcn, incast and permutation.
+"""The host transport on a real (emulated) fabric: tita vs dcqcn (and nscc), incast and permutation.
 
 Each test runs one small variant (2 leaves x 2 spines x 3 hosts, builtin
 switches, Mininet) through VariantRun and checks what the run left behind:
@@ -122,6 +122,19 @@ def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
     summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_dcqcn_reacted(summary)
+
+
+def test_incast_4_to_1_nscc(tmp_path, registry, processes):
+    """NSCC's window on the emulated fabric: the switches mark, the receivers echo CE on their
+    ACKs, and the senders' windows react to it (cuts or quick adapts, and a window below the
+    one they started with); every message arrives intact."""
+    summary = run_variant(tmp_path, "incast-nscc", "nscc", INCAST, processes)
+    assert_all_delivered(summary, 4 * 2)
+    context, agents = summary["_context"], summary["agents"]
+    assert summary["ecn_marks_packets"] > 0 and summary["ce_cells"] > 0, context
+    assert agents["cnps_sent"] == 0 and agents["credits_sent"] == 0, context  # ACKs carry its signals
+    assert agents["window_decreases"] + agents["quick_adapts"] > 0, context
+    assert agents["min_window_cells"] < 16, context  # it started at 1 BDP (16 cells)
 
 
 def test_permutation_tita(tmp_path, registry, processes):

@@ -1,10 +1,11 @@
-"""Pluggable congestion control: `tita`, `dcqcn`, `none` (see base.py)."""
+"""Pluggable congestion control: `tita`, `dcqcn`, `nscc`, `none` (see base.py)."""
 
 from __future__ import annotations
 
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.cc.dcqcn import DcqcnReceiver, DcqcnSender
 from testbed.host.cc.none import NoneReceiver, NoneSender
+from testbed.host.cc.nscc import NsccReceiver, NsccSender
 from testbed.host.cc.tita import TitaReceiver, TitaSender
 from testbed.host.config import TransportConfig
 
@@ -12,6 +13,7 @@ _ALGOS = {
     "none": (NoneSender, NoneReceiver),
     "dcqcn": (DcqcnSender, DcqcnReceiver),
     "tita": (TitaSender, TitaReceiver),
+    "nscc": (NsccSender, NsccReceiver),
 }
 ALGORITHMS = tuple(_ALGOS)  # every `cc` a scenario may name
 

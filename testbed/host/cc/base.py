@@ -1,7 +1,9 @@
 """The two halves of a congestion-control algorithm.
 
 A sender half lives in each outgoing flow and decides *when* the flow may
-send its next cell (rate pacing) or whether sending is credit-gated. A
+send its next cell (rate pacing), how many cells it may have in flight (a
+window, `window_cells`; None = no window) or whether sending is
+credit-gated. A
 receiver half lives once per host and turns arriving cells into control
 cells (CNPs, credits). Both are sans-IO: they get `now` and return cells;
 timers are exposed as `deadline()` and serviced by `on_timer(now)`.
@@ -16,6 +18,9 @@ class SenderCC:
     """Per-flow sender side. Rate-based by default."""
 
     credit_gated = False
+    # Cells the flow may have in flight (sent, not yet acknowledged nor queued for
+    # retransmission); None: no window beyond the reliability window.
+    window_cells: float | None = None
 
     def next_send_time(self) -> float:
         """Earliest time the flow may send its next cell."""
@@ -26,6 +31,16 @@ class SenderCC:
 
     def on_cnp(self, now: float) -> None:
         pass
+
+    def on_ack(self, now: float, acked_cells: int, sent_s: float | None, rtt_s: float | None,
+               ece: bool) -> None:
+        """An ACK acknowledged `acked_cells` new cells; `sent_s` and `rtt_s` are the send time and
+        round trip of the newest of them sent only once (None: no sample, Karn), `ece` whether it
+        echoes a CE mark (the newest cell it acknowledges was marked)."""
+
+    def on_loss(self, now: float, timeout: bool = False) -> None:
+        """The reliability layer inferred a loss: a NACK it acted on, or (`timeout`) a
+        retransmission timeout."""
 
     def deadline(self) -> float | None:
         return None

@@ -10,9 +10,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_every_variant_takes_the_factor_of_the_most_demanding_one(monkeypatch):
     variants = expand_variants(load_scenario(ROOT / "scenarios" / "incast.yaml"))
-    assert len(variants) == 3
+    assert len(variants) == 4
     # the credit variant needs little (the receiver paces), the others a quarter of the rate
-    needs = {"cc=tita": 0.8, "cc=dcqcn": 0.25, "cc=none": 0.3}
+    needs = {"cc=tita": 0.8, "cc=dcqcn": 0.25, "cc=nscc": 0.3, "cc=none": 0.3}
     monkeypatch.setattr(commands, "fit_factor", lambda v: needs[v.name])
     slowed = commands.fitted_together(variants)
     rates = {v.name: v.scenario.links.host.rate_mbps for v in slowed}

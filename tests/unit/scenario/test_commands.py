@@ -35,7 +35,7 @@ def test_default_and_incast_are_what_the_brief_asks():
     assert [p.kind for p in default.workload] == ["pingall", "permutation"]
     assert [v.name for v in expand_variants(default)] == ["load_balancing=ecmp", "load_balancing=spray"]
     incast = load_scenario(ROOT / "scenarios" / "incast.yaml")
-    assert [v.name for v in expand_variants(incast)] == ["cc=tita", "cc=dcqcn", "cc=none"]
+    assert [v.name for v in expand_variants(incast)] == ["cc=tita", "cc=dcqcn", "cc=nscc", "cc=none"]
     phase = incast.workload[-1]
     assert phase.kind == "incast" and len(phase.senders) in (4, 7, 8)
 
