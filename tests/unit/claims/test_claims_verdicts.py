@@ -48,6 +48,7 @@ def test_more_load_needs_1_4x_and_says_when_dcqcn_lost_at_every_load():
     sim = sweep("tita", {0.1: 0, 1.0: 0}) + sweep("dcqcn", {0.1: 1, 1.0: 1})
     v = verdicts.more_load(sim)
     assert v["verdict"] == verdicts.HOLDS and "below 0.1" in v["measured"] and "above 10.0x" in v["measured"]
+    assert verdicts.more_load(sim, "nscc")["measured"].startswith("not measured")
 
 
 def test_lower_latency_thresholds():
