@@ -72,8 +72,12 @@ def test_ecn_credit_and_link_settings(default):
     # credits at the credit share of the link: about one per data cell the reverse link can carry
     cells_per_s = scenario.links.host.rate_mbps * 1e6 / (scenario.derived.cell_wire_bytes * 8)
     assert 0.8 * cells_per_s < rate < 1.05 * cells_per_s
-    assert plan.meters[0].cburst == fabric.credits.burst_credits
-    assert f"set_queue_depth {fabric.credits.queue_credits} {ports[0]} 1" in plan.tm_commands
+    # the credit queue is shaped at the credit rate and holds burst + queue credits; the meter
+    # drops only what it could not hold
+    hold = fabric.credits.burst_credits + fabric.credits.queue_credits
+    assert plan.meters[0].cburst == plan.meters[0].pburst == hold
+    assert f"set_queue_depth {hold} {ports[0]} 1" in plan.tm_commands
+    assert f"set_queue_rate {rate} {ports[0]} 1" in plan.tm_commands
     assert f"set_port_rate_bps {int(scenario.links.host.rate_mbps * 1e6)} {ports[0]}" in plan.tm_commands
 
 
