@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -29,6 +30,16 @@ def register(subparsers) -> None:
     t.add_argument("--channels", type=_ints, default=None, help="comma-separated (default: 1,2,4)")
     t.add_argument("--chunks", type=_ints, default=None,
                    help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,4096,16384,65536)")
+    t.add_argument("--load-balancing", type=lambda s: s.split(","), default=None, dest="balancings",
+                   help="the transport knob: load balancing modes, comma-separated (default: the scenario's own "
+                        "and the other of ecmp and spray)")
+    t.add_argument("--confirm", action="store_true",
+                   help="then run the choice and the best fixed setting on the emulated fabric (testbed run --fit, "
+                        "needs root) and on the simulator at the same rate, for the sizes that fit "
+                        "--confirm-budget-s; writes confirm.json and confirm.md")
+    t.add_argument("--confirm-budget-s", type=float, default=600.0,
+                   help="emulated seconds of traffic the confirmation may take, estimated from the simulator's "
+                        "times and the --fit slow-down (default: 600)")
     t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     t.set_defaults(func=tune_command)
 
@@ -50,11 +61,23 @@ def tune_command(args) -> int:
     from testbed.simulation.tune import tune_scenario
 
     scenario = load_scenario(args.scenario)
+    if args.confirm:
+        from testbed.emulation.commands import _need_root
+
+        _need_root("testbed tune --confirm")  # before minutes of simulation, not after
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
     path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
-                         progress=lambda m: print(m, flush=True))
+                         progress=lambda m: print(m, flush=True), balancings=args.balancings)
     print(path.read_text())
     print(f"tuning: {path}")
+    if args.confirm:
+        from testbed.simulation.confirm import confirm_on_fabric
+
+        result = json.loads((out_dir / "tuning.json").read_text())
+        confirmed = confirm_on_fabric(scenario, result, out_dir, args.confirm_budget_s,
+                                      progress=lambda m: print(m, flush=True))
+        print(confirmed.read_text())
+        print(f"confirmation: {confirmed}")
     return 0
 
 
