@@ -16,6 +16,9 @@ def register(subparsers) -> None:
     p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     p.add_argument("--variant", action="append", default=None,
                    help="run only this variant (repeatable; default: all)")
+    p.add_argument("--host-rate-mbps", type=float, default=None,
+                   help="slow every variant as testbed run --fit does, to this host link rate (rates times "
+                        "f, every time over f): the simulator's figures at the rate an emulated run used")
     p.set_defaults(func=sim_command)
 
     t = subparsers.add_parser(
@@ -94,6 +97,20 @@ def sim_command(args) -> int:
         if unknown:
             raise TestbedError(f"no variant {', '.join(unknown)}; variants: {', '.join(v.name for v in variants)}")
         variants = [v for v in variants if v.name in args.variant]
+    if args.host_rate_mbps is not None:
+        import dataclasses
+
+        from testbed.scenario.timescale import slowed
+
+        slow = []
+        for v in variants:
+            nominal = v.scenario.links.host.rate_mbps
+            if not 0 < args.host_rate_mbps <= nominal:
+                raise TestbedError(f"--host-rate-mbps {args.host_rate_mbps:g}: {v.name} runs its host links at "
+                                   f"{nominal:g} Mbit/s; the rate must be above 0 and at most that")
+            slow.append(dataclasses.replace(v, scenario=slowed(v.scenario, args.host_rate_mbps / nominal)))
+        variants = slow
+        scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     run_dirs, summaries = {}, {}
     for number, variant in enumerate(variants, start=1):
