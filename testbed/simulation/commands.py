@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     t.add_argument("--confirm-budget-s", type=float, default=600.0,
                    help="emulated seconds of traffic the confirmation may take, estimated from the simulator's "
                         "times and the --fit slow-down (default: 600)")
+    t.add_argument("--from", dest="tuned", default=None, metavar="TUNE_DIR",
+                   help="with --confirm: confirm the tuning.json of an earlier testbed tune of this scenario "
+                        "(its directory) instead of searching again; confirm.* are written there")
     t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     t.set_defaults(func=tune_command)
 
@@ -60,6 +63,7 @@ def _ints(text: str) -> list[int]:
 
 
 def tune_command(args) -> int:
+    from testbed.errors import TestbedError
     from testbed.scenario import load_scenario
     from testbed.simulation.tune import tune_scenario
 
@@ -68,11 +72,28 @@ def tune_command(args) -> int:
         from testbed.emulation.commands import _need_root
 
         _need_root("testbed tune --confirm")  # before minutes of simulation, not after
-    out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
-    path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
-                         progress=lambda m: print(m, flush=True), balancings=args.balancings)
-    print(path.read_text())
-    print(f"tuning: {path}")
+    if args.tuned is not None:
+        if not args.confirm:
+            raise TestbedError("--from confirms an earlier tuning: it needs --confirm")
+        out_dir = Path(args.tuned)
+        try:
+            result = json.loads((out_dir / "tuning.json").read_text())
+            tuned_hosts = result["hosts"]
+            if not isinstance(result["rows"], list) or not result["space"]["load_balancing"]:
+                raise ValueError("rows or load balancing space missing")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise TestbedError(f"--from {args.tuned}: no tuning.json of this testbed tune there "
+                               f"({type(error).__name__}: {error})") from None
+        phase = next((p for p in scenario.workload if p.kind == "collective"), None)
+        if phase is None or (result["op"], tuned_hosts) != (phase.op, list(phase.hosts)):
+            raise TestbedError(f"--from {args.tuned}: its tuning.json tunes {result['op']} over other ranks "
+                               f"than {args.scenario}'s first collective phase")
+    else:
+        out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
+        path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
+                             progress=lambda m: print(m, flush=True), balancings=args.balancings)
+        print(path.read_text())
+        print(f"tuning: {path}")
     if args.confirm:
         from testbed.simulation.confirm import confirm_on_fabric
 
