@@ -139,3 +139,33 @@ def test_agents_send_each_channel_from_its_own_source_port(tmp_path):
         assert stats[src]["udp_source_ports"][dst] == ports["0"]
     done = [json.loads(line) for n in hosts for line in (tmp_path / f"{n}.jsonl").read_text().splitlines()]
     assert sum(1 for r in done if r["kind"] == "collective_done" and r["verified"]) == 2
+
+
+@pytest.mark.parametrize("load_balancing", ["ecmp", "spray"])
+def test_a_dual_port_nic_in_the_simulator_sends_on_both_ports(load_balancing):
+    """The simulator models a dual-homed host's two NIC ports as the agent does: under ECMP (flow
+    mode) a pair's channels take the ports in turn, so 1 channel uses one port and 4 use both;
+    under spraying every cell's entropy digit picks its port."""
+    from testbed.scenario import parse_scenario
+    from testbed.simulation.run import build_network
+
+    scenario = parse_scenario(f"""
+topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2, dual_homed: true}}
+links: {{rate_mbps: 20, delay_us: 200}}
+fabric: {{load_balancing: {load_balancing}}}
+transport: {{cc: none}}
+workload: [{{kind: pingall}}]
+""", "d.yaml")
+    a, b = scenario.topo.hosts[0], scenario.topo.hosts[-1]
+    used = {}
+    for channels in (1, 4):
+        net = build_network(scenario)
+        host = net.hosts[a]
+        assert len(host.uplinks) == 2 and host.ep.cfg.link_rate_bps == 40e6  # both ports' rate
+        net.load(c.schedule("x", [a, b], c.Params("all_reduce", "ring", 128_000, channels)), seed=1)
+        net.run(30)
+        done = [r for r in net.records() if r["kind"] == "collective_done"]
+        assert len(done) == 2 and all(r["verified"] for r in done)
+        used[channels] = sum(1 for p in host.uplinks if p.stats.tx_bytes > 128_000 // 2 // 8)
+    assert used[4] == 2
+    assert used[1] == (1 if load_balancing == "ecmp" else 2)
