@@ -143,7 +143,9 @@ def recompute(v: Variant) -> dict:
     if uplinks:
         out["uplink_utilisation_min"] = min(uplinks)
         out["uplink_utilisation_max"] = max(uplinks)
-        out["uplink_jain_fairness"] = sum(uplinks) ** 2 / (len(uplinks) * sum(x * x for x in uplinks))
+        # every uplink idle (a rail-optimised hierarchical collective stays under its leaves): no index
+        out["uplink_jain_fairness"] = (sum(uplinks) ** 2 / (len(uplinks) * sum(x * x for x in uplinks))
+                                       if any(uplinks) else None)
     level = {"host": 0, "leaf": 1, "edge": 1, "aggregation": 2, "spine": 2, "core": 3}
     groups: dict = {}
     for name, l in loads.items():
@@ -534,7 +536,8 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
     expect("retransmitted DATA cells", lambda f: str(f["retransmissions_cells"]))
     expect("ToR uplink utilisation min / max", lambda f: f"{100 * f['uplink_utilisation_min']:.0f} / "
            f"{100 * f['uplink_utilisation_max']:.0f}" if "uplink_utilisation_min" in f else None)
-    expect("ToR uplink utilisation Jain", lambda f: f"{f['uplink_jain_fairness']:.3f}"
+    expect("ToR uplink utilisation Jain", lambda f: ("n/a" if f["uplink_jain_fairness"] is None
+                                                     else f"{f['uplink_jain_fairness']:.3f}")
            if "uplink_jain_fairness" in f else None)
     expect("equal-cost links idle", lambda f: ", ".join(f["idle_siblings"]) or "none")
     for tier in ("host->tor", "leaf->spine", "spine->leaf", "tor->host", "edge->agg", "agg->core", "core->agg",

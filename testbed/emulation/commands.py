@@ -32,10 +32,24 @@ def run_command(args) -> int:
         variants = chosen
     _need_root("testbed run")
     with hold_run_lock(f"testbed run {args.scenario}"):
-        return _run_variants(args, scenario, variants)
+        _run_variants(args, scenario, variants)
+        return 0
 
 
-def _run_variants(args, scenario, variants) -> int:
+def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "testbed run") -> Path:
+    """`testbed run [--fit] PATH` from another command (testbed tune --confirm): its output directory."""
+    import argparse
+
+    from testbed.scenario import expand_variants, load_scenario
+
+    scenario = load_scenario(path)
+    _need_root(what)
+    args = argparse.Namespace(fit=fit, force=False, runs_dir=runs_dir)
+    with hold_run_lock(f"{what} {path}"):
+        return _run_variants(args, scenario, expand_variants(scenario))
+
+
+def _run_variants(args, scenario, variants) -> Path:
     from testbed.emulation.run import VariantRun
     from testbed.emulation.switches import resolve_target
     from testbed.telemetry.report import write_report
@@ -66,7 +80,7 @@ def _run_variants(args, scenario, variants) -> int:
         print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
     report = write_report(scenario, run_dirs, summaries, out_dir)
     print(f"report: {report}")
-    return 0
+    return out_dir
 
 
 FIT_MARGIN = 0.9  # run a little below the rate the check computes, not on its edge

@@ -4,7 +4,9 @@ A link fault acts on the switch-side end of veth pairs in the root
 namespace, the same for both targets: `link_down` takes a cable's
 switch-side interface(s) down (the far end loses carrier, as with a pulled
 cable), `link_up` brings them back, `host_down` takes down every cable of a
-host.  `link_degrade` changes what the cable's switch ends model, through
+host and, on a GPU server, both ends of each of its local channels (veths
+between host namespaces, set from inside each namespace), so the server's
+other GPUs lose it too.  `link_degrade` changes what the cable's switch ends model, through
 their traffic-manager control ports (builtin target): a lower rate, more
 propagation delay, random loss; `link_restore` puts back the scenario's
 values.  On a host cable that is the ToR->host direction (the host->ToR
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from testbed.emulation.network import switch_interface
+from testbed.emulation.network import local_interface, switch_interface
 from testbed.errors import TestbedError
 
 
@@ -48,6 +50,7 @@ class FaultAction:
     kind: str
     target: str
     interfaces: tuple[str, ...] = ()  # link_down / link_up / host_down
+    local: tuple[tuple[str, str], ...] = ()  # host_down: (host, interface) of its local channels' ends
     up: bool = False
     tm_lines: tuple[tuple[str, str], ...] = ()  # link_degrade / link_restore: (switch, TM command)
     agent: str | None = None  # agent_stall / agent_resume: the host
@@ -89,7 +92,8 @@ def plan_faults(scenario) -> list[FaultAction]:
             elif kind in ("switch_stop", "switch_start"):
                 actions.append(FaultAction(at_s, kind, fault.target, switch=fault.target))
             else:
-                actions.append(FaultAction(at_s, kind, fault.target, _interfaces(topo, fault), up=kind == "link_up"))
+                actions.append(FaultAction(at_s, kind, fault.target, _interfaces(topo, fault), up=kind == "link_up",
+                                           local=_local_ends(topo, fault.target) if kind == "host_down" else ()))
     return sorted(actions, key=lambda a: a.at_s)
 
 
@@ -104,8 +108,21 @@ def _interfaces(topo, fault) -> tuple[str, ...]:
     return tuple(interfaces)
 
 
-def set_link(interface: str, up: bool) -> None:
+def _local_ends(topo, host: str) -> tuple[tuple[str, str], ...]:
+    """Both ends of every local channel of `host`: (namespace's host, interface)."""
+    ends = []
+    for link in topo.local_links:
+        if host in (link.a, link.b):
+            ends += [(link.a, local_interface(link.a, link.b_gpu)), (link.b, local_interface(link.b, link.a_gpu))]
+    return tuple(ends)
+
+
+def set_link(interface: str, up: bool, pid: int | None = None) -> None:
+    """`ip link set` on an interface of the root namespace, or of the network namespace of
+    process `pid` (a Mininet host's shell)."""
     argv = ["ip", "link", "set", "dev", interface, "up" if up else "down"]
+    if pid is not None:
+        argv = ["nsenter", "-t", str(pid), "-n"] + argv
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         raise FaultError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
@@ -115,18 +132,22 @@ class FaultRunner:
     """Runs the planned actions at epoch + at_s on a thread; `finish()` stops and undoes them.
 
     `tm(switch, line)` sends a traffic-manager command (raises FaultError when refused);
-    `agents` maps a host to its agent's pid; `switches(name, up)` stops or restarts a switch."""
+    `agents` maps a host to its agent's pid; `switches(name, up)` stops or restarts a switch;
+    `namespaces` maps a host to a pid in its network namespace (its shell), for local channels."""
 
     def __init__(self, actions: list[FaultAction], epoch: float, log: Path,
                  tm: Callable[[str, str], None] | None = None, agents: dict[str, int] | None = None,
-                 switches: Callable[[str, bool], dict | None] | None = None) -> None:
+                 switches: Callable[[str, bool], dict | None] | None = None,
+                 namespaces: dict[str, int] | None = None) -> None:
         self.actions = actions
         self.epoch = epoch
         self.log = log
         self.tm = tm
         self.switches = switches
         self.agents = agents or {}
+        self.namespaces = namespaces or {}
         self.down: set[str] = set()
+        self.local_down: set[tuple[str, str]] = set()  # (host, interface) inside host's namespace
         self.stalled: set[str] = set()
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -148,6 +169,13 @@ class FaultRunner:
             for interface in action.interfaces:
                 set_link(interface, action.up)
                 (self.down.discard if action.up else self.down.add)(interface)
+            for host, interface in action.local:
+                pid = self.namespaces.get(host)
+                if pid is None:
+                    raise FaultError(f"{action.kind} {action.target}: no namespace known for {host} "
+                                     f"(its local channel {interface})")
+                set_link(interface, action.up, pid)
+                (self.local_down.discard if action.up else self.local_down.add)((host, interface))
             for switch, line in action.tm_lines:
                 if self.tm is None:
                     raise FaultError(f"{action.kind} {action.target}: no traffic-manager control here")
@@ -161,6 +189,8 @@ class FaultRunner:
                 extra = self.switches(action.switch, action.kind == "switch_start")
             record = {"at_s": action.at_s, "t_s": round(t_s, 6), "kind": action.kind,
                       "target": action.target, "interfaces": list(action.interfaces)}
+            if action.local:
+                record["local_interfaces"] = [f"{host}:{interface}" for host, interface in action.local]
             if extra:
                 record.update(extra)
             if action.tm_lines:
@@ -204,4 +234,10 @@ class FaultRunner:
             except FaultError as error:
                 self.errors.append(str(error))
         self.down.clear()
+        for host, interface in sorted(self.local_down):
+            try:
+                set_link(interface, True, self.namespaces.get(host))
+            except FaultError as error:
+                self.errors.append(str(error))
+        self.local_down.clear()
         return self.errors

@@ -324,7 +324,8 @@ class VariantRun:
                                          self.run_dir / "reroute.jsonl", self._in_memory()).start()
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl", tm=self._tm_command,
                                   agents={host: p.pid for host, p in self.agents.items()},
-                                  switches=self._switch_fault).start()
+                                  switches=self._switch_fault,
+                                  namespaces={h: self.network.host(h).pid for h in topology.hosts}).start()
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
             remaining = max(0.1, deadline - time.monotonic())

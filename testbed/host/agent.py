@@ -43,7 +43,7 @@ from testbed.host import records
 from testbed.host.app import WorkloadRunner
 from testbed.host.carrier import LinkEvents, link_flags, usable
 from testbed.host.config import TransportConfig
-from testbed.host.endpoint import ECT0, Endpoint
+from testbed.host.endpoint import ECT0, Endpoint, channel_of_datagram
 from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host.nic import NicPorts
@@ -173,8 +173,8 @@ class Agent:
         self._wires: list[deque[tuple[float, str, bytes, bool]]] = [deque() for _ in names]
         self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
         self.sock = self._open()
-        self._flow_socks: dict[tuple[str, int], FlowSocket] = {}  # (peer, NIC port) -> socket
-        self._flow_sport: dict[str, int] = {}
+        self._flow_socks: dict[tuple[str, int, int], FlowSocket] = {}  # (peer, channel, NIC port) -> socket
+        self._flow_sport: dict[tuple[str, int], int] = {}  # (peer, channel) -> UDP source port
         self.link_events: LinkEvents | None = None
         # Goodput over time: in-order DATA cells received and datagrams sent per port, sampled.
         self.sample_s = max(0.01, 8 * cfg.data_wire_bytes * 8 / self.nic_ports.port_rate_bps)
@@ -198,30 +198,34 @@ class Agent:
         return time.time() - self.epoch
 
     def _send(self, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
-        flow = self._flow_socks.get((dst, port))
+        channel = channel_of_datagram(data)
+        flow = self._flow_socks.get((dst, channel, port))
         if flow is None:
-            flow = self._open_flow(dst, port)
+            flow = self._open_flow(dst, port, channel)
         try:
             flow.send(data, (dst, self.port), ECT0 if ect else 0)
             self.tx_datagrams += 1
         except OSError:
             self.socket_errors += 1  # peer gone (ICMP unreachable) or buffer full: like a loss
 
-    def _sport(self, dst: str) -> int:
-        sport = self._flow_sport.get(dst)
-        return sport if sport is not None else self._open_flow(dst, 0).sport
+    def _sport(self, dst: str, channel: int = 0) -> int:
+        sport = self._flow_sport.get((dst, channel))
+        return sport if sport is not None else self._open_flow(dst, 0, channel).sport
 
-    def _open_flow(self, dst: str, port: int) -> FlowSocket:
-        """The flow's socket on one NIC port: its source port is chosen once (flowports) and
-        shared by every port; on a dual-port NIC each socket is bound to its port's interface."""
-        sport = self._flow_sport.get(dst)
+    def _open_flow(self, dst: str, port: int, channel: int = 0) -> FlowSocket:
+        """The socket of channel `channel`'s flow to `dst` on one NIC port: its source port is
+        chosen once (flowports; each channel its own, so ECMP hashes channels apart) and shared
+        by every NIC port; on a dual-port NIC each socket is bound to its port's interface. A
+        cell's channel is in its flow id, so the answers to a channel's cells (ACKs, NACKs,
+        credits) leave from the answering host's socket for that channel too."""
+        sport = self._flow_sport.get((dst, channel))
         device = self.nic_ports.ports[port].name if self.multiport else None
         if sport is None:
-            flow = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports(), device)
+            flow = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports(), device, channel)
         else:
             flow = FlowSocket.on_port(self.addr, sport, device)
-        self._flow_sport[dst] = flow.sport
-        self._flow_socks[(dst, port)] = flow
+        self._flow_sport[(dst, channel)] = flow.sport
+        self._flow_socks[(dst, channel, port)] = flow
         return flow
 
     def _flow_ports(self) -> set[int]:
@@ -332,7 +336,7 @@ class Agent:
                 self.runner.poll(now)
                 sent = 0
                 for tx in self.ep.poll(now):
-                    port, data = nic.choose(tx.data, self._sport(tx.dst))
+                    port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
                     if self.link_delay_s:
                         due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
                                           data[0] & 0x0F)
@@ -397,7 +401,11 @@ class Agent:
         stats = self.ep.stats()
         cells = self.tx_datagrams + self.rx_datagrams
         cpu = self.cpu_s() - self._cpu0
-        self.udp_source_ports = {self.by_addr.get(dst, dst): sport for dst, sport in self._flow_sport.items()}
+        self.udp_source_ports = {self.by_addr.get(dst, dst): sport for (dst, ch), sport in self._flow_sport.items()
+                                 if ch == 0}
+        by_channel: dict[str, dict[str, int]] = {}
+        for (dst, ch), sport in sorted(self._flow_sport.items()):
+            by_channel.setdefault(self.by_addr.get(dst, dst), {})[str(ch)] = sport
         stats.update({
             "cpu_s": round(cpu, 3), "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
             "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
@@ -408,6 +416,7 @@ class Agent:
             "messages_expected_missing": len(self.expected_in - self.runner.received),
             "scheduling": self.scheduling,
             "udp_source_ports": self.udp_source_ports,
+            "udp_source_ports_by_channel": by_channel,
             "pacer_lateness": self.lateness.summary(),
             "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
             "nic_ports": self.nic_ports.stats(),

@@ -202,7 +202,7 @@ class WorkloadRunner:
             else:
                 data = workloads.payload(self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
             self.by_key[(spec.dst, spec.msg_id)] = spec
-            self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data)
+            self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
 
     def next_deadline(self, now: float) -> float | None:
         if self._ready and self._ready[0][0] / 1e6 > now:

@@ -23,7 +23,9 @@ proves a schedule leaves every rank with exactly its data.
 Algorithms (each over `channels` disjoint slices of the buffer, each slice
 cut into pieces of at most `chunk_bytes` that pipeline; odd channels run
 their rings the other way round and each channel's trees are shifted by two
-ranks, so channels use other rank pairs, i.e. other flows):
+ranks, so channels mostly use other rank pairs; every message names its
+channel, and each channel between two ranks is a transport flow of its own,
+so channels between the same pair still hash and pace apart):
 
 * all_reduce ring: reduce-scatter ring then all-gather ring, 2(n-1) steps.
 * all_reduce tree: double binary tree (NCCL's shape): two binary trees, the
@@ -204,6 +206,7 @@ class _Builder:
         self.out: list = []
         self.pieces_of: dict[int, set] = {}
         self.first_deps = first_deps or {}
+        self.channel = 0  # the channel the next sends belong to
 
     def holds(self, rank: int, piece: tuple[int, int]) -> frozenset[int]:
         if (rank, piece) not in self.state:
@@ -256,7 +259,7 @@ class _Builder:
             op=op, src_offset=rd[0], dst_offset=piece[0], contrib=tuple(sorted(have)),
             data_offset=piece[0] if data_offset is None else data_offset,
             read_input=read is not None, apply_after=after, src_rank=src, dst_rank=dst,
-            algorithm=self.p.algorithm))
+            algorithm=self.p.algorithm, channel=self.channel))
         self.state[(dst, piece)] = frozenset(new)
         self.writers.setdefault((dst, piece), []).append((s, msg_id))
 
@@ -359,7 +362,8 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
             for k in range(1, n):  # rank src sends to src+1, src+2, ...: no common first target
                 dst = (src + k) % n
                 boff, blen = blocks[dst]
-                for coff, clen in _slices(blen, p.channels):
+                for c, (coff, clen) in enumerate(_slices(blen, p.channels)):
+                    b.channel = c
                     for off, length in b.chunks((coff, clen)):
                         b.send(src, dst, (blocks[src][0] + off, length), "copy",
                                read=(boff + off, length), contrib=frozenset({src}),
@@ -370,6 +374,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
         # channel c carries slice c of every shard
         per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
         for c in range(p.channels):
+            b.channel = c
             order = _ring_order(ranks, c)
             segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
             _ring_all_gather(b, order, segs)
@@ -378,6 +383,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
         parts = shards(p.size_bytes, n)
         per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
         for c in range(p.channels):
+            b.channel = c
             order = _ring_order(ranks, c)
             segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
             _ring_rs_segments(b, order, segs)
@@ -385,10 +391,12 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
     # all_reduce
     if p.algorithm == "ring":
         for c, region in enumerate(_slices(p.size_bytes, p.channels)):
+            b.channel = c
             order = _ring_order(ranks, c)
             _ring_all_gather(b, order, _ring_reduce_scatter(b, order, region))
     elif p.algorithm == "tree":
         for c, region in enumerate(_slices(p.size_bytes, p.channels)):
+            b.channel = c
             halves = _slices(region[1], 2) if region[1] >= 2 else [(0, region[1])]
             for t, (off, length) in enumerate(halves):
                 # the second tree: the ranks shifted by one; channel c's trees shifted by 2c more
@@ -400,6 +408,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
                                   "(topology.gpus_per_server > 1, whole servers selected)")
         g = len(servers[0])
         for c, region in enumerate(_slices(p.size_bytes, p.channels)):
+            b.channel = c
             parts = [(region[0] + o, length) for o, length in shards(region[1], g)]
             # the pieces the rail rings use, so every phase moves the same pieces
             pieces = [[piece for o, length in shards(part[1], len(servers))

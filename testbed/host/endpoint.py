@@ -17,6 +17,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Callable
 
+from testbed.errors import TestbedError
 from testbed.host import wire
 from testbed.host.cc import make_receiver_cc
 from testbed.host.config import TransportConfig
@@ -26,9 +27,32 @@ from testbed.host.receiver import Delivered, ReceiverFlow
 from testbed.host.sender import OutMessage, SenderFlow
 
 MAX_RECEIVER_FLOWS = 4096
+# A sender flow's id: the host's 16-bit salt, then the collective channel it carries (6 bits,
+# channels 0..63 as the scenario schema allows) and its number among that channel's flows
+# (10 bits). Every cell of a flow, DATA and the control cells answering it, carries the id, so a
+# driver can tell a cell's channel from its header alone (`channel_of`): the agent sends each
+# channel from its own UDP source port, answers included, so flow-hash ECMP sees each channel as
+# a flow of its own in both directions.
+CHANNEL_SHIFT, CHANNEL_BITS, FLOW_NUMBER_BITS = 10, 6, 10
+MAX_CHANNELS = 1 << CHANNEL_BITS
+MAX_FLOWS_PER_CHANNEL = (1 << FLOW_NUMBER_BITS) - 1
 ECN_MASK = 0x03
 ECN_CE = 0x03
 ECT0 = 0x02
+
+
+def channel_of(flow_id: int) -> int:
+    """The collective channel a flow id carries (0 for every flow that is not a channel's)."""
+    return (flow_id >> CHANNEL_SHIFT) & (MAX_CHANNELS - 1)
+
+
+def channel_of_datagram(data: bytes) -> int:
+    """The channel of an encoded cell, from its header's flow id (bytes 4-7, wire.py)."""
+    return (data[6] >> (CHANNEL_SHIFT - 8)) & (MAX_CHANNELS - 1) if len(data) >= 8 else 0
+
+
+class EndpointError(TestbedError):
+    """A flow the endpoint cannot number (too many flows of one channel, a channel out of range)."""
 
 
 @dataclass(slots=True)
@@ -53,7 +77,9 @@ class Endpoint:
         self.cfg = cfg
         self.nic = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
         self.rcc = make_receiver_cc(cfg)
-        self.senders: dict[str, SenderFlow] = {}
+        # dst -> its channel-0 flow; (dst, channel) -> a collective channel's own flow
+        self.senders: dict[str | tuple[str, int], SenderFlow] = {}
+        self._flows_of_channel: Counter[int] = Counter()
         self._by_flow_id: dict[int, SenderFlow] = {}
         self.receivers: dict[tuple[str, int], ReceiverFlow] = {}
         self._control: deque[tuple[str, wire.CellPacket]] = deque()
@@ -70,12 +96,21 @@ class Endpoint:
         self.in_order_cells = 0  # DATA cells passed on in order, all flows: goodput in cells
 
     # -- application ---------------------------------------------------------
-    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes) -> OutMessage:
-        flow = self.senders.get(dst)
+    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes, channel: int = 0) -> OutMessage:
+        """Queue a message to `dst` on `channel`'s flow: each channel of a collective is a transport
+        flow of its own (own flow id, so own ECMP hash, window, CC state and source port)."""
+        key = dst if channel == 0 else (dst, channel)
+        flow = self.senders.get(key)
         if flow is None:
-            flow_id = (self._salt << 16) | (len(self.senders) + 1)
+            if not 0 <= channel < MAX_CHANNELS:
+                raise EndpointError(f"channel {channel} is out of range 0..{MAX_CHANNELS - 1}")
+            number = self._flows_of_channel[channel] + 1
+            if number > MAX_FLOWS_PER_CHANNEL:
+                raise EndpointError(f"{self.name} has more than {MAX_FLOWS_PER_CHANNEL} flows on channel {channel}")
+            self._flows_of_channel[channel] = number
+            flow_id = (self._salt << 16) | (channel << CHANNEL_SHIFT) | number
             flow = SenderFlow(self.cfg, dst, flow_id, now, salt=self._salt)
-            self.senders[dst] = flow
+            self.senders[key] = flow
             self._by_flow_id[flow_id] = flow
         msg = flow.enqueue(now, msg_id, payload)
         if flow.cc.credit_gated:

@@ -15,13 +15,15 @@ class FlowPortError(TestbedError):
 FLOW_PORT_BASE, FLOW_PORTS = 49152, 16384
 
 
-def flow_source_port(seed: int, src: str, dst: str) -> int:
-    """The UDP source port of the flow from `src` to `dst`: what ECMP hashes.
+def flow_source_port(seed: int, src: str, dst: str, channel: int = 0) -> int:
+    """The UDP source port of the flow from `src` to `dst` on `channel`: what ECMP hashes.
 
     RoCE NICs give each queue pair its own source port so that flow-hash
-    ECMP sees flows, not hosts; here each peer of a host is one flow, and
-    the run's seed moves every flow's port (and so its ECMP path)."""
-    digest = hashlib.blake2b(f"{seed}/{src}/{dst}".encode(), digest_size=4).digest()
+    ECMP sees flows, not hosts; here each peer of a host is one flow per
+    collective channel (channel 0: every other message), and the run's seed
+    moves every flow's port (and so its ECMP path)."""
+    key = f"{seed}/{src}/{dst}" if channel == 0 else f"{seed}/{src}/{dst}/{channel}"
+    digest = hashlib.blake2b(key.encode(), digest_size=4).digest()
     return FLOW_PORT_BASE + int.from_bytes(digest, "big") % FLOW_PORTS
 
 
@@ -35,8 +37,9 @@ class FlowSocket:
         self.sock, self.sport, self._tos = sock, sport, None
 
     @classmethod
-    def open(cls, addr: str, dst: str, seed: int, taken: set[int], device: str | None = None) -> "FlowSocket":
-        first = flow_source_port(seed, addr, dst)
+    def open(cls, addr: str, dst: str, seed: int, taken: set[int], device: str | None = None,
+             channel: int = 0) -> "FlowSocket":
+        first = flow_source_port(seed, addr, dst, channel)
         for step in range(FLOW_PORTS):
             sport = FLOW_PORT_BASE + (first - FLOW_PORT_BASE + step) % FLOW_PORTS
             if sport in taken:
@@ -45,7 +48,7 @@ class FlowSocket:
                 return cls.on_port(addr, sport, device)
             except OSError:
                 continue
-        raise FlowPortError(f"no free UDP source port on {addr} for the flow to {dst}")
+        raise FlowPortError(f"no free UDP source port on {addr} for the flow to {dst} (channel {channel})")
 
     @classmethod
     def on_port(cls, addr: str, sport: int, device: str | None = None) -> "FlowSocket":

@@ -7,8 +7,10 @@ once (active-active).  Which port a cell takes:
   digit, `nic` (testbed/topo/entropy.py), so the switches' path model and
   the mirrored echoes hold: an ACK or a credit's DATA cell leaves by the port
   its cell arrived on, and comes back to the ToR it left from.
-* `flow` (ECMP and switch spraying): one port per flow, from its UDP source
-  port, so a flow keeps one path as flow-hash ECMP expects.
+* `flow` (ECMP and switch spraying): one port per flow, so a flow keeps one
+  path as flow-hash ECMP expects: the port of the peer's channel-0 flow
+  (its UDP source port modulo the ports), and channel c of a collective
+  c ports further on, so a pair's channels use every port in turn.
 
 A port that is down is not used: its cells take a live port, and in
 `entropy` mode their `nic` digit is rewritten to that port, so whatever
@@ -114,8 +116,9 @@ class NicPorts:
                 changed = True
         return changed
 
-    def choose(self, data: bytes, flow_port: int) -> tuple[int, bytes]:
-        """(port index, datagram to send) for one cell of the flow with UDP source port `flow_port`."""
+    def choose(self, data: bytes, flow_port: int, channel: int = 0) -> tuple[int, bytes]:
+        """(port index, datagram to send) for one cell of channel `channel`'s flow to a peer whose
+        channel-0 flow has UDP source port `flow_port`."""
         n = len(self.ports)
         if n == 1:
             return 0, data
@@ -123,7 +126,7 @@ class NicPorts:
             entropy = int.from_bytes(data[ENTROPY_OFFSET:ENTROPY_OFFSET + 2], "big")
             wanted = entropy % n
         else:
-            entropy, wanted = None, flow_port % n
+            entropy, wanted = None, (flow_port + channel) % n
         if self.ports[wanted].up:
             return wanted, data
         for step in range(1, n):

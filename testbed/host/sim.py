@@ -30,7 +30,9 @@ from typing import Callable
 from testbed.host import wire
 from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
-from testbed.host.endpoint import Endpoint
+from testbed.host.endpoint import Endpoint, channel_of_datagram
+from testbed.host.flowports import flow_source_port
+from testbed.host.nic import NicPorts
 from testbed.host.workloads import MessageSpec
 from testbed.topo.entropy import group_choice, layout_of
 
@@ -279,6 +281,11 @@ class SimHost:
         self.local_ports: dict[str, Port] = {}  # same-server peer -> the direct link to it
         self.runner: WorkloadRunner | None = None
         self.uplink: Port | None = None
+        # A NIC of several ports (dual-homed hosts): its uplinks and which one each cell takes,
+        # by the agent's rule (testbed.host.nic: entropy digit, or the flow's port and channel).
+        self.uplinks: list[Port] = []
+        self.nic: NicPorts | None = None
+        self._flow_ports: dict[str, int] = {}
         self._wake_at: float | None = None
         self.rx_data_bytes: Counter[str] = Counter()
         self.stalls = 0
@@ -302,9 +309,16 @@ class SimHost:
         if self.runner is not None:
             self.runner.poll(now)
         for tx in self.ep.poll(now):
-            pkt = SimPacket(self.name, tx.dst, tx.data, tx.ect)
+            uplink, data = self.uplink, tx.data
+            if self.nic is not None:
+                sport = self._flow_ports.get(tx.dst)
+                if sport is None:
+                    sport = self._flow_ports[tx.dst] = flow_source_port(self.net.seed, self.name, tx.dst)
+                index, data = self.nic.choose(data, sport, channel_of_datagram(data))
+                uplink = self.uplinks[index]
+            pkt = SimPacket(self.name, tx.dst, data, tx.ect)
             head = pkt.header()
-            self.uplink.enqueue(pkt, head[0] if head else None)
+            uplink.enqueue(pkt, head[0] if head else None)
         if self.local is not None:
             for tx in self.local.poll(now):
                 pkt = SimPacket(self.name, tx.dst, tx.data, tx.ect)
@@ -344,6 +358,7 @@ class Network:
         # None: exact wake-ups. Arrivals still wake a host at once.
         self.wake_lateness = wake_lateness
         self.sim = Sim()
+        self.seed = seed
         self.rng = random.Random(seed)
         self.load_balancing = load_balancing
         self.hosts: dict[str, SimHost] = {}
@@ -486,15 +501,20 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, cfg: TransportConf
 
 def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, local: LinkSpec | None = None,
                   local_cfg: TransportConfig | None = None, load_balancing: str = "spray",
-                  seed: int = 1) -> Network:
+                  seed: int = 1, nic_cfg: Callable[[int], TransportConfig] | None = None,
+                  nic_choice: str = "flow") -> Network:
     """Any `testbed.topo` Topology (leaf-spine, fat-tree, servers of GPUs) as a simulated network.
 
     Switch routes are the topology's equal-cost next hops, each group in the member order and
     reading the entropy digit that the controller gives fabric.p4's (`testbed.topo.entropy`), so
-    a sprayed cell takes the path it takes on the emulated fabric; a host uses its
-    first NIC port (a dual-homed host's second port is not simulated); the GPUs
-    of a server are joined by direct links of `local` driven by a second
-    endpoint configured with `local_cfg` (its rate and RTT).
+    a sprayed cell takes the path it takes on the emulated fabric. A host with one NIC
+    port sends on it; a dual-homed host, given `nic_cfg(ports)` (its transport
+    at both ports' rate, as the agent's), sends on both, each cell by the
+    port `NicPorts.choose` gives it (`nic_choice`: `entropy` digit, or `flow`:
+    the flow's source port and channel), and receives on both; without
+    `nic_cfg` it uses its first port only. The GPUs of a server are joined
+    by direct links of `local` driven by a second endpoint configured with
+    `local_cfg` (its rate and RTT).
     """
     net = Network(cfg, seed, load_balancing)
     for name in topo.hosts:
@@ -509,7 +529,13 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
         port_of[(link.a, link.a_port)] = pa
         port_of[(link.b, link.b_port)] = pb
     for name in topo.hosts:
-        net.hosts[name].uplink = port_of[(name, topo.ports(name)[0].number)]
+        h = net.hosts[name]
+        nic = topo.ports(name)
+        h.uplink = port_of[(name, nic[0].number)]
+        if len(nic) > 1 and nic_cfg is not None:
+            h.uplinks = [port_of[(name, p.number)] for p in nic]
+            h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice)
+            h.ep = Endpoint(name, nic_cfg(len(nic)))
     layout = layout_of(topo)
     for sw in topo.switches:
         for dst in topo.hosts:

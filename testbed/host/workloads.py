@@ -43,13 +43,14 @@ class MessageSpec:
     src_rank: int = -1
     dst_rank: int = -1
     algorithm: str | None = None
+    channel: int = 0  # the collective channel: its own transport flow between src and dst
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["deps"] = [list(x) for x in self.deps]
         if self.op is None:  # plain messages keep their compact form
             for key in ("op", "src_offset", "dst_offset", "contrib", "data_offset", "read_input",
-                        "apply_after", "src_rank", "dst_rank", "algorithm"):
+                        "apply_after", "src_rank", "dst_rank", "algorithm", "channel"):
                 d.pop(key)
         else:
             d["apply_after"] = [list(x) for x in self.apply_after]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -15,6 +16,9 @@ def register(subparsers) -> None:
     p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     p.add_argument("--variant", action="append", default=None,
                    help="run only this variant (repeatable; default: all)")
+    p.add_argument("--host-rate-mbps", type=float, default=None,
+                   help="slow every variant as testbed run --fit does, to this host link rate (rates times "
+                        "f, every time over f): the simulator's figures at the rate an emulated run used")
     p.set_defaults(func=sim_command)
 
     t = subparsers.add_parser(
@@ -29,6 +33,19 @@ def register(subparsers) -> None:
     t.add_argument("--channels", type=_ints, default=None, help="comma-separated (default: 1,2,4)")
     t.add_argument("--chunks", type=_ints, default=None,
                    help="chunk sizes in bytes, comma-separated, 0 = no pipelining (default: 0,4096,16384,65536)")
+    t.add_argument("--load-balancing", type=lambda s: s.split(","), default=None, dest="balancings",
+                   help="the transport knob: load balancing modes, comma-separated (default: the scenario's own "
+                        "and the other of ecmp and spray)")
+    t.add_argument("--confirm", action="store_true",
+                   help="then run the choice and the best fixed setting on the emulated fabric (testbed run --fit, "
+                        "needs root) and on the simulator at the same rate, for the sizes that fit "
+                        "--confirm-budget-s; writes confirm.json and confirm.md")
+    t.add_argument("--confirm-budget-s", type=float, default=600.0,
+                   help="emulated seconds of traffic the confirmation may take, estimated from the simulator's "
+                        "times and the --fit slow-down (default: 600)")
+    t.add_argument("--from", dest="tuned", default=None, metavar="TUNE_DIR",
+                   help="with --confirm: confirm the tuning.json of an earlier testbed tune of this scenario "
+                        "(its directory) instead of searching again; confirm.* are written there")
     t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
     t.set_defaults(func=tune_command)
 
@@ -46,15 +63,45 @@ def _ints(text: str) -> list[int]:
 
 
 def tune_command(args) -> int:
+    from testbed.errors import TestbedError
     from testbed.scenario import load_scenario
     from testbed.simulation.tune import tune_scenario
 
     scenario = load_scenario(args.scenario)
-    out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
-    path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
-                         progress=lambda m: print(m, flush=True))
-    print(path.read_text())
-    print(f"tuning: {path}")
+    if args.confirm:
+        from testbed.emulation.commands import _need_root
+
+        _need_root("testbed tune --confirm")  # before minutes of simulation, not after
+    if args.tuned is not None:
+        if not args.confirm:
+            raise TestbedError("--from confirms an earlier tuning: it needs --confirm")
+        out_dir = Path(args.tuned)
+        try:
+            result = json.loads((out_dir / "tuning.json").read_text())
+            tuned_hosts = result["hosts"]
+            if not isinstance(result["rows"], list) or not result["space"]["load_balancing"]:
+                raise ValueError("rows or load balancing space missing")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise TestbedError(f"--from {args.tuned}: no tuning.json of this testbed tune there "
+                               f"({type(error).__name__}: {error})") from None
+        phase = next((p for p in scenario.workload if p.kind == "collective"), None)
+        if phase is None or (result["op"], tuned_hosts) != (phase.op, list(phase.hosts)):
+            raise TestbedError(f"--from {args.tuned}: its tuning.json tunes {result['op']} over other ranks "
+                               f"than {args.scenario}'s first collective phase")
+    else:
+        out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
+        path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
+                             progress=lambda m: print(m, flush=True), balancings=args.balancings)
+        print(path.read_text())
+        print(f"tuning: {path}")
+    if args.confirm:
+        from testbed.simulation.confirm import confirm_on_fabric
+
+        result = json.loads((out_dir / "tuning.json").read_text())
+        confirmed = confirm_on_fabric(scenario, result, out_dir, args.confirm_budget_s,
+                                      progress=lambda m: print(m, flush=True))
+        print(confirmed.read_text())
+        print(f"confirmation: {confirmed}")
     return 0
 
 
@@ -71,6 +118,20 @@ def sim_command(args) -> int:
         if unknown:
             raise TestbedError(f"no variant {', '.join(unknown)}; variants: {', '.join(v.name for v in variants)}")
         variants = [v for v in variants if v.name in args.variant]
+    if args.host_rate_mbps is not None:
+        import dataclasses
+
+        from testbed.scenario.timescale import slowed
+
+        slow = []
+        for v in variants:
+            nominal = v.scenario.links.host.rate_mbps
+            if not 0 < args.host_rate_mbps <= nominal:
+                raise TestbedError(f"--host-rate-mbps {args.host_rate_mbps:g}: {v.name} runs its host links at "
+                                   f"{nominal:g} Mbit/s; the rate must be above 0 and at most that")
+            slow.append(dataclasses.replace(v, scenario=slowed(v.scenario, args.host_rate_mbps / nominal)))
+        variants = slow
+        scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     run_dirs, summaries = {}, {}
     for number, variant in enumerate(variants, start=1):

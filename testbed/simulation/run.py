@@ -27,12 +27,15 @@ from testbed.host.config import TransportConfig
 from testbed.topo.entropy import layout_of
 
 
-def transport_config(scenario) -> TransportConfig:
-    """The host transport the agents of an emulated run of this scenario get (same fields)."""
+def transport_config(scenario, ports: int = 1) -> TransportConfig:
+    """The host transport the agents of an emulated run of this scenario get (same fields); a NIC of
+    `ports` ports has their rate, BDP and reorder window together, as `testbed host` gives it."""
     d, f, t = scenario.derived, scenario.fabric, scenario.transport
+    window = t.reorder_window_cells
     cfg = TransportConfig(
-        cc=t.cc, cell_size=f.cell_size, link_rate_bps=scenario.links.host.rate_mbps * 1e6,
-        bdp_cells=d.bdp_cells, base_rtt_s=d.base_rtt_us / 1e6, reorder_window_cells=t.reorder_window_cells,
+        cc=t.cc, cell_size=f.cell_size, link_rate_bps=ports * scenario.links.host.rate_mbps * 1e6,
+        bdp_cells=ports * d.bdp_cells, base_rtt_s=d.base_rtt_us / 1e6,
+        reorder_window_cells=None if window is None else ports * window,
         entropy_values=f.entropy_values,
         entropy_choice="random" if f.load_balancing == "spray_random_entropy" else "rr",
         entropy_layout=layout_of(scenario.topo).radices_in_order, seed=scenario.seed)
@@ -58,9 +61,13 @@ def build_network(scenario) -> sim.Network:
     if local is not None:
         local_spec = sim.LinkSpec(local.rate_mbps * 1e6, local.delay_us / 1e6, 1 << 30, None, False)
         local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
+    from testbed.emulation.run import ENTROPY_SCHEMES
+
     return sim.from_topology(scenario.topo, cfg, _link_spec(scenario.links.host, scenario),
                              _link_spec(scenario.links.fabric, scenario), local_spec, local_cfg,
-                             load_balancing=lb, seed=scenario.seed)
+                             load_balancing=lb, seed=scenario.seed,
+                             nic_cfg=lambda ports: transport_config(scenario, ports),
+                             nic_choice="entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
 
 
 def simulate(scenario, messages=None, until_s: float | None = None) -> tuple[sim.Network, dict]:

@@ -1,13 +1,17 @@
-"""`testbed tune`: pick a collective's algorithm x channels x chunk size per message size, by measurement.
+"""`testbed tune`: pick a collective's algorithm x channels x chunk size x load balancing per size.
 
 Every candidate is measured on the simulator (`simulation.run.simulate`) as one
 collective alone on the scenario's topology and transport, over the ranks of
 the scenario's first `collective` phase; its figure is busbw (Mbit/s, the
-report's definition).  For each size:
+report's definition).  The transport knob is the fabric's load balancing
+(`--load-balancing`; by default the scenario's own and the other of flow-hash
+ECMP and spraying): under ECMP each channel is its own flow and hashes onto
+its own path, under spraying every cell does.  For each size:
 
 * the tuner's choice: coordinate descent in the spirit of AutoCCL — start at
-  (ring, 1 channel, chunk 0), then try every algorithm holding the rest,
-  keep the best, then every channel count, then every chunk size;
+  (ring, 1 channel, chunk 0, the scenario's load balancing), then try every
+  algorithm holding the rest, keep the best, then every channel count, then
+  every chunk size, then every load balancing mode;
 * the exhaustive best: every valid candidate measured;
 * regret = 1 - busbw(choice) / busbw(best).
 
@@ -15,15 +19,28 @@ The best single fixed setting is the candidate, valid at every size, with the
 highest geometric mean of busbw / best busbw over the sizes; the table says how
 the per-size choices compare with it.  Results: `tuning.json` (every
 measurement, the choices, the table a scenario could use) and `tuning.md`.
+Load balancing is the fabric's, one mode per run: a scenario that uses the
+table (`algorithm: auto`) takes its algorithm, channels and chunk size, and
+runs its own fabric's mode (tune with `--load-balancing` set to it for a
+table made under that mode only).
+
+`--confirm` (`confirm_on_fabric`) then runs, on the emulated fabric, the
+choice and the best fixed setting at the sizes whose simulated times fit a
+budget once slowed by `--fit`, back to back in one scenario per load
+balancing mode, and the same scenarios on the simulator at the rate the
+emulated run used; `confirm.md` sets the two side by side.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import yaml
 
 from testbed.errors import TestbedError
 from testbed.host import collectives
@@ -32,6 +49,7 @@ from testbed.telemetry.collectives import collective_rows
 
 DEFAULT_CHANNELS = (1, 2, 4)
 DEFAULT_CHUNKS = (0, 4096, 16384, 65536)
+BALANCINGS = ("ecmp", "spray")  # the transport knob's default pair (the scenario's own first)
 
 
 class TuneError(TestbedError):
@@ -43,20 +61,49 @@ class Candidate:
     algorithm: str
     channels: int
     chunk_bytes: int
+    load_balancing: str
 
     def label(self) -> str:
-        return f"{self.algorithm}/{self.channels}ch/{self.chunk_bytes // 1024 if self.chunk_bytes else 0}KiB"
+        return (f"{self.algorithm}/{self.channels}ch/{self.chunk_bytes // 1024 if self.chunk_bytes else 0}KiB"
+                f"/{self.load_balancing}")
+
+
+def scenario_data(scenario) -> dict:
+    """The scenario file's own YAML, without its variants (each candidate is one fabric)."""
+    try:
+        data = yaml.safe_load(Path(scenario.file).read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise TuneError(f"{scenario.file}: cannot read the scenario again ({error})") from None
+    data.pop("variants", None)
+    return data
+
+
+def with_balancing(scenario, load_balancing: str):
+    """The scenario with its fabric's load balancing set (defaults that follow from it re-derived)."""
+    from testbed.scenario import parse_scenario
+
+    if scenario.fabric.load_balancing == load_balancing:
+        return scenario
+    data = scenario_data(scenario)
+    data.setdefault("fabric", {})["load_balancing"] = load_balancing
+    return parse_scenario(yaml.safe_dump(data, sort_keys=False), scenario.file)
 
 
 class Tuner:
-    def __init__(self, scenario, phase, algorithms, channels, chunks, progress=print) -> None:
+    def __init__(self, scenario, phase, algorithms, channels, chunks, progress=print, balancings=None) -> None:
         self.scenario = scenario
         self.phase = phase
         self.algorithms = tuple(algorithms)
         self.channels = tuple(channels)
         self.chunks = tuple(chunks)
+        self.balancings = tuple(balancings or (scenario.fabric.load_balancing,))
         self.progress = progress
         self.measured: dict[tuple[int, Candidate], dict] = {}
+        self._scenarios = {lb: with_balancing(scenario, lb) for lb in self.balancings}
+
+    def space(self) -> list[Candidate]:
+        return [Candidate(a, ch, ck, lb) for a in self.algorithms for ch in self.channels for ck in self.chunks
+                for lb in self.balancings]
 
     def piece_bytes(self, size: int, c: Candidate) -> int:
         """The largest piece the algorithm moves without chunking: a chunk only matters below it."""
@@ -82,9 +129,10 @@ class Tuner:
             servers = [list(s) for s in self.phase.servers] or None
             msgs = collectives.schedule(f"tune@{size}B", list(self.phase.hosts), params, 0.0, servers)
             started = time.monotonic()
-            net, info = simulate(self.scenario, msgs)
-            row = collective_rows([m.to_json() for m in msgs], net.records(), self.scenario.to_dict(),
-                                  self.scenario.topo)[f"tune@{size}B"]
+            scenario = self._scenarios[c.load_balancing]
+            net, info = simulate(scenario, msgs)
+            row = collective_rows([m.to_json() for m in msgs], net.records(), scenario.to_dict(),
+                                  scenario.topo)[f"tune@{size}B"]
             row["wall_s"] = round(time.monotonic() - started, 2)
             self.measured[key] = row
             self.progress(f"  {size} B {c.label()}: busbw {row.get('busbw_mbps', float('nan')):.3f} Mbit/s"
@@ -100,9 +148,9 @@ class Tuner:
     def coordinate_descent(self, size: int) -> tuple[Candidate, int]:
         """The tuner's choice and how many candidates it measured."""
         seen: set[Candidate] = set()
-        best = Candidate(self.algorithms[0], self.channels[0], self.chunks[0])
+        best = Candidate(self.algorithms[0], self.channels[0], self.chunks[0], self.balancings[0])
         for axis, values in (("algorithm", self.algorithms), ("channels", self.channels),
-                             ("chunk_bytes", self.chunks)):
+                             ("chunk_bytes", self.chunks), ("load_balancing", self.balancings)):
             options = [Candidate(**{**asdict(best), axis: v}) for v in values]
             options = [o for o in options if self.valid(size, o)] or [best]
             seen.update(options)
@@ -110,8 +158,7 @@ class Tuner:
         return best, len(seen)
 
     def exhaustive(self, size: int) -> Candidate:
-        space = [Candidate(a, ch, ck) for a in self.algorithms for ch in self.channels for ck in self.chunks]
-        return max((c for c in space if self.valid(size, c)), key=lambda c: self._score(size, c))
+        return max((c for c in self.space() if self.valid(size, c)), key=lambda c: self._score(size, c))
 
     def run(self, sizes: list[int]) -> dict:
         rows = []
@@ -124,7 +171,7 @@ class Tuner:
             rows.append({"size_bytes": size, "choice": asdict(choice), "choice_busbw_mbps": chosen,
                          "choice_measured_candidates": cost, "best": asdict(best), "best_busbw_mbps": top,
                          "regret": 1 - chosen / top if top > 0 else None})
-        space = [Candidate(a, ch, ck) for a in self.algorithms for ch in self.channels for ck in self.chunks]
+        space = self.space()
         fixed_ok = [c for c in space if all(self.valid(s, c) and self._score(s, c) > 0 for s in sizes)]
         fixed = None
         if fixed_ok:
@@ -140,7 +187,7 @@ class Tuner:
                 r["choice_over_fixed"] = r["choice_busbw_mbps"] / r["fixed_busbw_mbps"]
         return {"op": self.phase.op, "ranks": len(self.phase.hosts), "hosts": list(self.phase.hosts),
                 "space": {"algorithms": list(self.algorithms), "channels": list(self.channels),
-                          "chunk_bytes": list(self.chunks)},
+                          "chunk_bytes": list(self.chunks), "load_balancing": list(self.balancings)},
                 "rows": rows, "best_fixed": fixed,
                 "table": [{"size_bytes": r["size_bytes"], **r["choice"]} for r in rows],
                 "measurements": [{"size_bytes": s, **asdict(c), **{k: v for k, v in m.items()
@@ -153,9 +200,10 @@ def markdown(scenario, result: dict) -> str:
     lines = [f"# Tuning {result['op']} on {scenario.name} ({result['ranks']} ranks, simulator)", "",
              "busbw in Mbit/s (nccl-tests' definition, payload); regret = 1 - busbw(choice) / busbw(best); "
              "the choice is coordinate descent over algorithm, then channels, then chunk size "
-             "(chunk 0 = one piece per segment), the best is exhaustive search over "
-             f"{len(result['space']['algorithms'])} x {len(result['space']['channels'])} x "
-             f"{len(result['space']['chunk_bytes'])} candidates.", "",
+             "(chunk 0 = one piece per segment), then the fabric's load balancing; the best is exhaustive "
+             f"search over {len(result['space']['algorithms'])} x {len(result['space']['channels'])} x "
+             f"{len(result['space']['chunk_bytes'])} x {len(result['space']['load_balancing'])} candidates. "
+             "A setting reads algorithm/channels/chunk KiB/load balancing.", "",
              "| size (B) | choice | busbw (Mbit/s) | candidates measured | exhaustive best | busbw (Mbit/s) | "
              "regret (%) | best fixed setting busbw (Mbit/s) | choice / fixed |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -178,7 +226,7 @@ def markdown(scenario, result: dict) -> str:
 
 
 def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunks, out_dir: Path,
-                  progress=print) -> Path:
+                  progress=print, balancings=None) -> Path:
     phases = [p for p in scenario.workload if p.kind == "collective"]
     if not phases:
         raise TuneError(f"{scenario.file}: no 'collective' phase to tune (its op and ranks are what is tuned)")
@@ -189,7 +237,19 @@ def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunk
                   if a in ALGORITHMS[phase.op] and (a != "hierarchical" or phase.servers)]
     if not algorithms:
         raise TuneError(f"no algorithm of {phase.op} to try on this topology")
-    tuner = Tuner(scenario, phase, algorithms, channels or DEFAULT_CHANNELS, chunks or DEFAULT_CHUNKS, progress)
+    from testbed.scenario.schema import LOAD_BALANCING
+
+    own = scenario.fabric.load_balancing
+    if balancings is None:
+        other = "spray" if own == "ecmp" else "ecmp"
+        balancings = [own, other]
+    unknown = [lb for lb in balancings if lb not in LOAD_BALANCING]
+    if unknown:
+        raise TuneError(f"--load-balancing: {', '.join(unknown)} is not a load balancing mode "
+                        f"({', '.join(LOAD_BALANCING)})")
+    balancings = list(dict.fromkeys(balancings))
+    tuner = Tuner(scenario, phase, algorithms, channels or DEFAULT_CHANNELS, chunks or DEFAULT_CHUNKS, progress,
+                  balancings)
     result = tuner.run(list(sizes or phase.sizes_bytes))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tuning.json").write_text(json.dumps(result, indent=1))

@@ -51,3 +51,53 @@ def test_gpus_of_a_server_reach_each_other_over_their_local_veth_only():
     finally:
         network.stop()
     assert not any(Path(f"/sys/class/net/{n}").exists() for n in names)
+
+
+def test_host_down_takes_a_gpus_local_veths_down_and_teardown_brings_them_back(tmp_path):
+    """faults.host_down on a GPU: its fabric cable's switch end and both ends of its local channel,
+    the latter from inside the GPUs' namespaces; the server's other GPU sees its end lose carrier."""
+    import time
+
+    from testbed.emulation import faults
+    from testbed.scenario import parse_scenario
+
+    scenario = parse_scenario("""
+duration_s: 10
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2, gpus_per_server: 2, rail_optimised: true}
+workload: [{kind: pingall}]
+faults: [{at_s: 0, kind: host_down, target: h1}]
+""", "g.yaml")
+    topology = scenario.topo
+    network = FabricNetwork(topology, Pacing(rate_mbps=20), local_pacing=Pacing(rate_mbps=80))
+    a, b = topology.servers[1]
+    mine, theirs = f"{a}-nv{topology.node(b).gpu}", f"{b}-nv{topology.node(a).gpu}"
+
+    def state(host, interface):
+        return network.host(host).cmd(f"cat /sys/class/net/{interface}/operstate").strip()
+
+    def settled(want, *ends, within_s=3.0):
+        """The ends' operstates once they read `want` (the kernel's linkwatch reports a change up
+        to a second late), or as they are at the deadline."""
+        deadline = time.time() + within_s
+        while True:
+            now = tuple(state(h, i) for h, i in ends)
+            if all(x == want for x in now) or time.time() > deadline:
+                return now
+            time.sleep(0.1)
+
+    try:
+        network.build()
+        assert (state(a, mine), state(b, theirs)) == ("up", "up")
+        runner = faults.FaultRunner(faults.plan_faults(scenario), time.time(), tmp_path / "faults.jsonl",
+                                    namespaces={h: network.host(h).pid for h in topology.hosts}).start()
+        assert settled("down", (a, mine), (b, theirs)) == ("down", "down")
+        (cable,) = [p for p in topology.ports(a)]
+        peer_end = topology.link(cable.link)
+        switch_end = next(faults.switch_interface(n, p) for n, p in ((peer_end.a, peer_end.a_port),
+                                                                     (peer_end.b, peer_end.b_port))
+                          if not topology.node(n).is_host)
+        assert Path(f"/sys/class/net/{switch_end}/operstate").read_text().strip() == "down"
+        assert runner.finish() == []
+        assert settled("up", (a, mine), (b, theirs)) == ("up", "up")
+    finally:
+        network.stop()

@@ -128,3 +128,55 @@ def test_fault_fields_are_checked_against_their_kind():
         text = DEGRADE.split("faults:")[0] + f"faults:\n  - {fault}\n"
         with pytest.raises(ScenarioError, match=message):
             parse_scenario(text, "d.yaml")
+
+
+GPU_SERVERS = """
+duration_s: 10
+topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2, gpus_per_server: 2, rail_optimised: true}
+workload: [{kind: pingall}]
+faults:
+  - {at_s: 2, kind: host_down, target: h1}
+"""
+
+
+def test_host_down_on_a_gpu_server_takes_its_local_channels_down_in_both_namespaces(tmp_path, monkeypatch):
+    scenario = parse_scenario(GPU_SERVERS, "g.yaml")
+    (action,) = faults.plan_faults(scenario)
+    peer = next(p for p in scenario.topo.hosts if p != "h1" and scenario.topo.same_server("h1", p))
+    link = next(x for x in scenario.topo.local_links if "h1" in (x.a, x.b))
+    assert len(action.interfaces) == 1  # its one fabric cable, switch side
+    assert set(action.local) == {("h1", f"h1-nv{link.b_gpu if link.a == 'h1' else link.a_gpu}"),
+                                 (peer, f"{peer}-nv{link.a_gpu if link.a == 'h1' else link.b_gpu}")}
+    calls = []
+    monkeypatch.setattr(faults, "set_link", lambda interface, up, pid=None: calls.append((interface, up, pid)))
+    pids = {"h1": 101, peer: 202}
+    runner = faults.FaultRunner([action], time.time() - 2, tmp_path / "faults.jsonl", namespaces=pids).start()
+    time.sleep(0.3)
+    assert runner.finish() == []
+    down = [c for c in calls if not c[1]]
+    assert {(i, pid) for i, _, pid in down} == {(action.interfaces[0], None)} | {(i, pids[h]) for h, i in action.local}
+    assert sorted(c for c in calls if c[1]) == sorted((i, True, pid) for i, _, pid in down)  # undone at the end
+    event = json.loads((tmp_path / "faults.jsonl").read_text())
+    assert sorted(event["local_interfaces"]) == sorted(f"{h}:{i}" for h, i in action.local)
+
+
+def test_host_down_without_the_hosts_namespace_is_one_recorded_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(faults, "set_link", lambda interface, up, pid=None: None)
+    (action,) = faults.plan_faults(parse_scenario(GPU_SERVERS, "g.yaml"))
+    runner = faults.FaultRunner([action], time.time() - 2, tmp_path / "faults.jsonl").start()
+    time.sleep(0.3)
+    errors = runner.finish()
+    assert len(errors) == 1 and "no namespace known for" in errors[0] and "\n" not in errors[0]
+
+
+def test_set_link_enters_the_namespace_of_a_pid(monkeypatch):
+    seen = []
+
+    class Done:
+        returncode, stderr = 0, ""
+
+    monkeypatch.setattr(faults.subprocess, "run", lambda argv, **kw: seen.append(argv) or Done())
+    faults.set_link("h1-nv1", False, 4242)
+    faults.set_link("leaf1-eth1", True)
+    assert seen == [["nsenter", "-t", "4242", "-n", "ip", "link", "set", "dev", "h1-nv1", "down"],
+                    ["ip", "link", "set", "dev", "leaf1-eth1", "up"]]

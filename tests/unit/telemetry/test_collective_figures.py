@@ -66,3 +66,22 @@ def test_recompute_agrees_and_catches_a_wrong_busbw(run, capsys):
         assert "busbw_mbps" in capsys.readouterr().out
     finally:
         path.write_text(original)
+
+
+def test_sim_at_a_slower_host_rate_scales_the_figures_and_says_so(run, tmp_path, capsys):
+    """testbed sim --host-rate-mbps R: the scenario slowed as --fit slows it, so busbw scales
+    with the rate and busbw / ideal stays what the nominal run gave."""
+    path = tmp_path / "coll.yaml"
+    path.write_text(SCENARIO)
+    assert cli.main(["sim", str(path), "--host-rate-mbps", "5", "--runs-dir", str(tmp_path / "runs")]) == 0
+    (out,) = (tmp_path / "runs" / "coll").iterdir()
+    slow = json.loads((out / "summary.json").read_text())["base"]["collectives"]
+    nominal = json.loads((run / "summary.json").read_text())["base"]["collectives"]
+    for name, r in slow.items():
+        assert r["verified"]
+        assert r["ideal_busbw_mbps"] == pytest.approx(nominal[name]["ideal_busbw_mbps"] / 4)
+        assert r["busbw_over_ideal"] == pytest.approx(nominal[name]["busbw_over_ideal"], rel=0.02)
+    assert "host links 5 Mbit/s" in (out / "report.md").read_text()
+    assert cli.main(["sim", str(path), "--host-rate-mbps", "40", "--runs-dir", str(tmp_path / "runs")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--host-rate-mbps 40" in err[0] and "at most that" in err[0]
