@@ -48,12 +48,13 @@ from __future__ import annotations
 
 from collections import deque
 
-from testbed.host.cc.base import ReceiverCC, SenderCC
+from testbed.host.cc.none import NoneReceiver, NoneSender
 from testbed.host.config import TransportConfig
-from testbed.host.pacing import Pacer
 
 
-class NsccSender(SenderCC):
+class NsccSender(NoneSender):
+    """The window decides how much; NoneSender's line-rate pacer how fast."""
+
     def __init__(self, cfg: TransportConfig, now: float) -> None:
         p = cfg.nscc
         self.base_rtt = cfg.rtt_s
@@ -73,7 +74,7 @@ class NsccSender(SenderCC):
         self.last_decrease = float("-inf")  # when the window was last cut (decrease or quick adapt)
         self.qa_allowed = float("-inf")  # no quick adapt before this time
         self._acked: deque[tuple[float, int]] = deque()  # (time, cells) acknowledged, the last base RTT
-        self._pacer = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
+        super().__init__(cfg, now)  # the line-rate pacer
         # counters, for stats, tests and the report
         self.decreases = 0
         self.quick_adapts = 0
@@ -150,23 +151,6 @@ class NsccSender(SenderCC):
         if not timeout:
             self._quick_adapt(now)
 
-    # -- pacing at line rate -------------------------------------------------------
-    def next_send_time(self) -> float:
-        return self._pacer.next_free
 
-    def on_sent(self, now: float, nbytes: int) -> None:
-        self._pacer.consume(now, nbytes)
-
-    @property
-    def rate_bps(self) -> float:
-        return self._pacer.rate_bps
-
-    def set_link_rate(self, rate_bps: float) -> None:
-        self._pacer.set_rate(rate_bps)
-
-
-class NsccReceiver(ReceiverCC):
+class NsccReceiver(NoneReceiver):
     """Nothing beyond the transport's own ACKs, which echo CE (FLAG_ECE)."""
-
-    def __init__(self, cfg: TransportConfig) -> None:
-        pass

@@ -79,3 +79,19 @@ def test_bad_reproduce_arguments_get_one_line(tmp_path, capsys):
                    f"testbed: --cc bbr: no such congestion control (have: {', '.join(ALGORITHMS)})",
                    "testbed: --cc: the claims are TiTa's; include tita"]
     assert not (tmp_path / "reproduce").exists()
+
+
+def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
+    from testbed.claims import emulated
+    from testbed.scenario import expand_variants, parse_scenario
+
+    for n, fabric in emulated.INCAST_FABRICS.items():
+        scenario = parse_scenario(emulated.INCAST.format(senders=n, ccs="tita, dcqcn", **fabric), f"i{n}.yaml")
+        (phase,) = [p for p in scenario.workload if p.kind == "incast"]
+        assert len(phase.senders) == n
+        assert [v.scenario.transport.cc for v in expand_variants(scenario)] == ["tita", "dcqcn"]
+    from testbed.emulation.workload import scenario_messages
+
+    messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))
+    assert len(messages) == 8 and {m.size_bytes for m in messages} == {experiments.PERMUTATION_BYTES}
+    assert sorted(m.src for m in messages) == sorted(m.dst for m in messages)
