@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 
 def reproduce_command(args) -> int:
-    from testbed.claims import emulated, experiments, report
+    from testbed.claims import emulated, report
     from testbed.host.cc import ALGORITHMS
 
     if args.report:
@@ -41,6 +41,19 @@ def reproduce_command(args) -> int:
         raise TestbedError(f"--cc {unknown[0]}: no such congestion control (have: {', '.join(ALGORITHMS)})")
     if "tita" not in ccs:
         raise TestbedError("--cc: the claims are TiTa's; include tita")
+    why_not = "--no-emulated" if args.no_emulated else emulated.unavailable()
+    if why_not:
+        return _reproduce(args, ccs, why_not)
+    from testbed.emulation.runlock import hold_run_lock
+
+    # the machine's run lock before anything is written: a second run is refused at once
+    with hold_run_lock("testbed reproduce"):
+        return _reproduce(args, ccs, None)
+
+
+def _reproduce(args, ccs: list[str], why_not: str | None) -> int:
+    from testbed.claims import experiments, report
+
     directory = Path(args.runs_dir) / "reproduce" / time.strftime("%Y%m%d-%H%M%S")
     directory.mkdir(parents=True)
     plan = experiments.plan(ccs, quick=args.quick)
@@ -51,28 +64,25 @@ def reproduce_command(args) -> int:
     notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
              f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
              "ingress link) where the simulator has PFC (not on the scenario-built 2- and 3-tier runs)"]
-    why_not = "--no-emulated" if args.no_emulated else emulated.unavailable()
     if why_not:
         notes.append(f"emulated: not run ({why_not})")
     else:
         notes.append(_emulate(directory, [cc for cc in ccs if cc in ("tita", "dcqcn")], args.quick))
     notes.append("not reproduced here: the offered-load sweep, the mixed workload, all-to-all and 3-tier runs on the "
-                 "emulated fabric (this 2-core machine holds a k=4 fat-tree well below 5 Mbit/s), and fabrics "
-                 "of the published size")
+                 "emulated fabric (this 2-core machine holds a k=4 fat-tree well below 5 Mbit/s), nscc on the "
+                 "emulated fabric, and fabrics of the published size")
     print(f"report: {report.write(directory, notes)}")
     return 0
 
 
 def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
     from testbed.claims import emulated
-    from testbed.emulation.runlock import hold_run_lock
 
     sizes = (7,) if quick else (7, 15)
     progress = lambda m: print(m, flush=True)  # noqa: E731
-    with hold_run_lock("testbed reproduce"):
-        for n in sizes:
-            emulated.run_incast(n, ccs, directory, progress)
-        emulated.run_permutation(ccs, directory, progress)
+    for n in sizes:
+        emulated.run_incast(n, ccs, directory, progress)
+    emulated.run_permutation(ccs, directory, progress)
     return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)} and the 2-tier permutation for "
             f"{', '.join(ccs)} on the builtin target (each scenario's own `testbed run` report is under "
             "emulated/)")

@@ -95,3 +95,19 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
     messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))
     assert len(messages) == 8 and {m.size_bytes for m in messages} == {experiments.PERMUTATION_BYTES}
     assert sorted(m.src for m in messages) == sorted(m.dst for m in messages)
+
+
+def test_a_second_reproduce_is_refused_before_it_writes_anything(tmp_path, monkeypatch, capsys):
+    from testbed.claims import emulated
+    from testbed.cli import main
+    from testbed.emulation import runlock
+
+    monkeypatch.setattr(runlock, "LOCK_PATH", tmp_path / "run.lock")
+    monkeypatch.setattr(emulated, "unavailable", lambda: None)  # as on a machine that can emulate
+    with runlock.hold_run_lock("testbed run scenarios/default.yaml"):
+        # the lock is re-entrant in one process: take it as another process would see it
+        monkeypatch.setattr(runlock, "_held", {"fd": None, "depth": 0})
+        assert main(["reproduce", "--runs-dir", str(tmp_path / "runs")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "testbed run scenarios/default.yaml" in err[0], err
+    assert not (tmp_path / "runs").exists()
