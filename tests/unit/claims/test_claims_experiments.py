@@ -98,16 +98,29 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
 
 
 def test_a_second_reproduce_is_refused_before_it_writes_anything(tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
     from testbed.claims import emulated
     from testbed.cli import main
     from testbed.emulation import runlock
 
-    monkeypatch.setattr(runlock, "LOCK_PATH", tmp_path / "run.lock")
+    lock = tmp_path / "run.lock"
+    monkeypatch.setattr(runlock, "LOCK_PATH", lock)
     monkeypatch.setattr(emulated, "unavailable", lambda: None)  # as on a machine that can emulate
-    with runlock.hold_run_lock("testbed run scenarios/default.yaml"):
-        # the lock is re-entrant in one process: take it as another process would see it
-        monkeypatch.setattr(runlock, "_held", {"fd": None, "depth": 0})
+    holder = subprocess.Popen(  # another process's run, as test_capacity_lock_realtime holds it
+        [sys.executable, "-c",
+         "import time; from pathlib import Path; from testbed.emulation import runlock\n"
+         f"runlock.LOCK_PATH = Path({str(lock)!r})\n"
+         "with runlock.hold_run_lock('testbed run scenarios/default.yaml'):\n"
+         "    print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
         assert main(["reproduce", "--runs-dir", str(tmp_path / "runs")]) == 1
+    finally:
+        holder.kill()
+        holder.wait()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "testbed run scenarios/default.yaml" in err[0], err
     assert not (tmp_path / "runs").exists()
