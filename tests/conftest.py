@@ -28,3 +28,34 @@ def pytest_collection_modifyitems(config, items):
         for marker, reason in reasons.items():
             if reason and item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def run_lock_held_elsewhere(tmp_path, monkeypatch):
+    """A function that makes another process hold the machine's run lock (a lock file of this
+    test's own) as `what`, returning that process; it is killed when the test ends."""
+    import subprocess
+    import sys
+
+    from testbed.emulation import runlock
+
+    lock = tmp_path / "run.lock"
+    monkeypatch.setattr(runlock, "LOCK_PATH", lock)
+    holders = []
+
+    def hold(what: str):
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import time; from pathlib import Path; from testbed.emulation import runlock\n"
+             f"runlock.LOCK_PATH = Path({str(lock)!r})\n"
+             f"with runlock.hold_run_lock({what!r}):\n"
+             "    print('held', flush=True); time.sleep(30)"],
+            stdout=subprocess.PIPE, text=True)
+        holders.append(holder)
+        assert holder.stdout.readline().strip() == "held"
+        return holder
+
+    yield hold
+    for holder in holders:
+        holder.kill()
+        holder.wait()

@@ -97,30 +97,14 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
     assert sorted(m.src for m in messages) == sorted(m.dst for m in messages)
 
 
-def test_a_second_reproduce_is_refused_before_it_writes_anything(tmp_path, monkeypatch, capsys):
-    import subprocess
-    import sys
-
+def test_a_second_reproduce_is_refused_before_it_writes_anything(tmp_path, monkeypatch, capsys,
+                                                                run_lock_held_elsewhere):
     from testbed.claims import emulated
     from testbed.cli import main
-    from testbed.emulation import runlock
 
-    lock = tmp_path / "run.lock"
-    monkeypatch.setattr(runlock, "LOCK_PATH", lock)
     monkeypatch.setattr(emulated, "unavailable", lambda: None)  # as on a machine that can emulate
-    holder = subprocess.Popen(  # another process's run, as test_capacity_lock_realtime holds it
-        [sys.executable, "-c",
-         "import time; from pathlib import Path; from testbed.emulation import runlock\n"
-         f"runlock.LOCK_PATH = Path({str(lock)!r})\n"
-         "with runlock.hold_run_lock('testbed run scenarios/default.yaml'):\n"
-         "    print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        assert main(["reproduce", "--runs-dir", str(tmp_path / "runs")]) == 1
-    finally:
-        holder.kill()
-        holder.wait()
+    run_lock_held_elsewhere("testbed run scenarios/default.yaml")
+    assert main(["reproduce", "--runs-dir", str(tmp_path / "runs")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "testbed run scenarios/default.yaml" in err[0], err
     assert not (tmp_path / "runs").exists()

@@ -68,26 +68,15 @@ def test_calibration_is_the_median_of_recent_runs(tmp_path, monkeypatch):
     assert "reference figures" in capacity.load_costs().source
 
 
-def test_a_second_run_is_refused_with_one_line_naming_the_first(tmp_path, monkeypatch):
-    lock = tmp_path / "run.lock"
-    monkeypatch.setattr(runlock, "LOCK_PATH", lock)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from testbed.emulation import runlock\n"
-         f"runlock.LOCK_PATH = Path({str(lock)!r})\n"
-         "with runlock.hold_run_lock('scenario first'):\n"
-         "    print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(runlock.RunInProgress) as refused:
-            with runlock.hold_run_lock("scenario second"):
-                pass
-        assert f"pid {holder.pid}, scenario first" in str(refused.value)
-        assert "\n" not in str(refused.value)
-    finally:
-        holder.kill()
-        holder.wait()
+def test_a_second_run_is_refused_with_one_line_naming_the_first(run_lock_held_elsewhere):
+    holder = run_lock_held_elsewhere("scenario first")
+    with pytest.raises(runlock.RunInProgress) as refused:
+        with runlock.hold_run_lock("scenario second"):
+            pass
+    assert f"pid {holder.pid}, scenario first" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    holder.kill()
+    holder.wait()
     with runlock.hold_run_lock("after"):  # the lock died with its holder
         with runlock.hold_run_lock("re-entered"):
             pass

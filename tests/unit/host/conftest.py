@@ -27,3 +27,16 @@ def cfg_factory():
 @pytest.fixture
 def link_factory():
     return star_link
+
+
+def run_agents(agents) -> dict:
+    """Run loopback agents side by side, one thread each; their AgentResults by name."""
+    import threading
+
+    results: dict = {}
+    threads = [threading.Thread(target=lambda a=a: results.__setitem__(a.name, a.run())) for a in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results

@@ -6,9 +6,9 @@ the same two ranks spreads over several spines instead of all hashing onto one."
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
+from conftest import run_agents
 
 from testbed.control.plan import plan_fabric
 from testbed.control.trace import FabricModel, Flow
@@ -123,14 +123,9 @@ def test_agents_send_each_channel_from_its_own_source_port(tmp_path):
     hosts = {"h1": "127.0.0.31", "h2": "127.0.0.32"}
     msgs = c.schedule("x", list(hosts), c.Params("all_reduce", "ring", 16_000, 4))
     cfg = TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=16)
-    seen: dict = {}
     agents = [Agent(n, a, hosts, msgs, cfg, tmp_path, seed=3, port=4895, grace_s=0.2, timeout_s=20)
               for n, a in hosts.items()]
-    threads = [threading.Thread(target=lambda a=a: seen.__setitem__(a.name, a.run())) for a in agents]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    seen = run_agents(agents)
     assert all(r.reason == "done" for r in seen.values()), seen
     stats = {n: json.loads((tmp_path / f"{n}.stats.json").read_text()) for n in hosts}
     for src, dst in (("h1", "h2"), ("h2", "h1")):

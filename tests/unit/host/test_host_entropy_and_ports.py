@@ -4,9 +4,9 @@ and the host->ToR delay line of the agent."""
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
+from conftest import run_agents
 
 from testbed.host import wire, workloads
 from testbed.host.agent import Agent
@@ -75,19 +75,11 @@ def test_agents_send_each_flow_from_its_own_port_and_delay_by_the_link(tmp_path)
     hosts = {"h1": "127.0.0.21", "h2": "127.0.0.22", "h3": "127.0.0.23"}
     wl = workloads.incast(["h1", "h2"], "h3", 20_000)
     cfg = TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=16)
-    seen: dict = {}
-
-    def run(agent):
-        seen[agent.name] = agent.run()
 
     delay = 0.02
     agents = [Agent(n, a, hosts, wl, cfg, tmp_path, seed=3, port=4893, grace_s=0.2, timeout_s=20,
                     link_delay_s=delay) for n, a in hosts.items()]
-    threads = [threading.Thread(target=run, args=(a,)) for a in agents]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    seen = run_agents(agents)
     assert all(r.reason == "done" for r in seen.values()), seen
     import json
     stats = {n: json.loads((tmp_path / f"{n}.stats.json").read_text()) for n in hosts}
