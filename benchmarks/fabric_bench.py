@@ -15,10 +15,7 @@ fabric process costs per cell-hop; `testbed run` measures the same unit inside a
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from types import SimpleNamespace
 
-REPO = Path(__file__).resolve().parents[1]
 SCENARIO = """
 topology: {kind: fat_tree, k: 4}
 links: {rate_mbps: %g, delay_us: 1000}
@@ -29,87 +26,24 @@ RATE_MBPS = 20
 MODEL_TIME_S = 0.5
 
 
-class HostPort:
-    """A host-facing port: counts what the fabric delivers to the host."""
-
-    def __init__(self, number, iface):
-        self.number, self.iface, self.fd, self.delivered = number, iface, None, 0
-
-    def send(self, data):
-        self.delivered += 1
-        return True
-
-    def close(self):
-        pass
-
-
 def build(rate_mbps: float):
-    from p4.v1 import p4runtime_pb2
+    from testbed.emulation.model_fabric import build as build_model
 
-    from testbed.control.p4info_index import P4InfoIndex
-    from testbed.control.p4runtime_client import encode_table_entry
-    from testbed.control.plan import plan_fabric
-    from testbed.p4model.clock import ManualClock
-    from testbed.p4model.control_plane import ControlPlane
-    from testbed.p4model.fabric.loop import FabricLoop
-    from testbed.p4model.frontend import load_program
-    from testbed.p4model.p4info import generate
-    from testbed.p4model.pipeline import Pipeline
-    from testbed.p4model.switch.loop import Switch
-    from testbed.scenario import parse_scenario
-
-    scenario = parse_scenario(SCENARIO % rate_mbps, "fabric_bench.yaml")
-    topology = scenario.topo
-    plans = plan_fabric(topology, scenario)
-    ir = load_program(REPO / "p4src" / "fabric.p4")
-    p4info = generate(ir)
-    index = P4InfoIndex(p4info)
-    clock = ManualClock()
-    switches = {}
-    for name in topology.switches:
-        host_ports = {p.number: HostPort(p.number, f"{name}-eth{p.number}") for p in topology.ports(name)
-                      if p.tier == "host"}
-        memory = {p.number: f"{name}-eth{p.number}" for p in topology.ports(name) if p.tier != "host"}
-        switch = Switch(host_ports, clock=clock, cpu_port=255, memory_ports=memory,
-                        priority_queues=scenario.switch.priority_queues)
-        pipeline = Pipeline(ir, clock=clock, seed=1)
-        control = ControlPlane(pipeline, p4info)
-        for spec in plans[name].entries:
-            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
-                                          else p4runtime_pb2.Update.INSERT)
-            update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
-            control.write(update)
-        switch.install(SimpleNamespace(pipeline=pipeline))
-        switch.tm_commands.apply_all(plans[name].tm_commands)
-        switches[name] = switch
-    loop = FabricLoop(switches, clock)
-    for link in topology.links:
-        if link.tier != "host":
-            loop.connect(link.a, link.a_port, link.b, link.b_port)
-    return scenario, topology, switches, loop, clock
+    fabric = build_model(SCENARIO % rate_mbps, "fabric_bench.yaml")
+    return fabric.scenario, fabric.topology, fabric.switches, fabric.loop, fabric.clock
 
 
-def senders(scenario, topology):
+def senders(scenario, topology, fabric=None):
     """(edge switch, its port, frames cycling the entropy) per host, to a partner in another pod."""
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-    from scapy.packet import Raw, raw
+    from testbed.emulation.model_fabric import ModelFabric, data_cells
 
-    from testbed.host.scapy_cell import Cell
-
+    model = fabric or ModelFabric(scenario, topology, {}, None, None)
     hosts = topology.hosts
     out = []
     for i, src in enumerate(hosts):
         dst = hosts[(i + len(hosts) // 2) % len(hosts)]
-        port = topology.ports(src)[0]
-        tor_port = topology.port(port.peer, port.peer_port)
-        frames = [raw(Ether(src=port.mac, dst=tor_port.mac)
-                      / IP(src=topology.node(src).ip, dst=topology.node(dst).ip, tos=2)
-                      / UDP(sport=50000 + i, dport=4793)
-                      / Cell(type=0, entropy=e, flow_id=i + 1, msg_id=1, aux=scenario.fabric.cell_size)
-                      / Raw(bytes(scenario.fabric.cell_size)))
-                  for e in range(scenario.fabric.entropy_values)]
-        out.append((port.peer, port.peer_port, frames))
+        edge, port = model.tor_of(src)
+        out.append((edge, port, data_cells(model, src, dst, i + 1)))
     return out
 
 

@@ -144,6 +144,11 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
             plan.meters.append(MeterSetting("FabricIngress.credit_meter", port.number, rate, hold, rate, hold))
             plan.tm_commands += [f"set_queue_depth {hold} {port.number} {CREDIT_PRIORITY}",
                                  f"set_queue_rate {rate} {port.number} {CREDIT_PRIORITY}"]
+    if fabric.pfc.enabled:
+        # lossless DATA, as the simulator models it: pause a link's sender at XOFF of its cells
+        # queued here, resume at XON, and the ports' DATA buffers pooled into one
+        pool = sum(_link_params(scenario, port.tier).buffer_packets for port in ports)
+        plan.tm_commands.append(f"set_pfc {fabric.pfc.xoff_cells} {fabric.pfc.xon_cells} {DATA_PRIORITY} {pool}")
     return plan
 
 

@@ -305,6 +305,8 @@ class VariantRun:
                     "--nic-choice", "entropy" if lb in ENTROPY_SCHEMES else "flow",
                     "--records", str(records), "--epoch-file", str(epoch_file),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
+            if scenario.fabric.pfc.enabled:
+                argv.append("--pfc")  # the NIC obeys its ToR's pause frames
             log = open(agent_dir / f"{host}.log", "wb")
             process = self.network.host(host).popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root)
             log.close()

@@ -80,7 +80,8 @@ def summary(s: Scenario) -> str:
         f"base RTT {d.base_rtt_us / 1000:.2f} ms over {d.path_host_links}+{d.path_fabric_links} "
         f"links, BDP {d.bdp_cells} cells ({d.bdp_bytes} B), oversubscription {d.oversubscription:g}:1",
         f"fabric: {f.load_balancing}, {f.cell_size} B cells, {f.entropy_values} entropy values "
-        f"({_entropy_fit(s)}), ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}",
+        f"({_entropy_fit(s)}), ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}, "
+        f"PFC {f'XOFF/XON {f.pfc.xoff_cells}/{f.pfc.xon_cells} DATA cells' if f.pfc.enabled else 'off'}",
         f"transport: cc {t.cc}, reorder window {t.reorder_window_cells} cells, "
         f"RTO {t.rto_low_rtt:g}/{t.rto_high_rtt:g} RTT",
         "workload:",

@@ -46,6 +46,11 @@ ECN_PMAX = 0.2
 BURST_CREDITS = 2
 QUEUE_CREDITS = 8
 
+# PFC (fabric.pfc): pause a link's sender at 8 DATA cells queued from it, resume at 4, the
+# simulator's thresholds (testbed/claims/experiments.py)
+PFC_XOFF_CELLS = 8
+PFC_XON_CELLS = 4
+
 REORDER_WINDOW_BDP = 2.0
 RTO_LOW_RTT = 5.0
 RTO_HIGH_RTT = 15.0

@@ -71,12 +71,22 @@ class Credits:
 
 
 @dataclass(frozen=True)
+class Pfc:
+    """Lossless DATA: the builtin traffic manager's priority flow control (testbed/p4model/tm)."""
+
+    enabled: bool
+    xoff_cells: int  # pause a link's sender when this many of its DATA cells are queued at the switch
+    xon_cells: int  # resume it at this many
+
+
+@dataclass(frozen=True)
 class Fabric:
     load_balancing: str  # ecmp | spray_rr_entropy | spray_random_entropy | spray_rr_switch | spray_random_switch
     cell_size: int  # DATA cell body, bytes
     entropy_values: int
     ecn: Ecn
     credits: Credits
+    pfc: Pfc = Pfc(False, 8, 4)
 
 
 @dataclass(frozen=True)

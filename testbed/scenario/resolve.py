@@ -14,7 +14,7 @@ from typing import Any
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
-    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Phase, Scenario, Switch,
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Pfc, Phase, Scenario, Switch,
     Nscc, Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
@@ -160,7 +160,20 @@ class _Resolver:
         )
         entropy_values = self.get(("fabric", "entropy_values"),
                                   layout_of(topo).default_entropy_values(d.ENTROPY_VALUES))
-        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits)
+        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits, self.pfc())
+
+    def pfc(self) -> Pfc:
+        pfc = Pfc(self.get(("fabric", "pfc", "enabled"), False),
+                  self.get(("fabric", "pfc", "xoff_cells"), d.PFC_XOFF_CELLS),
+                  self.get(("fabric", "pfc", "xon_cells"), d.PFC_XON_CELLS))
+        if pfc.xon_cells >= pfc.xoff_cells:
+            at = "xon_cells" if self.get(("fabric", "pfc", "xon_cells")) is not None else "xoff_cells"
+            raise self.fail(("fabric", "pfc", at), f"xon_cells ({pfc.xon_cells}) must be below "
+                            f"xoff_cells ({pfc.xoff_cells})")
+        if pfc.enabled and self.get(("switch", "target"), d.TARGET) == "bmv2":
+            raise self.fail(("fabric", "pfc", "enabled"), "PFC is the builtin traffic manager's; "
+                            "bmv2's simple_switch has no pause frames (use target builtin or auto)")
+        return pfc
 
     def ecn(self, cc: str, derived: Derived, links: Links) -> Ecn:
         raw = self.get(("fabric", "ecn"), {})
@@ -195,6 +208,8 @@ class _Resolver:
             raise self.fail(("switch", "priority_queues"),
                             f"is {queues}, but dcqcn needs 2 (its CNPs bypass data in the high queue)")
         target = self.get(("switch", "target"), d.TARGET)
+        if fabric.pfc.enabled and target == "auto":
+            target = "builtin"  # only the builtin traffic manager sends and obeys pause frames
         processes = self.get(("switch", "processes"), d.PROCESSES)
         if target == "bmv2" and isinstance(processes, int):
             raise self.fail(("switch", "processes"), f"is {processes}, but bmv2 runs one process per "

@@ -156,6 +156,11 @@ SCHEMA = {
                 "burst_credits": _int(1, 1024),
                 "queue_credits": _int(1, 1024),
             }),
+            "pfc": _obj({
+                "enabled": BOOL,
+                "xoff_cells": _int(1, 4096),
+                "xon_cells": _int(0, 4096),
+            }),
         }),
         "transport": _obj({
             "cc": {"enum": CC},

@@ -23,6 +23,7 @@ from testbed.scenario.source import DataPath, SourceMap
 SHORT_NAMES: dict[str, DataPath] = {
     "load_balancing": ("fabric", "load_balancing"),
     "cc": ("transport", "cc"),
+    "pfc": ("fabric", "pfc", "enabled"),
     "target": ("switch", "target"),
     "cell_size": ("fabric", "cell_size"),
     "seed": ("seed",),

@@ -46,6 +46,7 @@ from testbed.p4model.switch.datapath import Datapath
 from testbed.p4model.switch.pcap import PortCapture
 from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
+from testbed.p4model.tm import pfc
 from testbed.p4model.tm.classify import cell_class
 from testbed.p4model.tm.model import DROP_LINK_LOSS, LINK_LOST, PRIORITY_DROPPED, UNCLASSIFIED
 from testbed.p4model.tm.control import CommandQueue
@@ -55,6 +56,14 @@ log = logging.getLogger("testbed.p4model.switch")
 BATCH = 64
 MAX_WAIT_S = 1.0
 CALL_TIMEOUT_S = 30.0
+
+
+_MAC_CONTROL = pfc.ETHERTYPE.to_bytes(2, "big")
+
+
+def _pause_source_mac(port: int) -> bytes:
+    """A locally administered source address for the pause frames a port sends."""
+    return bytes((0x02, 0, 0, 0, port >> 8 & 0xFF, port & 0xFF))
 
 
 class _Call:
@@ -101,7 +110,8 @@ class Switch(Device):
         self._loop_thread: int | None = None
         self._debug = self.log.isEnabledFor(logging.DEBUG)
         self.stats = {"rx": 0, "tx": 0, "pipeline_errors": 0, "ingress_drops": 0, "no_pipeline": 0,
-                      "tm_drops": 0, "no_interface": 0, "drop_port": 0, "packet_in": 0, "loop_errors": 0}
+                      "tm_drops": 0, "no_interface": 0, "drop_port": 0, "packet_in": 0, "loop_errors": 0,
+                      "pfc_frames_rx": 0, "pfc_frames_tx": 0, "pfc_malformed": 0}
         self._warned: set[str] = set()
 
     # ---- Device (for the P4Runtime server) ----------------------------
@@ -161,6 +171,9 @@ class Switch(Device):
     def receive(self, port: int, data: bytes, now_ns: int) -> None:
         """One frame from `port` at `now_ns`: ingress and queue its copies
         (each waits in the TM until service() dequeues it)."""
+        if data[12:14] == _MAC_CONTROL:
+            self._on_pause_frame(port, data, now_ns)
+            return
         datapath = self.datapath
         if datapath is None:
             self.stats["no_pipeline"] += 1
@@ -175,7 +188,9 @@ class Switch(Device):
             if self._debug:
                 self.log.debug("port %d in %d B: dropped in ingress", port, len(data))
             return
-        self._enqueue(datapath, jobs, port, now_ns, len(data), cell_class(data))
+        self._enqueue(datapath, jobs, port, now_ns, len(data), cell_class(data), source=port)
+        if self.tm.pfc_events:
+            self._send_pause_frames(now_ns)
 
     def receive_frames(self, port: int, frames, arrival_ns: int | None = None) -> None:
         """receive() then service() for every frame of one drained batch (same
@@ -205,8 +220,12 @@ class Switch(Device):
         ports = self.ports if not self.captures else {}  # captured ports go through _send
         handoffs = self.handoffs if not self.captures else {}  # captured links go through _release
         drops = tm_drops = to_drop_port = sent = 0
+        tm = self.tm
         for data in frames:
             now_ns = read_clock() - clock_offset if arrival_ns is None else arrival_ns
+            if data[12:14] == _MAC_CONTROL:  # PFC: the MAC takes it, the pipeline never sees it
+                self._on_pause_frame(port, data, now_ns)
+                continue
             now_us = now_ns // 1000
             cls = classify(data)
             try:
@@ -225,7 +244,7 @@ class Switch(Device):
                 try:
                     at = depart_now(out, job.priority, now_ns, job.length, cls)
                     if at is None:
-                        if offer(out, job.priority, (datapath, job), now_ns, job.length, cls) < 0:
+                        if offer(out, job.priority, (datapath, job), now_ns, job.length, cls, port) < 0:
                             tm_drops += 1
                         continue
                 except Exception as error:  # e.g. an egress port the TM cannot model
@@ -259,9 +278,35 @@ class Switch(Device):
             stats["ingress_drops"] += drops
             stats["tm_drops"] += tm_drops
             stats["drop_port"] += to_drop_port
+        if tm.pfc_events:
+            self._send_pause_frames(now_ns)
+
+    def _on_pause_frame(self, port: int, data: bytes, now_ns: int) -> None:
+        """A PFC frame from the link on `port`: that port's queues hold the named priorities."""
+        try:
+            named = pfc.parse(data)
+        except pfc.PauseFrameError:
+            self.stats["pfc_malformed"] += 1
+            return
+        self.stats["pfc_frames_rx"] += 1
+        rate = self.tm.port_rate_bps(port)
+        for priority, quanta in named:
+            until = now_ns + round(pfc.quanta_s(quanta, rate) * 1e9) if quanta and rate else \
+                (1 << 62 if quanta else 0)
+            self.tm.pause(port, priority, until, now_ns)
+
+    def _send_pause_frames(self, now_ns: int) -> None:
+        """The TM's due XOFF/XON frames, each out of the port its packets came in on: it reaches
+        the sender a frame time and the link's delay after the moment the TM decided it."""
+        events, self.tm.pfc_events = self.tm.pfc_events, []
+        for source, priority, pause, at_ns in events:
+            frame = pfc.build(_pause_source_mac(source), priority, pause)
+            self.stats["pfc_frames_tx"] += 1
+            self.stats["tx"] += self._release(((source, frame),), self.tm.control_frame_arrival_ns(source, at_ns,
+                                                                                               len(frame)), now_ns)
 
     def _enqueue(self, datapath: Datapath, jobs, port: int, now_ns: int, size: int = 0,
-                 cls: int = UNCLASSIFIED) -> None:
+                 cls: int = UNCLASSIFIED, source: int = -1) -> None:
         debug = self._debug
         offer = self.tm.offer
         for job in jobs:
@@ -271,7 +316,7 @@ class Switch(Device):
                     self.log.debug("port %d in %d B: to the drop port", port, size)
                 continue
             try:
-                code = offer(job.port, job.priority, (datapath, job), now_ns, job.length, cls)
+                code = offer(job.port, job.priority, (datapath, job), now_ns, job.length, cls, source)
             except Exception as error:  # e.g. an egress port the TM cannot model
                 self._packet_error(None, "enqueue", port, error)
                 continue
@@ -293,6 +338,8 @@ class Switch(Device):
                 for d in departures:
                     sent += depart(d, now_ns)
                 self.stats["tx"] += sent
+        if self.tm.pfc_events:
+            self._send_pause_frames(now_ns)
         if schedule.held:
             self._transmit(schedule.pop_due(now_ns))
         for flush in self._flushes:  # ports may batch their sends (TX rings): out they go

@@ -93,6 +93,12 @@ class TMCommands:
             _Command("set_port_loss", (_Arg("probability", "number"), _Arg("egress_port", "port", True)),
                      "Set the probability that a packet is lost on one / all port(s)' link (0 = none).",
                      lambda v, p=None: {"loss": v, "ports": tm_.set_port_loss(v, p), "scope": _scope(p, None)}),
+            _Command("set_pfc", (_Arg("xoff_packets", "int"), _Arg("xon_packets", "int"),
+                                 _Arg("priority", "prio", True), _Arg("pool_packets", "int", True)),
+                     "Lossless priority (PFC, default 0): pause the port a packet came in on at XOFF of its "
+                     "packets queued here, resume at XON; that priority's queues share a pool of packets "
+                     "(default: every port's queue limit summed). XOFF 0 turns it off.",
+                     lambda x, y, q=0, pool=None: tm_.set_pfc(x, y, q, pool)),
             _Command("queue_stats", (_Arg("egress_port", "port", True),),
                      "Per-queue depth, bytes, limits and counters (all ports or one).",
                      lambda p=None: tm_.queue_stats(p)),

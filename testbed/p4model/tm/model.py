@@ -54,6 +54,17 @@ Link loss (a degraded link, `set_port_loss`): each packet offered to a
 port with loss probability P is lost on the link with that probability,
 drawn from the TM's own seeded generator (reproducible per switch); it
 never enters a queue, and is counted per class in the port's `lost_link`.
+Priority flow control (`set_pfc`, off by default; tm/pfc.py is the frame):
+  * obeying: `pause(port, priority, until_ns, at_ns)` stops that queue of the
+    port from being served from `at_ns` until `until_ns` (0: resumed); the
+    packet already on the wire finishes, other priorities go on;
+  * sending: each packet of the PFC priority is charged to the port it came
+    in on (offer's `source`); when one source has XOFF packets queued in this
+    switch a pause for it is due, when it falls back to XON a resume.  They are
+    queued as (source, priority, pause, at_ns) in `pfc_events` for the switch
+    to send (the TM has no wire).  With PFC on, that priority's queues share
+    one buffer of `pool` packets instead of each tail-dropping at its own limit.
+
 Packets are opaque; only their length in bytes is used (the length at
 enqueue; egress may change it afterwards, which the TM does not see).
 The caller may name a packet's class (a small integer, 0..CLASSES-1; the
@@ -155,6 +166,7 @@ class _Port:
     __slots__ = (
         "number", "queues", "rate_bps", "delay_ns", "free_ns", "last_tx_ns", "next_ns",
         "dropped_priority", "dropped_priority_bytes", "loss", "lost_by_class",
+        "pause_until", "paused", "pauses_received", "resumes_received", "paused_since", "paused_ns",
     )
 
     def __init__(self, number: int, queues: list[_Queue], rate_bps: int, delay_ns: int) -> None:
@@ -169,6 +181,12 @@ class _Port:
         self.dropped_priority_bytes = 0
         self.loss = 0.0  # probability that a packet offered to this port is lost on its link
         self.lost_by_class = [0] * CLASSES
+        # PFC received: per priority, no dequeue before this time (0: not paused)
+        self.pause_until = [0] * len(queues)
+        self.paused = False  # any priority paused (the fast paths test only this)
+        self.pauses_received = self.resumes_received = 0
+        self.paused_since: int | None = None  # model time the current pause began
+        self.paused_ns = 0  # closed pauses, summed
 
 
 def _interval_ns(rate_pps: float) -> int:
@@ -207,15 +225,24 @@ class TrafficManager:
         self._now = 0
         self._rng = random.Random(1)  # link loss draws: the same run loses the same packets
         self.dequeue_lag = LagStats()
+        # PFC sent: off until set_pfc; `pfc_events` waits for the switch to send them
+        self.pfc_priority: int | None = None
+        self.pfc_xoff = self.pfc_xon = self.pfc_pool = 0
+        self._pfc_queued = 0  # packets of the PFC priority queued in all ports
+        self._pfc_held: dict[int, int] = {}  # source port -> its packets queued here
+        self._pfc_off: set[int] = set()  # sources told to pause
+        self.pfc_sent: dict[int, list[int]] = {}  # source port -> [XOFF, XON] frames due
+        self.pfc_events: list[tuple[int, int, bool, int]] = []
         for number in ports:
             self._port(number)
 
     # ---- packet path -------------------------------------------------
 
     def enqueue(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
-                length: int | None = None, cls: int = UNCLASSIFIED) -> EnqueueResult:
-        """Queue `packet` (length defaults to len(packet)) for `port` at `priority`."""
-        code = self.offer(port, priority, packet, now_ns, length, cls)
+                length: int | None = None, cls: int = UNCLASSIFIED, source: int = -1) -> EnqueueResult:
+        """Queue `packet` (length defaults to len(packet)) for `port` at `priority`
+        (`source`: the port it came in on, for PFC; -1 none)."""
+        code = self.offer(port, priority, packet, now_ns, length, cls, source)
         enq_us = self._now // 1000  # the (clamped) arrival time offer() used
         if code >= 0:
             return EnqueueResult(True, code, enq_us, None)
@@ -224,7 +251,7 @@ class TrafficManager:
         return EnqueueResult(False, -1 - code, enq_us, DROP_FULL)
 
     def offer(self, port: int, priority: int, packet: Any, now_ns: int | None = None,
-              length: int | None = None, cls: int = UNCLASSIFIED) -> int:
+              length: int | None = None, cls: int = UNCLASSIFIED, source: int = -1) -> int:
         """enqueue() without the result object, for the switch's packet path.
 
         Returns enq_qdepth (>= 0) when the packet was queued, ``-1 - depth``
@@ -255,7 +282,9 @@ class TrafficManager:
         q = queues[priority]
         items = q.items
         depth = len(items)
-        if depth >= q.limit or (q.byte_limit and q.bytes + length > q.byte_limit):
+        lossless = priority == self.pfc_priority
+        if (self._pfc_queued >= self.pfc_pool if lossless else depth >= q.limit) \
+                or (q.byte_limit and q.bytes + length > q.byte_limit):
             q.dropped_full += 1
             q.drop_bytes += length
             q.class_drops[cls] += 1
@@ -264,7 +293,11 @@ class TrafficManager:
         if eligible < now_ns:
             eligible = now_ns
         q.last_ns = eligible
-        items.append((eligible, now_ns, now_ns // 1000, depth, length, packet))
+        if lossless:
+            self._pfc_charge(source, now_ns)
+        else:
+            source = -1
+        items.append((eligible, now_ns, now_ns // 1000, depth, length, packet, source))
         q.bytes += length
         q.enqueued += 1
         q.enq_bytes += length
@@ -273,6 +306,8 @@ class TrafficManager:
         if depth >= q.max_depth:
             q.max_depth = depth + 1
         start = p.free_ns if p.free_ns > eligible else eligible
+        if p.paused and p.pause_until[priority] > start:
+            start = p.pause_until[priority]
         if p.next_ns is None:
             p.next_ns = start
             self._busy[port] = p
@@ -302,7 +337,7 @@ class TrafficManager:
             self._now = now_ns
         p = self._ports.get(port)
         if p is None or p.next_ns is not None or p.free_ns > now_ns or self._pending or p.loss \
-                or not 0 <= priority < len(p.queues):
+                or p.paused or not 0 <= priority < len(p.queues):
             return None
         q = p.queues[priority]
         if q.last_ns + q.interval_ns > now_ns or not q.limit or (q.byte_limit and length > q.byte_limit):
@@ -324,6 +359,108 @@ class TrafficManager:
             return p.last_tx_ns
         p.last_tx_ns = at
         return at
+
+    # ---- priority flow control ---------------------------------------
+
+    def set_pfc(self, xoff: int, xon: int, priority: int = 0, pool: int | None = None) -> dict:
+        """Lossless `priority`: pause a source at `xoff` of its packets queued here, resume at
+        `xon`; that priority's queues share `pool` packets (default: every port's queue limit
+        summed). xoff 0 turns PFC off."""
+        if not isinstance(xoff, int) or not isinstance(xon, int) or xoff < 0 or not 0 <= xon < max(xoff, 1):
+            raise TMConfigError(f"PFC needs integer thresholds with 0 <= XON < XOFF, got XOFF {xoff!r} XON {xon!r}")
+        if not isinstance(priority, int) or not 0 <= priority < self.priority_queues:
+            raise TMConfigError(f"PFC priority {priority!r} does not exist: this switch has "
+                                f"{self.priority_queues} priority queue(s)")
+        self._advance()
+        if self._pfc_queued:
+            raise TMConfigError("PFC cannot be changed while packets of its priority are queued")
+        if xoff == 0:
+            self.pfc_priority = None
+            self.pfc_xoff = self.pfc_xon = self.pfc_pool = 0
+            return {"pfc": "off"}
+        if pool is None:
+            pool = sum(p.queues[priority].limit for p in self._ports.values()) or self._default["limit"]
+        if not isinstance(pool, int) or pool < xoff:
+            raise TMConfigError(f"a PFC buffer pool must hold at least XOFF ({xoff}) packets, got {pool!r}")
+        self.pfc_priority, self.pfc_xoff, self.pfc_xon, self.pfc_pool = priority, xoff, xon, pool
+        return {"priority": priority, "xoff": xoff, "xon": xon, "pool_packets": pool}
+
+    def _pfc_charge(self, source: int, now_ns: int) -> None:
+        self._pfc_queued += 1
+        if source < 0:
+            return
+        held = self._pfc_held[source] = self._pfc_held.get(source, 0) + 1
+        if held >= self.pfc_xoff and source not in self._pfc_off:
+            self._pfc_off.add(source)
+            self.pfc_sent.setdefault(source, [0, 0])[0] += 1
+            self.pfc_events.append((source, self.pfc_priority, True, now_ns))
+
+    def _pfc_release(self, source: int, at_ns: int) -> None:
+        self._pfc_queued -= 1
+        if source < 0:
+            return
+        held = self._pfc_held[source] = self._pfc_held[source] - 1
+        if held <= self.pfc_xon and source in self._pfc_off:
+            self._pfc_off.discard(source)
+            self.pfc_sent[source][1] += 1
+            self.pfc_events.append((source, self.pfc_priority, False, at_ns))
+
+    def pause(self, port: int, priority: int, until_ns: int, at_ns: int) -> None:
+        """A PFC frame arrived on `port` at `at_ns`: serve its `priority` queue no earlier than
+        `until_ns` (0: resume now). Departures before `at_ns` are not affected."""
+        if not 0 <= priority < self.priority_queues:
+            return  # a priority this switch does not queue: nothing to hold
+        p = self._ports.get(port)
+        if p is None:
+            p = self._port(port)
+        if at_ns < self._now:
+            at_ns = self._now
+        else:
+            self._now = at_ns
+        if p.next_ns is not None and p.next_ns < at_ns:
+            self._run_port(p, at_ns - 1, self._pending)
+        if p.free_ns < at_ns:  # served up to the frame's arrival: nothing may start earlier now
+            p.free_ns = at_ns
+        was = p.pause_until[priority] > at_ns
+        now_paused = until_ns > at_ns
+        p.pause_until[priority] = until_ns if now_paused else 0
+        if now_paused and not was:
+            p.pauses_received += 1
+            if p.paused_since is None:
+                p.paused_since = at_ns
+        elif not now_paused:
+            p.resumes_received += 1
+        p.paused = any(u > at_ns for u in p.pause_until)
+        if not p.paused and p.paused_since is not None:
+            p.paused_ns += at_ns - p.paused_since
+            p.paused_since = None
+        # the port's next dequeue moves with the pause: recompute it from the heads
+        nxt = None
+        for i, q in enumerate(p.queues):
+            if q.items:
+                e = q.items[0][0]
+                if p.pause_until[i] > e:
+                    e = p.pause_until[i]
+                if nxt is None or e < nxt:
+                    nxt = e
+        if nxt is None:
+            return
+        if p.free_ns > nxt:
+            nxt = p.free_ns
+        p.next_ns = nxt
+        self._busy[port] = p
+
+    def port_rate_bps(self, port: int) -> int:
+        """The link rate of `port` (0: unlimited)."""
+        p = self._ports.get(port)
+        return p.rate_bps if p is not None else self._default["rate_bps"]
+
+    def control_frame_arrival_ns(self, port: int, at_ns: int, length: int) -> int:
+        """When a MAC control frame sent on `port` at `at_ns` reaches the far end: it takes no
+        queue, only its own serialisation and the link's delay."""
+        p = self._ports.get(port) or self._port(port)
+        rate = p.rate_bps
+        return at_ns + ((length * 8_000_000_000 + rate - 1) // rate if rate else 0) + p.delay_ns
 
     def has_work(self) -> bool:
         """True when any packet is queued or departed-but-not-handed-out (cheap)."""
@@ -365,7 +502,9 @@ class TrafficManager:
         free = p.free_ns
         last_tx = p.last_tx_ns
         number = p.number
-        single = queues[0] if len(queues) == 1 else None
+        single = queues[0] if len(queues) == 1 and not p.paused else None
+        pauses = p.pause_until
+        pfc_priority = self.pfc_priority
         next_ns = None
         while True:
             if single is not None:
@@ -380,9 +519,11 @@ class TrafficManager:
                 prio = 0
             else:
                 head = None
-                for q in queues:
+                for i, q in enumerate(queues):
                     if q.items:
                         e = q.items[0][0]
+                        if pauses[i] > e:  # a paused queue's head waits for the resume
+                            e = pauses[i]
                         if head is None or e < head:
                             head = e
                 if head is None:
@@ -394,11 +535,13 @@ class TrafficManager:
                 prio = len(queues) - 1
                 while True:
                     q = queues[prio]
-                    if q.items and q.items[0][0] <= t:
+                    if q.items and q.items[0][0] <= t and pauses[prio] <= t:
                         break
                     prio -= 1
             items = q.items
-            _, _, enq_us, enq_depth, length, packet = items.popleft()
+            _, _, enq_us, enq_depth, length, packet, source = items.popleft()
+            if prio == pfc_priority:
+                self._pfc_release(source, t)
             q.bytes -= length
             q.dequeued += 1
             q.deq_bytes += length
@@ -553,6 +696,10 @@ class TrafficManager:
                 "dropped_priority_bytes": p.dropped_priority_bytes,
                 "loss": p.loss,
                 "lost_link_by_class": {str(c): n for c, n in enumerate(p.lost_by_class) if n},
+                "pfc_pauses_received": p.pauses_received,
+                "pfc_resumes_received": p.resumes_received,
+                "pfc_paused_us": (p.paused_ns + (self._now - p.paused_since if p.paused_since is not None
+                                                 else 0)) / 1000,
             }
             for n, p in sorted(self._ports.items())
             if port is None or n == port
@@ -570,12 +717,24 @@ class TrafficManager:
         totals["dropped_priority"] = sum(row["dropped_priority"] for row in ports)
         return {
             "priority_queues": self.priority_queues,
+            "pfc": self.pfc_stats(),
             "now_us": self._now // 1000,
             "totals": totals,
             "fidelity": {"dequeue": self.dequeue_lag.summary()},
             "ports": ports,
             "queues": queues,
         }
+
+
+    def pfc_stats(self) -> dict | None:
+        """PFC's settings and the pause frames this switch was due to send (None: PFC off)."""
+        if self.pfc_priority is None:
+            return None
+        return {"priority": self.pfc_priority, "xoff_packets": self.pfc_xoff, "xon_packets": self.pfc_xon,
+                "pool_packets": self.pfc_pool, "queued_packets": self._pfc_queued,
+                "xoff_sent": sum(x for x, _ in self.pfc_sent.values()),
+                "xon_sent": sum(y for _, y in self.pfc_sent.values()),
+                "by_source_port": {str(port): {"xoff": x, "xon": y} for port, (x, y) in sorted(self.pfc_sent.items())}}
 
 
 def _check_port(port: Any) -> int:

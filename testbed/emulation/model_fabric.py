@@ -1,0 +1,153 @@
+"""A planned fabric in one FabricLoop, driven in model time: no Mininet, no ports, no syscalls.
+
+Why: the fabric loop's benchmark and the tests of fabric-wide behaviour (PFC, path choice under
+load) need the real pieces (fabric.p4 with the controller's plan, every switch's traffic
+manager, cables in memory) without a network: every host port is a stand-in that keeps what
+the fabric delivers to it and obeys the PFC frames its ToR sends, as a host NIC does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+from testbed.p4model.tm import pfc
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class HostPort:
+    """A host-facing port of a switch: counts the frames delivered to the host and keeps
+    the pause state its ToR's PFC frames set (the host's NIC)."""
+
+    def __init__(self, number: int, iface: str) -> None:
+        self.number, self.iface, self.fd, self.delivered = number, iface, None, 0
+        self.pause_frames = 0
+        self.paused = False
+
+    def send(self, data: bytes) -> bool:
+        if pfc.is_pause_frame(data):
+            self.pause_frames += 1
+            self.paused = any(quanta for priority, quanta in pfc.parse(data) if priority == 0)
+        else:
+            self.delivered += 1
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class ModelFabric:
+    scenario: object
+    topology: object
+    switches: dict
+    loop: object
+    clock: object
+    host_ports: dict = field(default_factory=dict)  # host name -> its ToR's HostPort
+
+    def tor_of(self, host: str) -> tuple[str, int]:
+        port = self.topology.ports(host)[0]
+        return port.peer, port.peer_port
+
+    def run_until(self, end_ns: int, now_ns: int) -> int:
+        """Every event up to `end_ns` in time order; returns the new model time."""
+        loop, clock = self.loop, self.clock
+        while True:
+            loop.deliver_due(now_ns)
+            loop.service_touched(now_ns)
+            due = loop.next_due_ns()
+            if due is None or due > end_ns:
+                break
+            now_ns = max(now_ns, due)
+            clock.set_ns(now_ns)
+        clock.set_ns(max(now_ns, end_ns))
+        return max(now_ns, end_ns)
+
+    def inject(self, host: str, frame: bytes, now_ns: int) -> None:
+        """`host` puts `frame` on its link; it reaches the ToR now (the caller models the wire)."""
+        switch_name, port = self.tor_of(host)
+        switch = self.switches[switch_name]
+        switch.receive_frames(port, (frame,), now_ns)
+        self.loop.touched.add(switch)
+
+    def delivered(self) -> int:
+        return sum(p.delivered for s in self.switches.values() for p in s.ports.values())
+
+    def tm_totals(self) -> dict:
+        totals: dict = {}
+        for s in self.switches.values():
+            for key, value in s.tm.stats()["totals"].items():
+                totals[key] = totals.get(key, 0) + value
+        return totals
+
+
+def build(scenario_text: str, name: str = "model_fabric.yaml") -> ModelFabric:
+    """Every switch of the scenario's topology with fabric.p4, the controller's plan pushed over
+    the control plane's own write path, and every fabric cable in memory, on a manual clock."""
+    from p4.v1 import p4runtime_pb2
+
+    from testbed.control.p4info_index import P4InfoIndex
+    from testbed.control.p4runtime_client import encode_table_entry
+    from testbed.control.plan import plan_fabric
+    from testbed.p4model.clock import ManualClock
+    from testbed.p4model.control_plane import ControlPlane
+    from testbed.p4model.fabric.loop import FabricLoop
+    from testbed.p4model.frontend import load_program
+    from testbed.p4model.p4info import generate
+    from testbed.p4model.pipeline import Pipeline
+    from testbed.p4model.switch.loop import Switch
+    from testbed.scenario import parse_scenario
+
+    scenario = parse_scenario(scenario_text, name)
+    topology = scenario.topo
+    plans = plan_fabric(topology, scenario)
+    ir = load_program(REPO / scenario.switch.program)
+    p4info = generate(ir)
+    index = P4InfoIndex(p4info)
+    clock = ManualClock()
+    switches, host_ports = {}, {}
+    for switch_name in topology.switches:
+        ports = {}
+        for p in topology.ports(switch_name):
+            if p.tier == "host":
+                ports[p.number] = host_ports[p.peer] = HostPort(p.number, f"{switch_name}-eth{p.number}")
+        memory = {p.number: f"{switch_name}-eth{p.number}" for p in topology.ports(switch_name) if p.tier != "host"}
+        switch = Switch(ports, clock=clock, cpu_port=255, memory_ports=memory,
+                        priority_queues=scenario.switch.priority_queues)
+        pipeline = Pipeline(ir, clock=clock, seed=1)
+        control = ControlPlane(pipeline, p4info)
+        for spec in plans[switch_name].entries:
+            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
+                                          else p4runtime_pb2.Update.INSERT)
+            update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
+            control.write(update)
+        switch.install(SimpleNamespace(pipeline=pipeline))
+        switch.tm_commands.apply_all(plans[switch_name].tm_commands)
+        switches[switch_name] = switch
+    loop = FabricLoop(switches, clock)
+    for link in topology.links:
+        if link.tier != "host":
+            loop.connect(link.a, link.a_port, link.b, link.b_port)
+    return ModelFabric(scenario, topology, switches, loop, clock, host_ports)
+
+
+def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int | None = None) -> list[bytes]:
+    """DATA cell frames from `src` to `dst`, one per entropy value (or `count`, cycling them)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw, raw
+
+    from testbed.host.scapy_cell import Cell
+
+    topology, cell_size = fabric.topology, fabric.scenario.fabric.cell_size
+    port = topology.ports(src)[0]
+    tor_port = topology.port(port.peer, port.peer_port)
+    values = fabric.scenario.fabric.entropy_values
+    return [raw(Ether(src=port.mac, dst=tor_port.mac)
+                / IP(src=topology.node(src).ip, dst=topology.node(dst).ip, tos=2)
+                / UDP(sport=50000 + flow_id, dport=4793)
+                / Cell(type=0, entropy=e % values, flow_id=flow_id, msg_id=1, psn=e, aux=cell_size)
+                / Raw(bytes(cell_size)))
+            for e in range(count if count is not None else values)]
