@@ -368,6 +368,7 @@ class Agent:
         sel.register(self.sock, selectors.EVENT_READ)
         for index, pause_sock in enumerate(self._pause_socks):
             sel.register(pause_sock, selectors.EVENT_READ, index)
+            self._receive_pause_frames(index)  # a pause that came first holds the first cell too
         self._watch_carrier(sel)
         finished_at = None
         reason = "timeout"
