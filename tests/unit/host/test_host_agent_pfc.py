@@ -134,3 +134,17 @@ def test_real_pause_frames_on_a_veth_pause_and_resume_the_port(tmp_path, veth_pa
     assert (stats["pfc"]["xoff_frames"], stats["pfc"]["xon_frames"]) == (1, 1)
     assert 0.25 < stats["pfc"]["paused_s"] < 0.6
     assert agents[0]._pause_socks[0].fileno() == -1  # closed by run()
+
+
+def test_the_cli_flag_turns_pfc_on(tmp_path, capsys):
+    from testbed.cli import main
+
+    (tmp_path / "peers.json").write_text(json.dumps(HOSTS))
+    (tmp_path / "wl.json").write_text(json.dumps({"seed": 1, "messages": []}))
+    argv = ["host", "--name", "h1", "--addr", HOSTS["h1"], "--peers-file", str(tmp_path / "peers.json"),
+            "--workload-file", str(tmp_path / "wl.json"), "--records", str(tmp_path / "rec"),
+            "--nic-interfaces", "tbnosuch0", "--grace-s", "0", "--timeout-s", "0.5"]
+    assert main(argv) == 0  # without --pfc the missing interface is never opened
+    assert main(argv + ["--pfc"]) == 1
+    err = capsys.readouterr().err
+    assert "PFC" in err and "tbnosuch0" in err, err
