@@ -22,10 +22,18 @@ still up, each change is recorded with its time, and cells lost on a dead
 port are recovered by the transport's retransmissions.  Every few cell
 times the agent samples its in-order DATA cells and each port's sends: the
 report's goodput over time.
+
+With `pfc` the NIC obeys its ToR's PFC pause frames (`testbed.host.pfc`), as a
+RoCE NIC does, so a fabric with PFC is lossless end to end: a raw socket per
+port takes the frames (EtherType 0x8808), and while a port is paused the
+priority-0 cells the pacer releases for it (all but CREDIT and CNP) wait in
+that port's queue, in order; at XON or the guard's end they go on the wire,
+serialised from then.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -47,8 +55,10 @@ from testbed.host.endpoint import ECT0, Endpoint, channel_of_datagram
 from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host.nic import NicPorts
+from testbed.host.pfc import PauseGate, summed
 from testbed.host.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
+from testbed.p4model.tm import pfc as pause_frame
 
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
@@ -113,7 +123,7 @@ class Agent:
                  grace_s: float = 1.0, timeout_s: float = 600.0, epoch: float | None = None,
                  link_delay_s: float = 0.0, realtime_priority: int = 0,
                  local: tuple[list[str], float, float] | None = None,
-                 nic_interfaces: list[str] | None = None, nic_choice: str = "flow") -> None:
+                 nic_interfaces: list[str] | None = None, nic_choice: str = "flow", pfc: bool = False) -> None:
         self.name = name
         self.addr = addr
         self.port = port
@@ -172,7 +182,17 @@ class Agent:
         self.multiport = len(names) > 1
         self._wires: list[deque[tuple[float, str, bytes, bool]]] = [deque() for _ in names]
         self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
-        self.sock = self._open()
+        # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
+        self.pause_gates: list[PauseGate] | None = None
+        self._pause_socks = open_pause_sockets(names) if pfc else []
+        if pfc:
+            self.pause_gates = [PauseGate(self.nic_ports.port_rate_bps) for _ in names]
+        try:
+            self.sock = self._open()
+        except AgentError:
+            for pause_sock in self._pause_socks:
+                pause_sock.close()
+            raise
         self._flow_socks: dict[tuple[str, int, int], FlowSocket] = {}  # (peer, channel, NIC port) -> socket
         self._flow_sport: dict[tuple[str, int], int] = {}  # (peer, channel) -> UDP source port
         self.link_events: LinkEvents | None = None
@@ -285,6 +305,33 @@ class Agent:
             ep = self.local_ep if src[0] in self.local_addrs else self.ep
             ep.receive(self.now(), src[0], data, tos)
 
+    def _receive_pause_frames(self, port: int) -> None:
+        sock, pause = self._pause_socks[port], self.pause_gates[port].pause
+        for _ in range(MAX_BATCH):
+            try:
+                frame = sock.recv(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.socket_errors += 1
+                continue
+            pause.on_frame(frame, self.now())
+
+    def _release_held(self, now: float) -> int:
+        """Cells held by a pause that is over go on their port's wire, in order; how many were sent."""
+        sent = 0
+        for port, gate in enumerate(self.pause_gates):
+            for start, (dst, data, ect) in gate.release(now):
+                if self.link_delay_s:
+                    due = self.nic_ports.on_wire(port, start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
+                                                 data[0] & 0x0F)
+                    self._wires[port].append((due, dst, data, ect))
+                else:
+                    self.nic_ports.sent(port, now, data[0] & 0x0F)
+                    self._send(dst, data, ect, port)
+                    sent += 1
+        return sent
+
     def _done(self) -> bool:
         return self.runner.finished() and self.expected_in <= self.runner.received
 
@@ -319,11 +366,14 @@ class Agent:
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         sel = fine_selector()
         sel.register(self.sock, selectors.EVENT_READ)
+        for index, pause_sock in enumerate(self._pause_socks):
+            sel.register(pause_sock, selectors.EVENT_READ, index)
+            self._receive_pause_frames(index)  # a pause that came first holds the first cell too
         self._watch_carrier(sel)
         finished_at = None
         reason = "timeout"
         due_s = None
-        nic, wires = self.nic_ports, self._wires
+        nic, wires, gates = self.nic_ports, self._wires, self.pause_gates
         next_sample = 0.0
         try:
             while not self.stop:
@@ -334,9 +384,12 @@ class Agent:
                     if nic.check_silence(now):
                         self.ep.set_link_rate(nic.rate_bps())
                 self.runner.poll(now)
-                sent = 0
+                sent = 0 if gates is None else self._release_held(now)
                 for tx in self.ep.poll(now):
                     port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
+                    if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start,
+                                                                   (tx.dst, data, tx.ect), now):
+                        continue
                     if self.link_delay_s:
                         due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
                                           data[0] & 0x0F)
@@ -372,14 +425,18 @@ class Agent:
                                    self.local_ep.next_deadline() if self.local_ep is not None else None,
                                    local_wire[0][0] if local_wire else None) if t is not None]
                 due += [wire[0][0] for wire in wires if wire]
+                if gates is not None:
+                    due += [t for t in (gate.wake_at() for gate in gates) if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
                 self.wakeups += 1
                 for key, _ in sel.select(wait):
                     if key.fileobj is self.sock:
                         self._receive_batch()
-                    else:
+                    elif key.fileobj is self.link_events:
                         self._on_link_events()
+                    else:
+                        self._receive_pause_frames(key.data)
             else:
                 reason = "stopped"
         finally:
@@ -391,6 +448,8 @@ class Agent:
                 self.link_events.close()
             for flow in self._flow_socks.values():
                 flow.sock.close()
+            for pause_sock in self._pause_socks:
+                pause_sock.close()
             self.write_records(reason)
         code = 0 if reason in ("done", "stopped") else 3
         acked = sum(1 for r in self.runner.records if r["kind"] == "message_sent")
@@ -420,12 +479,42 @@ class Agent:
             "pacer_lateness": self.lateness.summary(),
             "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
             "nic_ports": self.nic_ports.stats(),
+            "pfc": None if self.pause_gates is None else summed(
+                {port.name: gate.stats(self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
             "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
                                  for t, name, up, why in self.nic_ports.changes],
             "series": dict(self.series, period_s=self.sample_s,
                            data_cell_payload_bytes=self.cfg.cell_size),
         })
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
+
+
+def open_pause_sockets(interfaces: list[str]) -> list[socket.socket]:
+    """A raw socket per NIC port that receives its PFC frames (EtherType 0x8808), non-blocking."""
+    socks: list[socket.socket] = []
+    try:
+        for name in interfaces:
+            socks.append(open_pause_socket(name))
+    except AgentError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+def open_pause_socket(interface: str) -> socket.socket:
+    try:
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(pause_frame.ETHERTYPE))
+    except OSError as e:
+        needs = " (a raw socket needs root or CAP_NET_RAW)" if e.errno in (errno.EPERM, errno.EACCES) else ""
+        raise AgentError(f"cannot open a PFC socket for {interface}: {e.strerror}{needs}") from None
+    try:
+        sock.bind((interface, pause_frame.ETHERTYPE))
+    except OSError as e:
+        sock.close()
+        raise AgentError(f"cannot listen for PFC frames on {interface}: {e.strerror}") from None
+    sock.setblocking(False)
+    return sock
 
 
 def fine_selector() -> selectors.BaseSelector:

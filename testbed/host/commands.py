@@ -47,6 +47,8 @@ def register(subparsers) -> None:
     p.add_argument("--nic-choice", choices=("entropy", "flow"), default="flow",
                    help="how a cell picks its NIC port: the entropy's nic digit (entropy spraying) or "
                         "one port per flow (ECMP, switch spraying)")
+    p.add_argument("--pfc", action="store_true",
+                   help="obey the ToR's PFC pause frames on every NIC port")
     p.add_argument("--transport-file", type=Path, default=None,
                    help="JSON: the scenario's resolved transport section (RTOs, tita and dcqcn parameters)")
     p.add_argument("--records", required=True, type=Path, help="run directory for records")
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                   grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
                   link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
                   local=load_local(args.peers_file, args.name),
-                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice)
+                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc)
     install_sigterm(agent)
     if args.epoch_file is not None:
         epoch = wait_for_epoch(args.epoch_file, args.timeout_s, stopped=lambda: agent.stop)
