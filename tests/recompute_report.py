@@ -208,6 +208,14 @@ def recompute(v: Variant) -> dict:
                                              if 0 < unaccounted <= slack else "does not balance")
     out["ecn_marks_packets"] = sum(sum(s["ecn_marks_packets"].values()) for s in last_sample.values())
 
+    # PFC: the traffic managers' pause decisions and the host NICs' pauses
+    if ((v.scenario.get("fabric") or {}).get("pfc") or {}).get("enabled"):
+        tms = [s.get("tm", {}) for s in v.tm.values()]
+        out["pfc/switch_xoff_sent"] = sum((tm.get("pfc") or {}).get("xoff_sent", 0) for tm in tms)
+        out["pfc/switch_xon_sent"] = sum((tm.get("pfc") or {}).get("xon_sent", 0) for tm in tms)
+        out["pfc/switch_ports_paused"] = sum(p.get("pfc_pauses_received", 0) for tm in tms for p in tm.get("ports", []))
+        out["pfc/host_xoff_received"] = sum((s.get("pfc") or {}).get("xoff_frames", 0) for s in v.stats.values())
+
     # fidelity
     threshold = max(1000.0, v.scenario["derived"]["cell_wire_bytes"] * 8 / v.scenario["links"]["host"]["rate_mbps"])
     lags = [s["tm"]["fidelity"]["dequeue"]["p99_lag_us"] for s in v.tm.values()
@@ -540,6 +548,8 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
                                                      else f"{f['uplink_jain_fairness']:.3f}")
            if "uplink_jain_fairness" in f else None)
     expect("equal-cost links idle", lambda f: ", ".join(f["idle_siblings"]) or "none")
+    expect("PFC pause frames", lambda f: f"{f['pfc/switch_xoff_sent']} / {f['pfc/switch_xon_sent']}; "
+           f"{f['pfc/switch_ports_paused']} / {f['pfc/host_xoff_received']}" if "pfc/switch_xoff_sent" in f else "off")
     for tier in ("host->tor", "leaf->spine", "spine->leaf", "tor->host", "edge->agg", "agg->core", "core->agg",
                  "agg->edge"):
         if f"tiers/{tier}/utilisation_mean" in figures[names[0]]:

@@ -49,6 +49,10 @@ ROWS = [
     ("ECN marks (packets)", lambda s: str(s.get("ecn_marks_packets", "n/a"))),
     ("CNPs received / rate cuts", lambda s: _cnps(s.get("agents") or {})),
     ("window cuts / quick adapts (nscc)", lambda s: _window_cuts(s.get("agents") or {})),
+    ("PFC pause frames: XOFF / XON sent by switches; pauses taken by switch ports / host NICs (frames)",
+     lambda s: _pfc_frames(s.get("pfc"))),
+    ("PFC paused time, summed over switch ports / host NIC ports (ms); most cells a NIC held",
+     lambda s: _pfc_time(s.get("pfc"))),
     ("cells out of order", lambda s: str(s.get("cells_out_of_order", "n/a"))),
     ("largest out-of-order distance (cells)", lambda s: str(s.get("max_ooo_distance_cells", "n/a"))),
     ("peak reorder buffer (cells)", lambda s: str(s.get("peak_reorder_buffer_cells", "n/a"))),
@@ -138,6 +142,19 @@ def _cnps(agents: dict) -> str:
     low = agents.get("min_rate_mbps")
     return (f"{agents.get('cnps_received', 0)} / {agents.get('rate_cuts', 0)}"
             + (f" (lowest rate {low:.2f} Mbit/s)" if low is not None else ""))
+
+
+def _pfc_frames(pfc: dict | None) -> str:
+    if pfc is None:
+        return "off"
+    return (f"{pfc['switch_xoff_sent']} / {pfc['switch_xon_sent']}; "
+            f"{pfc['switch_ports_paused']} / {pfc['host_xoff_received']}")
+
+
+def _pfc_time(pfc: dict | None) -> str:
+    if pfc is None:
+        return "off"
+    return f"{pfc['switch_paused_ms']:.1f} / {pfc['host_paused_ms']:.1f}; {pfc['host_held_cells_max']}"
 
 
 def _window_cuts(agents: dict) -> str:
@@ -363,6 +380,11 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
   link rates and placement (spray: every equal-cost path evenly; ECMP: each flow's path inferred from the
   switches' DATA bytes per port), with each receiver's measured control bytes per DATA byte on the reverse
   links (NACKs left out: they answer losses); no loss, no propagation delay.
+- PFC (with `fabric.pfc`): XOFF and XON frames each switch's traffic manager sent (one per crossing of
+  a link's XOFF or XON count of its DATA-priority cells queued there), the pauses switch ports took
+  from them (traffic manager, per port) and host NICs took (`records/<host>.stats.json` "pfc"), and
+  the time they were paused, summed over ports, so it can exceed the run's length; retransmissions
+  with no drop are cells whose timer ran out while a pause held them.
 - Fidelity: switches' p99 dequeue lag (traffic manager) and hosts' p99 pacer lateness (agent: how late it
   woke and sent relative to the deadline it slept for), each against one data cell's time on the host link.
 - On bmv2: each link is a queue rate in packets/s (one data cell's wire size per packet of any size) with

@@ -218,6 +218,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["ideal"] = ideal
     summary["measured_over_ideal"] = measured_over_ideal(summary, ideal)
     summary["agents"] = agent_stats(run_dir)
+    summary["pfc"] = pfc_figures(scenario, tm_stats, hosts)
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"))
@@ -225,6 +226,32 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary
+
+
+def pfc_figures(scenario: dict, tm_stats: dict, hosts: dict[str, dict]) -> dict | None:
+    """Pause frames and paused time, switches (their traffic managers) and hosts (their NICs);
+    None when the scenario has no PFC."""
+    if not ((scenario.get("fabric") or {}).get("pfc") or {}).get("enabled"):
+        return None
+    out = {"switch_xoff_sent": 0, "switch_xon_sent": 0, "switch_ports_paused": 0, "switch_paused_ms": 0.0,
+           "host_xoff_received": 0, "host_xon_received": 0, "host_paused_ms": 0.0, "host_held_cells_max": 0}
+    for stats in tm_stats.values():
+        tm = stats.get("tm") or {}
+        sent = tm.get("pfc") or {}
+        out["switch_xoff_sent"] += sent.get("xoff_sent", 0)
+        out["switch_xon_sent"] += sent.get("xon_sent", 0)
+        for port in tm.get("ports", []):
+            out["switch_ports_paused"] += port.get("pfc_pauses_received", 0)
+            out["switch_paused_ms"] += port.get("pfc_paused_us", 0.0) / 1000
+    for stats in hosts.values():
+        nic = stats.get("pfc") or {}
+        out["host_xoff_received"] += nic.get("xoff_frames", 0)
+        out["host_xon_received"] += nic.get("xon_frames", 0)
+        out["host_paused_ms"] += nic.get("paused_s", 0.0) * 1000
+        out["host_held_cells_max"] = max(out["host_held_cells_max"], nic.get("held_cells_max", 0))
+    out["switch_paused_ms"] = round(out["switch_paused_ms"], 3)
+    out["host_paused_ms"] = round(out["host_paused_ms"], 3)
+    return out
 
 
 def faults(run_dir: Path) -> list[dict]:
