@@ -49,8 +49,10 @@ def _link_spec(params, scenario, switch_ecn: bool = True) -> sim.LinkSpec:
         marks = (ecn.k_cells, ecn.k_cells, 1.0)
     elif ecn.mode == "red":
         marks = (ecn.kmin_cells, ecn.kmax_cells, ecn.pmax)
+    pfc = scenario.fabric.pfc
     return sim.LinkSpec(params.rate_mbps * 1e6, params.delay_us / 1e6, params.buffer_packets,
-                        marks if switch_ecn else None, scenario.fabric.credits.enabled)
+                        marks if switch_ecn else None, scenario.fabric.credits.enabled,
+                        (pfc.xoff_cells, pfc.xon_cells) if pfc.enabled else None)
 
 
 def build_network(scenario) -> sim.Network:
@@ -80,7 +82,8 @@ def simulate(scenario, messages=None, until_s: float | None = None) -> tuple[sim
     info = {"driver": "simulator", "target": "simulator", "virtual_end_s": net.sim.now,
             "wall_s": round(time.monotonic() - started, 3), "events": net.sim.events,
             "finished": net.finished(), "switch_queue_drops": net.drops(),
-            "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0}
+            "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0,
+            "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None}
     return net, info
 
 

@@ -186,7 +186,7 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     summary.update(message_figures(planned_messages(run_dir), sent, delivered))
     summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
     summary["simulator"] = {k: result.get(k) for k in ("virtual_end_s", "wall_s", "events", "finished",
-                                                       "switch_queue_drops", "max_queue_cells")}
+                                                       "switch_queue_drops", "max_queue_cells", "pause_frames")}
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary
 
@@ -205,12 +205,14 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
              f"fabric {scenario.links.fabric.rate_mbps:g} Mbit/s"
              + (f", local channel {scenario.links.local.rate_mbps:g} Mbit/s / {scenario.links.local.delay_us:g} us"
                 if scenario.links.local else "") + ".", "",
-             "| variant | messages planned / completed | switch queue drops (packets) | virtual time (s) | "
-             "wall time (s) |", "|---|---|---|---|---|"]
+             "| variant | messages planned / completed | switch queue drops (packets) | PFC pause frames, XOFF + XON | "
+             "virtual time (s) | wall time (s) |", "|---|---|---|---|---|---|"]
     for name, s in summaries.items():
         sim = s["simulator"]
+        pauses = sim.get("pause_frames")
         lines.append(f"| {name} | {s['messages_planned']} / {s['messages_completed']} | "
-                     f"{sim['switch_queue_drops']} | {sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
+                     f"{sim['switch_queue_drops']} | {'off' if pauses is None else pauses} | "
+                     f"{sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
     lines.append("")
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
