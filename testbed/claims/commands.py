@@ -63,7 +63,7 @@ def _reproduce(args, ccs: list[str], why_not: str | None) -> int:
         print(f"[{number}/{len(plan)}] simulated {experiment.name} in {time.monotonic() - started:.1f} s", flush=True)
     notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
              f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
-             "ingress link) where the simulator has PFC (not on the scenario-built 2- and 3-tier runs)"]
+             "ingress link)"]
     if why_not:
         notes.append(f"emulated: not run ({why_not})")
     else:
@@ -83,6 +83,7 @@ def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
     for n in sizes:
         emulated.run_incast(n, ccs, directory, progress)
     emulated.run_permutation(ccs, directory, progress)
+    pfc = ", and dcqcn on a lossless fabric (the builtin traffic manager's PFC)" if "dcqcn" in ccs else ""
     return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)} and the 2-tier permutation for "
-            f"{', '.join(ccs)} on the builtin target (each scenario's own `testbed run` report is under "
+            f"{', '.join(ccs)}{pfc} on the builtin target (each scenario's own `testbed run` report is under "
             "emulated/)")

@@ -44,30 +44,43 @@ def unavailable() -> str | None:
     return None
 
 
+def with_pfc_variant(text: str, ccs: list[str]) -> list[str]:
+    """The scenario for every cc, and (with dcqcn among them) dcqcn on a lossless fabric as it is
+    deployed: the same scenario with fabric.pfc, variant cc=dcqcn,pfc=true."""
+    base, _, _ = text.rpartition("variants:")
+    texts = [base + "variants: {cc: [%s]}\n" % ", ".join(ccs)]
+    if "dcqcn" in ccs:
+        texts.append(base + "variants: {cc: [dcqcn], pfc: [true]}\n")
+    return texts
+
+
 def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) -> None:
-    """The N:1 scenario for every cc, as one `testbed run` under directory/emulated/."""
+    """The N:1 scenario for every cc (and dcqcn with PFC), as one `testbed run` under directory/emulated/."""
     text = INCAST.format(senders=senders, ccs=", ".join(ccs), **INCAST_FABRICS[senders])
-    run_scenario(text, f"claims-incast{senders}", directory, progress)
+    run_scenario(with_pfc_variant(text, ccs), f"claims-incast{senders}", directory, progress)
 
 
 def run_permutation(ccs: list[str], directory: Path, progress=print) -> None:
-    """The simulator's 2-tier permutation scenario (experiments.scenario_text) for every cc."""
+    """The simulator's 2-tier permutation scenario (experiments.scenario_text) for every cc (and
+    dcqcn with PFC)."""
     from testbed.claims.experiments import scenario_text
 
     text = scenario_text("permutation", 2, ccs[0]).replace("name: claims-2tier", "name: claims-permutation")
-    run_scenario(text + "variants: {cc: [%s]}\n" % ", ".join(ccs), "claims-permutation", directory, progress)
+    run_scenario(with_pfc_variant(text + "variants: {}\n", ccs), "claims-permutation", directory, progress)
 
 
-def run_scenario(text: str, name: str, directory: Path, progress=print) -> None:
-    """Every variant of a scenario text, slowed by one common factor if needed, with its report."""
+def run_scenario(texts: list[str], name: str, directory: Path, progress=print) -> None:
+    """Every variant of the scenario texts (one scenario, its variants in several texts when no one
+    matrix gives them), slowed by one common factor if needed, with one report."""
     from testbed.emulation.commands import REPO_ROOT, fitted_together
     from testbed.emulation.run import VariantRun
     from testbed.scenario import expand_variants, parse_scenario
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
-    scenario = parse_scenario(text, f"{name}.yaml")
-    variants = fitted_together(expand_variants(scenario))
+    scenarios = [parse_scenario(text, f"{name}.yaml") for text in texts]
+    scenario = scenarios[0]
+    variants = fitted_together([v for s in scenarios for v in expand_variants(s)])
     for variant in variants:
         progress(capacity.check(variant.scenario))
     out_dir = directory / "emulated" / scenario.name

@@ -74,10 +74,9 @@ def plan(ccs: list[str], quick: bool = False) -> list[Experiment]:
         out.append(Experiment(f"mixed-{t.label}", "mixed", t, {}))
         for load in loads:
             out.append(Experiment(f"load{load:g}-{t.label}", "load", t, {"load": load}))
-        if not t.pfc:  # the scenario model has no PFC
-            for tiers in ((2,) if quick else (2, 3)):
-                out.append(Experiment(f"permutation-{tiers}tier-{t.label}", "permutation", t, {"tiers": tiers}))
-                out.append(Experiment(f"alltoall-{tiers}tier-{t.label}", "alltoall", t, {"tiers": tiers}))
+        for tiers in ((2,) if quick else (2, 3)):
+            out.append(Experiment(f"permutation-{tiers}tier-{t.label}", "permutation", t, {"tiers": tiers}))
+            out.append(Experiment(f"alltoall-{tiers}tier-{t.label}", "alltoall", t, {"tiers": tiers}))
     return out
 
 
@@ -157,7 +156,7 @@ duration_s: 300
 seed: 1
 topology: {{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}}
 links: {{rate_mbps: 5, delay_us: 2500}}
-fabric: {{load_balancing: spray, cell_size: 1024}}
+fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
 transport: {{cc: {cc}}}
 workload: [{workload}]
 """,
@@ -167,7 +166,7 @@ duration_s: 300
 seed: 1
 topology: {{kind: fat_tree, k: 4}}
 links: {{rate_mbps: 5, delay_us: 1000}}
-fabric: {{load_balancing: spray, cell_size: 1024}}
+fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
 transport: {{cc: {cc}}}
 workload: [{workload}]
 """,
@@ -180,8 +179,9 @@ WORKLOADS = {
 }
 
 
-def scenario_text(kind: str, tiers: int, cc: str) -> str:
-    return SCENARIOS[tiers].format(cc=cc, workload=WORKLOADS[kind])
+def scenario_text(kind: str, tiers: int, cc: str, pfc: bool = False) -> str:
+    return SCENARIOS[tiers].format(cc=cc, workload=WORKLOADS[kind], pfc="true" if pfc else "false",
+                                   xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1])
 
 
 def _run_scenario(e: Experiment):
@@ -190,7 +190,8 @@ def _run_scenario(e: Experiment):
     from testbed.simulation.run import simulate, transport_config
 
     tiers = e.params["tiers"]
-    scenario = parse_scenario(scenario_text(e.kind, tiers, e.transport.cc), f"claims-{tiers}tier.yaml")
+    scenario = parse_scenario(scenario_text(e.kind, tiers, e.transport.cc, e.transport.pfc),
+                              f"claims-{tiers}tier.yaml")
     messages = scenario_messages(scenario)
     net, _ = simulate(scenario, messages, until_s=300.0)
     return net, transport_config(scenario), messages, {"topology": scenario.topology.kind}

@@ -112,10 +112,15 @@ def of_emulated(variant_dir: Path) -> dict:
     kinds = {phase["kind"] for phase in resolved["workload"]} - {"pingall"}
     retransmitted = sum(json.loads(p.read_text()).get("retransmissions") or 0
                         for p in (variant_dir / "records").glob("*.stats.json"))
-    common = {"cc": resolved["transport"]["cc"], "bdp_cells": resolved["derived"]["bdp_cells"],
-              "retransmissions": retransmitted}
+    pfc = bool((resolved["fabric"].get("pfc") or {}).get("enabled"))
+    summary = simexp.variant_summary(variant_dir)
+    common = {"cc": resolved["transport"]["cc"], "pfc": pfc,
+              "label": resolved["transport"]["cc"] + ("+pfc" if pfc else ""),
+              "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted,
+              "pause_frames": (summary.get("pfc") or {}).get("switch_xoff_sent", 0)
+              + (summary.get("pfc") or {}).get("switch_xon_sent", 0) if pfc else None}
     if kinds != {"permutation"}:
-        return {"kind": "incast", **simexp.from_run(variant_dir), **common}
+        return {"kind": "incast", **simexp.from_run(variant_dir, summary), **common}
     recs = [r for f in sorted((variant_dir / "records").glob("*.jsonl")) for r in host_records.read_jsonl(f)]
     sent = [r for r in recs if r["kind"] == "message_sent"]
     got = [r for r in recs if r["kind"] == "message_delivered"]
@@ -124,8 +129,6 @@ def of_emulated(variant_dir: Path) -> dict:
          "data_wire_bytes": wire.wire_bytes(cell, wire.DATA), "base_rtt_s": resolved["derived"]["base_rtt_us"] / 1e6,
          "hosts": len({r["src"] for r in sent}), "message_bytes": [r["bytes"] for r in sent],
          "sources": [r["src"] for r in sent], "starts_us": [r["start_us"] for r in sent]}
-    summary = json.loads((variant_dir.parent / "summary.json").read_text()).get(
-        variant_dir.name.replace("-", "=", 1), {})
     out = {"kind": "permutation", "variant": variant_dir.name, "tiers": 2, **common,
            "link_rate_mbps": c["link_rate_bps"] / 1e6, "messages": len(sent),
            "delivered_verified": sum(1 for r in got if r["verified"]),

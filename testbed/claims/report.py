@@ -58,8 +58,8 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {r['params']['senders']} | {r['label']} | {r['goodput_over_payload_rate']} | {r['data_drops']} | "
                    f"{r['peak_queue_cells']} | {r['jain']} | {r['last_over_ideal']} | "
                    f"{r['completion_p50_ms']} / {r['completion_p99_ms']} | {r['retransmissions']} |")
-    for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["cc"])):
-        out.append(f"| {e['senders']} | {e['cc']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
+    for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["label"])):
+        out.append(f"| {e['senders']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
                    f"{e['last_over_ideal']} | {e['completion_p50_ms']} / {e['completion_p99_ms']} | {e['retransmissions']} |")
     if not any(r["pfc"] for r in rows):
@@ -120,8 +120,8 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {r['kind']} | {r['tiers']} | {r['label']} | {r['efficiency']} | {r['efficiency_bound']} | "
                    f"{r['data_drops']} | "
                    f"{r.get('completion_p50_ms')} / {r.get('completion_p99_ms')} |")
-    for e in sorted((e for e in emu if e["kind"] == "permutation"), key=lambda e: e["cc"]):
-        out.append(f"| permutation | 2 | {e['cc']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
+    for e in sorted((e for e in emu if e["kind"] == "permutation"), key=lambda e: e["label"]):
+        out.append(f"| permutation | 2 | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
                    f"{e['data_drops']} | {e.get('completion_p50_ms')} / {e.get('completion_p99_ms')} |")
     return out + [""]

@@ -124,6 +124,16 @@ def goodput_figures(wl_sizes: list[int], got: list[dict], starts: list[float], r
             "last_over_ideal": round((last - start) / ideal, 4)}
 
 
+def variant_summary(vdir) -> dict:
+    """A `testbed run` variant's entry of its run's summary.json (its name from its result.json)."""
+    from pathlib import Path
+
+    vdir = Path(vdir)
+    result = vdir / "result.json"
+    name = json.loads(result.read_text()).get("variant") if result.exists() else None
+    return json.loads((vdir.parent / "summary.json").read_text()).get(name or vdir.name.replace("-", "=", 1), {})
+
+
 def from_run(variant_dir, summary: dict | None = None) -> dict:
     """The incast figures of one emulated variant (records of every host into the receiver);
     drops, queue and fidelity from its summary (default: the run's summary.json)."""
@@ -149,7 +159,7 @@ def from_run(variant_dir, summary: dict | None = None) -> dict:
                         wire.wire_bytes(cell, wire.DATA)))
     out.update(completion_figures(ours, rtt))
     if summary is None:
-        summary = json.loads((vdir.parent / "summary.json").read_text()).get(vdir.name.replace("-", "=", 1), {})
+        summary = variant_summary(vdir)
     drops = summary.get("drops", {})
     out.update({"data_drops": drops.get("switch_queue_drops_by_type", {}).get("DATA", 0),
                 "drops_by_place": drops.get("untyped_losses_packets"),

@@ -28,8 +28,18 @@ def test_plan_covers_every_kind_and_dcqcn_with_pfc():
     plan = experiments.plan(["tita", "dcqcn", "none"])
     names = {e.name for e in plan}
     assert {"incast64-tita", "incast64-dcqcn", "mixed-dcqcn+pfc", "load0.05-tita", "load1-dcqcn+pfc",
-            "permutation-3tier-tita", "alltoall-2tier-dcqcn"} <= names
-    assert "incast64-none" not in names and "permutation-2tier-dcqcn+pfc" not in names
+            "permutation-3tier-tita", "alltoall-2tier-dcqcn", "permutation-3tier-dcqcn+pfc"} <= names
+    assert "incast64-none" not in names
+
+
+def test_a_scenario_built_experiment_with_pfc_pauses_and_one_without_does_not(tmp_path):
+    lossy = experiments.Experiment("alltoall-2tier-dcqcn", "alltoall", experiments.Transport("dcqcn"), {"tiers": 2})
+    lossless = experiments.Experiment("alltoall-2tier-dcqcn+pfc", "alltoall",
+                                      experiments.Transport("dcqcn", pfc=True), {"tiers": 2})
+    off = json.loads((experiments.run(lossy, tmp_path) / "counters.json").read_text())
+    on = json.loads((experiments.run(lossless, tmp_path) / "counters.json").read_text())
+    assert off["pause_frames"] == 0
+    assert on["data_drops"] == 0 and on["pause_frames"] > 0 and on["finished"]
 
 
 def test_incast_figures_come_from_the_files_and_match_simexp(tmp_path):

@@ -35,7 +35,7 @@ def test_zero_loss_is_partly_held_when_only_wide_incasts_drop():
     sim[-1]["data_drops"] = 0
     sim[1]["data_drops"] = 0
     assert verdicts.zero_loss(sim, [])["verdict"] == verdicts.HOLDS
-    emu = [{"cc": "tita", "variant": "cc-tita", "data_drops": 2}]
+    emu = [{"cc": "tita", "label": "tita", "variant": "cc-tita", "data_drops": 2}]
     assert verdicts.zero_loss(sim, emu)["verdict"] == verdicts.NOT
 
 
@@ -73,9 +73,24 @@ def test_incast_acceptance_names_each_failed_check():
 
 def test_agreement_is_within_ten_percent_of_the_simulator():
     sim = {"goodput_over_payload_rate": 0.98, "jain": 1.0, "last_over_ideal": 1.0}
-    emu = {"kind": "incast", "cc": "tita", "senders": 7, "goodput_over_payload_rate": 0.90, "jain": 1.0,
+    emu = {"kind": "incast", "cc": "tita", "label": "tita", "senders": 7, "goodput_over_payload_rate": 0.90, "jain": 1.0,
            "last_over_ideal": 1.12}
     v = verdicts.agreement(sim, emu)
     assert v["verdict"] == verdicts.NOT + " (last_over_ideal)"
-    v = verdicts.agreement({"efficiency": 0.80}, {"kind": "permutation", "cc": "tita", "efficiency": 0.75})
+    v = verdicts.agreement({"efficiency": 0.80}, {"kind": "permutation", "cc": "tita", "label": "tita", "efficiency": 0.75})
     assert v["verdict"] == verdicts.HOLDS and "2-tier permutation" in v["claim"]
+
+
+def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():
+    def row(label, p50, p99, late=False):
+        return {"kind": "incast", "label": label, "cc": label.split("+")[0], "pfc": "+pfc" in label,
+                "senders": 7, "completion_p50_ms": p50, "completion_p99_ms": p99, "behind_real_time": late,
+                "data_drops": 0, "pause_frames": 40 if "+pfc" in label else None}
+    emu = [row("tita", 500, 600), row("dcqcn+pfc", 1000, 800)]
+    v = verdicts.lower_latency_emulated(emu, "dcqcn+pfc")
+    assert v["verdict"] == "lower, not by 40%"  # 0.50 and 0.75
+    assert "incast 7:1 p99 600/800 ms = 0.75" in v["measured"] and "40 pause frames" in v["measured"]
+    assert verdicts.lower_latency_emulated([row("tita", 500, 500), row("dcqcn", 1000, 1000)], "dcqcn")["verdict"] \
+        == "holds"
+    late = verdicts.lower_latency_emulated([row("tita", 500, 500, late=True), row("dcqcn", 1000, 1000)], "dcqcn")
+    assert late["verdict"].startswith("not reproduced (fidelity lost")
