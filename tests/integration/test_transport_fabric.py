@@ -44,7 +44,7 @@ seed: 1
 topology: {{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 3}}
 links: {{rate_mbps: 5, delay_us: 2500, fabric: {{rate_mbps: 2.5}}}}
 switch: {{target: builtin, processes: {processes}}}
-fabric: {{load_balancing: spray, cell_size: 1024}}
+fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}}}}}
 transport: {{cc: {cc}}}
 workload:
   - {{kind: pingall}}
@@ -56,9 +56,9 @@ PERMUTATION = "{kind: permutation, start_s: 0.5, message_bytes: 65536, count: 2,
 
 
 
-def run_variant(tmp_path, name: str, cc: str, workload: str, processes) -> dict:
-    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload, processes=processes),
-                              f"{name}.yaml")
+def run_variant(tmp_path, name: str, cc: str, workload: str, processes, pfc: bool = False) -> dict:
+    scenario = parse_scenario(SCENARIO.format(name=name, cc=cc, workload=workload, processes=processes,
+                                              pfc="true" if pfc else "false"), f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
     scenario = variant.scenario
@@ -122,6 +122,21 @@ def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
     summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_dcqcn_reacted(summary)
+
+
+def test_incast_4_to_1_without_congestion_control_is_lossless_with_pfc(tmp_path, registry, processes):
+    """PFC alone: line-rate senders into one host, and the fabric pauses them instead of dropping:
+    the receiver's ToR pauses the spines, the spines the senders' ToR, and the ToRs their hosts'
+    NICs, which hold their cells until the resume; every cell of every message arrives once."""
+    summary = run_variant(tmp_path, "incast-none-pfc", "none", INCAST, processes, pfc=True)
+    assert_all_delivered(summary, 4 * 2)
+    context, drops, pfc = summary["_context"], summary["drops"], summary["pfc"]
+    assert not summary["fidelity"]["behind_real_time"], context
+    assert drops["switch_queue_drops_by_type"].get("DATA", 0) == 0 and drops["data_balance"]["verdict"] == "balances", \
+        context
+    assert pfc["switch_xoff_sent"] > 0 and pfc["switch_xoff_sent"] == pfc["switch_xon_sent"], pfc
+    assert pfc["switch_ports_paused"] > 0 and pfc["host_xoff_received"] > 0, pfc  # both kinds of sender paused
+    assert pfc["host_held_cells_max"] > 0 and pfc["host_paused_ms"] > 0, pfc
 
 
 def test_incast_4_to_1_nscc(tmp_path, registry, processes):

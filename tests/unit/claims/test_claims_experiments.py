@@ -100,6 +100,12 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
         (phase,) = [p for p in scenario.workload if p.kind == "incast"]
         assert len(phase.senders) == n
         assert [v.scenario.transport.cc for v in expand_variants(scenario)] == ["tita", "dcqcn"]
+        text = emulated.INCAST.format(senders=n, ccs="tita, dcqcn", **fabric)
+        variants = [v for t in emulated.with_pfc_variant(text, ["tita", "dcqcn"])
+                    for v in expand_variants(parse_scenario(t, f"i{n}.yaml"))]
+        assert [(v.name, v.scenario.fabric.pfc.enabled) for v in variants] == [
+            ("cc=tita", False), ("cc=dcqcn", False), ("cc=dcqcn,pfc=true", True)]
+        assert len(emulated.with_pfc_variant(text, ["tita"])) == 1  # no dcqcn, no lossless variant
     from testbed.emulation.workload import scenario_messages
 
     messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))
