@@ -82,8 +82,11 @@ def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
     progress = lambda m: print(m, flush=True)  # noqa: E731
     for n in sizes:
         emulated.run_incast(n, ccs, directory, progress)
-    emulated.run_permutation(ccs, directory, progress)
+    spreads = (("permutation", 2),) if quick else (("permutation", 2), ("permutation", 3))
+    for kind, tiers in spreads:
+        emulated.run_spread(kind, tiers, ccs, directory, progress)
     pfc = ", and dcqcn on a lossless fabric (the builtin traffic manager's PFC)" if "dcqcn" in ccs else ""
-    return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)} and the 2-tier permutation for "
+    return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)} and the permutation on "
+            f"{' and '.join(f'{t} tiers' for _, t in spreads)} for "
             f"{', '.join(ccs)}{pfc} on the builtin target (each scenario's own `testbed run` report is under "
             "emulated/)")

@@ -60,13 +60,14 @@ def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) ->
     run_scenario(with_pfc_variant(text, ccs), f"claims-incast{senders}", directory, progress)
 
 
-def run_permutation(ccs: list[str], directory: Path, progress=print) -> None:
-    """The simulator's 2-tier permutation scenario (experiments.scenario_text) for every cc (and
-    dcqcn with PFC)."""
+def run_spread(kind: str, tiers: int, ccs: list[str], directory: Path, progress=print) -> None:
+    """The simulator's permutation or all-to-all scenario on 2 or 3 tiers (experiments.scenario_text)
+    for every cc (and dcqcn with PFC)."""
     from testbed.claims.experiments import scenario_text
 
-    text = scenario_text("permutation", 2, ccs[0]).replace("name: claims-2tier", "name: claims-permutation")
-    run_scenario(with_pfc_variant(text + "variants: {}\n", ccs), "claims-permutation", directory, progress)
+    name = "claims-permutation" if (kind, tiers) == ("permutation", 2) else f"claims-{kind}-{tiers}tier"
+    text = scenario_text(kind, tiers, ccs[0]).replace(f"name: claims-{tiers}tier", f"name: {name}")
+    run_scenario(with_pfc_variant(text + "variants: {}\n", ccs), name, directory, progress)
 
 
 def run_scenario(texts: list[str], name: str, directory: Path, progress=print) -> None:

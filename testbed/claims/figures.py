@@ -100,6 +100,9 @@ def highest_zero_loss_load(rows: list[dict]) -> float | None:
     return best
 
 
+SPREAD_KINDS = {"permutation": "permutation", "all_to_all": "alltoall"}  # scenario phase -> experiment kind
+
+
 def of_emulated(variant_dir: Path) -> dict:
     """The figures of an emulated variant: simexp's incast figures, or a permutation's efficiency
     as the simulator's is defined; with its cc, BDP, retransmissions and fidelity."""
@@ -119,7 +122,8 @@ def of_emulated(variant_dir: Path) -> dict:
               "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted,
               "pause_frames": (summary.get("pfc") or {}).get("switch_xoff_sent", 0)
               + (summary.get("pfc") or {}).get("switch_xon_sent", 0) if pfc else None}
-    if kinds != {"permutation"}:
+    spread = SPREAD_KINDS.get(next(iter(kinds))) if len(kinds) == 1 else None
+    if spread is None:
         return {"kind": "incast", **simexp.from_run(variant_dir, summary), **common}
     recs = [r for f in sorted((variant_dir / "records").glob("*.jsonl")) for r in host_records.read_jsonl(f)]
     sent = [r for r in recs if r["kind"] == "message_sent"]
@@ -129,7 +133,8 @@ def of_emulated(variant_dir: Path) -> dict:
          "data_wire_bytes": wire.wire_bytes(cell, wire.DATA), "base_rtt_s": resolved["derived"]["base_rtt_us"] / 1e6,
          "hosts": len({r["src"] for r in sent}), "message_bytes": [r["bytes"] for r in sent],
          "sources": [r["src"] for r in sent], "starts_us": [r["start_us"] for r in sent]}
-    out = {"kind": "permutation", "variant": variant_dir.name, "tiers": 2, **common,
+    out = {"kind": spread, "variant": variant_dir.name,
+           "tiers": 3 if resolved["topology"]["kind"] == "fat_tree" else 2, **common,
            "link_rate_mbps": c["link_rate_bps"] / 1e6, "messages": len(sent),
            "delivered_verified": sum(1 for r in got if r["verified"]),
            "data_drops": summary.get("drops", {}).get("switch_queue_drops_by_type", {}).get("DATA", 0),

@@ -120,8 +120,9 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {r['kind']} | {r['tiers']} | {r['label']} | {r['efficiency']} | {r['efficiency_bound']} | "
                    f"{r['data_drops']} | "
                    f"{r.get('completion_p50_ms')} / {r.get('completion_p99_ms')} |")
-    for e in sorted((e for e in emu if e["kind"] == "permutation"), key=lambda e: e["label"]):
-        out.append(f"| permutation | 2 | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
+    for e in sorted((e for e in emu if e["kind"] in ("permutation", "alltoall")),
+                    key=lambda e: (e["kind"], e["tiers"], e["label"])):
+        out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
                    f"{e['data_drops']} | {e.get('completion_p50_ms')} / {e.get('completion_p99_ms')} |")
     return out + [""]

@@ -25,6 +25,13 @@ RULES = (
 )
 
 
+def _what(row: dict) -> str:
+    """An experiment's workload in words: incast 7:1, 3-tier permutation, ..."""
+    if row["kind"] == "incast":
+        return f"incast {row['senders']}:1"
+    return f"{row['tiers']}-tier {'all-to-all' if row['kind'] == 'alltoall' else row['kind']}"
+
+
 def _by(sim: list[dict], kind: str, label: str) -> list[dict]:
     return [r for r in sim if r["kind"] == kind and r["label"] == label]
 
@@ -120,7 +127,7 @@ def lower_latency_emulated(emu: list[dict], against: str) -> dict:
                   and e.get("senders") == t.get("senders")), None)
         if d is None:
             continue
-        what = f"incast {t['senders']}:1" if t["kind"] == "incast" else "2-tier permutation"
+        what = _what(t)
         if t.get("behind_real_time") or d.get("behind_real_time"):
             late.append(what)
         for q in ("p50", "p99"):
@@ -147,10 +154,11 @@ def lower_latency_emulated(emu: list[dict], against: str) -> dict:
 def efficiency(sim: list[dict], emu: list[dict] = ()) -> dict:
     parts, low = [], []
     for e in emu:
-        if e["kind"] == "permutation" and e["cc"] == "tita":
-            parts.append(f"permutation-2tier emulated {e['efficiency']}")
+        if e["kind"] in ("permutation", "alltoall") and e["label"] == "tita":
+            parts.append(f"{e['kind']}-{e['tiers']}tier emulated {e['efficiency']}"
+                         + (" (fidelity lost)" if e["behind_real_time"] else ""))
             if e["efficiency"] is None or e["efficiency"] < 0.9 or e["behind_real_time"]:
-                low.append("emulated permutation")
+                low.append(f"emulated {e['kind']}")
     for r in sorted((r for r in sim if r["label"] == "tita"), key=lambda r: r["name"]):
         if r["kind"] == "incast" and r["params"]["senders"] <= 15:
             value = r["goodput_over_payload_rate"]
@@ -189,7 +197,7 @@ def incast_acceptance(row: dict, platform: str) -> dict:
 
 
 AGREEMENT_KEYS = {"incast": ("goodput_over_payload_rate", "jain", "last_over_ideal"),
-                  "permutation": ("efficiency",)}
+                  "permutation": ("efficiency",), "alltoall": ("efficiency",)}
 
 
 def agreement(sim_row: dict, emu_row: dict) -> dict:
@@ -200,7 +208,7 @@ def agreement(sim_row: dict, emu_row: dict) -> dict:
         parts.append(f"{key} {e} emulated, {s} simulated ({gap:.1%})")
         if gap > 0.1:
             off.append(key)
-    what = f"incast {emu_row['senders']}:1" if emu_row["kind"] == "incast" else "2-tier permutation"
+    what = _what(emu_row)
     return {"claim": f"simulator and emulation agree, {emu_row['label']} {what}",
             "anchor": "issue 13: the same properties within 10%", "measured": "; ".join(parts),
             "verdict": HOLDS if not off else NOT + " (" + ", ".join(off) + ")"}
@@ -225,7 +233,7 @@ def table(sim: list[dict], emu: list[dict]) -> list[dict]:
         if any(e["label"] == against for e in emu):
             rows.append(lower_latency_emulated(emu, against))
     for e in emu:
-        name = f"incast{e['senders']}-{e['label']}" if e["kind"] == "incast" else f"permutation-2tier-{e['label']}"
+        name = f"incast{e['senders']}-{e['label']}" if e["kind"] == "incast" else f"{e['kind']}-{e['tiers']}tier-{e['label']}"
         s = _one(sim, name)
         if s:
             rows.append(agreement(s, e))

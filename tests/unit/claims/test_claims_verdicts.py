@@ -77,7 +77,7 @@ def test_agreement_is_within_ten_percent_of_the_simulator():
            "last_over_ideal": 1.12}
     v = verdicts.agreement(sim, emu)
     assert v["verdict"] == verdicts.NOT + " (last_over_ideal)"
-    v = verdicts.agreement({"efficiency": 0.80}, {"kind": "permutation", "cc": "tita", "label": "tita", "efficiency": 0.75})
+    v = verdicts.agreement({"efficiency": 0.80}, {"kind": "permutation", "cc": "tita", "label": "tita", "tiers": 2, "efficiency": 0.75})
     assert v["verdict"] == verdicts.HOLDS and "2-tier permutation" in v["claim"]
 
 
