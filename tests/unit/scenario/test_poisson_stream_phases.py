@@ -93,3 +93,13 @@ def test_capacity_counts_every_poisson_host_and_the_stream_senders():
     assert _busy_hosts(poisson, paced=False) == _busy_hosts(poisson, paced=True) == 3
     assert _busy_hosts(stream, paced=False) == 4
     assert _busy_hosts(stream, paced=True) == 1  # the receiver's link paces them all
+
+
+def test_a_load_sweep_is_a_variant_axis_and_cell_size_changes_the_wire_bytes():
+    from testbed.scenario import expand_variants
+
+    scenario = parse_scenario(BASE + "  - {kind: poisson, load: 0.1}\nvariants:\n"
+                              "  workload.0.load: [0.1, 0.5, 1.0]\n  cell_size: [512, 1024]\n", "phases.yaml")
+    got = {(v.scenario.workload[0].load, v.scenario.workload[0].message_wire_bytes)
+           for v in expand_variants(scenario)}
+    assert got == {(load, wire) for load in (0.1, 0.5, 1.0) for wire in (129 * 578, 65 * 1090)}
