@@ -8,6 +8,8 @@ run lifecycle itself and produce no messages.
 
 from __future__ import annotations
 
+import dataclasses
+
 from testbed.host import collectives, workloads
 from testbed.host.workloads import MessageSpec
 
@@ -40,6 +42,13 @@ def _collective(phase, start_us: float) -> list[MessageSpec]:
                                 [list(s) for s in phase.servers] or None, phase.count)
 
 
+def _poisson(phase, start_us: float) -> list[MessageSpec]:
+    """workloads.poisson's arrivals (from time 0) moved to the phase's start."""
+    arrivals = workloads.poisson(list(phase.hosts), phase.load, phase.link_rate_bps, phase.message_bytes,
+                                 phase.message_wire_bytes, phase.arrivals_s, phase.arrivals_seed, name=phase.name)
+    return [dataclasses.replace(m, start_us=m.start_us + start_us) for m in arrivals]
+
+
 def phase_messages(phase, seed: int) -> list[MessageSpec]:
     start_us = phase.start_s * 1e6
     if phase.kind == "pingall":
@@ -56,6 +65,11 @@ def phase_messages(phase, seed: int) -> list[MessageSpec]:
                                        phase.zipf_s or 0.0, start_us, name=f"{phase.name}#{k}")
                   for k in range(phase.count)]
         return workloads.combine(*rounds)
+    if phase.kind == "poisson":
+        return _poisson(phase, start_us)
+    if phase.kind == "stream":
+        return workloads.stream(list(phase.senders), phase.receiver, phase.message_bytes, phase.count,
+                                phase.interval_s * 1e6, start_us, name=phase.name)
     if phase.kind == "ring_allreduce":
         return _ring(phase, start_us)
     if phase.kind == "collective":

@@ -27,7 +27,7 @@ class MessageSpec:
     start_us: float = 0.0
     deps: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) delivered to src first
     collective: str | None = None
-    # "allreduce" | "alltoall" | "incast" | "permutation"; data-carrying collectives
+    # "allreduce" | "alltoall" | "incast" | "permutation" | "poisson" | "stream"; data-carrying collectives
     # (collectives.py): "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all"
     collective_kind: str | None = None
     collective_bytes: int = 0  # S, bytes per rank, for bus bandwidth
@@ -133,7 +133,7 @@ def all_to_all(hosts: list[str], size_bytes: int, seed: int = 0, zipf_s: float =
 
 
 def poisson(hosts: list[str], load: float, link_rate_bps: float, size_bytes: int, message_wire_bytes: int,
-            duration_s: float, seed: int, name: str = "poisson") -> list[MessageSpec]:
+            duration_s: float, seed: int | str, name: str = "poisson") -> list[MessageSpec]:
     """Open-loop offered load: each host starts `size_bytes` messages to uniformly random other
     hosts at exponential intervals whose mean makes its offered load `load` of its link rate
     (in the wire bytes one message takes, `message_wire_bytes`), from time 0 to `duration_s`."""
@@ -153,6 +153,17 @@ def poisson(hosts: list[str], load: float, link_rate_bps: float, size_bytes: int
                                    collective_kind="poisson"))
             t += rng.expovariate(1 / mean_gap_s)
     return out
+
+
+def stream(senders: list[str], receiver: str, size_bytes: int, count: int, interval_us: float,
+           start_us: float = 0.0, name: str = "stream") -> list[MessageSpec]:
+    """`count` messages into one receiver, one every `interval_us`, the senders taking turns:
+    short messages at a steady pace (the mice among testbed/claims/experiments.py's elephants)."""
+    _check(senders + [receiver], size_bytes)
+    ids = _Numberer()
+    return [MessageSpec(src, receiver, ids(src, receiver), size_bytes, start_us + k * interval_us,
+                        collective=name, collective_kind="stream")
+            for k in range(count) for src in [senders[k % len(senders)]]]
 
 
 def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,

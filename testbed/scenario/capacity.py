@@ -173,9 +173,12 @@ def _idle_cpu(scenario, costs: Costs) -> float:
 
 
 def _busy_hosts(phase, paced: bool) -> int:
+    """Hosts of the phase sending at once at worst: into one receiver (incast, a stream whose
+    messages overlap) a paced transport sends no faster than that receiver's link takes; every
+    selected host of the other kinds (poisson: each host offers load of its own)."""
     if phase.kind == "pingall":
         return 0
-    if phase.kind == "incast":
+    if phase.kind in ("incast", "stream"):
         return 1 if paced else len(phase.senders)
     return len(phase.hosts)
 

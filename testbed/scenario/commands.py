@@ -91,6 +91,13 @@ def summary(s: Scenario) -> str:
         extra = ""
         if p.kind == "incast":
             extra = f", {len(p.senders)}:1 into {p.receiver}"
+        elif p.kind == "stream":
+            size = f", {p.count} x {p.message_bytes} B every {p.interval_s * 1000:g} ms"
+            extra = f", from {' '.join(p.senders)} in turn into {p.receiver}"
+        elif p.kind == "poisson":
+            size = f", {p.message_bytes} B messages"
+            extra = (f", Poisson arrivals for {p.arrivals_s:g} s at {p.load:g} of "
+                     f"{p.link_rate_bps / 1e6:g} Mbit/s per host (seed {p.arrivals_seed})")
         elif p.kind == "permutation":
             extra = ", " + " ".join(f"{a}->{b}" for a, b in p.pairs)
         elif p.kind == "collective":

@@ -73,7 +73,13 @@ COLLECTIVE_SIZES_BYTES = [1024 * 1024]
 COLLECTIVE_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring",
                         "all_to_all": "direct"}
 PHASE_MESSAGE_BYTES = {"incast": 256 * 1024, "permutation": 4 * 1024 * 1024,
-                       "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024}
+                       "all_to_all": 512 * 1024, "ring_allreduce": 1024 * 1024,
+                       "poisson": 64 * 1024, "stream": 8 * 1024}
+# poisson and stream: the claims experiments' settings (testbed/claims/experiments.py: _run_load's
+# 3 s of arrivals, _run_mixed's short messages: 60 of 8 KiB, 30 ms apart)
+POISSON_ARRIVALS_S = 3.0
+STREAM_COUNT = 60
+STREAM_INTERVAL_S = 0.03
 
 
 def ecn_mode(cc: str) -> str:

@@ -142,10 +142,11 @@ class Phase:
     name: str
     start_s: float
     hosts: tuple[str, ...]  # the selected hosts ('all' resolved), in rank order
-    count: int  # pingall: pings per pair; others: messages per flow (ring: iterations)
+    count: int  # pingall: pings per pair; stream: messages in all; others: messages per flow (ring: iterations)
     message_bytes: int | None = None  # per flow; all_to_all and ring: each rank's buffer S
-    senders: tuple[str, ...] = ()  # incast
-    receiver: str | None = None  # incast
+    senders: tuple[str, ...] = ()  # incast, stream (in the order they take turns)
+    receiver: str | None = None  # incast, stream
+    interval_s: float | None = None  # stream: between one message's start and the next's
     pairs: tuple[tuple[str, str], ...] = ()  # permutation: (sender, receiver), seeded
     cross_tor: bool | None = None  # permutation
     zipf_s: float | None = None  # all_to_all destination skew (0 = uniform)
@@ -159,6 +160,12 @@ class Phase:
     # algorithm auto: per size, the (algorithm, channels, chunk_bytes) the tuning table gives
     tuned: tuple[tuple[str, int, int], ...] = ()
     tuning: str | None = None  # the tuning table (tuning.json of `testbed tune`) it came from
+    # poisson: open-loop arrivals (workloads.poisson), with what they need resolved here
+    load: float | None = None  # offered load per host, fraction of link_rate_bps
+    arrivals_s: float | None = None  # arrivals from start_s to start_s + arrivals_s
+    link_rate_bps: float | None = None  # the host link rate
+    message_wire_bytes: int | None = None  # the DATA cells of one message on the wire
+    arrivals_seed: str | None = None  # "poisson:<scenario seed>:<phase index>", as permutation seeds
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import os
 import random
 from typing import Any
 
+from testbed.host import segment, wire
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
@@ -66,7 +67,7 @@ class _Resolver:
         fabric = self.fabric(topo, cell_size, cc, derived, links)
         switch = self.switch(fabric, cc)
         transport = self.transport(cc, derived)
-        workload = tuple(self.phase(i, topo, duration, seed)
+        workload = tuple(self.phase(i, topo, duration, seed, links.host, cell_size)
                          for i in range(len(self.get(("workload",), []))))
         faults = tuple(self.fault(i, topo, duration) for i in range(len(self.get(("faults",), []))))
         return Scenario(
@@ -241,7 +242,8 @@ class _Resolver:
         )
 
     # -- workload and faults ------------------------------------------------
-    def phase(self, i: int, topo: Topology, duration: float, seed: int) -> Phase:
+    def phase(self, i: int, topo: Topology, duration: float, seed: int, host_link: LinkParams,
+              cell_size: int) -> Phase:
         at: DataPath = ("workload", i)
         raw = self.get(at)
         kind = raw["kind"]
@@ -255,8 +257,14 @@ class _Resolver:
             hosts, fields = self.collective(at, raw, hosts, topo)
         elif kind != "pingall":
             fields["message_bytes"] = raw.get("message_bytes", d.PHASE_MESSAGE_BYTES[kind])
-        if kind == "incast":
+        count = raw.get("count", {"stream": d.STREAM_COUNT, "poisson": 0}.get(kind, 1))
+        if kind in ("incast", "stream"):
             fields.update(self.incast(at, raw, hosts, topo))
+        if kind == "stream":
+            fields["interval_s"] = self.stream_interval(at, raw, start, count, duration)
+        elif kind == "poisson":
+            fields.update(self.poisson(at, raw, start, duration, fields["message_bytes"], host_link, cell_size,
+                                       f"poisson:{seed}:{i}"))
         elif kind == "permutation":
             cross = raw.get("cross_tor", True)
             fields.update(cross_tor=cross,
@@ -264,7 +272,33 @@ class _Resolver:
         elif kind == "all_to_all":
             fields["zipf_s"] = float(raw.get("zipf_s", 0.0))
         return Phase(kind=kind, name=raw.get("name", f"{i + 1}-{kind}"), start_s=start,
-                     hosts=hosts, count=raw.get("count", 1), **fields)
+                     hosts=hosts, count=count, **fields)
+
+    def poisson(self, at: DataPath, raw: dict, start: float, duration: float, message_bytes: int,
+                host_link: LinkParams, cell_size: int, seed: str) -> dict:
+        """Load, arrivals, and what workloads.poisson needs besides: the host link rate and one
+        message's DATA cells on the wire (as testbed/claims/experiments.py's _run_load has them)."""
+        arrivals = float(raw.get("arrivals_s", d.POISSON_ARRIVALS_S))
+        if start + arrivals > duration:
+            raise self.fail(self.given(at, raw, "arrivals_s", "start_s"), f"{arrivals:g} s of arrivals from "
+                            f"{start:g} s end after the run (duration_s {duration:g})")
+        cells = segment.cell_count(message_bytes + segment.TRAILER_LEN, cell_size)
+        return {"load": float(raw["load"]), "arrivals_s": arrivals, "link_rate_bps": host_link.rate_mbps * 1e6,
+                "message_wire_bytes": cells * wire.wire_bytes(cell_size, wire.DATA), "arrivals_seed": seed}
+
+    def stream_interval(self, at: DataPath, raw: dict, start: float, count: int, duration: float) -> float:
+        """The stream's interval, once its last message is known to start before the end of the run."""
+        interval = float(raw.get("interval_s", d.STREAM_INTERVAL_S))
+        last = start + (count - 1) * interval
+        if last >= duration:
+            raise self.fail(self.given(at, raw, "count", "interval_s", "start_s"),
+                            f"the last of {count} messages {interval:g} s apart from {start:g} s would start "
+                            f"at {last:g} s, not before the end of the run (duration_s {duration:g})")
+        return interval
+
+    def given(self, at: DataPath, raw: dict, *keys: str) -> DataPath:
+        """The first of `keys` the phase sets (where to fix it), else the phase's kind."""
+        return at + (next((k for k in keys if k in raw), "kind"),)
 
     def collective(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology):
         """Ranks (server by server, GPU order, when the topology has servers), op, algorithm, sizes."""
@@ -352,6 +386,7 @@ class _Resolver:
                             f"(hosts are h1..h{len(topo.hosts)})")
 
     def incast(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology) -> dict:
+        """incast and stream: the receiver and its senders (a number of them: remote-ToR hosts first)."""
         receiver = raw.get("receiver", hosts[0])
         self.known_host(at + ("receiver",), receiver, topo)
         others = [h for h in hosts if h != receiver]
@@ -369,7 +404,7 @@ class _Resolver:
                 self.known_host(at + ("senders", j), name, topo)
                 if name == receiver:
                     raise self.fail(at + ("senders", j), f"'{name}' is the receiver; "
-                                    "a host does not send an incast to itself")
+                                    "a host does not send to itself")
         return {"receiver": receiver, "senders": tuple(senders)}
 
     def permutation(self, at: DataPath, hosts: tuple[str, ...], topo: Topology, cross: bool,

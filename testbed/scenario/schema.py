@@ -15,7 +15,8 @@ CC = ["tita", "dcqcn", "nscc", "none"]
 TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
-PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective"]
+PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective", "poisson",
+               "stream"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
 FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart"]
@@ -81,13 +82,13 @@ HOST_SELECTION = {
 _COMMON_PHASE = {"kind": {}, "name": TEXT, "start_s": _num(0, exclusive=False),
                  "hosts": HOST_SELECTION}
 _MESSAGE = {"message_bytes": _int(1, 1 << 40), "count": _int(1, 1_000_000)}
+_INTO_ONE = {"senders": {"type": ["integer", "array"], "minimum": 1, "items": {"type": "string"},
+                         "minItems": 1, "uniqueItems": True,
+                         "x-message": "must be a number of senders or a list of host names"},
+             "receiver": TEXT}
 PHASES = {
     "pingall": {"count": _int(1, 1000)},
-    "incast": {**_MESSAGE,
-               "senders": {"type": ["integer", "array"], "minimum": 1, "items": {"type": "string"},
-                           "minItems": 1, "uniqueItems": True,
-                           "x-message": "must be a number of senders or a list of host names"},
-               "receiver": TEXT},
+    "incast": {**_MESSAGE, **_INTO_ONE},
     "permutation": {**_MESSAGE, "cross_tor": BOOL},
     "all_to_all": {**_MESSAGE, "zipf_s": _num(0, 10, exclusive=False)},
     "ring_allreduce": dict(_MESSAGE),
@@ -95,7 +96,10 @@ PHASES = {
                    "sizes_bytes": {"type": "array", "minItems": 1, "items": _int(2, 1 << 32)},
                    "channels": _int(1, 64), "chunk_bytes": _int(0, 1 << 32),
                    "count": _int(1, 1000), "tuning": TEXT},
+    "poisson": {"load": _num(0, 1), "message_bytes": _MESSAGE["message_bytes"], "arrivals_s": _num(0, 86_400)},
+    "stream": {**_MESSAGE, **_INTO_ONE, "interval_s": _num(0, 86_400)},
 }
+PHASE_REQUIRED = {"poisson": ["load"]}
 
 PHASE = {
     "type": "object",
@@ -103,7 +107,7 @@ PHASE = {
     "properties": {"kind": {"enum": PHASE_KINDS}},
     "allOf": [
         {"if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
-         "then": _obj({**_COMMON_PHASE, **fields})}
+         "then": _obj({**_COMMON_PHASE, **fields}, required=PHASE_REQUIRED.get(kind, []))}
         for kind, fields in PHASES.items()
     ],
 }

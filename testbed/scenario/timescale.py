@@ -4,7 +4,8 @@ Emulated fabrics keep the dimensionless ratios of real ones, not their
 microseconds (REFERENCE.md, "Scaled-down defaults"), so a fabric that this
 machine cannot hold at the asked rates can run slower without changing what
 it measures: with link rates times f and propagation delays, the run's
-duration, phase starts and fault times over f, the BDP in cells, buffers and
+duration, phase starts (stream intervals, poisson arrival spans) and fault
+times over f, the BDP in cells, buffers and
 ECN thresholds in cells, timers in RTTs, oversubscription and message sizes
 all stay as they were; only the seconds stretch.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from testbed.scenario.model import LinkParams, Scenario
+from testbed.scenario.model import LinkParams, Phase, Scenario
 
 
 def slowed(scenario: Scenario, factor: float) -> Scenario:
@@ -32,7 +33,7 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
         links=dataclasses.replace(scenario.links, host=link(scenario.links.host),
                                   fabric=link(scenario.links.fabric),
                                   local=scenario.links.local and link(scenario.links.local)),
-        workload=tuple(dataclasses.replace(p, start_s=round(p.start_s * stretch, 3)) for p in scenario.workload),
+        workload=tuple(_slowed_phase(p, factor) for p in scenario.workload),
         faults=tuple(dataclasses.replace(
             f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3),
             duration_s=None if f.duration_s is None else round(f.duration_s * stretch, 3),
@@ -40,3 +41,14 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
             extra_delay_us=round(f.extra_delay_us * stretch, 3)) for f in scenario.faults),
         derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
     )
+
+
+def _slowed_phase(phase: Phase, factor: float) -> Phase:
+    """Its start, a stream's interval and poisson's arrival time over f, the link rate poisson
+    offers its load of times f: the same messages, each starting at its time over f."""
+    stretch = 1 / factor
+    return dataclasses.replace(
+        phase, start_s=round(phase.start_s * stretch, 3),
+        interval_s=None if phase.interval_s is None else round(phase.interval_s * stretch, 6),
+        arrivals_s=None if phase.arrivals_s is None else round(phase.arrivals_s * stretch, 6),
+        link_rate_bps=None if phase.link_rate_bps is None else round(phase.link_rate_bps * factor, 3))

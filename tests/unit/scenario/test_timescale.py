@@ -52,3 +52,24 @@ workload: [{kind: collective}]
     slow = slowed(s, 0.25)
     assert (slow.links.local.rate_mbps, slow.links.local.delay_us) == (20, 160)
     assert slowed(parse_scenario(SCENARIO, "s.yaml"), 0.5).links.local is None
+
+
+def test_poisson_and_stream_send_the_same_messages_at_their_times_over_f():
+    from testbed.emulation.workload import phase_messages
+
+    s = parse_scenario("""
+duration_s: 10
+topology: {kind: leaf_spine}
+workload:
+  - {kind: poisson, start_s: 1, load: 0.5, arrivals_s: 2}
+  - {kind: stream, start_s: 4, receiver: h1, senders: 3, count: 20, interval_s: 0.05}
+""", "p.yaml")
+    slow = slowed(s, 0.25)
+    poisson, stream = slow.workload
+    assert (poisson.arrivals_s, poisson.link_rate_bps, stream.interval_s) == (8, 5e6, 0.2)
+    assert poisson.load == 0.5 and poisson.message_wire_bytes == s.workload[0].message_wire_bytes
+    for fast, slow_phase in zip(s.workload, slow.workload):
+        before, after = phase_messages(fast, s.seed), phase_messages(slow_phase, s.seed)
+        assert len(before) > 10
+        assert [(m.src, m.dst, m.msg_id) for m in after] == [(m.src, m.dst, m.msg_id) for m in before]
+        assert [m.start_us for m in after] == pytest.approx([4 * m.start_us for m in before])
