@@ -27,6 +27,28 @@ workload:
   - {{kind: incast, start_s: {start_s}, receiver: h1, senders: {senders}, message_bytes: 131072, count: 1}}
 variants: {{cc: [{ccs}]}}
 """
+# The simulator's load sweep and mixed workload (experiments._run_load, _run_mixed) as scenarios
+# on its leaf-spine (8 hosts): Poisson arrivals of 64 KiB messages for 1 s of model time (the
+# simulator's 3 s become minutes of wall time once a run is slowed to fit), and four long flows into
+# h1 (256 KiB each, where the simulator has 512 KiB: the same 1.8 s of shorts overlap them) with
+# 60 short 8 KiB messages from three other hosts, one every 30 ms.
+LEAF_SPINE = """
+name: {name}
+duration_s: 30
+seed: 1
+topology: {{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2}}
+links: {{rate_mbps: 5, delay_us: 2500}}
+fabric: {{load_balancing: spray, cell_size: 1024}}
+transport: {{cc: tita}}
+workload:
+  - {{kind: pingall}}
+{workload}
+variants: {{}}
+"""
+LOAD_WORKLOAD = "  - {kind: poisson, start_s: 3, load: 1.0, message_bytes: 65536, arrivals_s: 1.0}"
+LOADS = (0.2, 0.5, 1.0)
+MIXED_WORKLOAD = """  - {kind: incast, start_s: 3, receiver: h1, senders: [h2, h3, h4, h5], message_bytes: 262144}
+  - {kind: stream, start_s: 3.1, receiver: h1, senders: [h6, h7, h8], message_bytes: 8192, count: 60, interval_s: 0.03}"""
 # the leaf-spines of the integration test (7:1) and of scenarios/incast15.yaml (15:1); the
 # ping-all of 16 hosts takes longer, so the incast starts later
 INCAST_FABRICS = {7: {"spines": 2, "hosts_per_leaf": 2, "start_s": 3, "duration_s": 15},
@@ -44,13 +66,15 @@ def unavailable() -> str | None:
     return None
 
 
-def with_pfc_variant(text: str, ccs: list[str]) -> list[str]:
+def with_pfc_variant(text: str, ccs: list[str], axes: str = "") -> list[str]:
     """The scenario for every cc, and (with dcqcn among them) dcqcn on a lossless fabric as it is
-    deployed: the same scenario with fabric.pfc, variant cc=dcqcn,pfc=true."""
+    deployed: the same scenario with fabric.pfc, variant cc=dcqcn,pfc=true; `axes`: more variant
+    axes of both ("workload.1.load: [...]")."""
     base, _, _ = text.rpartition("variants:")
-    texts = [base + "variants: {cc: [%s]}\n" % ", ".join(ccs)]
+    more = f", {axes}" if axes else ""
+    texts = [base + "variants: {cc: [%s]%s}\n" % (", ".join(ccs), more)]
     if "dcqcn" in ccs:
-        texts.append(base + "variants: {cc: [dcqcn], pfc: [true]}\n")
+        texts.append(base + "variants: {cc: [dcqcn], pfc: [true]%s}\n" % more)
     return texts
 
 
@@ -68,6 +92,19 @@ def run_spread(kind: str, tiers: int, ccs: list[str], directory: Path, progress=
     name = "claims-permutation" if (kind, tiers) == ("permutation", 2) else f"claims-{kind}-{tiers}tier"
     text = scenario_text(kind, tiers, ccs[0]).replace(f"name: claims-{tiers}tier", f"name: {name}")
     run_scenario(with_pfc_variant(text + "variants: {}\n", ccs), name, directory, progress)
+
+
+def run_load_sweep(ccs: list[str], directory: Path, progress=print) -> None:
+    """Poisson offered load at each of LOADS, every cc (and dcqcn with PFC): one scenario, one fit."""
+    text = LEAF_SPINE.format(name="claims-load", workload=LOAD_WORKLOAD)
+    axes = "workload.1.load: [%s]" % ", ".join(f"{load:g}" for load in LOADS)
+    run_scenario(with_pfc_variant(text, ccs, axes), "claims-load", directory, progress)
+
+
+def run_mixed(ccs: list[str], directory: Path, progress=print) -> None:
+    """Short messages among long flows into h1, every cc (and dcqcn with PFC)."""
+    text = LEAF_SPINE.format(name="claims-mixed", workload=MIXED_WORKLOAD)
+    run_scenario(with_pfc_variant(text, ccs), "claims-mixed", directory, progress)
 
 
 def run_scenario(texts: list[str], name: str, directory: Path, progress=print) -> None:

@@ -122,6 +122,10 @@ def of_emulated(variant_dir: Path) -> dict:
               "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted,
               "pause_frames": (summary.get("pfc") or {}).get("switch_xoff_sent", 0)
               + (summary.get("pfc") or {}).get("switch_xon_sent", 0) if pfc else None}
+    if kinds == {"incast", "stream"}:
+        return {**_emulated_mixed(variant_dir, resolved, summary), **common}
+    if kinds == {"poisson"}:
+        return {**_emulated_load(variant_dir, resolved, summary), **common}
     spread = SPREAD_KINDS.get(next(iter(kinds))) if len(kinds) == 1 else None
     if spread is None:
         return {"kind": "incast", **simexp.from_run(variant_dir, summary), **common}
@@ -141,6 +145,48 @@ def of_emulated(variant_dir: Path) -> dict:
            "behind_real_time": summary.get("fidelity", {}).get("behind_real_time")}
     out.update(_efficiency(c, got))
     out.update(simexp.completion_figures(sent, c["base_rtt_s"]))
+    return out
+
+
+def _sent(variant_dir: Path) -> list[dict]:
+    from testbed.host import records as host_records
+
+    return [r for f in sorted((variant_dir / "records").glob("*.jsonl")) for r in host_records.read_jsonl(f)
+            if r["kind"] == "message_sent"]
+
+
+def _run_figures(variant_dir: Path, resolved: dict, summary: dict) -> dict:
+    """What every emulated row says about its run: rate, drops, completion, fidelity."""
+    data = summary.get("drops", {}).get("by_type", {}).get("DATA", {})
+    return {"variant": variant_dir.name, "link_rate_mbps": resolved["links"]["host"]["rate_mbps"],
+            "data_drops": summary.get("drops", {}).get("switch_queue_drops_by_type", {}).get("DATA", 0),
+            "data_cells_sent": data.get("sent"),
+            "finished": summary.get("messages_completed") == summary.get("messages_planned"),
+            "behind_real_time": summary.get("fidelity", {}).get("behind_real_time")}
+
+
+def _emulated_load(variant_dir: Path, resolved: dict, summary: dict) -> dict:
+    """An emulated offered-load point: the simulator's load row's figures."""
+    (phase,) = [p for p in resolved["workload"] if p["kind"] == "poisson"]
+    out = {"kind": "load", "offered_load": phase["load"], **_run_figures(variant_dir, resolved, summary)}
+    out["loss_fraction"] = round(out["data_drops"] / out["data_cells_sent"], 5) if out["data_cells_sent"] else None
+    sent = _sent(variant_dir)
+    if sent:
+        out.update(simexp.completion_figures(sent, resolved["derived"]["base_rtt_us"] / 1e6))
+    return out
+
+
+def _emulated_mixed(variant_dir: Path, resolved: dict, summary: dict) -> dict:
+    """Short messages among long flows, emulated: the simulator's mixed row's figures."""
+    (stream,) = [p for p in resolved["workload"] if p["kind"] == "stream"]
+    rtt = resolved["derived"]["base_rtt_us"] / 1e6
+    sent = _sent(variant_dir)
+    short = [r for r in sent if r["src"] in stream["senders"]]
+    long_ = [r for r in sent if r["src"] not in stream["senders"]]
+    out = {"kind": "mixed", **_run_figures(variant_dir, resolved, summary)}
+    if short and long_:
+        out.update({f"short_{k}": v for k, v in simexp.completion_figures(short, rtt).items()})
+        out.update({f"long_{k}": v for k, v in simexp.completion_figures(long_, rtt).items() if "completion" in k})
     return out
 
 

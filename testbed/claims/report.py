@@ -33,7 +33,7 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
     lines += ["", "## Claims", "", "| claim | literature anchor | measured | verdict |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['anchor']} | {c['measured']} | **{c['verdict']}** |" for c in claims]
     lines += ["", "Verdict rules:", ""] + [f"* {rule}" for rule in verdicts.RULES] + [""]
-    lines += _incast_table(sim, emu) + _load_table(sim) + _mixed_table(sim) + _spread_table(sim, emu)
+    lines += _incast_table(sim, emu) + _load_table(sim, emu) + _mixed_table(sim, emu) + _spread_table(sim, emu)
     lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     lines += ["Every figure above is recomputed from this directory by `testbed reproduce --report DIR`: "
               "sim/NAME/records.jsonl and counters.json for the simulator, emulated/SCENARIO/VARIANT for the "
@@ -72,11 +72,12 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
                   f"{sum(r['timeouts'] or 0 for r in pfc)} retransmission timeouts).", ""]
 
 
-def _load_table(sim: list[dict]) -> list[str]:
-    rows = [r for r in sim if r["kind"] == "load"]
+def _load_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
+    emulated = [{**e, "label": f"{e['label']} emulated"} for e in emu if e["kind"] == "load"]
+    rows = [r for r in sim if r["kind"] == "load"] + emulated
     if not rows:
         return []
-    labels = _labels(rows)
+    labels = _labels([r for r in rows if r not in emulated]) + _labels(emulated)
     out = ["## Offered-load sweep (8 hosts, 2-tier, Poisson arrivals of 64 KiB messages to random hosts)", "",
            "DATA loss fraction (dropped at switch queues over DATA cells the hosts sent, retransmissions included) / completion p99 (ms), per offered load (fraction of the "
            "host link rate):", "", "| load | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
@@ -89,12 +90,19 @@ def _load_table(sim: list[dict]) -> list[str]:
     highest = {label: figures.highest_zero_loss_load([r for r in rows if r["label"] == label]) for label in labels}
     out += ["", "Highest zero-loss offered load: " + ", ".join(
         f"{label} {value if value is not None else 'below the lowest tried'}" for label, value in highest.items()), ""]
+    if emulated:
+        late = [f"{e['label']} at {e['offered_load']:g}" for e in emulated if e["behind_real_time"]]
+        out += [f"Emulated: the same 8-host leaf-spine at {emulated[0]['link_rate_mbps']:.3g} Mbit/s (every time "
+                "stretched by the fit factor), Poisson arrivals for 1 s of model time where the simulator has 3 s "
+                "(their own draw, `poisson:SEED:PHASE`); fidelity "
+                + (f"lost in {', '.join(late)}" if late else "kept in every run") + ".", ""]
     return out
 
 
-def _mixed_table(sim: list[dict]) -> list[str]:
+def _mixed_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
     rows = [r for r in sim if r["kind"] == "mixed"]
-    if not rows:
+    emulated = [e for e in emu if e["kind"] == "mixed"]
+    if not rows and not emulated:
         return []
     out = ["## Short messages among long flows (4 x 512 KiB into h1, 60 x 8 KiB to h1 every 30 ms)", "",
            "| transport | short p50 / p99 (ms) | short p99 (base RTTs) | long p50 / p99 (ms) | DATA drops (cells) |",
@@ -103,6 +111,11 @@ def _mixed_table(sim: list[dict]) -> list[str]:
         out.append(f"| {r['label']} | {r['short_completion_p50_ms']} / {r['short_completion_p99_ms']} | "
                    f"{r['short_completion_p99_rtts']} | {r['long_completion_p50_ms']} / "
                    f"{r['long_completion_p99_ms']} | {r['data_drops']} |")
+    for e in sorted(emulated, key=lambda e: _labels(emulated).index(e["label"])):
+        out.append(f"| {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (4 x 256 KiB; fidelity "
+                   f"{'lost' if e['behind_real_time'] else 'kept'}) | {e.get('short_completion_p50_ms')} / "
+                   f"{e.get('short_completion_p99_ms')} | {e.get('short_completion_p99_rtts')} | "
+                   f"{e.get('long_completion_p50_ms')} / {e.get('long_completion_p99_ms')} | {e['data_drops']} |")
     return out + [""]
 
 
