@@ -1,21 +1,34 @@
-"""What a run cost in CPU: per switch packet and per agent datagram.
+"""What a run cost in CPU: per switch packet and per agent datagram, and what the switches
+spend with no packet at all.
 
 The run's `result.json` reports it, and a run that kept real time also feeds
 the pre-flight capacity check's calibration (`scenario.capacity`): an
 overloaded run spends more per packet and would make the next check refuse
 what fits.
+
+Why the idle part is measured apart: a switch process spends CPU with no
+traffic too (its gRPC servers, timers, telemetry), and a slowed run (`--fit`)
+stretches its quiet spells (a workload that starts at 0.5 s starts at 20 s
+when every time is stretched 40 times).  Folded into the per-packet figure,
+that idle time made slower runs look dearer per packet, so the next check
+chose a slower rate still.  `IdlePeriod` samples the switches' CPU over the
+quiet spell between the traffic epoch and the first message's start; the
+per-packet figure is what is left after that rate times the window.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
 from testbed.scenario import capacity
 
 MIN_SAMPLE = 1000  # packets or datagrams below which a per-packet figure says little
+MIN_IDLE_WINDOW_S = 0.5  # a quiet spell shorter than this (CPU time ticks are 10 ms) is not measured
+IDLE_MARGIN_S = 0.1  # kept clear of the epoch and of the first message at both ends
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -27,14 +40,51 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
+class IdlePeriod:
+    """The switch processes' CPU rate over the quiet spell [epoch, epoch + first start]: sampled by a
+    thread of its own at both ends (kept IDLE_MARGIN_S inside), None when the spell is too short."""
+
+    def __init__(self, pids: dict[str, int], epoch: float, first_start_s: float) -> None:
+        self.pids, self.epoch, self.first_start_s = pids, epoch, first_start_s
+        self.rate_by_process: dict[str, float] | None = None
+        self._thread = threading.Thread(target=self._run, name="idle-period", daemon=True)
+
+    def start(self) -> "IdlePeriod":
+        if self.first_start_s - 2 * IDLE_MARGIN_S >= MIN_IDLE_WINDOW_S:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        time.sleep(max(0.0, self.epoch + IDLE_MARGIN_S - time.time()))
+        t0, cpu0 = time.monotonic(), {n: process_cpu_s(pid) for n, pid in self.pids.items()}
+        time.sleep(max(0.0, self.epoch + self.first_start_s - IDLE_MARGIN_S - time.time()))
+        t1, cpu1 = time.monotonic(), {n: process_cpu_s(pid) for n, pid in self.pids.items()}
+        if t1 - t0 >= MIN_IDLE_WINDOW_S and all(v is not None for v in (*cpu0.values(), *cpu1.values())):
+            self.rate_by_process = {n: max(0.0, (cpu1[n] - cpu0[n]) / (t1 - t0)) for n in self.pids}
+
+    def rates(self, timeout_s: float = 1.0) -> dict[str, float] | None:
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        return self.rate_by_process
+
+
 def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path, threshold_us: float,
-                  source: str, mode: str = "per_switch", packets: int | None = None) -> dict:
-    """Switch CPU (since the traffic started) over the packets the traffic managers took (or
-    `packets`: bmv2 has no such count, its program's tx counters give it), agent CPU over the
-    datagrams they sent and received; saved as calibration if real time was kept."""
+                  source: str, mode: str = "per_switch", packets: int | None = None,
+                  idle_rates: dict[str, float] | None = None, window_s: float | None = None,
+                  switches: int | None = None) -> dict:
+    """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
+    measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
+    no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
+    received; saved as calibration, with the idle rate per switch, if real time was kept."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
-    switch_us = sum(switch_cpu_s.values()) * 1e6 / packets if packets > MIN_SAMPLE else None
+    busy_cpu = sum(switch_cpu_s.values())
+    idle_per_switch = None
+    if idle_rates and window_s:
+        idle_cpu = min(busy_cpu, sum(idle_rates.values()) * window_s)
+        busy_cpu -= idle_cpu
+        idle_per_switch = sum(idle_rates.values()) / (switches or len(idle_rates))
+    switch_us = busy_cpu * 1e6 / packets if packets > MIN_SAMPLE else None
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]
     agent_cpu = datagrams = 0.0
@@ -49,8 +99,11 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     agent_us = agent_cpu * 1e6 / datagrams if datagrams > MIN_SAMPLE else None
     kept_time = max(lags, default=0) <= threshold_us
     if (switch_us or agent_us) and kept_time:
-        capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode)
+        capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
+                            idle_per_switch)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1),
             "agent_us_per_datagram": agent_us and round(agent_us, 1),
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
-            "switch_mode": mode}
+            "switch_mode": mode,
+            "switch_idle_cpu_per_switch": idle_per_switch if idle_per_switch is None else round(idle_per_switch, 5),
+            "switch_window_s": window_s if window_s is None else round(window_s, 3)}

@@ -26,7 +26,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
-from testbed.emulation.costs import measure_costs, process_cpu_s
+from testbed.emulation.costs import IdlePeriod, measure_costs, process_cpu_s
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
@@ -102,6 +102,8 @@ class VariantRun:
         self.pipeline_config = None
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
+        self._traffic_started = 0.0  # time.monotonic() then
+        self._idle: IdlePeriod | None = None  # the switches' CPU before the first message
 
     # -- the steps ---------------------------------------------------------------
     def run(self) -> RunResult:
@@ -281,6 +283,7 @@ class VariantRun:
         (agent_dir / "transport.json").write_text(json.dumps(scenario.to_dict()["transport"]))
         epoch_file = agent_dir / "epoch"
         self._cpu_at_traffic = {p.name: process_cpu_s(p.process.pid) or 0.0 for p in self.processes}
+        self._traffic_started = time.monotonic()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
@@ -314,6 +317,8 @@ class VariantRun:
             self.manifest.add_process(process.pid, f"agent {host}", argv)
         self._wait_ready(agent_dir)
         epoch = time.time() + 1.0  # the counters' baseline is sampled before it
+        self._idle = IdlePeriod({p.name: p.process.pid for p in self.processes if p.process is not None}, epoch,
+                                min(m.start_us for m in messages) / 1e6).start()
         thrift_ports = ({s: topology.node(s).thrift_port for s in topology.switches}
                         if self.result.target == "bmv2" else None)
         self.collector = Collector(list(self.clients.values()), epoch,
@@ -447,7 +452,10 @@ class VariantRun:
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
                                           fidelity_threshold_us(self.scenario.to_dict()),
                                           f"{self.scenario.name} {self.variant.name}",
-                                          self._cost_mode(), packets=self._bmv2_packets_sent())
+                                          self._cost_mode(), packets=self._bmv2_packets_sent(),
+                                          idle_rates=self._idle.rates() if self._idle is not None else None,
+                                          window_s=time.monotonic() - self._traffic_started,
+                                          switches=len(self.scenario.topo.switches))
 
     def _bmv2_packets_sent(self) -> int | None:
         """bmv2 only: packets its switches sent while the traffic ran, from the program's tx counters

@@ -59,6 +59,9 @@ class Costs:
     agent_us_per_datagram: float = DEFAULT_AGENT_US_PER_DATAGRAM
     source: str = "reference figures (no run measured on this machine yet)"
     mode: str = "per_switch"  # how the switches run: one process each, or in fabric processes
+    # CPU-s/s a switch spends with no traffic, as runs measured it (None: DEFAULT_IDLE_CPU_PER_PROCESS
+    # per switch process)
+    switch_idle_cpu_per_switch: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ def load_costs(mode: str = "per_switch") -> Costs:
     runs = _recent(mode)
     switch = [float(r["switch_us_per_packet"]) for r in runs if r.get("switch_us_per_packet")]
     agent = [float(r["agent_us_per_datagram"]) for r in runs if r.get("agent_us_per_datagram")]
+    idle = [float(r["switch_idle_cpu_per_switch"]) for r in runs if r.get("switch_idle_cpu_per_switch") is not None]
     if not switch and not agent:
         return Costs(DEFAULT_SWITCH_US_PER_PACKET[mode], mode=mode,
                      source=f"reference figures for {mode.replace('_', '-')} switches "
@@ -113,15 +117,17 @@ def load_costs(mode: str = "per_switch") -> Costs:
     return Costs(statistics.median(switch) if switch else DEFAULT_SWITCH_US_PER_PACKET[mode],
                  statistics.median(agent) if agent else DEFAULT_AGENT_US_PER_DATAGRAM,
                  f"median of the last {max(len(switch), len(agent))} runs on this machine with "
-                 f"{mode.replace('_', '-')} switches, newest {runs[-1].get('from', 'unnamed')}", mode)
+                 f"{mode.replace('_', '-')} switches, newest {runs[-1].get('from', 'unnamed')}", mode,
+                 statistics.median(idle) if idle else None)
 
 
 def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str,
-               mode: str = "per_switch") -> None:
-    """Keep a run's measured per-packet costs (None: not measured) for the next checks."""
+               mode: str = "per_switch", switch_idle_cpu_per_switch: float | None = None) -> None:
+    """Keep a run's measured costs (None: not measured) for the next checks."""
     kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
     kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
-                                 "agent_us_per_datagram": agent_us_per_datagram, "from": source,
+                                 "agent_us_per_datagram": agent_us_per_datagram,
+                                 "switch_idle_cpu_per_switch": switch_idle_cpu_per_switch, "from": source,
                                  "mode": mode}])[-RECENT_RUNS:]
     try:
         calibration_path().parent.mkdir(parents=True, exist_ok=True)
@@ -167,9 +173,13 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
 
 
 def _idle_cpu(scenario, costs: Costs) -> float:
-    """CPU-s/s the fabric's processes spend with no traffic at all."""
+    """CPU-s/s the fabric's processes spend with no traffic at all: per switch as runs on this
+    machine measured it, else the reference figure per switch process."""
+    agents = len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
+    if costs.switch_idle_cpu_per_switch is not None:
+        return len(scenario.topo.switches) * costs.switch_idle_cpu_per_switch + agents
     switch_processes = len(scenario.topo.switches) if costs.mode != "fabric" else auto_fabric_processes()
-    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
+    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + agents
 
 
 def _busy_hosts(phase, paced: bool) -> int:

@@ -21,7 +21,8 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
     out = costs.measure_costs({"s1": 2.0, "s2": 2.0}, {"s1": tm(10_000, 200), "s2": tm(10_000, 250)},
                               tmp_path, 1000.0, "run a")
     assert out == {"switch_us_per_packet": 200.0, "agent_us_per_datagram": 100.0, "switch_packets": 20_000,
-                   "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch"}
+                   "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch",
+                   "switch_idle_cpu_per_switch": None, "switch_window_s": None}
     assert capacity.load_costs().switch_us_per_packet == 200.0
     agent(tmp_path, "h1", 1.0, 6000, 4000, 5000.0)  # a host fell behind: figures kept, not calibrated
     late = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run b")
@@ -29,3 +30,37 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
     assert capacity.load_costs().switch_us_per_packet == 200.0
     small = costs.measure_costs({"s1": 1.0}, {"s1": tm(10, 0)}, tmp_path / "none", 1000.0, "run c")
     assert small["switch_us_per_packet"] is None and small["agent_us_per_datagram"] is None
+
+
+def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_the_idle_demand(tmp_path,
+                                                                                               monkeypatch):
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    agent(tmp_path, "h1", 1.0, 6000, 4000, 300.0)
+    # one fabric process of 20 switches: 0.2 CPU-s/s idle over a 40 s window is 8 of its 10 CPU-s
+    out = costs.measure_costs({"fabric0": 10.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "slow run",
+                              mode="fabric", idle_rates={"fabric0": 0.2}, window_s=40.0, switches=20)
+    assert out["switch_us_per_packet"] == 100.0 and out["switch_idle_cpu_per_switch"] == 0.01
+    loaded = capacity.load_costs("fabric")
+    assert loaded.switch_us_per_packet == 100.0 and loaded.switch_idle_cpu_per_switch == 0.01
+    # an idle rate above what the window shows cannot make the per-packet figure negative
+    capped = costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "odd run",
+                                 mode="fabric", idle_rates={"fabric0": 5.0}, window_s=40.0, switches=20)
+    assert capped["switch_us_per_packet"] == 0.0
+
+
+def test_the_idle_period_measures_a_quiet_and_a_busy_process():
+    import subprocess
+    import sys
+    import time
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        probe = costs.IdlePeriod({"busy": spinner.pid, "quiet": sleeper.pid}, time.time(), 1.2).start()
+        rates = probe.rates(timeout_s=5.0)
+    finally:
+        spinner.kill()
+        sleeper.kill()
+    assert rates is not None
+    assert rates["quiet"] < 0.05 and rates["busy"] > 0.3, rates  # 2 cores shared with the test run
+    assert costs.IdlePeriod({"x": 1}, time.time(), 0.3).start().rates() is None  # too short to measure
