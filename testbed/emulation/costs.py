@@ -75,7 +75,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
     measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
     no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
-    received; saved as calibration, with the idle rate per switch, if real time was kept."""
+    received, less their quiet wake-ups over their loops; saved as calibration, with the idle rate per
+    switch, if real time was kept."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     busy_cpu = sum(switch_cpu_s.values())
@@ -93,7 +94,10 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
             stats = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        agent_cpu += stats.get("cpu_s") or 0.0
+        # an agent's quiet wake-ups over its loop (the capacity check adds them as idle demand)
+        times = (stats.get("series") or {}).get("t_s") or [0.0]
+        quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (times[-1] - times[0])
+        agent_cpu += max(0.0, (stats.get("cpu_s") or 0.0) - quiet)
         datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
         lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
     agent_us = agent_cpu * 1e6 / datagrams if datagrams > MIN_SAMPLE else None

@@ -46,6 +46,12 @@ def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_
     capped = costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "odd run",
                                  mode="fabric", idle_rates={"fabric0": 5.0}, window_s=40.0, switches=20)
     assert capped["switch_us_per_packet"] == 0.0
+    # an agent's loop of 100 s has 0.3 CPU-s of quiet wake-ups, not charged to its datagrams
+    (tmp_path / "h1.stats.json").write_text(json.dumps(
+        {"cpu_s": 1.3, "tx_datagrams": 6000, "rx_datagrams": 4000, "pacer_lateness": {"p99_us": 300.0},
+         "series": {"t_s": [0.0, 50.0, 100.0]}}))
+    assert costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0,
+                               "agents")["agent_us_per_datagram"] == 100.0
 
 
 def test_the_idle_period_measures_a_quiet_and_a_busy_process():
