@@ -279,7 +279,7 @@ class Switch(Device):
             stats["tm_drops"] += tm_drops
             stats["drop_port"] += to_drop_port
         if tm.pfc_events:
-            self._send_pause_frames(now_ns)
+            self._send_pause_frames(self.clock.now_ns() if arrival_ns is None else arrival_ns)
 
     def _on_pause_frame(self, port: int, data: bytes, now_ns: int) -> None:
         """A PFC frame from the link on `port`: that port's queues hold the named priorities."""
