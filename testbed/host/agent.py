@@ -27,8 +27,8 @@ With `pfc` the NIC obeys its ToR's PFC pause frames (`testbed.host.pfc`), as a
 RoCE NIC does, so a fabric with PFC is lossless end to end: a raw socket per
 port takes the frames (EtherType 0x8808), and while a port is paused the
 priority-0 cells the pacer releases for it (all but CREDIT and CNP) wait in
-that port's queue, in order; at XON or the guard's end they go on the wire,
-serialised from then.
+that port's queue, in order; from XON or the guard's end they leave one after
+the other at the port's rate, and a new pause holds those that have not begun.
 """
 
 from __future__ import annotations
@@ -318,16 +318,18 @@ class Agent:
             pause.on_frame(frame, self.now())
 
     def _release_held(self, now: float) -> int:
-        """Cells held by a pause that is over go on their port's wire, in order; how many were sent."""
+        """Held cells whose turn on their port's wire has come, once its pause is over: one after
+        the other at the port's rate, in order; how many were sent."""
         sent = 0
         for port, gate in enumerate(self.pause_gates):
-            for start, (dst, data, ect) in gate.release(now):
+            wire = self.nic_ports.ports[port]
+            while (start := gate.next_start(now, wire.next_free)) is not None:
+                dst, data, ect = gate.pop()
+                due = self.nic_ports.on_wire(port, start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
+                                             data[0] & 0x0F)
                 if self.link_delay_s:
-                    due = self.nic_ports.on_wire(port, start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
-                                                 data[0] & 0x0F)
                     self._wires[port].append((due, dst, data, ect))
                 else:
-                    self.nic_ports.sent(port, now, data[0] & 0x0F)
                     self._send(dst, data, ect, port)
                     sent += 1
         return sent
@@ -426,7 +428,8 @@ class Agent:
                                    local_wire[0][0] if local_wire else None) if t is not None]
                 due += [wire[0][0] for wire in wires if wire]
                 if gates is not None:
-                    due += [t for t in (gate.wake_at() for gate in gates) if t is not None]
+                    due += [t for t in (gate.wake_at(port.next_free) for gate, port in zip(gates, nic.ports))
+                            if t is not None]
                 wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
                 self.wakeups += 1

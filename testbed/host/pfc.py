@@ -86,9 +86,12 @@ class PauseGate(Generic[Item]):
 
     A priority-0 cell is held while the port is paused, and also while
     earlier ones are still held, so a port never reorders its data; CREDIT
-    and CNP cells always pass.  `release` gives the held cells back once the
-    pause is over, each with the time its serialisation may start: not
-    before the port resumed, nor before the pacer released it."""
+    and CNP cells always pass.  Once the pause is over the held cells leave
+    one at a time as the port's wire frees up (`next_start`, `pop`): a cell
+    whose serialisation has not begun is still in the NIC, and a new pause
+    holds it again.  (Handing them all to the wire at the resume let a NIC
+    that had held hundreds of cells send them all through the next pause,
+    and a switch's pooled buffer overflowed.)"""
 
     def __init__(self, port_rate_bps: float) -> None:
         self.pause = PortPause(port_rate_bps)
@@ -104,18 +107,26 @@ class PauseGate(Generic[Item]):
             self.held_max = len(self.held)
         return False
 
-    def release(self, now: float) -> list[tuple[float, Item]]:
-        """(serialisation start, cell) for every held cell, in order, once the pause is over."""
-        if not self.held or self.pause.paused(DATA_PRIORITY, now):
-            return []
-        resumed = self.pause.resumes_at(DATA_PRIORITY)
-        out = [(max(resumed, released), item) for released, item in self.held]
-        self.held.clear()
-        return out
+    def _start(self, wire_free_at: float) -> float:
+        """When the first held cell may begin: not before the port resumed, the pacer released it,
+        or the wire finished the cell before it."""
+        return max(self.pause.resumes_at(DATA_PRIORITY), self.held[0][0], wire_free_at)
 
-    def wake_at(self) -> float | None:
-        """When the loop must look again without a frame: the guard's end, if cells wait for it."""
-        return self.pause.resumes_at(DATA_PRIORITY) if self.held else None
+    def next_start(self, now: float, wire_free_at: float) -> float | None:
+        """The serialisation start of the first held cell if it begins by `now`, else None."""
+        if not self.held or self.pause.paused(DATA_PRIORITY, now):
+            return None
+        start = self._start(wire_free_at)
+        return start if start <= now else None
+
+    def pop(self) -> Item:
+        """The first held cell, leaving the NIC (after next_start said it may)."""
+        return self.held.popleft()[1]
+
+    def wake_at(self, wire_free_at: float) -> float | None:
+        """When the loop must look again without a frame: when the first held cell may begin (the
+        guard's end while paused), None when nothing is held."""
+        return self._start(wire_free_at) if self.held else None
 
     def stats(self, now: float) -> dict:
         p = self.pause

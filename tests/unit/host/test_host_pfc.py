@@ -84,15 +84,26 @@ def test_a_paused_gate_holds_data_in_order_and_lets_credits_and_cnps_pass():
     assert not gate.admit(wire.ACK, 0.3, "a1", 0.3)
     assert not gate.admit(wire.CREDIT_REQUEST, 0.35, "r1", 0.35)
     assert gate.admit(wire.CREDIT, 0.4, "c1", 0.4) and gate.admit(wire.CNP, 0.4, "n1", 0.4)
-    assert gate.release(0.5) == [] and gate.wake_at() == pytest.approx(0.1 + frame.XOFF_QUANTA * QUANTUM_S)
+    assert gate.next_start(0.5, 0.0) is None
+    assert gate.wake_at(0.0) == pytest.approx(0.1 + frame.XOFF_QUANTA * QUANTUM_S)
     gate.pause.on_frame(xon(), 0.6)
     # Not released yet (the loop releases first): a new cell still queues behind the held ones.
     assert not gate.admit(wire.DATA, 0.6, "d2", 0.6)
-    assert gate.release(0.7) == [(0.6, "d1"), (0.6, "a1"), (0.6, "r1"), (0.6, "d2")]
-    assert gate.release(0.8) == [] and gate.wake_at() is None
+    # They leave one at a time as the wire frees up (a cell takes 0.05 s here)
+    starts, free = [], 0.0
+    while (start := gate.next_start(0.71, free)) is not None:
+        starts.append((round(start, 9), gate.pop()))
+        free = start + 0.05
+    assert starts == [(0.6, "d1"), (0.65, "a1"), (0.7, "r1")]
+    assert gate.wake_at(free) == pytest.approx(0.75)  # d2 waits for the wire
+    gate.pause.on_frame(xoff(), 0.72)  # and a new pause holds it
+    assert gate.next_start(0.8, free) is None
+    gate.pause.on_frame(xon(), 0.8)
+    assert gate.next_start(0.8, free) == 0.8 and gate.pop() == "d2"
+    assert gate.wake_at(free) is None
     assert gate.admit(wire.DATA, 0.8, "d3", 0.8)
     stats = gate.stats(1.0)
-    assert stats == {"xoff_frames": 1, "xon_frames": 1, "malformed_frames": 0, "paused_s": 0.5,
+    assert stats == {"xoff_frames": 2, "xon_frames": 2, "malformed_frames": 0, "paused_s": pytest.approx(0.58),
                      "held_cells_max": 4, "held_cells_now": 0}
 
 
@@ -101,13 +112,12 @@ def test_held_cells_start_at_the_guards_end_or_their_own_release_if_later():
     gate.pause.on_frame(xoff(quanta=1000), 0.0)
     guard = 1000 * QUANTUM_S
     assert not gate.admit(wire.DATA, 0.01, "early", 0.01)
-    assert gate.wake_at() == pytest.approx(guard)
-    assert gate.release(guard - 1e-6) == []
+    assert gate.wake_at(0.0) == pytest.approx(guard)
+    assert gate.next_start(guard - 1e-6, 0.0) is None
     # A late wake-up: released cells keep their own time if it is after the resume.
     assert not gate.admit(wire.DATA, guard + 0.002, "late", guard + 0.003)
-    got = gate.release(guard + 0.003)
-    assert [item for _, item in got] == ["early", "late"]
-    assert got[0][0] == pytest.approx(guard) and got[1][0] == pytest.approx(guard + 0.002)
+    assert gate.next_start(guard + 0.003, 0.0) == pytest.approx(guard) and gate.pop() == "early"
+    assert gate.next_start(guard + 0.003, guard + 0.001) == pytest.approx(guard + 0.002) and gate.pop() == "late"
 
 
 def test_summed_adds_ports_and_keeps_each():
