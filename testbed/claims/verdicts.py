@@ -61,6 +61,15 @@ def zero_loss(sim: list[dict], emu: list[dict]) -> dict:
             "measured": measured, "verdict": verdict}
 
 
+def _load_ratio(tita: float | None, other: float | None, lowest: float) -> tuple[str, str]:
+    """tita's highest zero-loss load over the baseline's (None: it lost even at `lowest`), and the verdict."""
+    if tita is None:
+        return "tita itself lost at the lowest load", NOT
+    if other is None:
+        return f"ratio above {tita / lowest:.1f}x", HOLDS if tita / lowest >= 1.4 else NOT
+    return f"ratio {tita / other:.2f}x", HOLDS if tita / other >= 1.4 else NOT
+
+
 def more_load(sim: list[dict], against: str = "dcqcn") -> dict:
     sweeps = {label: _by(sim, "load", label) for label in {r["label"] for r in sim if r["kind"] == "load"}}
     claim = f"about 40% more load (vs {against})"
@@ -73,12 +82,7 @@ def more_load(sim: list[dict], against: str = "dcqcn") -> dict:
     tita, other = highest_zero_loss_load(sweeps["tita"]), highest_zero_loss_load(sweeps[against])
     parts = [f"highest zero-loss offered load (fraction of the host link rate): tita {tita}, {against} "
              + (f"{other}" if other is not None else f"below {lowest} (it lost DATA cells at every load tried)")]
-    if tita is None:
-        ratio_text, verdict = "tita itself lost at the lowest load", NOT
-    elif other is None:
-        ratio_text, verdict = f"ratio above {tita / lowest:.1f}x", HOLDS if tita / lowest >= 1.4 else NOT
-    else:
-        ratio_text, verdict = f"ratio {tita / other:.2f}x", HOLDS if tita / other >= 1.4 else NOT
+    ratio_text, verdict = _load_ratio(tita, other, lowest)
     parts.append(ratio_text)
     pfc = sweeps.get(f"{against}+pfc")
     if pfc:
@@ -107,12 +111,7 @@ def more_load_emulated(emu: list[dict], against: str = "dcqcn") -> dict:
     rate = sweeps["tita"][0]["link_rate_mbps"]
     parts = [f"highest zero-loss offered load at {rate:.3g} Mbit/s: tita {tita}, {against} "
              + (f"{other}" if other is not None else f"below {lowest:g} (DATA lost at every load tried)")]
-    if tita is None:
-        ratio, verdict = "tita itself lost at the lowest load", NOT
-    elif other is None:
-        ratio, verdict = f"ratio above {tita / lowest:.1f}x", HOLDS if tita / lowest >= 1.4 else NOT
-    else:
-        ratio, verdict = f"ratio {tita / other:.2f}x", HOLDS if tita / other >= 1.4 else NOT
+    ratio, verdict = _load_ratio(tita, other, lowest)
     parts.append(ratio)
     for e in sorted(sweeps[against], key=lambda e: e["offered_load"]):
         parts.append(f"{against} at {e['offered_load']:g}: {e['loss_fraction']} of DATA lost")
