@@ -94,3 +94,17 @@ def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():
         == "holds"
     late = verdicts.lower_latency_emulated([row("tita", 500, 500, late=True), row("dcqcn", 1000, 1000)], "dcqcn")
     assert late["verdict"].startswith("not reproduced (fidelity lost")
+
+
+def test_emulated_more_load_needs_fidelity_at_every_load():
+    def row(label, load, drops, late=False):
+        return {"kind": "load", "label": label, "offered_load": load, "data_drops": drops, "finished": True,
+                "loss_fraction": drops / 1000, "link_rate_mbps": 0.5, "behind_real_time": late,
+                "pause_frames": 10 if "+pfc" in label else None, "completion_p99_ms": 100.0}
+    emu = [row("tita", 0.2, 0), row("tita", 1.0, 0), row("dcqcn", 0.2, 0), row("dcqcn", 1.0, 5),
+           row("dcqcn+pfc", 1.0, 0)]
+    v = verdicts.more_load_emulated(emu)
+    assert v["verdict"] == "holds" and "tita 1.0, dcqcn 0.2" in v["measured"] and "ratio 5.00x" in v["measured"]
+    assert "dcqcn with PFC: 0 DATA drops" in v["measured"]
+    emu[0] = row("tita", 0.2, 0, late=True)
+    assert verdicts.more_load_emulated(emu)["verdict"] == "not reproduced (fidelity lost)"
