@@ -70,9 +70,8 @@ def _reproduce(args, ccs: list[str], why_not: str | None) -> int:
     else:
         notes.append(_emulate(directory, [cc for cc in ccs if cc in ("tita", "dcqcn")], args.quick))
     notes.append("not reproduced here: all-to-all on the emulated fabric, nscc on the emulated fabric, fabrics "
-                 "of the published size, and the emulated fabric at 5 Mbit/s (this 2-core machine holds the "
-                 "8-host leaf-spine at about 0.3 Mbit/s with every host sending, a k=4 fat-tree at about the "
-                 "same; each emulated report gives its rate)")
+                 "of the published size, and the emulated fabric at the simulator's 5 Mbit/s (each emulated "
+                 "scenario runs at the rate `--fit` finds for this machine, given in its rows and its own report)")
     print(f"report: {report.write(directory, notes)}")
     return 0
 

@@ -45,7 +45,8 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
 
 def _labels(rows: list[dict]) -> list[str]:
     order = {"tita": 0, "dcqcn": 1, "dcqcn+pfc": 2}
-    return sorted({r["label"] for r in rows}, key=lambda label: (order.get(label, 3), label))
+    return sorted({r["label"] for r in rows},
+                  key=lambda label: (order.get(label.removesuffix(" emulated"), 3), label))
 
 
 def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
