@@ -164,6 +164,7 @@ def test_permutation_dcqcn(tmp_path, registry, processes):
     assert_dcqcn_reacted(summary)
 
 
+SLOW_7_TO_1 = 0.6  # 3 Mbit/s: a cell time of 2.9 ms against agents' wake-ups late by up to 2.3 ms at p99
 INCAST_LS = """
 name: {name}
 duration_s: 15
@@ -185,12 +186,20 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
     Goodput: the acceptance asks 0.95 of the link's payload rate. On the 2-core machine 11 of 15
     runs of this test (2026-12-01, all three switch modes) reached it; two of the others were
     recorded at 0.934 and 0.940 with fidelity kept and no timeout. The test holds 0.93, below which
-    none went and which TiTa before its credit-pacing fixes (0.85) does not reach."""
+    none went and which TiTa before its credit-pacing fixes (0.85) does not reach.
+
+    Clock: the scenario's 5 Mbit/s slowed by SLOW_7_TO_1 (every ratio kept, the BDP still 16
+    cells). At 5 Mbit/s a host agent's p99 pacer lateness reached 2.1-2.3 ms against one cell
+    time (1.74-2.07 ms) in 2 of 9 runs on 2026-12-02, and the test could not judge the claim."""
+    import dataclasses
+
     from testbed.host import simexp
+    from testbed.scenario.timescale import slowed
 
     scenario = parse_scenario(INCAST_LS.format(name="incast7-tita", processes=processes), "incast7-tita.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
+    variant = dataclasses.replace(variant, scenario=slowed(variant.scenario, SLOW_7_TO_1))
     result = VariantRun(variant, tmp_path / variant.name, ROOT, progress=lambda m: None).run()
     summary = summarize_variant(tmp_path / variant.name, variant.scenario.topo, variant.scenario)
     summary["_link_mbps"] = variant.scenario.links.host.rate_mbps
