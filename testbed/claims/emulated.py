@@ -14,19 +14,6 @@ from pathlib import Path
 
 from testbed.scenario import capacity
 
-INCAST = """
-name: claims-incast{senders}
-duration_s: {duration_s}
-seed: 1
-topology: {{kind: leaf_spine, leaves: 4, spines: {spines}, hosts_per_leaf: {hosts_per_leaf}}}
-links: {{rate_mbps: 5, delay_us: 2500}}
-fabric: {{load_balancing: spray, cell_size: 1024}}
-transport: {{cc: tita}}
-workload:
-  - {{kind: pingall}}
-  - {{kind: incast, start_s: {start_s}, receiver: h1, senders: {senders}, message_bytes: 131072, count: 1}}
-variants: {{cc: [{ccs}]}}
-"""
 # The simulator's load sweep and mixed workload (experiments._run_load, _run_mixed) as scenarios
 # on its leaf-spine (8 hosts): Poisson arrivals of 64 KiB messages for 1 s of model time (the
 # simulator's 3 s become minutes of wall time once a run is slowed to fit), and four long flows into
@@ -49,10 +36,6 @@ LOAD_WORKLOAD = "  - {kind: poisson, start_s: 3, load: 1.0, message_bytes: 65536
 LOADS = (0.2, 0.5, 1.0)
 MIXED_WORKLOAD = """  - {kind: incast, start_s: 3, receiver: h1, senders: [h2, h3, h4, h5], message_bytes: 262144}
   - {kind: stream, start_s: 3.1, receiver: h1, senders: [h6, h7, h8], message_bytes: 8192, count: 60, interval_s: 0.03}"""
-# the leaf-spines of the integration test (7:1) and of scenarios/incast15.yaml (15:1); the
-# ping-all of 16 hosts takes longer, so the incast starts later
-INCAST_FABRICS = {7: {"spines": 2, "hosts_per_leaf": 2, "start_s": 3, "duration_s": 15},
-                  15: {"spines": 4, "hosts_per_leaf": 4, "start_s": 6, "duration_s": 20}}
 
 
 def unavailable() -> str | None:
@@ -80,7 +63,9 @@ def with_pfc_variant(text: str, ccs: list[str], axes: str = "") -> list[str]:
 
 def run_incast(senders: int, ccs: list[str], directory: Path, progress=print) -> None:
     """The N:1 scenario for every cc (and dcqcn with PFC), as one `testbed run` under directory/emulated/."""
-    text = INCAST.format(senders=senders, ccs=", ".join(ccs), **INCAST_FABRICS[senders])
+    from testbed.claims.experiments import incast_text
+
+    text = incast_text(senders, ccs[0]) + "variants: {}\n"
     run_scenario(with_pfc_variant(text, ccs), f"claims-incast{senders}", directory, progress)
 
 

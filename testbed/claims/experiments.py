@@ -8,9 +8,12 @@ credit drops, the deepest queue, pause frames; and the link rate, base RTT and
 cell format the figures need), so figures.py computes every number of the
 report from the directory alone.
 
-Settings follow simexp (scenarios/incast.yaml's leaf-spine: 5 Mbit/s links,
-2.5 ms each, BDP 16 cells, 2-BDP buffers, spraying, RED ECN for dcqcn) and,
-for three tiers, a k=4 fat-tree scenario on `testbed sim`'s model of it.
+Incasts, permutations and all-to-all are scenarios (5 Mbit/s links, BDP 16
+cells, 2-BDP buffers, spraying, the scenario's RED ECN for dcqcn) on `testbed
+sim`'s model of them: the very texts emulated.py runs on the emulated fabric,
+so the two platforms are compared on one configuration. The mixed workload and
+the load sweep follow simexp's leaf-spine (the same links; their emulated
+counterparts are scaled-down scenarios, not compared row by row).
 """
 
 from __future__ import annotations
@@ -112,14 +115,12 @@ def _leaf_spine(t: Transport, hosts: int):
 
 
 def _run_incast(e: Experiment):
+    """The incast as the emulated fabric runs it (incast_text): the same scenario on the simulator,
+    so the claims table's agreement rows compare one configuration on two platforms."""
     n = e.params["senders"]
-    cfg, net = _leaf_spine(e.transport, n + 1)
-    names = [f"h{i}" for i in range(2, n + 2)]
-    names = names[1:] + names[:1]  # remote leaves first, as simexp and the scenario order them
-    messages = workloads.incast(names, "h1", INCAST_BYTES)
-    net.load(messages, seed=1)
-    net.run(300.0)
-    return net, cfg, messages, {"receiver": "h1"}
+    text = incast_text(n, e.transport.cc, e.transport.pfc)
+    net, cfg, messages = _simulate_text(text, f"claims-incast{n}.yaml")
+    return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine"}
 
 
 def _run_mixed(e: Experiment):
@@ -179,22 +180,55 @@ WORKLOADS = {
 }
 
 
+# Incast N:1 into h1 (128 KiB from each sender, remote leaves first), on the simulator and on the
+# emulated fabric (emulated.run_incast adds the variants): the leaf-spines of the integration test
+# (7:1) and of scenarios/incast15.yaml (15:1), whose ping-all of 16 hosts takes longer, so the
+# incast starts later; any other N gets simexp's leaf-spine (2 hosts per leaf, 2 spines).
+INCAST_SCENARIO = """
+name: claims-incast{senders}
+duration_s: {duration_s}
+seed: 1
+topology: {{kind: leaf_spine, leaves: {leaves}, spines: {spines}, hosts_per_leaf: {hosts_per_leaf}}}
+links: {{rate_mbps: 5, delay_us: 2500}}
+fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
+transport: {{cc: {cc}}}
+workload:
+  - {{kind: pingall}}
+  - {{kind: incast, start_s: {start_s}, receiver: h1, senders: {senders}, message_bytes: %d, count: 1}}
+""" % INCAST_BYTES
+INCAST_FABRICS = {7: {"leaves": 4, "spines": 2, "hosts_per_leaf": 2, "start_s": 3, "duration_s": 15},
+                  15: {"leaves": 4, "spines": 4, "hosts_per_leaf": 4, "start_s": 6, "duration_s": 20}}
+
+
+def incast_text(senders: int, cc: str, pfc: bool = False) -> str:
+    fabric = INCAST_FABRICS.get(senders) or {"leaves": -(-(senders + 1) // 2), "spines": 2, "hosts_per_leaf": 2,
+                                             "start_s": 3, "duration_s": 60}
+    return INCAST_SCENARIO.format(senders=senders, cc=cc, pfc="true" if pfc else "false",
+                                  xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1], **fabric)
+
+
 def scenario_text(kind: str, tiers: int, cc: str, pfc: bool = False) -> str:
     return SCENARIOS[tiers].format(cc=cc, workload=WORKLOADS[kind], pfc="true" if pfc else "false",
                                    xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1])
 
 
 def _run_scenario(e: Experiment):
+    tiers = e.params["tiers"]
+    net, cfg, messages = _simulate_text(scenario_text(e.kind, tiers, e.transport.cc, e.transport.pfc),
+                                        f"claims-{tiers}tier.yaml")
+    return net, cfg, messages, {"topology": "fat_tree" if tiers == 3 else "leaf_spine"}
+
+
+def _simulate_text(text: str, name: str):
+    """One scenario text (one variant, no `variants`) on the scenario-built simulator, to the end."""
     from testbed.emulation.workload import scenario_messages
     from testbed.scenario import parse_scenario
     from testbed.simulation.run import simulate, transport_config
 
-    tiers = e.params["tiers"]
-    scenario = parse_scenario(scenario_text(e.kind, tiers, e.transport.cc, e.transport.pfc),
-                              f"claims-{tiers}tier.yaml")
+    scenario = parse_scenario(text, name)
     messages = scenario_messages(scenario)
     net, _ = simulate(scenario, messages, until_s=300.0)
-    return net, transport_config(scenario), messages, {"topology": scenario.topology.kind}
+    return net, transport_config(scenario), messages
 
 
 _RUNNERS = {"incast": _run_incast, "mixed": _run_mixed, "load": _run_load,
