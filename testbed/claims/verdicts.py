@@ -141,17 +141,19 @@ def lower_latency(sim: list[dict], against: str = "dcqcn") -> dict:
                 ratios.append(a / b)
                 parts.append(f"{name}{' short messages' if name == 'mixed' else ''} {q} {a:.0f}/{b:.0f} ms = "
                              f"{a / b:.2f}")
-    if not ratios:
-        verdict = NOT
-    elif max(ratios) <= 0.7:
-        verdict = HOLDS
-    elif max(ratios) < 1:
-        verdict = "lower, not by 40%"
-    else:
-        verdict = NOT
     return {"claim": f"about 40% lower latency (vs {against})",
             "anchor": "the fabric's claim (about 0.6x the completion time of ECN-reactive control)",
-            "measured": "tita over " + against + ": " + ("; ".join(parts) or "not measured"), "verdict": verdict}
+            "measured": "tita over " + against + ": " + ("; ".join(parts) or "not measured"),
+            "verdict": _latency_verdict(ratios)}
+
+
+def _latency_verdict(ratios: list[float]) -> str:
+    """RULES' latency ladder: every tita/baseline ratio at most 0.7 holds; all below 1 are lower."""
+    if ratios and max(ratios) <= 0.7:
+        return HOLDS
+    if ratios and max(ratios) < 1:
+        return "lower, not by 40%"
+    return NOT
 
 
 LATENCY_KINDS = ("incast", "mixed")  # the latency claim's workloads (issue 13); permutations are about efficiency
@@ -177,14 +179,7 @@ def lower_latency_emulated(emu: list[dict], against: str) -> dict:
                 parts.append(f"{what} {q} {a:.0f}/{b:.0f} ms = {a / b:.2f}")
         if d.get("pfc"):
             parts.append(f"({against}: {d['data_drops']} DATA drops, {d['pause_frames']} pause frames)")
-    if not ratios or late:
-        verdict = NOT + (f" (fidelity lost in {', '.join(late)})" if late else "")
-    elif max(ratios) <= 0.7:
-        verdict = HOLDS
-    elif max(ratios) < 1:
-        verdict = "lower, not by 40%"
-    else:
-        verdict = NOT
+    verdict = NOT + f" (fidelity lost in {', '.join(late)})" if late else _latency_verdict(ratios)
     return {"claim": f"about 40% lower latency (vs {against}), emulated",
             "anchor": "the fabric's claim (about 0.6x the completion time of ECN-reactive control)",
             "measured": "tita over " + against + " on the emulated fabric: " + ("; ".join(parts) or "not measured"),
