@@ -32,6 +32,10 @@ LOAD_HOSTS = 8
 LOAD_MESSAGE_BYTES = 64 * 1024
 LOAD_SECONDS = 3.0  # of arrivals; the run goes on until every message is done
 PFC_THRESHOLDS = (8, 4)  # XOFF / XON, DATA cells one ingress link has queued at a switch
+# The emulated incasts' simulated twins run again with these scenario seeds (RED's marks, the
+# entropy's start): how far the simulator's own outcome moves without any real-time noise, the
+# spread an emulated run (one sample of that noise) is compared with.
+SPREAD_SEEDS = (2, 3, 4, 5)
 # `none` at 64:1 drops nearly every cell it sends and takes minutes of wall time to finish
 NONE_MAX_SENDERS = 15
 
@@ -84,10 +88,18 @@ def plan(ccs: list[str], quick: bool = False) -> list[Experiment]:
 
 
 def run(experiment: Experiment, directory: Path) -> Path:
-    """Run one experiment and keep its records and counters in directory/sim/NAME/."""
+    """Run one experiment and keep its records and counters in directory/sim/NAME/ (and, for an
+    incast the emulated fabric runs too, the same with each of SPREAD_SEEDS in seeds/seedS/)."""
     out = directory / "sim" / experiment.name
+    _save(out, experiment, *_RUNNERS[experiment.kind](experiment))
+    if experiment.kind == "incast" and experiment.params["senders"] in INCAST_FABRICS:
+        for seed in SPREAD_SEEDS:
+            _save(out / "seeds" / f"seed{seed}", experiment, *_run_incast(experiment, seed))
+    return out
+
+
+def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    net, cfg, messages, extra = _RUNNERS[experiment.kind](experiment)
     host_records.write_jsonl(out / "records.jsonl", net.records())
     counters = {
         "name": experiment.name, "kind": experiment.kind, "cc": experiment.transport.cc,
@@ -106,7 +118,6 @@ def run(experiment: Experiment, directory: Path) -> Path:
         **extra,
     }
     (out / "counters.json").write_text(json.dumps(counters, indent=1))
-    return out
 
 
 def _leaf_spine(t: Transport, hosts: int):
@@ -114,13 +125,13 @@ def _leaf_spine(t: Transport, hosts: int):
     return cfg, simexp.network(cfg, hosts, pfc=PFC_THRESHOLDS if t.pfc else None)
 
 
-def _run_incast(e: Experiment):
+def _run_incast(e: Experiment, seed: int = 1):
     """The incast as the emulated fabric runs it (incast_text): the same scenario on the simulator,
     so the claims table's agreement rows compare one configuration on two platforms."""
     n = e.params["senders"]
-    text = incast_text(n, e.transport.cc, e.transport.pfc)
+    text = incast_text(n, e.transport.cc, e.transport.pfc, seed)
     net, cfg, messages = _simulate_text(text, f"claims-incast{n}.yaml")
-    return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine"}
+    return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine", "seed": seed}
 
 
 def _run_mixed(e: Experiment):
@@ -187,7 +198,7 @@ WORKLOADS = {
 INCAST_SCENARIO = """
 name: claims-incast{senders}
 duration_s: {duration_s}
-seed: 1
+seed: {seed}
 topology: {{kind: leaf_spine, leaves: {leaves}, spines: {spines}, hosts_per_leaf: {hosts_per_leaf}}}
 links: {{rate_mbps: 5, delay_us: 2500}}
 fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
@@ -200,10 +211,10 @@ INCAST_FABRICS = {7: {"leaves": 4, "spines": 2, "hosts_per_leaf": 2, "start_s": 
                   15: {"leaves": 4, "spines": 4, "hosts_per_leaf": 4, "start_s": 6, "duration_s": 20}}
 
 
-def incast_text(senders: int, cc: str, pfc: bool = False) -> str:
+def incast_text(senders: int, cc: str, pfc: bool = False, seed: int = 1) -> str:
     fabric = INCAST_FABRICS.get(senders) or {"leaves": -(-(senders + 1) // 2), "spines": 2, "hosts_per_leaf": 2,
                                              "start_s": 3, "duration_s": 60}
-    return INCAST_SCENARIO.format(senders=senders, cc=cc, pfc="true" if pfc else "false",
+    return INCAST_SCENARIO.format(senders=senders, cc=cc, pfc="true" if pfc else "false", seed=seed,
                                   xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1], **fabric)
 
 

@@ -33,8 +33,23 @@ def load(directory: Path) -> tuple[dict, list[dict]]:
     return counters, host_records.read_jsonl(directory / "records.jsonl")
 
 
+SPREAD_KEYS = ("goodput_over_payload_rate", "jain", "last_over_ideal", "completion_p50_ms", "completion_p99_ms")
+
+
 def of_experiment(directory: Path) -> dict:
-    """The figures of one simulator experiment (see the module docstring)."""
+    """The figures of one simulator experiment (see the module docstring); an experiment run with
+    more seeds (seeds/seedS/) adds seed_spread: each SPREAD_KEYS figure's [lowest, highest] over
+    every seed, the first included."""
+    out = _of_one(directory)
+    again = sorted((directory / "seeds").glob("seed*/counters.json"))
+    if again:
+        rows = [out] + [_of_one(p.parent) for p in again]
+        out["seeds"] = [1] + [int(p.parent.name.removeprefix("seed")) for p in again]
+        out["seed_spread"] = {k: [min(r[k] for r in rows), max(r[k] for r in rows)] for k in SPREAD_KEYS}
+    return out
+
+
+def _of_one(directory: Path) -> dict:
     c, recs = load(directory)
     sent = [r for r in recs if r["kind"] == "message_sent"]
     got = [r for r in recs if r["kind"] == "message_delivered"]

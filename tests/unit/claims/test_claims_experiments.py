@@ -58,6 +58,21 @@ def test_incast_figures_come_from_the_files_and_match_a_testbed_sim_run_of_the_e
     assert got["data_drops"] > 0 and got["delivered_verified"] == 4  # dcqcn overflows the 2-BDP buffer
 
 
+def test_an_emulated_incasts_twin_runs_every_spread_seed_and_reports_their_range(tmp_path):
+    e = experiments.Experiment("incast7-dcqcn", "incast", experiments.Transport("dcqcn"), {"senders": 7})
+    directory = experiments.run(e, tmp_path)
+    assert sorted(p.name for p in (directory / "seeds").iterdir()) == [f"seed{s}" for s in experiments.SPREAD_SEEDS]
+    got = figures.of_experiment(directory)
+    assert got["seeds"] == [1, *experiments.SPREAD_SEEDS]
+    seeds = [figures.of_experiment(directory / "seeds" / f"seed{s}") for s in experiments.SPREAD_SEEDS]
+    for key, (lo, hi) in got["seed_spread"].items():
+        values = [got[key]] + [r[key] for r in seeds]
+        assert (lo, hi) == (min(values), max(values)), key
+    assert got["seed_spread"]["last_over_ideal"][0] < got["seed_spread"]["last_over_ideal"][1]  # RED's marks move it
+    e4 = experiments.Experiment("incast4-dcqcn", "incast", experiments.Transport("dcqcn"), {"senders": 4})
+    assert "seed_spread" not in figures.of_experiment(experiments.run(e4, tmp_path))  # not run emulated
+
+
 def test_permutation_efficiency_and_its_bound(tmp_path):
     e = experiments.Experiment("permutation-2tier-none", "permutation", experiments.Transport("none"),
                                {"tiers": 2})

@@ -81,6 +81,20 @@ def test_agreement_is_within_ten_percent_of_the_simulator():
     assert v["verdict"] == verdicts.HOLDS and "2-tier permutation" in v["claim"]
 
 
+def test_agreement_counts_the_simulators_own_spread_over_seeds():
+    sim = {"goodput_over_payload_rate": 0.80, "jain": 0.99, "last_over_ideal": 1.20, "seeds": [1, 2, 3, 4, 5],
+           "seed_spread": {"goodput_over_payload_rate": [0.70, 0.85], "jain": [0.98, 0.99],
+                           "last_over_ideal": [1.12, 1.40]}}
+    emu = {"kind": "incast", "cc": "dcqcn", "label": "dcqcn", "senders": 15, "goodput_over_payload_rate": 0.66,
+           "jain": 0.99, "last_over_ideal": 1.45}
+    v = verdicts.agreement(sim, emu)  # 17.5% and 20.8% off seed 1, but 5.0% and 4.2% outside the seeds' range
+    assert v["verdict"] == verdicts.HOLDS, v
+    assert "(17.5%), 5 seeds simulated: 0.7-0.85 (5.0% outside)" in v["measured"]
+    assert "jain 0.99 emulated, 0.99 simulated (0.0%), 5 seeds simulated: 0.98-0.99 (inside)" in v["measured"]
+    far = verdicts.agreement(sim, {**emu, "goodput_over_payload_rate": 0.60})  # 12.5% below the lowest seed
+    assert far["verdict"] == verdicts.NOT + " (goodput_over_payload_rate)"
+
+
 def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():
     def row(label, p50, p99, late=False):
         return {"kind": "incast", "label": label, "cc": label.split("+")[0], "pfc": "+pfc" in label,
