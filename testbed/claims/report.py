@@ -14,7 +14,7 @@ from pathlib import Path
 from testbed.claims import figures, verdicts
 
 SCALE = ("Scale: host links of 5 Mbit/s with 2.5 ms per link (BDP 16 cells of 1024 B, 2-BDP switch buffers) on "
-         "leaf-spines of 4 to 33 leaves, and a k=4 fat-tree (16 hosts, 1 ms per link) for three tiers, on the "
+         "leaf-spines of 3 to 33 leaves, and a k=4 fat-tree (16 hosts, 1 ms per link) for three tiers, on the "
          "virtual-time simulator, which runs the agents' own transport code with exact wake-ups; the emulated "
          "rows run the same code as real processes on Mininet at the rate the pre-flight check lets this "
          "machine hold. The published claims come from 100-400 Gbit/s fabrics of thousands of GPUs; what "

@@ -120,5 +120,11 @@ def test_emulated_more_load_needs_fidelity_at_every_load():
     v = verdicts.more_load_emulated(emu)
     assert v["verdict"] == "holds" and "tita 1.0, dcqcn 0.2" in v["measured"] and "ratio 5.00x" in v["measured"]
     assert "dcqcn with PFC: 0 DATA drops" in v["measured"]
+    emu[-1] = row("dcqcn+pfc", 1.0, 0, late=True)  # the reference lost fidelity: named, the ratio stands
+    v = verdicts.more_load_emulated(emu)
+    assert v["verdict"] == "holds" and "(fidelity lost with PFC at 1: those figures are the CPU's)" in v["measured"]
     emu[0] = row("tita", 0.2, 0, late=True)
+    assert verdicts.more_load_emulated(emu)["verdict"] == "not reproduced (fidelity lost)"
+    emu[0] = row("tita", 0.2, 0)
+    emu[3] = row("dcqcn", 1.0, 5, late=True)
     assert verdicts.more_load_emulated(emu)["verdict"] == "not reproduced (fidelity lost)"
