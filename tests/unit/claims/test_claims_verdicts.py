@@ -49,6 +49,11 @@ def test_more_load_needs_1_4x_and_says_when_dcqcn_lost_at_every_load():
     v = verdicts.more_load(sim)
     assert v["verdict"] == verdicts.HOLDS and "below 0.1" in v["measured"] and "above 10.0x" in v["measured"]
     assert verdicts.more_load(sim, "nscc")["measured"].startswith("not measured")
+    sim += sweep("dcqcn+pfc", {0.1: 0, 1.0: 0}, pause_frames=40, completion_p99_ms=300.0)
+    v = verdicts.more_load(sim)
+    assert v["verdict"] == verdicts.HOLDS
+    assert "dcqcn with PFC loses nothing by construction (40 pause frames at load 1.0); there its completion " \
+           "p99 is 300.0 ms" in v["measured"]
 
 
 def test_lower_latency_thresholds():
