@@ -2,7 +2,7 @@
 
 Virtual clock + event heap; links with rate and propagation delay; switch
 egress ports with a FIFO data queue (tail drop at `buffer_cells`, DCQCN-style
-ECN marking between Kmin and Kmax), and ExpressPass credit limiting (a
+ECN marking between Kmin and Kmax, at fabric.p4's thresholds), and ExpressPass credit limiting (a
 separate 8-credit queue served by a token bucket of depth 2 at
 credit/(credit+data) of the link, excess credits dropped); DCQCN's CNPs wait
 in a high-priority queue of their own, ahead of data, as fabric.p4 queues them
@@ -161,7 +161,9 @@ class Port:
                 return
             if self.ecn and pkt.ect and not pkt.ce:
                 kmin, kmax, pmax = self.ecn
-                p = 0.0 if q <= kmin else 1.0 if q > kmax else pmax * (q - kmin) / (kmax - kmin)
+                # fabric.p4's egress rule, q the cells queued ahead: always from Kmax on (a step's
+                # K = Kmin = Kmax), never up to Kmin, Pmax (q - Kmin)/(Kmax - Kmin) between
+                p = 1.0 if q >= kmax else 0.0 if q <= kmin else pmax * (q - kmin) / (kmax - kmin)
                 if p and self.net.rng.random() < p:
                     pkt.ce = True
                     self.stats.ce_marks += 1

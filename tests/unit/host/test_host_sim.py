@@ -132,3 +132,25 @@ def test_ring_allreduce_completes_with_dependent_steps(cc):
             assert started[(h, nxt, step)] >= delivered[(prev, h, step - 1)]
     # Bus bandwidth cannot exceed the link; ring all-reduce on a star should reach a good share.
     assert 0.3 * cfg.link_rate_bps < summary["busbw_bps"] <= cfg.link_rate_bps
+
+
+@pytest.mark.parametrize("ecn, never_up_to, always_from", [((10, 10, 1.0), 9, 10),   # step K=10: q >= K
+                                                          ((10, 30, 0.0), 29, 30),   # RED, Pmax 0: from Kmax
+                                                          ((10, 30, 1.0), 10, 30)])  # RED: never up to Kmin
+def test_the_simulators_ecn_thresholds_are_fabric_p4s(ecn, never_up_to, always_from):
+    """q = cells queued ahead of the arriving one, as enq_qdepth in fabric.p4's egress (and its
+    test_red_extremes_with_driven_queue_depth): step marks from K on, RED always from Kmax on and
+    never up to Kmin."""
+    from testbed.host import wire
+    from testbed.host.sim import Network, SimPacket
+
+    cfg = make_cfg("dcqcn")
+    net = Network(cfg, seed=1)
+    sw, h = net.switch("s1"), net.host("h1")
+    port, _ = net.link(sw, h, LinkSpec(rate_bps=1e6, delay_s=1e-3, buffer_cells=100, ecn=ecn))
+    packets = [SimPacket("h0", "h1", bytes(64), ect=True) for _ in range(45)]
+    for pkt in packets:
+        port.enqueue(pkt, wire.DATA)
+    # the first starts on the wire at once; the k-th after it finds k - 1 queued ahead
+    ce = [packets[q + 1].ce for q in range(44)]
+    assert not any(ce[:never_up_to + 1]) and all(ce[always_from:])
