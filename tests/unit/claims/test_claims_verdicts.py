@@ -113,6 +113,14 @@ def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():
         == "holds"
     late = verdicts.lower_latency_emulated([row("tita", 500, 500, late=True), row("dcqcn", 1000, 1000)], "dcqcn")
     assert late["verdict"].startswith("not reproduced (fidelity lost")
+    # a baseline whose median sender beat the equal-share finish: the row says so
+    fair, unfair = {**row("tita", 1040, 1045), "jain": 0.9999}, {**row("dcqcn", 1000, 1300), "ideal_last_s": 1.05}
+    v = verdicts.lower_latency_emulated([fair, unfair], "dcqcn")
+    assert v["verdict"] == verdicts.NOT
+    assert ("(incast 7:1: dcqcn's median 1000 ms is 0.95 of the ideal last delivery 1050 ms, when equal shares "
+            "finish every sender; tita's Jain 0.9999)") in v["measured"]
+    assert "ideal last delivery" not in verdicts.lower_latency_emulated(
+        [row("tita", 500, 500), {**row("dcqcn", 1000, 1000), "ideal_last_s": 1.05}], "dcqcn")["measured"]
 
 
 def test_emulated_more_load_needs_fidelity_at_every_load():
