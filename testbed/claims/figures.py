@@ -44,7 +44,7 @@ def of_experiment(directory: Path) -> dict:
     again = sorted((directory / "seeds").glob("seed*/counters.json"))
     if again:
         rows = [out] + [_of_one(p.parent) for p in again]
-        out["seeds"] = [1] + [int(p.parent.name.removeprefix("seed")) for p in again]
+        out["seeds"] = [r["seed"] for r in rows]
         out["seed_spread"] = {k: [min(r[k] for r in rows), max(r[k] for r in rows)] for k in SPREAD_KEYS}
     return out
 
@@ -57,6 +57,7 @@ def _of_one(directory: Path) -> dict:
                                    "finished", "data_drops", "credit_drops", "pause_frames",
                                    "peak_queue_cells", "bdp_cells", "retransmissions", "data_cells_sent")}
     out["timeouts"], out["nacks_received"] = c.get("timeouts"), c.get("nacks_received")
+    out["seed"] = c.get("seed")  # a scenario-built incast's; None where the experiment has no seed axis
     out["delivered_verified"] = sum(1 for r in got if r["verified"])
     out["base_rtt_ms"] = round(c["base_rtt_s"] * 1e3, 3)
     kind = c["kind"]
