@@ -20,3 +20,14 @@ def registry(tmp_path, monkeypatch):
     monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
     monkeypatch.setenv("TESTBED_REGISTRY", str(path))
     return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Every fabric run a test set aside because it fell behind real time (fitting.until_real_time_kept):
+    a passing session says how often the machine could not hold a run's clock."""
+    from fitting import RERUNS
+
+    if RERUNS:
+        terminalreporter.section("fabric runs rerun: they fell behind real time")
+        for line in RERUNS:
+            terminalreporter.write_line(line)

@@ -34,7 +34,7 @@ def test_a_cut_host_link_fails_over_to_the_other_port_without_loss(tmp_path, reg
     the cut moves h1's flow whole (h1 has one flow: then only the surviving port ever sends)."""
     text = SCENARIO.replace("CC", cc).replace("load_balancing: spray", f"load_balancing: {lb}")
     run_dir = tmp_path / "failover"
-    scenario, result, summary, context = run_fitted(text, run_dir)
+    scenario, result, summary, run_dir, context = run_fitted(text, run_dir)
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_planned"] == summary["messages_completed"] == 2, context
     assert summary["messages_delivered_verified"] == 2, context
@@ -66,7 +66,7 @@ def test_a_crashed_tor_is_left_by_silence_and_no_message_is_lost(tmp_path, regis
     leaf1 port stopped hearing back, and use its other port until leaf1 returns."""
     text = SCENARIO.replace("CC", "tita").replace(
         "{at_s: 1.5, kind: link_down, target: h1-leaf1}", "{at_s: 1.5, kind: switch_restart, target: leaf1, duration_s: 1.5}")
-    scenario, result, summary, context = run_fitted(text, tmp_path / "failover-tor")
+    scenario, result, summary, run_dir, context = run_fitted(text, tmp_path / "failover-tor")
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_planned"] == summary["messages_completed"] == summary["messages_delivered_verified"] == 2
     (cut,) = summary["recovery"]  # h1 is leaf1's only host

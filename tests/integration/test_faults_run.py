@@ -72,7 +72,7 @@ faults:
 
 def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_arrives(tmp_path, registry):
     run_dir = tmp_path / "degraded"
-    scenario, result, summary, context = run_fitted(DEGRADED, run_dir)
+    scenario, result, summary, run_dir, context = run_fitted(DEGRADED, run_dir)
     assert [e["kind"] for e in summary["faults"]] == ["link_degrade", "agent_stall", "agent_resume",
                                                       "link_restore"], context
     assert not any(e.get("error") for e in summary["faults"]), context
@@ -107,7 +107,7 @@ faults:
 @pytest.mark.parametrize("processes", ["per_switch", "auto"])
 def test_a_restarted_switch_is_routed_around_configured_again_and_the_job_completes(tmp_path, registry, processes):
     run_dir = tmp_path / "restart"
-    scenario, result, summary, context = run_fitted(RESTART.replace("PROCESSES", processes), run_dir)
+    scenario, result, summary, run_dir, context = run_fitted(RESTART.replace("PROCESSES", processes), run_dir)
     stop, start = summary["faults"]
     assert (stop["kind"], start["kind"]) == ("switch_stop", "switch_start") and not stop.get("error") \
         and not start.get("error"), context
