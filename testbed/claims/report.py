@@ -33,6 +33,7 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
     lines += ["", "## Claims", "", "| claim | literature anchor | measured | verdict |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['anchor']} | {c['measured']} | **{c['verdict']}** |" for c in claims]
     lines += ["", "Verdict rules:", ""] + [f"* {rule}" for rule in verdicts.RULES] + [""]
+    lines += ["Figures:", ""] + [f"* {d}" for d in figures.DEFINITIONS] + [""]
     lines += _incast_table(sim, emu) + _load_table(sim, emu) + _mixed_table(sim, emu) + _spread_table(sim, emu)
     lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     lines += ["Every figure above is recomputed from this directory by `testbed reproduce --report DIR`: "
@@ -53,16 +54,16 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
     rows = [r for r in sim if r["kind"] == "incast"]
     out = ["## Incast N:1 (simulated unless marked)", "",
            "| N | transport | goodput over payload rate | DATA drops (cells) | peak queue (cells) | Jain | "
-           "last delivery over ideal | completion p50 / p99 (ms) | retransmitted DATA cells |",
+           "last delivery over ideal | FCT p50 / p99 (ms) | retransmitted DATA cells |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["params"]["senders"], _labels(rows).index(r["label"]))):
         out.append(f"| {r['params']['senders']} | {r['label']} | {r['goodput_over_payload_rate']} | {r['data_drops']} | "
                    f"{r['peak_queue_cells']} | {r['jain']} | {r['last_over_ideal']} | "
-                   f"{r['completion_p50_ms']} / {r['completion_p99_ms']} | {r['retransmissions']} |")
+                   f"{r['fct_p50_ms']} / {r['fct_p99_ms']} | {r['retransmissions']} |")
     for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["label"])):
         out.append(f"| {e['senders']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
-                   f"{e['last_over_ideal']} | {e['completion_p50_ms']} / {e['completion_p99_ms']} | {e['retransmissions']} |")
+                   f"{e['last_over_ideal']} | {e['fct_p50_ms']} / {e['fct_p99_ms']} | {e['retransmissions']} |")
     if not any(r["pfc"] for r in rows):
         return out + [""]
     pfc = [r for r in rows if r["pfc"]]
@@ -80,13 +81,13 @@ def _load_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
         return []
     labels = _labels([r for r in rows if r not in emulated]) + _labels(emulated)
     out = ["## Offered-load sweep (8 hosts, 2-tier, Poisson arrivals of 64 KiB messages to random hosts)", "",
-           "DATA loss fraction (dropped at switch queues over DATA cells the hosts sent, retransmissions included) / completion p99 (ms), per offered load (fraction of the "
+           "DATA loss fraction (dropped at switch queues over DATA cells the hosts sent, retransmissions included) / FCT p99 (ms), per offered load (fraction of the "
            "host link rate):", "", "| load | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for load in sorted({r["offered_load"] for r in rows}):
         cells = []
         for label in labels:
             r = next((x for x in rows if x["label"] == label and x["offered_load"] == load), None)
-            cells.append("" if r is None else f"{r['loss_fraction']} / {r.get('completion_p99_ms')}")
+            cells.append("" if r is None else f"{r['loss_fraction']} / {r.get('fct_p99_ms')}")
         out.append(f"| {load} | " + " | ".join(cells) + " |")
     highest = {label: figures.highest_zero_loss_load([r for r in rows if r["label"] == label]) for label in labels}
     out += ["", "Highest zero-loss offered load: " + ", ".join(
@@ -106,17 +107,19 @@ def _mixed_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
     if not rows and not emulated:
         return []
     out = ["## Short messages among long flows (4 x 512 KiB into h1, 60 x 8 KiB to h1 every 30 ms)", "",
-           "| transport | short p50 / p99 (ms) | short p99 (base RTTs) | long p50 / p99 (ms) | DATA drops (cells) |",
-           "|---|---|---|---|---|"]
+           "| transport | short FCT p50 / p99 (ms) | short FCT p99 (base RTTs) | short completion p50 / p99 (ms) | "
+           "long FCT p50 / p99 (ms) | DATA drops (cells) |",
+           "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: _labels(rows).index(r["label"])):
-        out.append(f"| {r['label']} | {r['short_completion_p50_ms']} / {r['short_completion_p99_ms']} | "
-                   f"{r['short_completion_p99_rtts']} | {r['long_completion_p50_ms']} / "
-                   f"{r['long_completion_p99_ms']} | {r['data_drops']} |")
+        out.append(f"| {r['label']} | {r['short_fct_p50_ms']} / {r['short_fct_p99_ms']} | "
+                   f"{r['short_fct_p99_rtts']} | {r['short_completion_p50_ms']} / {r['short_completion_p99_ms']} | "
+                   f"{r['long_fct_p50_ms']} / {r['long_fct_p99_ms']} | {r['data_drops']} |")
     for e in sorted(emulated, key=lambda e: _labels(emulated).index(e["label"])):
         out.append(f"| {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (4 x 256 KiB; fidelity "
-                   f"{'lost' if e['behind_real_time'] else 'kept'}) | {e.get('short_completion_p50_ms')} / "
-                   f"{e.get('short_completion_p99_ms')} | {e.get('short_completion_p99_rtts')} | "
-                   f"{e.get('long_completion_p50_ms')} / {e.get('long_completion_p99_ms')} | {e['data_drops']} |")
+                   f"{'lost' if e['behind_real_time'] else 'kept'}) | {e.get('short_fct_p50_ms')} / "
+                   f"{e.get('short_fct_p99_ms')} | {e.get('short_fct_p99_rtts')} | "
+                   f"{e.get('short_completion_p50_ms')} / {e.get('short_completion_p99_ms')} | "
+                   f"{e.get('long_fct_p50_ms')} / {e.get('long_fct_p99_ms')} | {e['data_drops']} |")
     return out + [""]
 
 
@@ -128,17 +131,17 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
            "Efficiency: verified payload over the time from the first start to the last delivery, over every "
            "host's link payload rate together; its bound: the same if every host sent its own DATA cells back "
            "to back at its link rate and the last took one base RTT more (control cells not counted).", "",
-           "| workload | tiers | transport | efficiency | its bound | DATA drops (cells) | completion p50 / p99 (ms) |",
+           "| workload | tiers | transport | efficiency | its bound | DATA drops (cells) | FCT p50 / p99 (ms) |",
            "|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["kind"], r["tiers"], _labels(rows).index(r["label"]))):
         out.append(f"| {r['kind']} | {r['tiers']} | {r['label']} | {r['efficiency']} | {r['efficiency_bound']} | "
                    f"{r['data_drops']} | "
-                   f"{r.get('completion_p50_ms')} / {r.get('completion_p99_ms')} |")
+                   f"{r.get('fct_p50_ms')} / {r.get('fct_p99_ms')} |")
     for e in sorted((e for e in emu if e["kind"] in ("permutation", "alltoall")),
                     key=lambda e: (e["kind"], e["tiers"], e["label"])):
         out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
-                   f"{e['data_drops']} | {e.get('completion_p50_ms')} / {e.get('completion_p99_ms')} |")
+                   f"{e['data_drops']} | {e.get('fct_p50_ms')} / {e.get('fct_p99_ms')} |")
     return out + [""]
 
 
@@ -172,12 +175,12 @@ def _plots(directory: Path, sim: list[dict]) -> list[Path]:
         for label in _labels(load):
             rows = sorted((r for r in load if r["label"] == label), key=lambda r: r["offered_load"])
             a.plot([r["offered_load"] for r in rows], [r["loss_fraction"] for r in rows], marker="o", label=label)
-            b.plot([r["offered_load"] for r in rows], [r.get("completion_p99_ms") for r in rows], marker="o",
+            b.plot([r["offered_load"] for r in rows], [r.get("fct_p99_ms") for r in rows], marker="o",
                    label=label)
         a.set_xlabel("offered load (fraction of host link rate)")
         a.set_ylabel("DATA loss fraction")
         b.set_xlabel("offered load (fraction of host link rate)")
-        b.set_ylabel("completion p99 (ms)")
+        b.set_ylabel("FCT p99 (ms)")
         for ax in (a, b):
             ax.grid(alpha=0.3)
             ax.legend()

@@ -13,7 +13,8 @@ RULES = (
     "partly when the only drops are in simulated incasts wider than 15:1 (beyond issue 13's acceptance)",
     "about 40% more load: tita's highest zero-loss offered load over the baseline's (dcqcn without PFC; nscc) is "
     "1.4x or more (emulated: with fidelity kept at every load of tita's and the baseline's sweeps)",
-    "about 40% lower latency: tita's completion p50 and p99 over the baseline's, in incast 7:1 and 15:1 and for "
+    "about 40% lower latency: tita's FCT (a message posted to its last ACK, its wait for credits included) p50 "
+    "and p99 over the baseline's, in incast 7:1 and 15:1 and for "
     "the short messages among long flows, simulated and (fidelity kept) emulated: "
     "holds when every ratio is at most 0.7; 'lower, not by 40%' when every ratio is below 1",
     "efficiency above 90%: tita's incast goodput (N up to 15) and its permutation and all-to-all efficiency "
@@ -90,8 +91,8 @@ def more_load(sim: list[dict], against: str = "dcqcn") -> dict:
         worst = max(pfc, key=lambda r: r["offered_load"])
         t = next((r for r in sweeps["tita"] if r["offered_load"] == worst["offered_load"]), None)
         parts.append(f"{against} with PFC loses nothing by construction ({worst['pause_frames']} pause frames at "
-                     f"load {worst['offered_load']}); there its completion p99 is "
-                     f"{worst.get('completion_p99_ms')} ms against tita's {t and t.get('completion_p99_ms')} ms")
+                     f"load {worst['offered_load']}); there its FCT p99 is "
+                     f"{worst.get('fct_p99_ms')} ms against tita's {t and t.get('fct_p99_ms')} ms")
     return {"claim": claim, "anchor": anchor,
             "measured": "; ".join(parts) + " (8 hosts, Poisson arrivals of 64 KiB messages to random hosts)",
             "verdict": verdict}
@@ -124,8 +125,8 @@ def more_load_emulated(emu: list[dict], against: str = "dcqcn") -> dict:
         worst = pfc[-1]
         t = next((e for e in sweeps["tita"] if e["offered_load"] == worst["offered_load"]), None)
         parts.append(f"{against} with PFC: {sum(e['data_drops'] for e in pfc)} DATA drops over the sweep, "
-                     f"{worst['pause_frames']} pause frames at {worst['offered_load']:g}, completion p99 "
-                     f"{worst.get('completion_p99_ms')} ms against tita's {t and t.get('completion_p99_ms')} ms"
+                     f"{worst['pause_frames']} pause frames at {worst['offered_load']:g}, FCT p99 "
+                     f"{worst.get('fct_p99_ms')} ms against tita's {t and t.get('fct_p99_ms')} ms"
                      + (f" (fidelity lost with PFC at {', '.join(pfc_late)}: those figures are the CPU's)"
                         if pfc_late else ""))
     if late:
@@ -137,7 +138,7 @@ def more_load_emulated(emu: list[dict], against: str = "dcqcn") -> dict:
 
 def lower_latency(sim: list[dict], against: str = "dcqcn") -> dict:
     ratios, parts = [], []
-    for name, key in (("incast7", "completion"), ("incast15", "completion"), ("mixed", "short_completion")):
+    for name, key in (("incast7", "fct"), ("incast15", "fct"), ("mixed", "short_fct")):
         t, d = _one(sim, f"{name}-tita"), _one(sim, f"{name}-{against}")
         if not t or not d:
             continue
@@ -145,7 +146,7 @@ def lower_latency(sim: list[dict], against: str = "dcqcn") -> dict:
             a, b = t.get(f"{key}_{q}_ms"), d.get(f"{key}_{q}_ms")
             if a and b:
                 ratios.append(a / b)
-                parts.append(f"{name}{' short messages' if name == 'mixed' else ''} {q} {a:.0f}/{b:.0f} ms = "
+                parts.append(f"{name}{' short messages' if name == 'mixed' else ''} FCT {q} {a:.0f}/{b:.0f} ms = "
                              f"{a / b:.2f}")
         parts += _fair_share_note(t, d, name, against)
     return {"claim": f"about 40% lower latency (vs {against})",
@@ -159,7 +160,7 @@ def _fair_share_note(t: dict, d: dict, what: str, against: str) -> list[str]:
     ideal last delivery (all cells back to back on the receiver's link, one RTT more), so when the
     baseline's median sender finished well before it, no transport that shares fairly has a lower
     p50. Said only where tita's p50 is not the lower one."""
-    ideal_s, a, b = d.get("ideal_last_s"), t.get("completion_p50_ms"), d.get("completion_p50_ms")
+    ideal_s, a, b = d.get("ideal_last_s"), t.get("fct_p50_ms"), d.get("fct_p50_ms")
     if t["kind"] != "incast" or not (ideal_s and a and b) or a < b:
         return []
     return [f"({what}: {against}'s median {b:.0f} ms is {b / (ideal_s * 1e3):.2f} of the ideal last delivery "
@@ -179,7 +180,7 @@ LATENCY_KINDS = ("incast", "mixed")  # the latency claim's workloads (issue 13);
 
 
 def lower_latency_emulated(emu: list[dict], against: str) -> dict:
-    """tita's completion p50/p99 over `against`'s in each emulated incast and mixed scenario both
+    """tita's FCT p50/p99 over `against`'s in each emulated incast and mixed scenario both
     ran (same links: one fit factor per scenario), fidelity kept in both."""
     ratios, parts, late = [], [], []
     for t in (e for e in emu if e["label"] == "tita" and e["kind"] in LATENCY_KINDS):
@@ -190,12 +191,12 @@ def lower_latency_emulated(emu: list[dict], against: str) -> dict:
         what = _what(t)
         if t.get("behind_real_time") or d.get("behind_real_time"):
             late.append(what)
-        key = "short_completion" if t["kind"] == "mixed" else "completion"
+        key = "short_fct" if t["kind"] == "mixed" else "fct"
         for q in ("p50", "p99"):
             a, b = t.get(f"{key}_{q}_ms"), d.get(f"{key}_{q}_ms")
             if a and b:
                 ratios.append(a / b)
-                parts.append(f"{what} {q} {a:.0f}/{b:.0f} ms = {a / b:.2f}")
+                parts.append(f"{what} FCT {q} {a:.0f}/{b:.0f} ms = {a / b:.2f}")
         parts += _fair_share_note(t, d, what, against)
         if d.get("pfc"):
             parts.append(f"({against}: {d['data_drops']} DATA drops, {d['pause_frames']} pause frames)")

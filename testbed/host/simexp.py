@@ -94,12 +94,17 @@ def _rank(xs: list[float], q: float) -> float | None:
 
 
 def completion_figures(sent: list[dict], rtt_s: float) -> dict:
-    """Message completion (first DATA cell sent to last ACK), nearest-rank, in ms and in base RTTs."""
-    c = [r["completion_us"] / 1e3 for r in sent]
-    p50, p99 = _rank(c, 0.5), _rank(c, 0.99)
+    """Per message, nearest-rank, in ms and in base RTTs: the FCT (the message posted to its last
+    ACK: what the application waits, the sender's wait for credits or for its pacer included) and
+    the completion (its first DATA cell sent to its last ACK: the network's share of it)."""
     rtt_ms = rtt_s * 1e3
-    return {"completion_p50_ms": round(p50, 1), "completion_p99_ms": round(p99, 1), "base_rtt_ms": round(rtt_ms, 3),
-            "completion_p50_rtts": round(p50 / rtt_ms, 1), "completion_p99_rtts": round(p99 / rtt_ms, 1)}
+    out = {"base_rtt_ms": round(rtt_ms, 3)}
+    for name, key in (("fct", "fct_us"), ("completion", "completion_us")):
+        xs = [r[key] / 1e3 for r in sent]
+        p50, p99 = _rank(xs, 0.5), _rank(xs, 0.99)
+        out.update({f"{name}_p50_ms": round(p50, 1), f"{name}_p99_ms": round(p99, 1),
+                    f"{name}_p50_rtts": round(p50 / rtt_ms, 1), f"{name}_p99_rtts": round(p99 / rtt_ms, 1)})
+    return out
 
 
 def goodput_figures(wl_sizes: list[int], got: list[dict], starts: list[float], rate_bps: float, rtt_s: float,
@@ -173,8 +178,8 @@ def mixed(cc: str, long_senders: int = 4, long_bytes: int = 512 * 1024, short_by
           pfc: tuple[int, int] | None = None) -> dict:
     """Short messages into a receiver that long flows keep busy (tail latency): `long_senders`
     hosts send `long_bytes` each to h1 from time 0; three other hosts take turns sending a
-    `short_bytes` message to h1 every `short_gap_s`, from 0.1 s on. Completion of the short
-    messages (first DATA cell sent to last ACK) in ms and base RTTs, nearest-rank."""
+    `short_bytes` message to h1 every `short_gap_s`, from 0.1 s on. FCT and completion of the short
+    and the long messages (completion_figures)."""
     cfg = config(cc)
     hosts = long_senders + 4
     net = network(cfg, hosts, seed, wake_late_s, pfc)
@@ -193,7 +198,7 @@ def mixed(cc: str, long_senders: int = 4, long_bytes: int = 512 * 1024, short_by
            "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(), "pfc": list(pfc) if pfc else None,
            "pause_frames": net.pause_frames}
     out.update({f"short_{k}": v for k, v in completion_figures(short, cfg.rtt_s).items()})
-    out.update({f"long_{k}": v for k, v in completion_figures(long, cfg.rtt_s).items() if "completion" in k})
+    out.update({f"long_{k}": v for k, v in completion_figures(long, cfg.rtt_s).items() if k != "base_rtt_ms"})
     return out
 
 

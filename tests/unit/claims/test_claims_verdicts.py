@@ -49,17 +49,17 @@ def test_more_load_needs_1_4x_and_says_when_dcqcn_lost_at_every_load():
     v = verdicts.more_load(sim)
     assert v["verdict"] == verdicts.HOLDS and "below 0.1" in v["measured"] and "above 10.0x" in v["measured"]
     assert verdicts.more_load(sim, "nscc")["measured"].startswith("not measured")
-    sim += sweep("dcqcn+pfc", {0.1: 0, 1.0: 0}, pause_frames=40, completion_p99_ms=300.0)
+    sim += sweep("dcqcn+pfc", {0.1: 0, 1.0: 0}, pause_frames=40, fct_p99_ms=300.0)
     v = verdicts.more_load(sim)
     assert v["verdict"] == verdicts.HOLDS
-    assert "dcqcn with PFC loses nothing by construction (40 pause frames at load 1.0); there its completion " \
+    assert "dcqcn with PFC loses nothing by construction (40 pause frames at load 1.0); there its FCT " \
            "p99 is 300.0 ms" in v["measured"]
 
 
 def test_lower_latency_thresholds():
     def sim(ratio):
-        return [row("incast7-tita", "incast", completion_p50_ms=60 * ratio, completion_p99_ms=70 * ratio),
-                row("incast7-dcqcn", "incast", "dcqcn", completion_p50_ms=60, completion_p99_ms=70)]
+        return [row("incast7-tita", "incast", fct_p50_ms=60 * ratio, fct_p99_ms=70 * ratio),
+                row("incast7-dcqcn", "incast", "dcqcn", fct_p50_ms=60, fct_p99_ms=70)]
     assert verdicts.lower_latency(sim(0.6))["verdict"] == verdicts.HOLDS
     assert verdicts.lower_latency(sim(0.9))["verdict"] == "lower, not by 40%"
     assert verdicts.lower_latency(sim(1.0))["verdict"] == verdicts.NOT
@@ -103,12 +103,12 @@ def test_agreement_counts_the_simulators_own_spread_over_seeds():
 def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():
     def row(label, p50, p99, late=False):
         return {"kind": "incast", "label": label, "cc": label.split("+")[0], "pfc": "+pfc" in label,
-                "senders": 7, "completion_p50_ms": p50, "completion_p99_ms": p99, "behind_real_time": late,
+                "senders": 7, "fct_p50_ms": p50, "fct_p99_ms": p99, "behind_real_time": late,
                 "data_drops": 0, "pause_frames": 40 if "+pfc" in label else None}
     emu = [row("tita", 500, 600), row("dcqcn+pfc", 1000, 800)]
     v = verdicts.lower_latency_emulated(emu, "dcqcn+pfc")
     assert v["verdict"] == "lower, not by 40%"  # 0.50 and 0.75
-    assert "incast 7:1 p99 600/800 ms = 0.75" in v["measured"] and "40 pause frames" in v["measured"]
+    assert "incast 7:1 FCT p99 600/800 ms = 0.75" in v["measured"] and "40 pause frames" in v["measured"]
     assert verdicts.lower_latency_emulated([row("tita", 500, 500), row("dcqcn", 1000, 1000)], "dcqcn")["verdict"] \
         == "holds"
     late = verdicts.lower_latency_emulated([row("tita", 500, 500, late=True), row("dcqcn", 1000, 1000)], "dcqcn")
@@ -127,7 +127,7 @@ def test_emulated_more_load_needs_fidelity_at_every_load():
     def row(label, load, drops, late=False):
         return {"kind": "load", "label": label, "offered_load": load, "data_drops": drops, "finished": True,
                 "loss_fraction": drops / 1000, "link_rate_mbps": 0.5, "behind_real_time": late,
-                "pause_frames": 10 if "+pfc" in label else None, "completion_p99_ms": 100.0}
+                "pause_frames": 10 if "+pfc" in label else None, "fct_p99_ms": 100.0}
     emu = [row("tita", 0.2, 0), row("tita", 1.0, 0), row("dcqcn", 0.2, 0), row("dcqcn", 1.0, 5),
            row("dcqcn+pfc", 1.0, 0)]
     v = verdicts.more_load_emulated(emu)
