@@ -38,6 +38,14 @@ the round actually lasted.
 Demand bookkeeping: a request sets demand to the announced cells; each
 credit issued consumes one; a credit that is lost (detected by gap or by
 timeout) or a NACK adds one back; CREDIT_STOP clears it.
+
+Short demands first: a flow whose request, made while it had nothing
+outstanding, announced at most one BDP of cells is credited ahead of the
+others until it is served (a larger request on the way loses it the place),
+as Homa grants short messages first. Without it a short message waited for
+its share beside every long flow into the same receiver: among four long
+flows its FCT p50 was 1.66x dcqcn's (simulator). Long flows still share
+round robin, so an incast of equal messages finishes every sender together.
 """
 
 from __future__ import annotations
@@ -78,7 +86,7 @@ class _CreditFlow:
     __slots__ = (
         "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time", "grid",
         "period_start", "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
-        "total_used",
+        "total_used", "short",
     )
 
     def __init__(self, src: str, flow_id: int, rate: float, w: float, now: float, rtt: float) -> None:
@@ -100,6 +108,7 @@ class _CreditFlow:
         self.entropy: EntropySource | None = None
         self.total_lost = 0
         self.total_used = 0
+        self.short = False  # credited ahead of the others (see the module docstring)
 
 
 class TitaReceiver(ReceiverCC):
@@ -166,7 +175,9 @@ class TitaReceiver(ReceiverCC):
         if cell.type == wire.CREDIT_REQUEST:
             flow = self._flow(now, src, cell.flow_id)
             if flow is not None:
+                idle = flow.demand == 0 and not flow.outstanding
                 flow.demand = min(MAX_DEMAND_CELLS, -(-cell.aux // self.cfg.cell_size))
+                flow.short = flow.demand <= self.base_budget and (idle or flow.short)
         elif cell.type == wire.CREDIT_STOP:
             flow = self.flows.get((src, cell.flow_id))
             if flow is not None:
@@ -257,23 +268,32 @@ class TitaReceiver(ReceiverCC):
                 self._feedback(flow, now)
         n = len(self._order)
         while n and self.gate.ready(now) and self.outstanding < self.budget:
-            chosen = None
-            waiting = False
-            for i in range(n):
-                key = self._order[(self._rr + i) % n]
-                flow = self.flows[key]
-                if flow.demand > 0:
-                    if flow.next_time <= now:
-                        chosen = flow
-                        self._rr = (self._rr + i + 1) % n
-                        break
-                    waiting = True
+            chosen, turn, waiting = self._next_flow(now, n)
             if chosen is None:
                 if not waiting:  # nothing to credit: an idle downlink saves up no burst
                     self.gate.idle(now)
                 break
+            if not chosen.short:
+                self._rr = (self._rr + turn + 1) % n  # the round robin is the long flows'
             out.append((chosen.src, self._issue(chosen, now)))
         return out
+
+    def _next_flow(self, now: float, n: int) -> tuple[_CreditFlow | None, int, bool]:
+        """The flow the next credit goes to: the first due short flow, else the first due flow in
+        round-robin order; with its place in that order, and whether a flow with demand is not
+        due yet (when none is chosen)."""
+        first, turn, waiting = None, 0, False
+        for i in range(n):
+            flow = self.flows[self._order[(self._rr + i) % n]]
+            if flow.demand <= 0:
+                continue
+            if flow.next_time > now:
+                waiting = True
+            elif flow.short:
+                return flow, i, waiting
+            elif first is None:
+                first, turn = flow, i
+        return first, turn, waiting
 
     def _issue(self, flow: _CreditFlow, now: float) -> wire.CellPacket:
         seq = flow.next_seq
