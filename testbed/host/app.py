@@ -191,7 +191,9 @@ class WorkloadRunner:
 
     def poll(self, now: float) -> None:
         ready = self._ready
-        while ready and now * 1e6 >= ready[0][0]:
+        # in seconds, as next_deadline and the simulator's wake-ups have it: 4.06 * 1e6 is below
+        # 4060000.0, and a message polled at its own start time waited for the next wake-up
+        while ready and ready[0][0] / 1e6 <= now:
             _, i = heapq.heappop(ready)
             spec = self._specs[i]
             self._sent.add(i)
