@@ -217,3 +217,58 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
     sim = simexp.from_run(tmp_path / "simulated", summary={})
     for key in ("goodput_over_payload_rate", "jain", "last_over_ideal"):
         assert abs(emu[key] - sim[key]) <= 0.1 * sim[key], (key, emu, sim)
+
+
+def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, registry, processes):
+    """Issue 13's latency claim for short messages on the emulated fabric, and the simulator within
+    10% of it: the claims' mixed scenario (claims.emulated, 4 x 256 KiB into h1 and 60 x 8 KiB to h1
+    every 30 ms), tita and dcqcn on the same fitted links. tita credits the short messages first,
+    so each waits one round trip for its credits and not for a share beside the long flows: its
+    FCT is at most 3 base RTTs (request and credit, its cells, their ACK) and at most half of
+    dcqcn's at p50 and p99 (2026-12-02, the three switch modes: 0.20-0.29x at p50, 0.08-0.20x at p99,
+    tita's p99 2.7-2.8 base RTTs)."""
+    import dataclasses
+
+    from testbed.claims.emulated import LEAF_SPINE, MIXED_WORKLOAD
+    from testbed.host import records, simexp
+    from testbed.scenario.timescale import slowed
+    from testbed.simulation.run import run_variant
+
+    text = LEAF_SPINE.format(name="claims-mixed", workload=MIXED_WORKLOAD)
+    text = text.replace("variants: {}", f"switch: {{target: builtin, processes: {processes}}}")
+    (tita_variant,) = expand_variants(parse_scenario(text, "claims-mixed.yaml"))
+    tita_variant = fitted(tita_variant)
+    factor = tita_variant.scenario.links.host.rate_mbps / 5
+    (dcqcn_variant,) = expand_variants(parse_scenario(text.replace("cc: tita", "cc: dcqcn"), "claims-mixed.yaml"))
+    dcqcn_variant = dataclasses.replace(dcqcn_variant, scenario=slowed(dcqcn_variant.scenario, factor))
+    streams = {"h6", "h7", "h8"}
+    rtt_s = tita_variant.scenario.derived.base_rtt_us / 1e6
+
+    def short_fct(run_dir: Path) -> dict:
+        sent = [r for f in sorted((run_dir / "records").glob("*.jsonl")) for r in records.read_jsonl(f)
+                if r["kind"] == "message_sent" and r["src"] in streams]
+        assert len(sent) == 60, run_dir
+        return simexp.completion_figures(sent, rtt_s)
+
+    def run(variant, name: str) -> dict:
+        def once(out_dir: Path):
+            result = VariantRun(variant, out_dir, ROOT, progress=lambda m: None).run()
+            summary = summarize_variant(out_dir, variant.scenario.topo, variant.scenario)
+            summary["_context"] = (f"{out_dir}: agents {result.agents}, fidelity {summary['fidelity']}, "
+                                   f"drops {summary['drops']}")
+            summary["_short"] = short_fct(out_dir)
+            return summary, summary
+
+        return until_real_time_kept(once, tmp_path / name, name)
+
+    tita, dcqcn = run(tita_variant, "tita"), run(dcqcn_variant, "dcqcn")
+    assert_all_delivered(tita, 64)
+    assert_tita_lossless(tita, 4 * 257 + 60 * 9)
+    assert not dcqcn["fidelity"]["behind_real_time"], dcqcn["_context"]
+    t, d = tita["_short"], dcqcn["_short"]
+    assert t["fct_p99_rtts"] <= 3.0, (t, tita["_context"])
+    assert t["fct_p50_ms"] <= 0.5 * d["fct_p50_ms"] and t["fct_p99_ms"] <= 0.5 * d["fct_p99_ms"], (t, d)
+    run_variant(tita_variant, tmp_path / "simulated")  # the same scenario, slowed alike, on the simulator
+    sim = short_fct(tmp_path / "simulated")
+    for key in ("fct_p50_rtts", "fct_p99_rtts"):
+        assert abs(t[key] - sim[key]) <= 0.1 * sim[key], (key, t, sim)
