@@ -185,9 +185,10 @@ def _plot_uplinks(summaries: dict[str, dict], path: Path) -> bool:
     axes.set_ylabel("utilisation while traffic flowed (%)")
     axes.set_ylim(0, 105)
     axes.set_title("ToR uplink utilisation")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(names), frameon=False)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    # below the axes, three variants a row (a load sweep's nine names do not fit in one); the saved
+    # box grows to hold it, where tight_layout gave up with a warning
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=min(3, len(names)), frameon=False)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
 

@@ -280,3 +280,16 @@ def test_on_bmv2_a_control_cell_costs_a_data_cell_slot_in_the_ideal(tmp_path, sc
     assert bmv2["link_utilisation"]["leaf2:3->spine1"] == pytest.approx(
         builtin["link_utilisation"]["leaf2:3->spine1"] * DATA_B / ACK_B)
     assert bmv2["link_utilisation"]["h3:1->leaf2"] == pytest.approx(builtin["link_utilisation"]["h3:1->leaf2"])
+
+
+def test_the_uplink_plot_of_a_nine_variant_sweep_draws_without_a_layout_warning(tmp_path):
+    import warnings
+
+    from testbed.telemetry.report import _plot_uplinks
+
+    names = [f"cc={cc},pfc=true,workload.1.load={load}" for cc in ("tita", "dcqcn", "nscc") for load in (0.2, 0.5, 1)]
+    summaries = {n: {"uplink_utilisation": {"leaf1:spine1": 0.5, "leaf1:spine2": 0.4}} for n in names}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _plot_uplinks(summaries, tmp_path / "uplinks.png")
+    assert (tmp_path / "uplinks.png").stat().st_size > 0
