@@ -81,18 +81,20 @@ def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
 
     sizes = (7,) if quick else (7, 15)
     progress = lambda m: print(m, flush=True)  # noqa: E731
+    runs = 1 if quick else emulated.REPEATS  # of incast 7:1 and the 2-tier permutation
     for n in sizes:
-        emulated.run_incast(n, ccs, directory, progress)
+        emulated.run_incast(n, ccs, directory, progress, runs if n == 7 else 1)
     spreads = (("permutation", 2),) if quick else (("permutation", 2), ("permutation", 3))
     for kind, tiers in spreads:
-        emulated.run_spread(kind, tiers, ccs, directory, progress)
+        emulated.run_spread(kind, tiers, ccs, directory, progress, runs if tiers == 2 else 1)
     if not quick:
         emulated.run_mixed(ccs, directory, progress)
         emulated.run_load_sweep(ccs, directory, progress)
     pfc = ", and dcqcn on a lossless fabric (the builtin traffic manager's PFC)" if "dcqcn" in ccs else ""
     more = "" if quick else (", short messages among long flows, and a load sweep at "
                              + ", ".join(f"{load:g}" for load in emulated.LOADS) + " of the link rate,")
+    again = f" (incast 7:1 and the 2-tier permutation {runs} times each)" if runs > 1 else ""
     return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)}, the permutation on "
             f"{' and '.join(f'{t} tiers' for _, t in spreads)}{more} for "
-            f"{', '.join(ccs)}{pfc} on the builtin target (each scenario's own `testbed run` report is under "
-            "emulated/)")
+            f"{', '.join(ccs)}{pfc} on the builtin target{again} (each scenario's own `testbed run` report is "
+            "under emulated/)")

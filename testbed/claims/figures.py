@@ -210,12 +210,30 @@ def _emulated_mixed(variant_dir: Path, resolved: dict, summary: dict) -> dict:
 
 
 def emulated_of(directory: Path) -> list[dict]:
-    """The figures of every emulated variant under directory/emulated/SCENARIO/."""
+    """The figures of every emulated variant under directory/emulated/SCENARIO/, each with the
+    scenario's name, which run of it it is and how many runs it had (run K of NAME is in NAME-runK/)."""
     root = directory / "emulated"
     if not root.is_dir():
         return []
-    return [of_emulated(v) for s in sorted(root.iterdir()) if s.is_dir() for v in sorted(s.iterdir())
-            if (v / "scenario.resolved.yaml").exists()]
+    rows = []
+    for s in sorted(root.iterdir()):
+        if not s.is_dir():
+            continue
+        scenario, run = scenario_run(s.name)
+        rows += [{**of_emulated(v), "scenario": scenario, "run": run} for v in sorted(s.iterdir())
+                 if (v / "scenario.resolved.yaml").exists()]
+    runs: dict[str, int] = {}
+    for r in rows:
+        runs[r["scenario"]] = max(runs.get(r["scenario"], 0), r["run"])
+    for r in rows:
+        r["runs"] = runs[r["scenario"]]
+    return rows
+
+
+def scenario_run(name: str) -> tuple[str, int]:
+    """An emulated scenario directory's name -> (the scenario, which run): NAME-runK is run K."""
+    base, sep, k = name.rpartition("-run")
+    return (base, int(k)) if sep and k.isdigit() and int(k) > 1 else (name, 1)
 
 
 def all_of(directory: Path) -> list[dict]:

@@ -60,8 +60,8 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
         out.append(f"| {r['params']['senders']} | {r['label']} | {r['goodput_over_payload_rate']} | {r['data_drops']} | "
                    f"{r['peak_queue_cells']} | {r['jain']} | {r['last_over_ideal']} | "
                    f"{r['fct_p50_ms']} / {r['fct_p99_ms']} | {r['retransmissions']} |")
-    for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["label"])):
-        out.append(f"| {e['senders']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s | "
+    for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["label"], e.get("run", 1))):
+        out.append(f"| {e['senders']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s{verdicts.run_note(e)} | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
                    f"{e['last_over_ideal']} | {e['fct_p50_ms']} / {e['fct_p99_ms']} | {e['retransmissions']} |")
     if not any(r["pfc"] for r in rows):
@@ -138,8 +138,8 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
                    f"{r['data_drops']} | "
                    f"{r.get('fct_p50_ms')} / {r.get('fct_p99_ms')} |")
     for e in sorted((e for e in emu if e["kind"] in ("permutation", "alltoall")),
-                    key=lambda e: (e["kind"], e["tiers"], e["label"])):
-        out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (fidelity "
+                    key=lambda e: (e["kind"], e["tiers"], e["label"], e.get("run", 1))):
+        out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s{verdicts.run_note(e)} (fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
                    f"{e['data_drops']} | {e.get('fct_p50_ms')} / {e.get('fct_p99_ms')} |")
     return out + [""]

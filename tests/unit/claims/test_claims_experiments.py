@@ -145,3 +145,10 @@ def test_a_second_reproduce_is_refused_before_it_writes_anything(tmp_path, monke
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "testbed run scenarios/default.yaml" in err[0], err
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_emulated_scenarios_later_runs_are_named_after_it():
+    assert figures.scenario_run("claims-incast7") == ("claims-incast7", 1)
+    assert figures.scenario_run("claims-incast7-run3") == ("claims-incast7", 3)
+    assert figures.scenario_run("claims-permutation-3tier") == ("claims-permutation-3tier", 1)
+    assert figures.scenario_run("claims-run-away") == ("claims-run-away", 1)
