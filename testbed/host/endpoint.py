@@ -158,8 +158,10 @@ class Endpoint:
                     self.counters["ece_acks"] += 1
                 for msg in flow.on_ack(now, cell):
                     self.on_acked(flow.dst, msg)
+                self._spend_held_credits(now, flow)
             elif cell.type == wire.NACK:
                 flow.on_nack(now, cell)
+                self._spend_held_credits(now, flow)
             elif cell.type == wire.CNP:
                 flow.cc.on_cnp(now)
             elif cell.type == wire.CREDIT:
@@ -192,16 +194,35 @@ class Endpoint:
         cc = flow.cc
         cc.last_credit = now
         cc.credits_received += 1
-        data = flow.build(now, credit_seq=cell.credit_seq,
-                          entropy=echo(self.cfg.layout, cell.entropy, self.name, flow.dst))
+        entropy = echo(self.cfg.layout, cell.entropy, self.name, flow.dst)
+        data = None if cc.held_credits else flow.build(now, credit_seq=cell.credit_seq, entropy=entropy)
         if data is not None:
             self._credited.append((flow.dst, data))
+            return
+        if flow.backlog_cells() and len(cc.held_credits) < self.cfg.window:
+            cc.held_credits.append((cell.credit_seq, entropy))  # the window is full: wait for an ACK
+            cc.credits_held += 1
             return
         cc.credits_wasted += 1
         if flow.backlog_cells() == 0 and now - cc.last_stop >= self.cfg.rtt_s:
             cc.last_stop = now
             cc.stops_sent += 1
             self._control.append((flow.dst, flow.control(wire.CREDIT_STOP)))
+
+    def _spend_held_credits(self, now: float, flow: SenderFlow) -> None:
+        """Cells for the credits that waited for the send window, in their order, as far as an
+        ACK (or a NACK's retransmission) lets them go."""
+        held = getattr(flow.cc, "held_credits", None)
+        while held:
+            seq, entropy = held[0]
+            data = flow.build(now, credit_seq=seq, entropy=entropy)
+            if data is None:
+                break
+            held.popleft()
+            self._credited.append((flow.dst, data))
+        if held and not flow.backlog_cells():  # nothing left to send for them
+            flow.cc.credits_wasted += len(held)
+            held.clear()
 
     # -- time and network out ---------------------------------------------------
     def poll(self, now: float) -> list[Transmit]:
@@ -302,6 +323,7 @@ class Endpoint:
             "rtt_min_ms": min((f.window.min_rtt * 1e3 for f in self.senders.values()
                                if f.window.min_rtt is not None), default=None),
             "credits_wasted": sum(getattr(f.cc, "credits_wasted", 0) for f in self.senders.values()),
+            "credits_held": sum(getattr(f.cc, "credits_held", 0) for f in self.senders.values()),
             "errors": dict(self.errors),
             "tx_counts": {f"tx_{wire.TYPE_NAMES.get(t, t)}": n for t, n in enumerate(self.tx_types) if n},
         }
