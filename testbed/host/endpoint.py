@@ -195,6 +195,7 @@ class Endpoint:
         cc.last_credit = now
         cc.credits_received += 1
         entropy = echo(self.cfg.layout, cell.entropy, self.name, flow.dst)
+        self._spend_held_credits(now, flow)  # older credits first (a retransmission needs no window)
         data = None if cc.held_credits else flow.build(now, credit_seq=cell.credit_seq, entropy=entropy)
         if data is not None:
             self._credited.append((flow.dst, data))
@@ -210,8 +211,8 @@ class Endpoint:
             self._control.append((flow.dst, flow.control(wire.CREDIT_STOP)))
 
     def _spend_held_credits(self, now: float, flow: SenderFlow) -> None:
-        """Cells for the credits that waited for the send window, in their order, as far as an
-        ACK (or a NACK's retransmission) lets them go."""
+        """Cells for the credits that waited for the send window, in their order, as far as the
+        window (or a retransmission, which needs none) lets them go."""
         held = getattr(flow.cc, "held_credits", None)
         while held:
             seq, entropy = held[0]
@@ -249,6 +250,7 @@ class Endpoint:
             if due is not None and now >= due:
                 for cell in flow.on_timer(now):
                     self._control.append((flow.dst, cell))
+                self._spend_held_credits(now, flow)  # a timeout's retransmissions may use them
         for rflow in self.receivers.values():
             if rflow.ack_due is not None and now >= rflow.ack_due:
                 ack = rflow.ack_due_now(now)

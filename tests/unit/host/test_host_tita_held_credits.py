@@ -39,3 +39,21 @@ def test_credits_beyond_the_window_wait_for_the_ack_that_opens_it():
     assert [(c.credit_seq, c.psn, c.entropy) for c in later] == [(5, 4, 5), (6, 5, 6)]
     assert not flow.cc.held_credits
     assert ep.stats()["credits_held"] == 2 and ep.stats()["credits_wasted"] == 0
+
+
+def test_held_credits_carry_the_retransmissions_of_a_timeout_when_no_ack_comes():
+    """The window's first cell lost: no ACK opens it, the retransmission timer requeues the
+    cells, and the held credits send them (before, they waited for an ACK that never came)."""
+    cfg = TransportConfig(cc="tita", link_rate_bps=100e6, bdp_cells=4, reorder_window_cells=4, base_rtt_s=1.0)
+    ep = Endpoint("10.1.0.2", cfg)
+    ep.send_message(0.0, PEER, 1, b"x" * 20 * cfg.cell_size)
+    ep.poll(0.0)
+    flow = ep.senders[PEER]
+    for seq in range(1, 7):
+        ep.receive(0.001 * seq, PEER, credit(flow.flow_id, seq), 0)
+        data_cells(ep, 0.001 * seq)
+    assert len(flow.cc.held_credits) == 2
+    timeout = flow.window.deadline()
+    resent = data_cells(ep, timeout + 0.001) + data_cells(ep, timeout + 0.002)  # the NIC sends one at a time
+    assert [(c.credit_seq, c.has(wire.FLAG_RETX)) for c in resent][:2] == [(5, True), (6, True)]
+    assert not flow.cc.held_credits
