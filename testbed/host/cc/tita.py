@@ -77,7 +77,8 @@ class TitaSender(SenderCC):
         self.credits_received = 0
         self.credits_wasted = 0
         # Credits that came while the send window was full (its unacknowledged cells at the reorder
-        # window), as (credit seq, entropy): spent as ACKs open the window. The receiver's budget
+        # window), as (credit seq, entropy): spent as ACKs open the window or a timeout or NACK queues a
+        # retransmission (which needs no window). The receiver's budget
         # may reach two BDPs of credits, more than the window once ACKs lag, and a credit dropped
         # there was only re-issued after the receiver's credit timeout: a message's last cell then
         # waited 3 base RTTs (simulator, 2-tier permutation: 0.74 of the payload rate, not 0.82).
