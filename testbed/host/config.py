@@ -18,6 +18,7 @@ from testbed.host import wire
 from testbed.topo.entropy import EntropyLayout
 
 CC_NAMES = ("tita", "dcqcn", "nscc", "none")
+CREDIT_ORDERS = ("fair", "srpt")
 # DCQCN's byte counter B over one rate-increase timer period at line rate, in
 # Zhu et al. (SIGCOMM 2015): 10 MB at 40 Gbit/s against T = 55 us.
 DCQCN_BYTE_COUNTER_TIMER_PERIODS = 10e6 * 8 / 40e9 / 55e-6
@@ -61,6 +62,10 @@ class TitaParams:
     request_retry_rtt: float = 4.0  # re-announce demand if no credit came for this long
     min_rate_fraction: float = 0.01
     target_loss_factor: float = 0.125  # target_loss = (1 - rate/max_rate) * this
+    # Which flow a receiver credits next: "fair" (demands of at most one BDP first, the rest round
+    # robin) or "srpt" (the least remaining demand first, Homa's order: an incast finishes its
+    # senders one after another, which lowers the median FCT and gives up equal shares)
+    credit_order: str = "fair"
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,8 @@ class TransportConfig:
             raise ConfigError(f"entropy values {self.entropy_values} outside 1..65536")
         if self.entropy_choice not in ("rr", "random"):
             raise ConfigError(f"entropy choice {self.entropy_choice!r} is not rr or random")
+        if self.tita.credit_order not in CREDIT_ORDERS:
+            raise ConfigError(f"tita credit order {self.tita.credit_order!r} is not one of {', '.join(CREDIT_ORDERS)}")
         if len(self.entropy_layout) != 5 or min(self.entropy_layout) < 1:
             raise ConfigError(f"entropy layout {self.entropy_layout} must be five radices of at least 1")
 
@@ -164,7 +171,8 @@ class TransportConfig:
         t = transport.get("tita") or {}
         tita = {"outstanding_bdp": t.get("max_outstanding_bdp"), "initial_w": t.get("initial_w"),
                 "target_loss_factor": t.get("target_loss_factor")}
-        changes["tita"] = replace(self.tita, **{k: float(v) for k, v in tita.items() if v is not None})
+        changes["tita"] = replace(self.tita, **{k: float(v) for k, v in tita.items() if v is not None},
+                                  **({"credit_order": str(t["credit_order"])} if t.get("credit_order") else {}))
         q = transport.get("dcqcn") or {}
         dcqcn = {"g": q.get("g"), "rate_ai_fraction": q.get("r_ai_fraction"), "hai_factor": q.get("hyper_factor"),
                  "alpha_timer_rtt": q.get("timer_rtt"), "increase_timer_rtt": q.get("timer_rtt"),

@@ -193,6 +193,7 @@ class Endpoint:
             return
         cc = flow.cc
         cc.last_credit = now
+        cc.last_credit_seq = cell.credit_seq
         cc.credits_received += 1
         entropy = echo(self.cfg.layout, cell.entropy, self.name, flow.dst)
         self._spend_held_credits(now, flow)  # older credits first (a retransmission needs no window)
@@ -201,7 +202,7 @@ class Endpoint:
             self._credited.append((flow.dst, data))
             return
         if flow.backlog_cells() and len(cc.held_credits) < self.cfg.window:
-            cc.held_credits.append((cell.credit_seq, entropy))  # the window is full: wait for an ACK
+            cc.held_credits.append((cell.credit_seq, entropy))  # the window is full: until it opens or a cell is resent
             cc.credits_held += 1
             return
         cc.credits_wasted += 1

@@ -102,13 +102,16 @@ class SenderFlow:
         self.cells_sent += 1
         return wire.encode(cell)
 
-    def control(self, cell_type: int, aux: int = 0) -> wire.CellPacket:
-        return wire.CellPacket(type=cell_type, flow_id=self.flow_id, aux=min(aux, wire.U32))
+    def control(self, cell_type: int, aux: int = 0, credit_seq: int = 0) -> wire.CellPacket:
+        return wire.CellPacket(type=cell_type, flow_id=self.flow_id, aux=min(aux, wire.U32), credit_seq=credit_seq)
 
     def request(self, now: float) -> wire.CellPacket:
+        """The cells still to send that hold no credit, and the last credit that came: a request
+        may cross credits on their way, and the receiver counts those off what it announces."""
         self.cc.last_request = now
         self.cc.requests_sent += 1
-        return self.control(wire.CREDIT_REQUEST, self.backlog_cells() * self.cfg.cell_size)
+        uncredited = max(0, self.backlog_cells() - len(self.cc.held_credits))
+        return self.control(wire.CREDIT_REQUEST, uncredited * self.cfg.cell_size, self.cc.last_credit_seq)
 
     # -- feedback ------------------------------------------------------------
     def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:

@@ -94,6 +94,7 @@ class Tita:
     max_outstanding_bdp: float
     initial_w: float
     target_loss_factor: float
+    credit_order: str  # fair | srpt (testbed/host/cc/tita.py)
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,7 @@ SCHEMA = {
                 "max_outstanding_bdp": _num(0, 100),
                 "initial_w": _num(0, 1),
                 "target_loss_factor": {**_num(0), "exclusiveMaximum": 1},
+                "credit_order": {"enum": ["fair", "srpt"]},
             }),
             "dcqcn": _obj({
                 "g": _num(0, 1),

@@ -24,6 +24,7 @@ SHORT_NAMES: dict[str, DataPath] = {
     "load_balancing": ("fabric", "load_balancing"),
     "cc": ("transport", "cc"),
     "pfc": ("fabric", "pfc", "enabled"),
+    "credit_order": ("transport", "tita", "credit_order"),
     "target": ("switch", "target"),
     "cell_size": ("fabric", "cell_size"),
     "seed": ("seed",),
