@@ -55,24 +55,28 @@ def unavailable() -> str | None:
     return None
 
 
-def with_pfc_variant(text: str, ccs: list[str], axes: str = "") -> list[str]:
+def with_pfc_variant(text: str, ccs: list[str], axes: str = "", srpt: bool = False) -> list[str]:
     """The scenario for every cc, and (with dcqcn among them) dcqcn on a lossless fabric as it is
     deployed: the same scenario with fabric.pfc, variant cc=dcqcn,pfc=true; `axes`: more variant
-    axes of both ("workload.1.load: [...]")."""
+    axes of both ("workload.1.load: [...]"); `srpt` (with tita among them): tita with Homa's
+    credit order too, variant cc=tita,credit_order=srpt."""
     base, _, _ = text.rpartition("variants:")
     more = f", {axes}" if axes else ""
     texts = [base + "variants: {cc: [%s]%s}\n" % (", ".join(ccs), more)]
     if "dcqcn" in ccs:
         texts.append(base + "variants: {cc: [dcqcn], pfc: [true]%s}\n" % more)
+    if srpt and "tita" in ccs:
+        texts.append(base + "variants: {cc: [tita], credit_order: [srpt]%s}\n" % more)
     return texts
 
 
 def run_incast(senders: int, ccs: list[str], directory: Path, progress=print, runs: int = 1) -> None:
-    """The N:1 scenario for every cc (and dcqcn with PFC), as `testbed run`s under directory/emulated/."""
+    """The N:1 scenario for every cc (and dcqcn with PFC, tita with srpt), as `testbed run`s under
+    directory/emulated/."""
     from testbed.claims.experiments import incast_text
 
     text = incast_text(senders, ccs[0]) + "variants: {}\n"
-    run_scenario(with_pfc_variant(text, ccs), f"claims-incast{senders}", directory, progress, runs)
+    run_scenario(with_pfc_variant(text, ccs, srpt=True), f"claims-incast{senders}", directory, progress, runs)
 
 
 def run_spread(kind: str, tiers: int, ccs: list[str], directory: Path, progress=print, runs: int = 1) -> None:
@@ -93,9 +97,9 @@ def run_load_sweep(ccs: list[str], directory: Path, progress=print) -> None:
 
 
 def run_mixed(ccs: list[str], directory: Path, progress=print) -> None:
-    """Short messages among long flows into h1, every cc (and dcqcn with PFC)."""
+    """Short messages among long flows into h1, every cc (and dcqcn with PFC, tita with srpt)."""
     text = LEAF_SPINE.format(name="claims-mixed", workload=MIXED_WORKLOAD)
-    run_scenario(with_pfc_variant(text, ccs), "claims-mixed", directory, progress)
+    run_scenario(with_pfc_variant(text, ccs, srpt=True), "claims-mixed", directory, progress)
 
 
 def run_scenario(texts: list[str], name: str, directory: Path, progress=print, runs: int = 1) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from testbed.host import records as host_records
 from testbed.host import segment, simexp, workloads
+from testbed.host.config import TitaParams
 
 INCAST_SENDERS = (4, 7, 15, 32, 64)
 INCAST_BYTES = 128 * 1024
@@ -42,21 +43,26 @@ NONE_MAX_SENDERS = 15
 
 @dataclass(frozen=True)
 class Transport:
-    """A congestion control as compared: its cc name, and PFC on the links into switches or not."""
+    """A congestion control as compared: its cc name, PFC on the links into switches or not, and
+    (tita) its credit order."""
 
     cc: str
     pfc: bool = False
+    credit_order: str = "fair"
 
     @property
     def label(self) -> str:
-        return f"{self.cc}+pfc" if self.pfc else self.cc
+        return self.cc + ("+pfc" if self.pfc else "") + ("+srpt" if self.credit_order == "srpt" else "")
 
 
 def transports(ccs: list[str]) -> list[Transport]:
-    """Every cc without PFC, and dcqcn with PFC as it is deployed (lossless RoCE)."""
+    """Every cc without PFC, dcqcn with PFC as it is deployed (lossless RoCE), and tita with
+    Homa's credit order."""
     out = [Transport(cc) for cc in ccs]
     if "dcqcn" in ccs:
         out.append(Transport("dcqcn", pfc=True))
+    if "tita" in ccs:
+        out.append(Transport("tita", credit_order="srpt"))
     return out
 
 
@@ -79,6 +85,10 @@ def plan(ccs: list[str], quick: bool = False) -> list[Experiment]:
                 continue
             out.append(Experiment(f"incast{n}-{t.label}", "incast", t, {"senders": n}))
         out.append(Experiment(f"mixed-{t.label}", "mixed", t, {}))
+        # srpt trades equal shares for the median FCT, which the experiments above show; the
+        # load sweep and the permutations measure load and efficiency, fair tita's claims
+        if t.credit_order != "fair":
+            continue
         for load in loads:
             out.append(Experiment(f"load{load:g}-{t.label}", "load", t, {"load": load}))
         for tiers in ((2,) if quick else (2, 3)):
@@ -121,7 +131,7 @@ def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) ->
 
 
 def _leaf_spine(t: Transport, hosts: int):
-    cfg = simexp.config(t.cc)
+    cfg = simexp.config(t.cc, tita=TitaParams(credit_order=t.credit_order))
     return cfg, simexp.network(cfg, hosts, pfc=PFC_THRESHOLDS if t.pfc else None)
 
 
@@ -129,7 +139,7 @@ def _run_incast(e: Experiment, seed: int = 1):
     """The incast as the emulated fabric runs it (incast_text): the same scenario on the simulator,
     so the claims table's agreement rows compare one configuration on two platforms."""
     n = e.params["senders"]
-    text = incast_text(n, e.transport.cc, e.transport.pfc, seed)
+    text = incast_text(n, e.transport.cc, e.transport.pfc, seed, e.transport.credit_order)
     net, cfg, messages = _simulate_text(text, f"claims-incast{n}.yaml")
     return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine", "seed": seed}
 
@@ -202,7 +212,7 @@ seed: {seed}
 topology: {{kind: leaf_spine, leaves: {leaves}, spines: {spines}, hosts_per_leaf: {hosts_per_leaf}}}
 links: {{rate_mbps: 5, delay_us: 2500}}
 fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
-transport: {{cc: {cc}}}
+transport: {{cc: {cc}, tita: {{credit_order: {credit_order}}}}}
 workload:
   - {{kind: pingall}}
   - {{kind: incast, start_s: {start_s}, receiver: h1, senders: {senders}, message_bytes: %d, count: 1}}
@@ -211,10 +221,11 @@ INCAST_FABRICS = {7: {"leaves": 4, "spines": 2, "hosts_per_leaf": 2, "start_s": 
                   15: {"leaves": 4, "spines": 4, "hosts_per_leaf": 4, "start_s": 6, "duration_s": 20}}
 
 
-def incast_text(senders: int, cc: str, pfc: bool = False, seed: int = 1) -> str:
+def incast_text(senders: int, cc: str, pfc: bool = False, seed: int = 1, credit_order: str = "fair") -> str:
     fabric = INCAST_FABRICS.get(senders) or {"leaves": -(-(senders + 1) // 2), "spines": 2, "hosts_per_leaf": 2,
                                              "start_s": 3, "duration_s": 60}
     return INCAST_SCENARIO.format(senders=senders, cc=cc, pfc="true" if pfc else "false", seed=seed,
+                                  credit_order=credit_order,
                                   xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1], **fabric)
 
 

@@ -136,8 +136,9 @@ def of_emulated(variant_dir: Path) -> dict:
                         for p in (variant_dir / "records").glob("*.stats.json"))
     pfc = bool((resolved["fabric"].get("pfc") or {}).get("enabled"))
     summary = simexp.variant_summary(variant_dir)
+    srpt = (resolved["transport"].get("tita") or {}).get("credit_order") == "srpt" and resolved["transport"]["cc"] == "tita"
     common = {"cc": resolved["transport"]["cc"], "pfc": pfc,
-              "label": resolved["transport"]["cc"] + ("+pfc" if pfc else ""),
+              "label": resolved["transport"]["cc"] + ("+pfc" if pfc else "") + ("+srpt" if srpt else ""),
               "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted,
               "pause_frames": (summary.get("pfc") or {}).get("switch_xoff_sent", 0)
               + (summary.get("pfc") or {}).get("switch_xon_sent", 0) if pfc else None}

@@ -45,9 +45,9 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
 
 
 def _labels(rows: list[dict]) -> list[str]:
-    order = {"tita": 0, "dcqcn": 1, "dcqcn+pfc": 2}
+    order = {"tita": 0, "tita+srpt": 1, "dcqcn": 2, "dcqcn+pfc": 3}
     return sorted({r["label"] for r in rows},
-                  key=lambda label: (order.get(label.removesuffix(" emulated"), 3), label))
+                  key=lambda label: (order.get(label.removesuffix(" emulated"), 4), label))
 
 
 def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:

@@ -29,6 +29,8 @@ RULES = (
     "ran with more seeds",
     "emulated scenarios run more than once: each run's acceptance and latency ratios are rows and ratios of "
     "their own, every one of which counts",
+    "tita+srpt is tita with credit_order srpt (Homa's least remaining demand first), run in the incasts and the "
+    "mixed workload only: its latency and acceptance rows are its own, and the zero-loss row counts it as tita",
 )
 
 
@@ -149,10 +151,15 @@ def more_load_emulated(emu: list[dict], against: str = "dcqcn") -> dict:
             "64 KiB messages to random hosts)", "verdict": verdict}
 
 
-def lower_latency(sim: list[dict], against: str = "dcqcn") -> dict:
+def _latency_claim(mine: str, against: str, platform: str = "") -> str:
+    return (f"about 40% lower latency (vs {against})" if mine == "tita" else
+            f"about 40% lower latency ({mine} vs {against})") + platform
+
+
+def lower_latency(sim: list[dict], against: str = "dcqcn", mine: str = "tita") -> dict:
     ratios, parts = [], []
     for name, key in (("incast7", "fct"), ("incast15", "fct"), ("mixed", "short_fct")):
-        t, d = _one(sim, f"{name}-tita"), _one(sim, f"{name}-{against}")
+        t, d = _one(sim, f"{name}-{mine}"), _one(sim, f"{name}-{against}")
         if not t or not d:
             continue
         for q in ("p50", "p99"):
@@ -161,23 +168,28 @@ def lower_latency(sim: list[dict], against: str = "dcqcn") -> dict:
                 ratios.append(a / b)
                 parts.append(f"{name}{' short messages' if name == 'mixed' else ''} FCT {q} {a:.0f}/{b:.0f} ms = "
                              f"{a / b:.2f}")
-        parts += _fair_share_note(t, d, name, against)
-    return {"claim": f"about 40% lower latency (vs {against})",
+        parts += _fair_share_note(t, d, name, against, _one(sim, f"{name}-tita+srpt"))
+    return {"claim": _latency_claim(mine, against),
             "anchor": "the fabric's claim (about 0.6x the completion time of ECN-reactive control)",
-            "measured": "tita over " + against + ": " + ("; ".join(parts) or "not measured"),
+            "measured": f"{mine} over {against}: " + ("; ".join(parts) or "not measured"),
             "verdict": _latency_verdict(ratios)}
 
 
-def _fair_share_note(t: dict, d: dict, what: str, against: str) -> list[str]:
+def _fair_share_note(t: dict, d: dict, what: str, against: str, srpt: dict | None = None) -> list[str]:
     """Why an incast median may not be lower: with equal shares every sender finishes at about the
     ideal last delivery (all cells back to back on the receiver's link, one RTT more), so when the
     baseline's median sender finished well before it, no transport that shares fairly has a lower
-    p50. Said only where tita's p50 is not the lower one."""
+    p50; and what tita gives for a lower one, where it ran with credit_order srpt too (`srpt`, the
+    same scenario's row). Said only where tita's p50 is not the lower one."""
     ideal_s, a, b = d.get("ideal_last_s"), t.get("fct_p50_ms"), d.get("fct_p50_ms")
     if t["kind"] != "incast" or not (ideal_s and a and b) or a < b:
         return []
-    return [f"({what}: {against}'s median {b:.0f} ms is {b / (ideal_s * 1e3):.2f} of the ideal last delivery "
-            f"{ideal_s * 1e3:.0f} ms, when equal shares finish every sender; tita's Jain {t.get('jain')})"]
+    note = (f"({what}: {against}'s median {b:.0f} ms is {b / (ideal_s * 1e3):.2f} of the ideal last delivery "
+            f"{ideal_s * 1e3:.0f} ms, when equal shares finish every sender; tita's Jain {t.get('jain')}")
+    if srpt and srpt.get("fct_p50_ms"):
+        note += (f"; tita+srpt, senders served one after another: p50 {srpt['fct_p50_ms']:.0f} ms = "
+                 f"{srpt['fct_p50_ms'] / b:.2f} of {against}'s, Jain {srpt.get('jain')}")
+    return [note + ")"]
 
 
 def _latency_verdict(ratios: list[float]) -> str:
@@ -192,13 +204,17 @@ def _latency_verdict(ratios: list[float]) -> str:
 LATENCY_KINDS = ("incast", "mixed")  # the latency claim's workloads (issue 13); permutations are about efficiency
 
 
-def lower_latency_emulated(emu: list[dict], against: str) -> dict:
-    """tita's FCT p50/p99 over `against`'s in each emulated incast and mixed scenario both
+def lower_latency_emulated(emu: list[dict], against: str, mine: str = "tita") -> dict:
+    """`mine`'s FCT p50/p99 over `against`'s in each emulated incast and mixed scenario both
     ran (same links: one fit factor per scenario), fidelity kept in both."""
     ratios, parts, late = [], [], []
-    for t in (e for e in emu if e["label"] == "tita" and e["kind"] in LATENCY_KINDS):
-        d = next((e for e in emu if e["label"] == against and e["kind"] == t["kind"]
-                  and e.get("senders") == t.get("senders") and e.get("run") == t.get("run")), None)
+
+    def same_run(label: str, t: dict) -> dict | None:
+        return next((e for e in emu if e["label"] == label and e["kind"] == t["kind"]
+                     and e.get("senders") == t.get("senders") and e.get("run") == t.get("run")), None)
+
+    for t in (e for e in emu if e["label"] == mine and e["kind"] in LATENCY_KINDS):
+        d = same_run(against, t)
         if d is None:
             continue
         what = _what(t)
@@ -210,13 +226,13 @@ def lower_latency_emulated(emu: list[dict], against: str) -> dict:
             if a and b:
                 ratios.append(a / b)
                 parts.append(f"{what} FCT {q} {a:.0f}/{b:.0f} ms = {a / b:.2f}")
-        parts += _fair_share_note(t, d, what, against)
+        parts += _fair_share_note(t, d, what, against, same_run("tita+srpt", t))
         if d.get("pfc"):
             parts.append(f"({against}: {d['data_drops']} DATA drops, {d['pause_frames']} pause frames)")
     verdict = NOT + f" (fidelity lost in {', '.join(late)})" if late else _latency_verdict(ratios)
-    return {"claim": f"about 40% lower latency (vs {against}), emulated",
+    return {"claim": _latency_claim(mine, against, ", emulated"),
             "anchor": "the fabric's claim (about 0.6x the completion time of ECN-reactive control)",
-            "measured": "tita over " + against + " on the emulated fabric: " + ("; ".join(parts) or "not measured"),
+            "measured": f"{mine} over {against} on the emulated fabric: " + ("; ".join(parts) or "not measured"),
             "verdict": verdict}
 
 
@@ -257,7 +273,7 @@ def incast_acceptance(row: dict, platform: str) -> dict:
     if platform == "emulated":
         measured += f" (at {row['link_rate_mbps']:.3g} Mbit/s; fidelity " \
                     f"{'lost' if row.get('behind_real_time') else 'kept'})"
-    return {"claim": f"issue 13 acceptance, tita incast {n}:1, {platform}{run_note(row)}",
+    return {"claim": f"issue 13 acceptance, {row.get('label', 'tita')} incast {n}:1, {platform}{run_note(row)}",
             "anchor": "goodput >= 0.95 of the payload rate, no loss, peak queue <= 1 BDP, Jain >= 0.99, "
                       "last <= 1.1x ideal",
             "measured": measured,
@@ -302,23 +318,28 @@ def agreement(sim_row: dict, emu_rows: list[dict]) -> dict:
 def table(sim: list[dict], emu: list[dict]) -> list[dict]:
     labels = {r["label"] for r in sim}
     rows = [zero_loss(sim, emu), more_load(sim), lower_latency(sim)]
+    if "tita+srpt" in labels:
+        rows.append(lower_latency(sim, mine="tita+srpt"))
     if "dcqcn+pfc" in labels:
         rows.append(lower_latency(sim, "dcqcn+pfc"))
     if "nscc" in labels:  # the third reference (Ultra Ethernet's sender window)
         rows += [more_load(sim, "nscc"), lower_latency(sim, "nscc")]
     rows.append(efficiency(sim, emu))
-    for n in (7, 15):
-        row = _one(sim, f"incast{n}-tita")
-        if row:
-            rows.append(incast_acceptance({**row, "senders": n}, "simulated"))
-        for e in emu:
-            if e["kind"] == "incast" and e["cc"] == "tita" and e["senders"] == n:
-                rows.append(incast_acceptance(e, "emulated"))
+    for mine in ("tita", "tita+srpt"):
+        for n in (7, 15):
+            row = _one(sim, f"incast{n}-{mine}")
+            if row:
+                rows.append(incast_acceptance({**row, "senders": n}, "simulated"))
+            for e in emu:
+                if e["kind"] == "incast" and e["label"] == mine and e["senders"] == n:
+                    rows.append(incast_acceptance(e, "emulated"))
     if any(e["kind"] == "load" for e in emu):
         rows.append(more_load_emulated(emu))
     for against in ("dcqcn", "dcqcn+pfc"):
         if any(e["label"] == against for e in emu):
             rows.append(lower_latency_emulated(emu, against))
+    if any(e["label"] == "tita+srpt" for e in emu) and any(e["label"] == "dcqcn" for e in emu):
+        rows.append(lower_latency_emulated(emu, "dcqcn", mine="tita+srpt"))
     runs: dict[str, list[dict]] = {}  # simulator experiment -> the emulated runs of its scenario
     for e in (e for e in emu if e["kind"] in AGREEMENT_KEYS):  # the load and mixed scenarios are not the simulator's
         name = f"incast{e['senders']}-{e['label']}" if e["kind"] == "incast" else f"{e['kind']}-{e['tiers']}tier-{e['label']}"

@@ -30,6 +30,22 @@ def test_plan_covers_every_kind_and_dcqcn_with_pfc():
     assert {"incast64-tita", "incast64-dcqcn", "mixed-dcqcn+pfc", "load0.05-tita", "load1-dcqcn+pfc",
             "permutation-3tier-tita", "alltoall-2tier-dcqcn", "permutation-3tier-dcqcn+pfc"} <= names
     assert "incast64-none" not in names
+    srpt = {e.name for e in plan if e.transport.credit_order == "srpt"}
+    assert srpt == {f"incast{n}-tita+srpt" for n in experiments.INCAST_SENDERS} | {"mixed-tita+srpt"}
+
+
+def test_the_srpt_incast_runs_its_scenario_with_that_credit_order(tmp_path):
+    from testbed.scenario import parse_scenario
+
+    text = experiments.incast_text(7, "tita", credit_order="srpt")
+    assert parse_scenario(text, "i.yaml").transport.tita.credit_order == "srpt"
+    (e,) = [e for e in experiments.plan(["tita"], quick=True) if e.name == "incast7-tita+srpt"]
+    out = experiments.run(e, tmp_path)
+    f = figures.of_experiment(out)
+    fair = figures.of_experiment(experiments.run(
+        next(e for e in experiments.plan(["tita"], quick=True) if e.name == "incast7-tita"), tmp_path))
+    assert f["label"] == "tita+srpt" and f["data_drops"] == 0
+    assert f["fct_p50_ms"] < 0.7 * fair["fct_p50_ms"] and f["jain"] < 0.8 <= fair["jain"]
 
 
 def test_a_scenario_built_experiment_with_pfc_pauses_and_one_without_does_not(tmp_path):
@@ -127,6 +143,8 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
         assert [(v.name, v.scenario.fabric.pfc.enabled) for v in variants] == [
             ("cc=tita", False), ("cc=dcqcn", False), ("cc=dcqcn,pfc=true", True)]
         assert len(emulated.with_pfc_variant(text, ["tita"])) == 1  # no dcqcn, no lossless variant
+        (srpt,) = expand_variants(parse_scenario(emulated.with_pfc_variant(text, ["tita"], srpt=True)[1], "s.yaml"))
+        assert srpt.name == "cc=tita,credit_order=srpt" and srpt.scenario.transport.tita.credit_order == "srpt"
     from testbed.emulation.workload import scenario_messages
 
     messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))

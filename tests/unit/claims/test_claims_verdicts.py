@@ -66,6 +66,24 @@ def test_lower_latency_thresholds():
     assert verdicts.lower_latency([])["verdict"] == verdicts.NOT
 
 
+def test_tita_srpt_has_latency_and_acceptance_rows_of_its_own_and_is_named_in_the_fair_share_note():
+    good = {"goodput_over_payload_rate": 0.98, "peak_queue_cells": 2, "bdp_cells": 16, "last_over_ideal": 1.0,
+            "params": {"senders": 7}}
+    sim = [row("incast7-tita", "incast", fct_p50_ms=1000, fct_p99_ms=1000, jain=1.0, **good),
+           row("incast7-tita+srpt", "incast", "tita+srpt", fct_p50_ms=570, fct_p99_ms=1000, jain=0.65, **good),
+           row("incast7-dcqcn", "incast", "dcqcn", fct_p50_ms=950, fct_p99_ms=1100, ideal_last_s=1.0,
+               params={"senders": 7})]
+    fair = verdicts.lower_latency(sim)
+    assert fair["verdict"] == verdicts.NOT
+    assert "tita+srpt, senders served one after another: p50 570 ms = 0.60 of dcqcn's, Jain 0.65" in fair["measured"]
+    srpt = verdicts.lower_latency(sim, mine="tita+srpt")
+    assert srpt["claim"] == "about 40% lower latency (tita+srpt vs dcqcn)"
+    assert srpt["measured"].startswith("tita+srpt over dcqcn: incast7 FCT p50 570/950 ms = 0.60")
+    table = {r["claim"]: r["verdict"] for r in verdicts.table(sim, [])}
+    assert table["issue 13 acceptance, tita incast 7:1, simulated"] == verdicts.HOLDS
+    assert table["issue 13 acceptance, tita+srpt incast 7:1, simulated"] == "not reproduced (jain)"
+
+
 def test_incast_acceptance_names_each_failed_check():
     good = {"senders": 7, "goodput_over_payload_rate": 0.96, "data_drops": 0, "peak_queue_cells": 2,
             "bdp_cells": 16, "jain": 0.999, "last_over_ideal": 1.01}
