@@ -35,6 +35,10 @@ def test_zero_loss_is_partly_held_when_only_wide_incasts_drop():
     sim[-1]["data_drops"] = 0
     sim[1]["data_drops"] = 0
     assert verdicts.zero_loss(sim, [])["verdict"] == verdicts.HOLDS
+    srpt = row("incast64-tita+srpt", "incast", "tita+srpt", params={"senders": 64}, data_drops=17)
+    v = verdicts.zero_loss(sim + [srpt], [])
+    assert v["verdict"] == verdicts.HOLDS and "tita+srpt (not counted in the verdict) dropped DATA cells in " \
+        "incast64-tita+srpt 17" in v["measured"]
     emu = [{"cc": "tita", "label": "tita", "variant": "cc-tita", "data_drops": 2}]
     assert verdicts.zero_loss(sim, emu)["verdict"] == verdicts.NOT
 
