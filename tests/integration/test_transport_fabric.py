@@ -172,28 +172,16 @@ def test_permutation_dcqcn(tmp_path, registry, processes):
 SLOW_7_TO_1 = 0.6  # 3 Mbit/s: a cell time of 2.9 ms against agents' wake-ups late by up to 2.3 ms at p99
 
 
-def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, processes):
-    """Issue 13's acceptance on the emulated fabric, and the simulator within 10% of it: the claims'
-    7:1 incast scenario (experiments.incast_text), and the simulator on the very variant that ran.
-
-    Goodput: the acceptance asks 0.95 of the link's payload rate. On the 2-core machine 11 of 15
-    runs of this test (2026-12-01, all three switch modes) reached it; two of the others were
-    recorded at 0.934 and 0.940 with fidelity kept and no timeout. The test holds 0.93, below which
-    none went and which TiTa before its credit-pacing fixes (0.85) does not reach.
-
-    Clock: the scenario's 5 Mbit/s slowed by SLOW_7_TO_1 (every ratio kept, the BDP still 16
-    cells). At 5 Mbit/s a host agent's p99 pacer lateness reached 2.1-2.3 ms against one cell
-    time (1.74-2.07 ms) in 2 of 9 runs on 2026-12-02, and the test could not judge the claim."""
+def run_incast_7_to_1(tmp_path, processes, credit_order: str):
+    """The claims' 7:1 tita incast (experiments.incast_text) fitted and slowed by SLOW_7_TO_1, run
+    until fidelity is kept: (its variant, its summary, its run directory)."""
     import dataclasses
 
     from testbed.claims.experiments import incast_text
-    from testbed.host import simexp
     from testbed.scenario.timescale import slowed
-    from testbed.simulation.run import run_variant
 
-    text = incast_text(7, "tita") + f"switch: {{target: builtin, processes: {processes}}}\n"
-    scenario = parse_scenario(text, "incast7-tita.yaml")
-    (variant,) = expand_variants(scenario)
+    text = incast_text(7, "tita", credit_order=credit_order) + f"switch: {{target: builtin, processes: {processes}}}\n"
+    (variant,) = expand_variants(parse_scenario(text, f"incast7-tita-{credit_order}.yaml"))
     variant = fitted(variant)
     variant = dataclasses.replace(variant, scenario=slowed(variant.scenario, SLOW_7_TO_1))
 
@@ -206,6 +194,25 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
         return (summary, out_dir), summary
 
     summary, run_dir = until_real_time_kept(once, tmp_path / variant.name, variant.name)
+    return variant, summary, run_dir
+
+
+def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, processes):
+    """Issue 13's acceptance on the emulated fabric, and the simulator within 10% of it: the claims'
+    7:1 incast scenario (experiments.incast_text), and the simulator on the very variant that ran.
+
+    Goodput: the acceptance asks 0.95 of the link's payload rate. On the 2-core machine 11 of 15
+    runs of this test (2026-12-01, all three switch modes) reached it; two of the others were
+    recorded at 0.934 and 0.940 with fidelity kept and no timeout. The test holds 0.93, below which
+    none went and which TiTa before its credit-pacing fixes (0.85) does not reach.
+
+    Clock: the scenario's 5 Mbit/s slowed by SLOW_7_TO_1 (every ratio kept, the BDP still 16
+    cells). At 5 Mbit/s a host agent's p99 pacer lateness reached 2.1-2.3 ms against one cell
+    time (1.74-2.07 ms) in 2 of 9 runs on 2026-12-02, and the test could not judge the claim."""
+    from testbed.host import simexp
+    from testbed.simulation.run import run_variant
+
+    variant, summary, run_dir = run_incast_7_to_1(tmp_path, processes, "fair")
     assert_all_delivered(summary, 7)
     assert_tita_lossless(summary, 7 * 129)
     emu = simexp.from_run(run_dir, summary)
@@ -224,27 +231,10 @@ def test_incast_7_to_1_tita_srpt_serves_senders_one_after_another(tmp_path, regi
     7:1 incast, slowed as the fair one above. Each sender is credited to its end before the next,
     so the median FCT is about 4/7 of the ideal last delivery (simulator: 0.60), the last one still
     at about the ideal, and no cell is lost; equal shares are what it gives up (Jain about 0.66)."""
-    import dataclasses
-
-    from testbed.claims.experiments import incast_text
     from testbed.host import simexp
-    from testbed.scenario.timescale import slowed
     from testbed.simulation.run import run_variant
 
-    text = incast_text(7, "tita", credit_order="srpt") + f"switch: {{target: builtin, processes: {processes}}}\n"
-    (variant,) = expand_variants(parse_scenario(text, "incast7-tita-srpt.yaml"))
-    variant = fitted(variant)
-    variant = dataclasses.replace(variant, scenario=slowed(variant.scenario, SLOW_7_TO_1))
-
-    def once(out_dir: Path):
-        result = VariantRun(variant, out_dir, ROOT, progress=lambda m: None).run()
-        summary = summarize_variant(out_dir, variant.scenario.topo, variant.scenario)
-        summary["_link_mbps"] = variant.scenario.links.host.rate_mbps
-        summary["_context"] = (f"{out_dir}: agents {result.agents}, fidelity {summary['fidelity']}, "
-                               f"drops {summary['drops']}")
-        return (summary, out_dir), summary
-
-    summary, run_dir = until_real_time_kept(once, tmp_path / variant.name, variant.name)
+    variant, summary, run_dir = run_incast_7_to_1(tmp_path, processes, "srpt")
     assert_all_delivered(summary, 7)
     assert_tita_lossless(summary, 7 * 129)
     emu = simexp.from_run(run_dir, summary)

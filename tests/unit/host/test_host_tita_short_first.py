@@ -6,41 +6,17 @@ echoing it, so only the receiver's choice of flow decides who gets each credit.
 
 from __future__ import annotations
 
-from testbed.host import wire
 from testbed.host.cc.tita import TitaReceiver
 from testbed.host.config import TitaParams, TransportConfig
 
-CELL = 1024
+from tita_drive import CELL, drive, request  # noqa: E402 (tests/unit/host is on sys.path)
+
 BDP = 16
 
 
 def receiver() -> TitaReceiver:
     return TitaReceiver(TransportConfig(cc="tita", link_rate_bps=5e6, bdp_cells=BDP, cell_size=CELL,
                                         tita=TitaParams(jitter=0.0)))
-
-
-def request(rx: TitaReceiver, now: float, src: str, cells: int) -> None:
-    rx.on_control(now, src, wire.CellPacket(type=wire.CREDIT_REQUEST, flow_id=1, aux=cells * CELL))
-
-
-def drive(rx: TitaReceiver, until: float, now: float = 0.0, arrivals=()) -> tuple[list[str], float]:
-    """Poll at each deadline up to `until`, answering each credit at once; `arrivals`: (time, src,
-    cells) requests made on the way. Returns who got each credit, in order, and the time reached."""
-    order, pending = [], sorted(arrivals)
-    while now < until:
-        while pending and pending[0][0] <= now:
-            _, src, cells = pending.pop(0)
-            request(rx, now, src, cells)
-        for src, credit in rx.poll(now):
-            order.append(src)
-            rx.on_data(now, src, wire.CellPacket(type=wire.DATA, flow_id=1, credit_seq=credit.credit_seq), False)
-        due = rx.deadline()
-        if pending and (due is None or pending[0][0] < due):
-            due = pending[0][0]
-        if due is None:
-            break
-        now = max(due, now + 1e-7)
-    return order, now
 
 
 def test_a_short_message_beside_long_flows_takes_the_next_credits():
