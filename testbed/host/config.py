@@ -66,6 +66,9 @@ class TitaParams:
     # robin) or "srpt" (the least remaining demand first, Homa's order: an incast finishes its
     # senders one after another, which lowers the median FCT and gives up equal shares)
     credit_order: str = "fair"
+    # srpt only: how many of the least-remaining due flows share the credits, round robin (Homa's
+    # degree of overcommitment); 1 serves one flow at a time, more trade median FCT for equal shares
+    overcommit: int = 1
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,10 @@ class TransportConfig:
             raise ConfigError(f"entropy choice {self.entropy_choice!r} is not rr or random")
         if self.tita.credit_order not in CREDIT_ORDERS:
             raise ConfigError(f"tita credit order {self.tita.credit_order!r} is not one of {', '.join(CREDIT_ORDERS)}")
+        if self.tita.overcommit < 1:
+            raise ConfigError(f"tita overcommit {self.tita.overcommit} must be at least 1")
+        if self.tita.overcommit > 1 and self.tita.credit_order != "srpt":
+            raise ConfigError(f"tita overcommit {self.tita.overcommit} needs credit_order srpt (fair order shares every flow)")
         if len(self.entropy_layout) != 5 or min(self.entropy_layout) < 1:
             raise ConfigError(f"entropy layout {self.entropy_layout} must be five radices of at least 1")
 
@@ -172,7 +179,8 @@ class TransportConfig:
         tita = {"outstanding_bdp": t.get("max_outstanding_bdp"), "initial_w": t.get("initial_w"),
                 "target_loss_factor": t.get("target_loss_factor")}
         changes["tita"] = replace(self.tita, **{k: float(v) for k, v in tita.items() if v is not None},
-                                  **({"credit_order": str(t["credit_order"])} if t.get("credit_order") else {}))
+                                  **({"credit_order": str(t["credit_order"])} if t.get("credit_order") else {}),
+                                  **({"overcommit": int(t["overcommit"])} if t.get("overcommit") else {}))
         q = transport.get("dcqcn") or {}
         dcqcn = {"g": q.get("g"), "rate_ai_fraction": q.get("r_ai_fraction"), "hai_factor": q.get("hyper_factor"),
                  "alpha_timer_rtt": q.get("timer_rtt"), "increase_timer_rtt": q.get("timer_rtt"),

@@ -55,7 +55,7 @@ REORDER_WINDOW_BDP = 2.0
 RTO_LOW_RTT = 5.0
 RTO_HIGH_RTT = 15.0
 
-TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125, "credit_order": "fair"}
+TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125, "credit_order": "fair", "overcommit": 1}
 DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
 # NSCC (REFERENCE.md, UEC's htsim model): target queueing delay 1.0 RTT without

@@ -95,6 +95,7 @@ class Tita:
     initial_w: float
     target_loss_factor: float
     credit_order: str  # fair | srpt (testbed/host/cc/tita.py)
+    overcommit: int  # srpt: how many least-remaining flows share the credits
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,10 @@ class _Resolver:
             at = "rto_high_rtt" if self.get(("transport", "rto_high_rtt")) is not None else "rto_low_rtt"
             raise self.fail(("transport", at),
                             f"rto_low_rtt ({low:g}) must be below rto_high_rtt ({high:g})")
+        tita = Tita(**{**d.TITA, **self.get(("transport", "tita"), {})})
+        if tita.overcommit > 1 and tita.credit_order != "srpt":
+            raise self.fail(("transport", "tita", "overcommit"), f"is {tita.overcommit}, but only credit_order "
+                            "srpt credits a subset of the flows (fair shares every flow)")
         given = self.get(("transport", "dcqcn"), {})
         timer = given.get("timer_rtt", d.DCQCN["timer_rtt"])
         dcqcn = {**d.DCQCN,
@@ -236,7 +240,7 @@ class _Resolver:
             reorder_window_cells=self.get(("transport", "reorder_window_cells"),
                                           d.cells(derived.bdp_cells, d.REORDER_WINDOW_BDP)),
             rto_low_rtt=low, rto_high_rtt=high,
-            tita=Tita(**{**d.TITA, **self.get(("transport", "tita"), {})}),
+            tita=tita,
             dcqcn=Dcqcn(**dcqcn),
             nscc=Nscc(**{**d.NSCC, **self.get(("transport", "nscc"), {})}),
         )

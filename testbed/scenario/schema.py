@@ -176,6 +176,7 @@ SCHEMA = {
                 "initial_w": _num(0, 1),
                 "target_loss_factor": {**_num(0), "exclusiveMaximum": 1},
                 "credit_order": {"enum": ["fair", "srpt"]},
+                "overcommit": _int(1, 4096),
             }),
             "dcqcn": _obj({
                 "g": _num(0, 1),

@@ -25,6 +25,7 @@ SHORT_NAMES: dict[str, DataPath] = {
     "cc": ("transport", "cc"),
     "pfc": ("fabric", "pfc", "enabled"),
     "credit_order": ("transport", "tita", "credit_order"),
+    "overcommit": ("transport", "tita", "overcommit"),
     "target": ("switch", "target"),
     "cell_size": ("fabric", "cell_size"),
     "seed": ("seed",),
