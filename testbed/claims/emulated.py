@@ -55,11 +55,13 @@ def unavailable() -> str | None:
     return None
 
 
-def with_pfc_variant(text: str, ccs: list[str], axes: str = "", srpt: bool = False) -> list[str]:
+def with_pfc_variant(text: str, ccs: list[str], axes: str = "", srpt: bool = False,
+                     overcommit: int = 1) -> list[str]:
     """The scenario for every cc, and (with dcqcn among them) dcqcn on a lossless fabric as it is
     deployed: the same scenario with fabric.pfc, variant cc=dcqcn,pfc=true; `axes`: more variant
     axes of both ("workload.1.load: [...]"); `srpt` (with tita among them): tita with Homa's
-    credit order too, variant cc=tita,credit_order=srpt."""
+    credit order too, variant cc=tita,credit_order=srpt; `overcommit` K > 1: and srpt sharing the
+    credits among K flows, variant cc=tita,credit_order=srpt,overcommit=K."""
     base, _, _ = text.rpartition("variants:")
     more = f", {axes}" if axes else ""
     texts = [base + "variants: {cc: [%s]%s}\n" % (", ".join(ccs), more)]
@@ -67,16 +69,21 @@ def with_pfc_variant(text: str, ccs: list[str], axes: str = "", srpt: bool = Fal
         texts.append(base + "variants: {cc: [dcqcn], pfc: [true]%s}\n" % more)
     if srpt and "tita" in ccs:
         texts.append(base + "variants: {cc: [tita], credit_order: [srpt]%s}\n" % more)
+        if overcommit > 1:
+            texts.append(base + "variants: {cc: [tita], credit_order: [srpt], overcommit: [%d]%s}\n"
+                         % (overcommit, more))
     return texts
 
 
 def run_incast(senders: int, ccs: list[str], directory: Path, progress=print, runs: int = 1) -> None:
-    """The N:1 scenario for every cc (and dcqcn with PFC, tita with srpt), as `testbed run`s under
-    directory/emulated/."""
+    """The N:1 scenario for every cc (and dcqcn with PFC, tita with srpt, and srpt overcommitted
+    to all senders but one, the simulated frontier's point that keeps the acceptance at 7:1 and
+    15:1 alike), as `testbed run`s under directory/emulated/."""
     from testbed.claims.experiments import incast_text
 
     text = incast_text(senders, ccs[0]) + "variants: {}\n"
-    run_scenario(with_pfc_variant(text, ccs, srpt=True), f"claims-incast{senders}", directory, progress, runs)
+    run_scenario(with_pfc_variant(text, ccs, srpt=True, overcommit=senders - 1), f"claims-incast{senders}",
+                 directory, progress, runs)
 
 
 def run_spread(kind: str, tiers: int, ccs: list[str], directory: Path, progress=print, runs: int = 1) -> None:

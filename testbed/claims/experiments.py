@@ -27,6 +27,9 @@ from testbed.host import segment, simexp, workloads
 from testbed.host.config import TitaParams
 
 INCAST_SENDERS = (4, 7, 15, 32, 64)
+# srpt's degree of overcommitment swept from 2 to N-1 in these incasts (1 is tita+srpt; N shares like
+# fair order): the frontier between the median FCT and equal shares (report: _frontier_table)
+OVERCOMMIT_SENDERS = (7, 15)
 INCAST_BYTES = 128 * 1024
 LOADS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 LOAD_HOSTS = 8
@@ -41,18 +44,26 @@ SPREAD_SEEDS = (2, 3, 4, 5)
 NONE_MAX_SENDERS = 15
 
 
+def transport_label(cc: str, pfc: bool = False, credit_order: str = "fair", overcommit: int = 1) -> str:
+    """How the report names a transport: tita, tita+srpt, tita+srpt-k6 (srpt sharing the credits
+    among its 6 least-remaining flows), dcqcn+pfc, ..."""
+    srpt = "+srpt" + (f"-k{overcommit}" if overcommit > 1 else "") if credit_order == "srpt" else ""
+    return cc + ("+pfc" if pfc else "") + srpt
+
+
 @dataclass(frozen=True)
 class Transport:
     """A congestion control as compared: its cc name, PFC on the links into switches or not, and
-    (tita) its credit order."""
+    (tita) its credit order and, with srpt, its degree of overcommitment."""
 
     cc: str
     pfc: bool = False
     credit_order: str = "fair"
+    overcommit: int = 1
 
     @property
     def label(self) -> str:
-        return self.cc + ("+pfc" if self.pfc else "") + ("+srpt" if self.credit_order == "srpt" else "")
+        return transport_label(self.cc, self.pfc, self.credit_order, self.overcommit)
 
 
 def transports(ccs: list[str]) -> list[Transport]:
@@ -94,6 +105,11 @@ def plan(ccs: list[str], quick: bool = False) -> list[Experiment]:
         for tiers in ((2,) if quick else (2, 3)):
             out.append(Experiment(f"permutation-{tiers}tier-{t.label}", "permutation", t, {"tiers": tiers}))
             out.append(Experiment(f"alltoall-{tiers}tier-{t.label}", "alltoall", t, {"tiers": tiers}))
+    if "tita" in ccs:
+        for n in (OVERCOMMIT_SENDERS[:1] if quick else OVERCOMMIT_SENDERS):
+            for k in range(2, n):
+                t = Transport("tita", credit_order="srpt", overcommit=k)
+                out.append(Experiment(f"incast{n}-{t.label}", "incast", t, {"senders": n}))
     return out
 
 
@@ -102,7 +118,9 @@ def run(experiment: Experiment, directory: Path) -> Path:
     incast the emulated fabric runs too, the same with each of SPREAD_SEEDS in seeds/seedS/)."""
     out = directory / "sim" / experiment.name
     _save(out, experiment, *_RUNNERS[experiment.kind](experiment))
-    if experiment.kind == "incast" and experiment.params["senders"] in INCAST_FABRICS:
+    n = experiment.params.get("senders")
+    # of the frontier's points, only the one the emulated fabric runs too (emulated.run_incast)
+    if experiment.kind == "incast" and n in INCAST_FABRICS and experiment.transport.overcommit in (1, n - 1):
         for seed in SPREAD_SEEDS:
             _save(out / "seeds" / f"seed{seed}", experiment, *_run_incast(experiment, seed))
     return out
@@ -113,6 +131,7 @@ def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) ->
     host_records.write_jsonl(out / "records.jsonl", net.records())
     counters = {
         "name": experiment.name, "kind": experiment.kind, "cc": experiment.transport.cc,
+        "overcommit": experiment.transport.overcommit,
         "pfc": list(PFC_THRESHOLDS) if experiment.transport.pfc else None, "label": experiment.transport.label,
         "params": experiment.params, "hosts": len(net.hosts), "messages": len(messages),
         "message_bytes": [m.size_bytes for m in messages], "sources": [m.src for m in messages], "starts_us": [m.start_us for m in messages],
@@ -131,7 +150,7 @@ def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) ->
 
 
 def _leaf_spine(t: Transport, hosts: int):
-    cfg = simexp.config(t.cc, tita=TitaParams(credit_order=t.credit_order))
+    cfg = simexp.config(t.cc, tita=TitaParams(credit_order=t.credit_order, overcommit=t.overcommit))
     return cfg, simexp.network(cfg, hosts, pfc=PFC_THRESHOLDS if t.pfc else None)
 
 
@@ -139,7 +158,7 @@ def _run_incast(e: Experiment, seed: int = 1):
     """The incast as the emulated fabric runs it (incast_text): the same scenario on the simulator,
     so the claims table's agreement rows compare one configuration on two platforms."""
     n = e.params["senders"]
-    text = incast_text(n, e.transport.cc, e.transport.pfc, seed, e.transport.credit_order)
+    text = incast_text(n, e.transport.cc, e.transport.pfc, seed, e.transport.credit_order, e.transport.overcommit)
     net, cfg, messages = _simulate_text(text, f"claims-incast{n}.yaml")
     return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine", "seed": seed}
 
@@ -212,7 +231,7 @@ seed: {seed}
 topology: {{kind: leaf_spine, leaves: {leaves}, spines: {spines}, hosts_per_leaf: {hosts_per_leaf}}}
 links: {{rate_mbps: 5, delay_us: 2500}}
 fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
-transport: {{cc: {cc}, tita: {{credit_order: {credit_order}}}}}
+transport: {{cc: {cc}, tita: {{credit_order: {credit_order}, overcommit: {overcommit}}}}}
 workload:
   - {{kind: pingall}}
   - {{kind: incast, start_s: {start_s}, receiver: h1, senders: {senders}, message_bytes: %d, count: 1}}
@@ -221,11 +240,12 @@ INCAST_FABRICS = {7: {"leaves": 4, "spines": 2, "hosts_per_leaf": 2, "start_s": 
                   15: {"leaves": 4, "spines": 4, "hosts_per_leaf": 4, "start_s": 6, "duration_s": 20}}
 
 
-def incast_text(senders: int, cc: str, pfc: bool = False, seed: int = 1, credit_order: str = "fair") -> str:
+def incast_text(senders: int, cc: str, pfc: bool = False, seed: int = 1, credit_order: str = "fair",
+                overcommit: int = 1) -> str:
     fabric = INCAST_FABRICS.get(senders) or {"leaves": -(-(senders + 1) // 2), "spines": 2, "hosts_per_leaf": 2,
                                              "start_s": 3, "duration_s": 60}
     return INCAST_SCENARIO.format(senders=senders, cc=cc, pfc="true" if pfc else "false", seed=seed,
-                                  credit_order=credit_order,
+                                  credit_order=credit_order, overcommit=overcommit,
                                   xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1], **fabric)
 
 

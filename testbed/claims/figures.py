@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from testbed.host import records as host_records
+from testbed.claims.experiments import transport_label
 from testbed.host import segment, simexp
 
 
@@ -60,6 +61,7 @@ def _of_one(directory: Path) -> dict:
                                    "finished", "data_drops", "credit_drops", "pause_frames",
                                    "peak_queue_cells", "bdp_cells", "retransmissions", "data_cells_sent")}
     out["timeouts"], out["nacks_received"] = c.get("timeouts"), c.get("nacks_received")
+    out["overcommit"] = c.get("overcommit", 1)  # srpt's degree (experiments.OVERCOMMIT_SENDERS' sweep)
     out["seed"] = c.get("seed")  # a scenario-built incast's; None where the experiment has no seed axis
     out["delivered_verified"] = sum(1 for r in got if r["verified"])
     out["base_rtt_ms"] = round(c["base_rtt_s"] * 1e3, 3)
@@ -136,9 +138,10 @@ def of_emulated(variant_dir: Path) -> dict:
                         for p in (variant_dir / "records").glob("*.stats.json"))
     pfc = bool((resolved["fabric"].get("pfc") or {}).get("enabled"))
     summary = simexp.variant_summary(variant_dir)
-    srpt = (resolved["transport"].get("tita") or {}).get("credit_order") == "srpt" and resolved["transport"]["cc"] == "tita"
-    common = {"cc": resolved["transport"]["cc"], "pfc": pfc,
-              "label": resolved["transport"]["cc"] + ("+pfc" if pfc else "") + ("+srpt" if srpt else ""),
+    cc, tita = resolved["transport"]["cc"], resolved["transport"].get("tita") or {}
+    order, overcommit = (tita.get("credit_order", "fair"), tita.get("overcommit", 1)) if cc == "tita" else ("fair", 1)
+    common = {"cc": cc, "pfc": pfc, "overcommit": overcommit,
+              "label": transport_label(cc, pfc, order, overcommit),
               "bdp_cells": resolved["derived"]["bdp_cells"], "retransmissions": retransmitted,
               "pause_frames": (summary.get("pfc") or {}).get("switch_xoff_sent", 0)
               + (summary.get("pfc") or {}).get("switch_xon_sent", 0) if pfc else None}

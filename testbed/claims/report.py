@@ -27,14 +27,17 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
     claims = verdicts.table(sim, emu)
     (directory / "results.json").write_text(json.dumps({"claims": claims, "simulated": sim, "emulated": emu},
                                                        indent=1, default=str))
-    plots = _plots(directory, sim)
     lines = ["# TiTa's claims, reproduced", "", SCALE, ""]
     lines += [f"* {note}" for note in notes]
     lines += ["", "## Claims", "", "| claim | literature anchor | measured | verdict |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['anchor']} | {c['measured']} | **{c['verdict']}** |" for c in claims]
     lines += ["", "Verdict rules:", ""] + [f"* {rule}" for rule in verdicts.RULES] + [""]
     lines += ["Figures:", ""] + [f"* {d}" for d in figures.DEFINITIONS] + [""]
-    lines += _incast_table(sim, emu) + _load_table(sim, emu) + _mixed_table(sim, emu) + _spread_table(sim, emu)
+    frontier = [r for r in sim if r.get("overcommit", 1) > 1]
+    main = [r for r in sim if r not in frontier]
+    plots = _plots(directory, main, sim)
+    lines += _incast_table(main, emu) + _frontier_table(sim) + _load_table(main, emu) + _mixed_table(main, emu)
+    lines += _spread_table(main, emu)
     lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     lines += ["Every figure above is recomputed from this directory by `testbed reproduce --report DIR`: "
               "sim/NAME/records.jsonl and counters.json for the simulator, emulated/SCENARIO/VARIANT for the "
@@ -72,6 +75,29 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
                   f"allows and it NACKs cells that are still on their way (its incasts: "
                   f"{sum(r['nacks_received'] or 0 for r in pfc)} NACKs received, "
                   f"{sum(r['timeouts'] or 0 for r in pfc)} retransmission timeouts).", ""]
+
+
+def _frontier_table(sim: list[dict], against: str = "dcqcn") -> list[str]:
+    """srpt's degree of overcommitment K from 1 (tita+srpt) to N-1, and fair tita, per incast N."""
+    sizes = sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1})
+    if not sizes:
+        return []
+    out = ["## srpt's degree of overcommitment (simulated incasts)", "",
+           "tita with credit_order srpt and `overcommit: K`: the K due flows with the least demand left share "
+           "the receiver's credits round robin (K 1: one flow at a time; fair: tita's own order, every flow "
+           "sharing). FCT ratios are over dcqcn's in the same incast; 'short of' names the acceptance checks "
+           "(goodput, loss, queue, Jain, last) a point fails and whether its p50 or p99 is not below dcqcn's.", "",
+           "| N | K | goodput over payload rate | Jain | peak queue (cells) | last delivery over ideal | "
+           "FCT p50 / p99 (ms) | p50 / p99 over dcqcn's | short of |", "|---|---|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        d = next((r for r in sim if r["name"] == f"incast{n}-{against}"), None)
+        for k, r in verdicts.frontier_points(sim, n):
+            ratios = (f"{r['fct_p50_ms'] / d['fct_p50_ms']:.2f} / {r['fct_p99_ms'] / d['fct_p99_ms']:.2f}"
+                      if d and r.get("fct_p50_ms") and d.get("fct_p50_ms") else "")
+            short = ", ".join(verdicts.frontier_checks(r, d)) or "nothing"
+            out.append(f"| {n} | {k} | {r['goodput_over_payload_rate']} | {r['jain']} | {r['peak_queue_cells']} | "
+                       f"{r['last_over_ideal']} | {r['fct_p50_ms']} / {r['fct_p99_ms']} | {ratios} | {short} |")
+    return out + ["", "![overcommit_frontier](overcommit_frontier.png)", ""]
 
 
 def _load_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
@@ -145,7 +171,9 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
     return out + [""]
 
 
-def _plots(directory: Path, sim: list[dict]) -> list[Path]:
+def _plots(directory: Path, sim: list[dict], everything: list[dict]) -> list[Path]:
+    """The incast and load-sweep plots of `sim` (the frontier's points left out), and the frontier's
+    own plot (overcommit_frontier.png, linked from its table) from `everything`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -188,4 +216,31 @@ def _plots(directory: Path, sim: list[dict]) -> list[Path]:
         out.append(directory / "load_sweep.png")
         fig.savefig(out[-1], dpi=110)
         plt.close(fig)
+    _frontier_plot(directory, everything, plt)
     return out
+
+
+def _frontier_plot(directory: Path, sim: list[dict], plt, against: str = "dcqcn") -> None:
+    """Jain's index against the FCT p50 over dcqcn's, one line per incast N through K = 1 .. N-1
+    and fair order."""
+    sizes = sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1})
+    if not sizes:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for n in sizes:
+        d = next((r for r in sim if r["name"] == f"incast{n}-{against}"), None)
+        points = [(k, r) for k, r in verdicts.frontier_points(sim, n) if d and r.get("fct_p50_ms")]
+        xs = [r["fct_p50_ms"] / d["fct_p50_ms"] for _, r in points]
+        ys = [r["jain"] for _, r in points]
+        ax.plot(xs, ys, marker="o", ls="none", label=f"{n}:1")
+        for (k, _), x, y in zip(points, xs, ys):
+            ax.annotate(k, (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.axhline(0.99, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel(f"FCT p50 over {against}'s (incast, simulated)")
+    ax.set_ylabel("Jain's index over the senders")
+    ax.legend(title="incast, points: K")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(directory / "overcommit_frontier.png", dpi=110)
+    plt.close(fig)

@@ -30,8 +30,23 @@ def test_plan_covers_every_kind_and_dcqcn_with_pfc():
     assert {"incast64-tita", "incast64-dcqcn", "mixed-dcqcn+pfc", "load0.05-tita", "load1-dcqcn+pfc",
             "permutation-3tier-tita", "alltoall-2tier-dcqcn", "permutation-3tier-dcqcn+pfc"} <= names
     assert "incast64-none" not in names
-    srpt = {e.name for e in plan if e.transport.credit_order == "srpt"}
+    srpt = {e.name for e in plan if e.transport.credit_order == "srpt" and e.transport.overcommit == 1}
     assert srpt == {f"incast{n}-tita+srpt" for n in experiments.INCAST_SENDERS} | {"mixed-tita+srpt"}
+    frontier = {e.name for e in plan if e.transport.overcommit > 1}
+    assert frontier == {f"incast{n}-tita+srpt-k{k}" for n in (7, 15) for k in range(2, n)}
+
+
+def test_the_overcommit_sweep_runs_its_degree_and_more_seeds_only_where_it_is_emulated(tmp_path):
+    from testbed.scenario import parse_scenario
+
+    text = experiments.incast_text(7, "tita", credit_order="srpt", overcommit=6)
+    assert parse_scenario(text, "i.yaml").transport.tita.overcommit == 6
+    plan = {e.name: e for e in experiments.plan(["tita"], quick=True)}
+    out = experiments.run(plan["incast7-tita+srpt-k6"], tmp_path)
+    f = figures.of_experiment(out)
+    assert f["label"] == "tita+srpt-k6" and f["overcommit"] == 6 and len(f["seeds"]) == 5
+    assert f["jain"] >= 0.99 and f["data_drops"] == 0
+    assert not (experiments.run(plan["incast7-tita+srpt-k5"], tmp_path) / "seeds").exists()
 
 
 def test_the_srpt_incast_runs_its_scenario_with_that_credit_order(tmp_path):

@@ -192,3 +192,41 @@ def test_emulated_more_load_needs_fidelity_at_every_load():
     emu[0] = row("tita", 0.2, 0)
     emu[3] = row("dcqcn", 1.0, 5, late=True)
     assert verdicts.more_load_emulated(emu)["verdict"] == "not reproduced (fidelity lost)"
+
+
+def frontier_sim(jains_7: dict, jains_15: dict):
+    """Incasts 7:1 and 15:1 with srpt's K points (K -> (p50 ms, Jain)), fair tita and dcqcn."""
+    good = {"goodput_over_payload_rate": 0.98, "peak_queue_cells": 2, "bdp_cells": 16, "last_over_ideal": 1.0,
+            "fct_p99_ms": 900}
+    sim = []
+    for n, points in ((7, jains_7), (15, jains_15)):
+        for k, (p50, jain) in points.items():
+            label = "tita+srpt" if k == 1 else f"tita+srpt-k{k}"
+            sim.append(row(f"incast{n}-{label}", "incast", label, overcommit=k, fct_p50_ms=p50, jain=jain,
+                           params={"senders": n}, **good))
+        sim.append(row(f"incast{n}-tita", "incast", fct_p50_ms=1010, jain=1.0, params={"senders": n}, **good))
+        sim.append(row(f"incast{n}-dcqcn", "incast", "dcqcn", fct_p50_ms=1000, fct_p99_ms=1000,
+                       params={"senders": n}))
+    return sim
+
+
+def test_the_frontier_row_names_the_lowest_median_k_that_keeps_the_acceptance_per_n():
+    sim = frontier_sim({1: (600, 0.66), 5: (800, 0.98), 6: (870, 0.997)},
+                       {1: (520, 0.5), 13: (820, 0.998), 14: (880, 0.9996)})
+    v = verdicts.overcommit_frontier(sim)
+    assert v["verdict"] == verdicts.HOLDS
+    assert "7:1: K=6 p50 870 ms = 0.87 of dcqcn's, p99 0.90, Jain 0.997" in v["measured"]
+    assert "(K meeting it: 6)" in v["measured"] and "15:1: K=13 p50 820 ms" in v["measured"]
+    assert v["measured"].endswith("one K for every N: none; one K relative to N for every N: K = N-1")
+    assert verdicts.frontier_checks(sim[0], sim[4]) == ["jain"]
+    assert verdicts.frontier_checks(sim[3], sim[4]) == ["p50 not below dcqcn's"]  # fair tita, 1010 ms
+    assert v["claim"] in {r["claim"] for r in verdicts.table(sim, [])}
+
+
+def test_the_frontier_row_fails_when_some_n_has_no_k_that_keeps_the_acceptance():
+    sim = frontier_sim({1: (600, 0.66), 6: (870, 0.98)}, {1: (520, 0.5), 14: (880, 0.9996)})
+    v = verdicts.overcommit_frontier(sim)
+    assert v["verdict"] == verdicts.NOT
+    assert "7:1: no K meets the acceptance with p50 and p99 below dcqcn's" in v["measured"]
+    assert verdicts.overcommit_frontier([r for r in sim if r["label"] != "tita+srpt-k6"
+                                         and r["label"] != "tita+srpt-k14"]) is None
