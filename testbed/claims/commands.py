@@ -90,11 +90,17 @@ def _emulate(directory: Path, ccs: list[str], quick: bool) -> str:
     if not quick:
         emulated.run_mixed(ccs, directory, progress)
         emulated.run_load_sweep(ccs, directory, progress)
-    pfc = ", and dcqcn on a lossless fabric (the builtin traffic manager's PFC)" if "dcqcn" in ccs else ""
+    extras = []
+    if "dcqcn" in ccs:
+        extras.append("dcqcn on a lossless fabric (the builtin traffic manager's PFC)")
+    if "tita" in ccs:
+        extras.append("tita with credit_order srpt in the incasts and the mixed workload, and srpt with "
+                      "overcommit N-1 in the N:1 incasts")
+    also = ", and " + "; ".join(extras) if extras else ""
     more = "" if quick else (", short messages among long flows, and a load sweep at "
                              + ", ".join(f"{load:g}" for load in emulated.LOADS) + " of the link rate,")
     again = f" (incast 7:1 and the 2-tier permutation {runs} times each)" if runs > 1 else ""
     return (f"emulated: incast {' and '.join(f'{n}:1' for n in sizes)}, the permutation on "
             f"{' and '.join(f'{t} tiers' for _, t in spreads)}{more} for "
-            f"{', '.join(ccs)}{pfc} on the builtin target{again} (each scenario's own `testbed run` report is "
+            f"{', '.join(ccs)}{also} on the builtin target{again} (each scenario's own `testbed run` report is "
             "under emulated/)")

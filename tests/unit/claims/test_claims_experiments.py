@@ -160,6 +160,9 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
         assert len(emulated.with_pfc_variant(text, ["tita"])) == 1  # no dcqcn, no lossless variant
         (srpt,) = expand_variants(parse_scenario(emulated.with_pfc_variant(text, ["tita"], srpt=True)[1], "s.yaml"))
         assert srpt.name == "cc=tita,credit_order=srpt" and srpt.scenario.transport.tita.credit_order == "srpt"
+        texts = emulated.with_pfc_variant(text, ["tita"], srpt=True, overcommit=n - 1)
+        (k,) = expand_variants(parse_scenario(texts[2], "k.yaml"))
+        assert k.name == f"cc=tita,credit_order=srpt,overcommit={n - 1}" and k.scenario.transport.tita.overcommit == n - 1
     from testbed.emulation.workload import scenario_messages
 
     messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))
