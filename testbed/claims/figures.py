@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.host import records as host_records
 from testbed.claims.experiments import transport_label
+from testbed.host import records as host_records
 from testbed.host import segment, simexp
 
 

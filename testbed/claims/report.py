@@ -94,7 +94,7 @@ def _frontier_table(sim: list[dict], against: str = "dcqcn") -> list[str]:
         for k, r in verdicts.frontier_points(sim, n):
             ratios = (f"{r['fct_p50_ms'] / d['fct_p50_ms']:.2f} / {r['fct_p99_ms'] / d['fct_p99_ms']:.2f}"
                       if d and r.get("fct_p50_ms") and d.get("fct_p50_ms") else "")
-            short = ", ".join(verdicts.frontier_checks(r, d)) or "nothing"
+            short = (", ".join(verdicts.frontier_checks(r, d)) or "nothing") if d else ""
             out.append(f"| {n} | {k} | {r['goodput_over_payload_rate']} | {r['jain']} | {r['peak_queue_cells']} | "
                        f"{r['last_over_ideal']} | {r['fct_p50_ms']} / {r['fct_p99_ms']} | {ratios} | {short} |")
     return out + ["", "![overcommit_frontier](overcommit_frontier.png)", ""]

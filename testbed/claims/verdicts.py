@@ -334,15 +334,15 @@ def frontier_points(sim: list[dict], n: int) -> list[tuple[str, dict]]:
     return sorted(points, key=lambda p: int(p[0])) + ([("fair", fair)] if fair else [])
 
 
-def frontier_checks(row: dict, against: dict | None) -> list[str]:
+def frontier_checks(row: dict, against: dict) -> list[str]:
     """What keeps one frontier point from the goal: failed acceptance checks, and a p50 or p99 not
-    below the baseline's."""
+    below the baseline's (`against`, the same incast's row)."""
     verdict = incast_acceptance({**row, "senders": row["params"]["senders"]}, "simulated")["verdict"]
     failed = [] if verdict == HOLDS else verdict.removeprefix(NOT + " (").removesuffix(")").split(", ")
     for q in ("p50", "p99"):
-        a, b = row.get(f"fct_{q}_ms"), (against or {}).get(f"fct_{q}_ms")
+        a, b = row.get(f"fct_{q}_ms"), against.get(f"fct_{q}_ms")
         if not (a and b and a < b):
-            failed.append(f"{q} not below dcqcn's")
+            failed.append(f"{q} not below {against['label']}'s")
     return failed
 
 
@@ -351,6 +351,8 @@ def overcommit_frontier(sim: list[dict], against: str = "dcqcn") -> dict | None:
     parts, best = [], {}
     for n in sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1}):
         d = _one(sim, f"incast{n}-{against}")
+        if d is None:  # the baseline did not run (reproduce --cc)
+            continue
         good = [(k, r) for k, r in frontier_points(sim, n) if not frontier_checks(r, d)]
         if not good:
             parts.append(f"{n}:1: no K meets the acceptance with p50 and p99 below {against}'s")
@@ -361,7 +363,7 @@ def overcommit_frontier(sim: list[dict], against: str = "dcqcn") -> dict | None:
         parts.append(f"{n}:1: K={k} p50 {r['fct_p50_ms']:.0f} ms = {r['fct_p50_ms'] / d['fct_p50_ms']:.2f} of "
                      f"{against}'s, p99 {r['fct_p99_ms'] / d['fct_p99_ms']:.2f}, Jain {r['jain']}, goodput "
                      f"{r['goodput_over_payload_rate']} (K meeting it: {', '.join(sorted(best[n], key=_k_order))})")
-    if not parts:
+    if not best:
         return None
     shared = set.intersection(*best.values())
     held_back = set.intersection(*({str(n - int(k)) for k in ks if k != "fair"} for n, ks in best.items()))

@@ -230,3 +230,4 @@ def test_the_frontier_row_fails_when_some_n_has_no_k_that_keeps_the_acceptance()
     assert "7:1: no K meets the acceptance with p50 and p99 below dcqcn's" in v["measured"]
     assert verdicts.overcommit_frontier([r for r in sim if r["label"] != "tita+srpt-k6"
                                          and r["label"] != "tita+srpt-k14"]) is None
+    assert verdicts.overcommit_frontier([r for r in sim if r["label"] != "dcqcn"]) is None  # reproduce --cc tita
