@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp
+from testbed.host import simexp, wire
 from testbed.host.cc.tita import TitaReceiver
 from testbed.host.config import ConfigError, TitaParams, TransportConfig
 
@@ -128,3 +128,23 @@ def test_an_overcommitted_incast_keeps_equal_shares_and_lowers_the_median():
     assert k6["fct_p50_ms"] <= 0.9 * fair["fct_p50_ms"]
     assert k6["jain"] >= 0.99
     assert k6["goodput_over_payload_rate"] >= 0.95 and k6["last_over_ideal"] <= 1.05
+
+
+def test_srpt_wakes_when_its_flow_is_due_not_before():
+    """srpt credits a flow at its unjittered grid point, so its deadline is that point: at the
+    jittered one (up to 10% of an interval earlier) the loop woke to nothing, and the simulator,
+    waking again 1 ns later, spun through the offset (245 s of wall time for the mixed workload)."""
+    for k in (1, 2):
+        rx = TitaReceiver(TransportConfig(cc="tita", link_rate_bps=5e6, bdp_cells=BDP, cell_size=CELL,
+                                          tita=TitaParams(jitter=0.1, credit_order="srpt", overcommit=k)))
+        for src in ("h2", "h3"):
+            request(rx, 0.0, src, 40)
+            rx.flows[(src, 1)].rate = rx.max_rate / 4  # below the link's, as after a credit loss
+        now, polls, credits = 0.0, 0, 0
+        while (due := rx.deadline()) is not None and credits < 80 and polls < 1000:
+            now = max(now, due)
+            polls += 1
+            for src, credit in rx.poll(now):
+                credits += 1
+                rx.on_data(now, src, wire.CellPacket(type=wire.DATA, flow_id=1, credit_seq=credit.credit_seq), False)
+        assert credits == 80 and polls <= credits + 1, (k, polls)
