@@ -79,7 +79,7 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
 
 def _frontier_table(sim: list[dict], against: str = "dcqcn") -> list[str]:
     """srpt's degree of overcommitment K from 1 (tita+srpt) to N-1, and fair tita, per incast N."""
-    sizes = sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1})
+    sizes = verdicts.frontier_sizes(sim)
     if not sizes:
         return []
     out = ["## srpt's degree of overcommitment (simulated incasts)", "",
@@ -223,7 +223,7 @@ def _plots(directory: Path, sim: list[dict], everything: list[dict]) -> list[Pat
 def _frontier_plot(directory: Path, sim: list[dict], plt, against: str = "dcqcn") -> None:
     """Jain's index against the FCT p50 over dcqcn's, one line per incast N through K = 1 .. N-1
     and fair order."""
-    sizes = sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1})
+    sizes = verdicts.frontier_sizes(sim)
     if not sizes:
         return
     fig, ax = plt.subplots(figsize=(6, 3.6))

@@ -270,13 +270,18 @@ def efficiency(sim: list[dict], emu: list[dict] = ()) -> dict:
             "verdict": NOT if not parts else HOLDS if not low else PARTLY}
 
 
+def acceptance_checks(row: dict) -> list[tuple[str, bool, str]]:
+    """Issue 13's incast acceptance on one row: (check, passed, what was measured) each."""
+    return [("goodput", row["goodput_over_payload_rate"] >= 0.95, f"goodput {row['goodput_over_payload_rate']}"),
+            ("loss", row["data_drops"] == 0, f"DATA drops {row['data_drops']}"),
+            ("queue", row["peak_queue_cells"] is not None and row["peak_queue_cells"] <= row["bdp_cells"],
+             f"peak queue {row['peak_queue_cells']} of BDP {row['bdp_cells']} cells"),
+            ("jain", row["jain"] >= 0.99, f"Jain {row['jain']}"),
+            ("last", row["last_over_ideal"] <= 1.1, f"last delivery {row['last_over_ideal']}x ideal")]
+
+
 def incast_acceptance(row: dict, platform: str) -> dict:
-    checks = [("goodput", row["goodput_over_payload_rate"] >= 0.95, f"goodput {row['goodput_over_payload_rate']}"),
-              ("loss", row["data_drops"] == 0, f"DATA drops {row['data_drops']}"),
-              ("queue", row["peak_queue_cells"] is not None and row["peak_queue_cells"] <= row["bdp_cells"],
-               f"peak queue {row['peak_queue_cells']} of BDP {row['bdp_cells']} cells"),
-              ("jain", row["jain"] >= 0.99, f"Jain {row['jain']}"),
-              ("last", row["last_over_ideal"] <= 1.1, f"last delivery {row['last_over_ideal']}x ideal")]
+    checks = acceptance_checks(row)
     failed = [name for name, ok, _ in checks if not ok]
     n = row["senders"]
     measured = ", ".join(text for _, _, text in checks)
@@ -325,6 +330,11 @@ def agreement(sim_row: dict, emu_rows: list[dict]) -> dict:
             "verdict": HOLDS if not off else NOT + " (" + ", ".join(off) + ")"}
 
 
+def frontier_sizes(sim: list[dict]) -> list[int]:
+    """The incast sizes N the overcommitment sweep ran (experiments.OVERCOMMIT_SENDERS)."""
+    return sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1})
+
+
 def frontier_points(sim: list[dict], n: int) -> list[tuple[str, dict]]:
     """Incast n:1's points between srpt and equal shares: (K, row) for tita+srpt (K 1), each
     tita+srpt-kK, and fair tita ('fair')."""
@@ -337,8 +347,7 @@ def frontier_points(sim: list[dict], n: int) -> list[tuple[str, dict]]:
 def frontier_checks(row: dict, against: dict) -> list[str]:
     """What keeps one frontier point from the goal: failed acceptance checks, and a p50 or p99 not
     below the baseline's (`against`, the same incast's row)."""
-    verdict = incast_acceptance({**row, "senders": row["params"]["senders"]}, "simulated")["verdict"]
-    failed = [] if verdict == HOLDS else verdict.removeprefix(NOT + " (").removesuffix(")").split(", ")
+    failed = [name for name, ok, _ in acceptance_checks(row) if not ok]
     for q in ("p50", "p99"):
         a, b = row.get(f"fct_{q}_ms"), against.get(f"fct_{q}_ms")
         if not (a and b and a < b):
@@ -349,7 +358,7 @@ def frontier_checks(row: dict, against: dict) -> list[str]:
 def overcommit_frontier(sim: list[dict], against: str = "dcqcn") -> dict | None:
     """The frontier row (RULES): per N, the K meeting the acceptance with the lowest p50."""
     parts, best = [], {}
-    for n in sorted({r["params"]["senders"] for r in sim if r.get("overcommit", 1) > 1}):
+    for n in frontier_sizes(sim):
         d = _one(sim, f"incast{n}-{against}")
         if d is None:  # the baseline did not run (reproduce --cc)
             continue
