@@ -21,6 +21,9 @@ max(0.5 base RTT, 4 * rttvar). With base-RTT thresholds alone, an emulation
 whose switches run a few ms late declared 44% of credits lost while the
 switches dropped 4%, and the feedback drove every flow's rate to the floor.
 
+Each flow's entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows
+that start together spread over the paths.
+
 Pacing: the host's gate is the receiver's own downlink, a pacer at the link
 rate with the NIC's catch-up (`pacing.Pacer`): each credit is charged one DATA
 frame (what it brings back) and each control frame that arrives (ACKs, credits
@@ -69,7 +72,7 @@ from collections import deque
 from testbed.host import wire
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.config import TransportConfig
-from testbed.host.entropy import EntropySource
+from testbed.host.entropy import EntropySource, flow_start
 from testbed.host.pacing import Pacer
 
 MAX_FLOWS = 4096
@@ -377,8 +380,8 @@ class TitaReceiver(ReceiverCC):
         flow.next_time = flow.grid + self.p.jitter * (2 * self.rng.random() - 1) * step
         self.gate.consume(now, self.data_bytes)
         if flow.entropy is None:
-            flow.entropy = EntropySource(self.cfg.entropy_values, self.cfg.entropy_choice, 0,
-                                         seed=self.cfg.seed ^ flow.flow_id)
+            flow.entropy = EntropySource(self.cfg.entropy_values, self.cfg.entropy_choice,
+                                         flow_start(flow.flow_id), seed=self.cfg.seed ^ flow.flow_id)
         entropy = flow.entropy.next()
         return wire.CellPacket(type=wire.CREDIT, flow_id=flow.flow_id, credit_seq=seq, entropy=entropy)
 
