@@ -21,8 +21,10 @@ max(0.5 base RTT, 4 * rttvar). With base-RTT thresholds alone, an emulation
 whose switches run a few ms late declared 44% of credits lost while the
 switches dropped 4%, and the feedback drove every flow's rate to the floor.
 
-Each flow's entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows
-that start together spread over the paths.
+Credits lost and credits late: DATA that echoes a credit already declared lost withdraws the
+loss from the round that counted it (or the next) and from the demand it re-credited; each flow's
+entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows that start
+together spread over the paths (see `_withdraw_loss` and `flow_start` for what each cost before).
 
 Pacing: the host's gate is the receiver's own downlink, a pacer at the link
 rate with the NIC's catch-up (`pacing.Pacer`): each credit is charged one DATA
@@ -112,7 +114,7 @@ class _CreditFlow:
     __slots__ = (
         "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time", "grid",
         "period_start", "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
-        "total_used", "short", "served",
+        "total_used", "short", "served", "presumed", "round",
     )
 
     def __init__(self, src: str, flow_id: int, rate: float, w: float, now: float, rtt: float) -> None:
@@ -136,6 +138,8 @@ class _CreditFlow:
         self.total_used = 0
         self.short = False  # credited ahead of the others (see the module docstring)
         self.served = 0  # when it last got a credit, as the receiver's count of credits issued
+        self.presumed: dict[int, tuple[int, float]] = {}  # credit seq declared lost -> (its round, issued)
+        self.round = 0  # feedback rounds completed
 
 
 class TitaReceiver(ReceiverCC):
@@ -237,7 +241,8 @@ class TitaReceiver(ReceiverCC):
             return []
         issued_at = flow.outstanding.pop(cell.credit_seq, None)
         if issued_at is None:
-            return []  # stale or duplicate echo, or a credit already declared lost
+            self._withdraw_loss(flow, cell.credit_seq, now)
+            return []  # stale or duplicate echo, or a credit declared lost whose DATA came late
         self.outstanding -= 1
         flow.used += 1
         flow.total_used += 1
@@ -266,12 +271,34 @@ class TitaReceiver(ReceiverCC):
             flow.demand = min(MAX_DEMAND_CELLS, flow.demand + count)
 
     def _lose(self, flow: _CreditFlow, seq: int) -> None:
-        del flow.outstanding[seq]
+        issued = flow.outstanding.pop(seq)
         self.outstanding -= 1
         flow.lost += 1
         flow.total_lost += 1
         self.credits_lost += 1
         flow.demand = min(MAX_DEMAND_CELLS, flow.demand + 1)
+        flow.presumed[seq] = (flow.round, issued)
+
+    def _withdraw_loss(self, flow: _CreditFlow, seq: int, now: float) -> None:
+        """DATA echoing a credit declared lost: it was late, not lost (a sender's credits wait for
+        its window and its uplink; on a sprayed fabric one path's queue holds them longer than
+        another's). Taken back, it re-credits no cell, and in the round that counted it it
+        lowers no rate: one late credit in a round of a few read as 25-100%
+        loss, and its flow crawled at the end of a 3-tier all-to-all (simulator: 4 credits
+        declared lost, none dropped, the last message 0.1 s late)."""
+        presumed = flow.presumed.pop(seq, None)
+        if presumed is None:
+            return
+        counted_in, issued = presumed
+        self._rtt_sample(now - issued)  # its round trip: the tail the timeout has to cover
+        flow.total_lost -= 1
+        flow.total_used += 1
+        self.credits_lost -= 1
+        if flow.demand > 0:
+            flow.demand -= 1
+        if counted_in == flow.round:
+            flow.lost -= 1
+            flow.used += 1
 
     # -- feedback (ExpressPass, once per RTT) ----------------------------
     def period(self) -> float:
@@ -298,6 +325,9 @@ class TitaReceiver(ReceiverCC):
             flow.used = flow.lost = 0
             flow.period_start = now
             flow.period_end = now + self.period()
+            flow.round += 1
+            if flow.presumed:  # a loss is taken back in its own round or the next, no later
+                flow.presumed = {seq: p for seq, p in flow.presumed.items() if p[0] >= flow.round - 1}
 
     # -- pacing ----------------------------------------------------------
     def poll(self, now):
