@@ -21,8 +21,9 @@ max(0.5 base RTT, 4 * rttvar). With base-RTT thresholds alone, an emulation
 whose switches run a few ms late declared 44% of credits lost while the
 switches dropped 4%, and the feedback drove every flow's rate to the floor.
 
-Credits lost and credits late: DATA that echoes a credit already declared lost withdraws the
-loss from the round that counted it (or the next) and from the demand it re-credited; each flow's
+Credits lost and credits late: DATA that echoes a credit already declared lost (within the next
+feedback round) withdraws the loss from the counts and from the demand it re-credited, and from
+the rate feedback if the round that counted it is still open; each flow's
 entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows that start
 together spread over the paths (see `_withdraw_loss` and `flow_start` for what each cost before).
 
@@ -282,10 +283,10 @@ class TitaReceiver(ReceiverCC):
     def _withdraw_loss(self, flow: _CreditFlow, seq: int, now: float) -> None:
         """DATA echoing a credit declared lost: it was late, not lost (a sender's credits wait for
         its window and its uplink; on a sprayed fabric one path's queue holds them longer than
-        another's). Taken back, it re-credits no cell, and in the round that counted it it
-        lowers no rate: one late credit in a round of a few read as 25-100%
-        loss, and its flow crawled at the end of a 3-tier all-to-all (simulator: 4 credits
-        declared lost, none dropped, the last message 0.1 s late)."""
+        another's). Taken back, it re-credits no cell, and in the round that counted it it lowers
+        no rate: one late credit in a round of a few read as 25-100% loss, and its flow crawled at
+        the end of a 3-tier all-to-all (simulator: 4 credits declared lost, none dropped, the last
+        message 0.1 s late)."""
         presumed = flow.presumed.pop(seq, None)
         if presumed is None:
             return
