@@ -139,7 +139,7 @@ class Agent:
         if missing:
             raise AgentError(f"workload sends from {name} to {missing}, which the peers file does not list")
         self.expected_in = {(s.src, s.msg_id) for s in specs if s.dst == name}
-        self.ep = Endpoint(addr, cfg)
+        self.ep = Endpoint(addr, cfg, wire_from_schedule=link_delay_s > 0)  # with no delay line, cells leave at `now`
         # A GPU's channel to the GPUs of its own server: its own endpoint (pacer at the channel's
         # rate) and its own delay line (serialisation at that rate + the channel's delay).
         self.local_ep: Endpoint | None = None

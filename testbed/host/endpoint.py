@@ -63,6 +63,7 @@ class Transmit:
     data: bytes
     ect: bool
     start: float = 0.0  # when the NIC puts it on the wire (the pacer's schedule; may be before `now`)
+    ready: float | None = None  # when it came to be or was due: its start is never earlier
 
 
 class Endpoint:
@@ -72,7 +73,11 @@ class Endpoint:
         cfg: TransportConfig,
         on_delivered: Callable[[Delivered], None] | None = None,
         on_acked: Callable[[str, OutMessage], None] | None = None,
+        wire_from_schedule: bool = True,
     ) -> None:
+        """`wire_from_schedule`: the driver puts each datagram on its wire at `Transmit.start`
+        (the agent's link model), which a late wake-up may have passed, so a DATA cell's
+        round trip counts from there; a driver that sends at `now` (the simulator) says False."""
         self.name = name
         self.cfg = cfg
         self.nic = Pacer(cfg.link_rate_bps, cfg.nic_catchup_s)
@@ -82,8 +87,11 @@ class Endpoint:
         self._flows_of_channel: Counter[int] = Counter()
         self._by_flow_id: dict[int, SenderFlow] = {}
         self.receivers: dict[tuple[str, int], ReceiverFlow] = {}
-        self._control: deque[tuple[str, wire.CellPacket]] = deque()
-        self._credited: deque[tuple[str, bytes]] = deque()
+        self.wire_from_schedule = wire_from_schedule
+        # Waiting for the NIC, each with the time it came to be or was due (None: a credit the
+        # receiver's pacing grid released, which may catch up like the NIC).
+        self._control: deque[tuple[str, wire.CellPacket, float | None]] = deque()
+        self._credited: deque[tuple[str, bytes, float]] = deque()
         self._rr = 0
         self._salt = zlib.crc32(name.encode()) & 0xFFFF
         self.on_delivered = on_delivered or (lambda d: self.delivered.append(d))
@@ -112,9 +120,12 @@ class Endpoint:
             flow = SenderFlow(self.cfg, dst, flow_id, now, salt=self._salt)
             self.senders[key] = flow
             self._by_flow_id[flow_id] = flow
+        was_sendable = flow.sendable()
         msg = flow.enqueue(now, msg_id, payload)
+        if not was_sendable:
+            flow.ready_at = now
         if flow.cc.credit_gated:
-            self._control.append((dst, flow.request(now)))
+            self._control.append((dst, flow.request(now), now))
         return msg
 
     def set_link_rate(self, rate_bps: float) -> None:
@@ -147,12 +158,13 @@ class Endpoint:
                 self.errors["unexpected_credit_control"] += 1
                 return
             for dst, out in self.rcc.on_control(now, src, cell):
-                self._control.append((dst, out))
+                self._control.append((dst, out, now))
         else:
             flow = self._by_flow_id.get(cell.flow_id)
             if flow is None or flow.dst != src:
                 self.errors["unknown_flow"] += 1
                 return
+            was_sendable = flow.sendable()
             if cell.type == wire.ACK:
                 if cell.has(wire.FLAG_ECE):
                     self.counters["ece_acks"] += 1
@@ -166,6 +178,8 @@ class Endpoint:
                 flow.cc.on_cnp(now)
             elif cell.type == wire.CREDIT:
                 self._on_credit(now, flow, cell)
+            if not was_sendable and flow.sendable():
+                flow.ready_at = now  # the window opened (or a cell is to be resent) only now
 
     def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool) -> None:
         key = (src, cell.flow_id)
@@ -178,12 +192,12 @@ class Endpoint:
         if ce:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):
-            self._control.append((dst, out))
+            self._control.append((dst, out, now))
         before = flow.in_order_cells
         ack, delivered = flow.on_data(now, cell, ce)
         self.in_order_cells += flow.in_order_cells - before
         if ack is not None:
-            self._control.append((src, ack))
+            self._control.append((src, ack, now))
         for d in delivered:
             self.on_delivered(d)
 
@@ -199,7 +213,7 @@ class Endpoint:
         self._spend_held_credits(now, flow)  # older credits first (a retransmission needs no window)
         data = None if cc.held_credits else flow.build(now, credit_seq=cell.credit_seq, entropy=entropy)
         if data is not None:
-            self._credited.append((flow.dst, data))
+            self._credited.append((flow.dst, data, now))
             return
         if flow.backlog_cells() and len(cc.held_credits) < self.cfg.window:
             cc.held_credits.append((cell.credit_seq, entropy))  # the window is full: until it opens or a cell is resent
@@ -209,7 +223,7 @@ class Endpoint:
         if flow.backlog_cells() == 0 and now - cc.last_stop >= self.cfg.rtt_s:
             cc.last_stop = now
             cc.stops_sent += 1
-            self._control.append((flow.dst, flow.control(wire.CREDIT_STOP)))
+            self._control.append((flow.dst, flow.control(wire.CREDIT_STOP), now))
 
     def _spend_held_credits(self, now: float, flow: SenderFlow) -> None:
         """Cells for the credits that waited for the send window, in their order, as far as the
@@ -221,7 +235,7 @@ class Endpoint:
             if data is None:
                 break
             held.popleft()
-            self._credited.append((flow.dst, data))
+            self._credited.append((flow.dst, data, now))
         if held and not flow.backlog_cells():  # nothing left to send for them
             flow.cc.credits_wasted += len(held)
             held.clear()
@@ -237,7 +251,7 @@ class Endpoint:
                 if tx is None:
                     self.nic.idle(now)
                     break
-                tx.start = self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD)
+                tx.start = self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD, tx.ready)
                 self.tx_types[tx.data[0] & 0x0F] += 1
                 out.append(tx)
             due = self.next_deadline()
@@ -249,39 +263,45 @@ class Endpoint:
         for flow in self.senders.values():
             due = flow.deadline()
             if due is not None and now >= due:
+                was_sendable = flow.sendable()
                 for cell in flow.on_timer(now):
-                    self._control.append((flow.dst, cell))
+                    self._control.append((flow.dst, cell, due))
                 self._spend_held_credits(now, flow)  # a timeout's retransmissions may use them
+                if not was_sendable and flow.sendable():
+                    flow.ready_at = due
         for rflow in self.receivers.values():
-            if rflow.ack_due is not None and now >= rflow.ack_due:
+            due = rflow.ack_due
+            if due is not None and now >= due:
                 ack = rflow.ack_due_now(now)
                 if ack is not None:
-                    self._control.append((rflow.src, ack))
+                    self._control.append((rflow.src, ack, due))
             nacks = rflow.nacks_due(now)
             if nacks:
                 self.rcc.on_nack_sent(rflow.src, rflow.flow_id, len(nacks))
-                self._control.extend((rflow.src, n) for n in nacks)
-        self._control.extend(self.rcc.poll(now))
+                self._control.extend((rflow.src, n, now) for n in nacks)
+        self._control.extend((dst, cell, None) for dst, cell in self.rcc.poll(now))
 
     def _next_packet(self, now: float) -> Transmit | None:
         if self._control:
-            dst, cell = self._control.popleft()
-            return Transmit(dst, wire.encode(cell), False)
+            dst, cell, ready = self._control.popleft()
+            return Transmit(dst, wire.encode(cell), False, ready=ready)
         if self._credited:
-            dst, data = self._credited.popleft()
-            return Transmit(dst, data, True)
+            dst, data, ready = self._credited.popleft()
+            return Transmit(dst, data, True, ready=ready)
         flows = list(self.senders.values())
         n = len(flows)
         for i in range(n):
             flow = flows[(self._rr + i) % n]
-            if flow.cc.credit_gated or not flow.sendable() or flow.cc.next_send_time() > now:
+            release = flow.cc.next_send_time()
+            if flow.cc.credit_gated or not flow.sendable() or release > now:
                 continue
-            data = flow.build(now)
+            ready = release if release > flow.ready_at else flow.ready_at
+            data = flow.build(now, sent_at=self.nic.start_at(now, ready) if self.wire_from_schedule else now)
             if data is None:
                 continue
             self._rr = (self._rr + i + 1) % n
             flow.cc.on_sent(now, len(data) + wire.FRAME_OVERHEAD)
-            return Transmit(flow.dst, data, True)
+            return Transmit(flow.dst, data, True, ready=ready)
         return None
 
     def next_deadline(self) -> float | None:

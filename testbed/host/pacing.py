@@ -3,7 +3,8 @@
 One pacer models the host NIC (never faster than the host's link) and the
 same arithmetic paces a flow at its congestion-controlled rate. The next
 release is fixed when a packet leaves, like the bmv2 queue rate:
-next = max(now - catchup, previous next) + size / rate.
+next = max(now - catchup, previous next, ready) + size / rate, where
+`ready` (optional) is when the packet came to be or was due.
 
 `catchup` (seconds, default 0 = strict) lets a driver that wakes late make
 up for part of the time it lost while it had packets waiting (`idle` tells
@@ -42,11 +43,20 @@ class Pacer:
     def ready(self, now: float) -> bool:
         return now >= self.next_free
 
-    def consume(self, now: float, nbytes: int) -> float:
-        """Charge one packet; returns when it starts on the wire (at most `catchup` ago)."""
+    def start_at(self, now: float, ready: float | None = None) -> float:
+        """When a packet sent at `now` starts on the wire: at most `catchup` ago, never before
+        the wire is free, and never before `ready`, the time the packet came to be (a cell an
+        arrival triggered cannot have left before that arrival) or was due."""
         start = now - self.catchup_s
         if self.next_free > start:
             start = self.next_free
+        if ready is not None and ready > start:
+            start = ready if ready < now else now
+        return start
+
+    def consume(self, now: float, nbytes: int, ready: float | None = None) -> float:
+        """Charge one packet; returns when it starts on the wire (`start_at`)."""
+        start = self.start_at(now, ready)
         self.next_free = start + nbytes * self._s_per_byte
         return start
 

@@ -50,6 +50,7 @@ class SenderFlow:
         self.entropy = EntropySource(cfg.entropy_values, cfg.entropy_choice, salt, seed=cfg.seed ^ flow_id)
         self.cells_sent = 0
         self.unfinished = 0
+        self.ready_at = 0.0  # when it last became sendable (a message, an ACK, a timer): none of its cells leaves earlier
 
     # -- application side --------------------------------------------------
     def enqueue(self, now: float, msg_id: int, payload: bytes) -> OutMessage:
@@ -79,14 +80,19 @@ class SenderFlow:
         return self._msgs[bisect.bisect_right(self._firsts, psn) - 1]
 
     # -- building cells ----------------------------------------------------
-    def build(self, now: float, credit_seq: int = 0, entropy: int | None = None) -> bytes | None:
-        taken = self.window.take(now, self.end_psn)
+    def build(self, now: float, credit_seq: int = 0, entropy: int | None = None,
+              sent_at: float | None = None) -> bytes | None:
+        """The next cell to send, or None; `sent_at` (default `now`) is when it starts on the wire,
+        the time its round-trip sample and its message's first transmission count from."""
+        if sent_at is None:
+            sent_at = now
+        taken = self.window.take(sent_at, self.end_psn)
         if taken is None:
             return None
         psn, retx = taken
         msg = self._message_of(psn)
         if msg.first_tx_s is None:
-            msg.first_tx_s = now
+            msg.first_tx_s = sent_at
         index = psn - msg.first_psn
         flags = wire.FLAG_LAST if index == msg.ncells - 1 else 0
         if retx:

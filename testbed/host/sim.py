@@ -278,7 +278,7 @@ class SimHost:
     def __init__(self, net: "Network", name: str, cfg: TransportConfig) -> None:
         self.net = net
         self.name = name
-        self.ep = Endpoint(name, cfg)
+        self.ep = Endpoint(name, cfg, wire_from_schedule=False)  # a cell goes on its uplink at `now`
         self.local: Endpoint | None = None  # the intra-server channel's endpoint (multi-GPU servers)
         self.local_ports: dict[str, Port] = {}  # same-server peer -> the direct link to it
         self.runner: WorkloadRunner | None = None
@@ -420,7 +420,7 @@ class Network:
         self.ports += [pa, pb]
         for host, peer, port in ((a, b, pa), (b, a, pb)):
             if host.local is None:
-                host.local = Endpoint(host.name, cfg)
+                host.local = Endpoint(host.name, cfg, wire_from_schedule=False)
             host.local_ports[peer.name] = port
 
     def load(self, specs: list[MessageSpec], seed: int = 1) -> None:
@@ -537,7 +537,7 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
         if len(nic) > 1 and nic_cfg is not None:
             h.uplinks = [port_of[(name, p.number)] for p in nic]
             h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice)
-            h.ep = Endpoint(name, nic_cfg(len(nic)))
+            h.ep = Endpoint(name, nic_cfg(len(nic)), wire_from_schedule=False)
     layout = layout_of(topo)
     for sw in topo.switches:
         for dst in topo.hosts:

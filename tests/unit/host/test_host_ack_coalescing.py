@@ -263,3 +263,43 @@ def test_endpoint_hands_out_each_cells_wire_start():
     # 2.5 cell times late: the catch-up (one cell) puts the next cell at 2.5, not 1.0, and the
     # one after it right behind, at 3.5: never more than the link carries
     assert [round(tx.start / gap, 6) for tx in later] == [2.5, 3.5]
+
+
+def test_round_trips_count_from_wire_starts_and_no_ack_leaves_before_its_cell():
+    """A one-way delay of D each way: every sample is exactly 2D, although the sender woke late
+    (its cells go on the wire on schedule, before the wake-up) and the receiver's NIC was idle
+    for longer than the catch-up when each cell came (its ACK cannot leave before the cell)."""
+    cfg = make_cfg("none", cell_size=CELL, ack_every=1)
+    a, b = Endpoint("10.1.0.2", cfg), Endpoint("10.2.0.3", cfg)
+    gap = (CELL + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / cfg.link_rate_bps
+    one_way = 10 * gap
+    a.send_message(0.0, "10.2.0.3", 1, bytes(10 * CELL))
+    cells = a.poll(0.0) + a.poll(3.5 * gap)  # the second wake 2.5 cell times late
+    assert [round(tx.start / gap, 6) for tx in cells] == [0.0, 2.5, 3.5]
+    acks = []
+    for tx in cells:
+        arrival = tx.start + one_way
+        b.receive(arrival, "10.1.0.2", tx.data)
+        (ack,) = b.poll(arrival)
+        assert ack.start == arrival
+        acks.append(ack)
+    for ack in acks:
+        a.receive(ack.start + one_way, "10.2.0.3", ack.data)
+    window = a.senders["10.2.0.3"].window
+    assert window.rtt_samples == 3
+    assert window.min_rtt == pytest.approx(2 * one_way) and window.srtt == pytest.approx(2 * one_way)
+
+
+def test_a_cell_its_ack_let_go_does_not_leave_before_that_ack():
+    cfg = make_cfg("none", cell_size=CELL, ack_every=1, reorder_window_cells=2)
+    a, b = Endpoint("10.1.0.2", cfg), Endpoint("10.2.0.3", cfg)
+    a.send_message(0.0, "10.2.0.3", 1, bytes(4 * CELL))
+    gap = (CELL + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / cfg.link_rate_bps
+    (first,) = a.poll(0.0)
+    assert len(a.poll(gap)) == 1  # the window holds two cells: the third waits for an ACK
+    b.receive(2 * gap, "10.1.0.2", first.data)
+    (ack,) = b.poll(2 * gap)
+    back = 5 * gap  # the sender's NIC idle since its first cell, far longer than the catch-up
+    a.receive(back, "10.2.0.3", ack.data)
+    (second,) = a.poll(back)
+    assert second.start == back
