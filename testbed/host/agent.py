@@ -40,6 +40,7 @@ import resource
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 from collections import deque
@@ -63,8 +64,11 @@ from testbed.p4model.tm import pfc as pause_frame
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
 IP_PKTINFO = 8  # Linux <netinet/in.h>; the socket module does not name it
-TOS_ANCILLARY = socket.CMSG_SPACE(4)  # IP_TOS
-ANCILLARY = TOS_ANCILLARY + socket.CMSG_SPACE(12)  # and struct in_pktinfo (dual-port NICs)
+SO_TIMESTAMPNS = 35  # Linux <asm-generic/socket.h> (SCM_TIMESTAMPNS is the same); not named either
+TIMESPEC = struct.Struct("@qq")  # struct timespec: seconds, nanoseconds (CLOCK_REALTIME)
+# IP_TOS and the kernel's receive time; and struct in_pktinfo for dual-port NICs
+TOS_ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
+ANCILLARY = TOS_ANCILLARY + socket.CMSG_SPACE(12)
 
 
 class AgentError(TestbedError):
@@ -204,6 +208,9 @@ class Agent:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+            # When each datagram reached this host, not when the loop read it: what it triggers
+            # may start on the modelled wire from then (Endpoint.receive's `arrived`).
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             if self.multiport:
                 sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)  # the port each datagram arrived on
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -294,16 +301,19 @@ class Agent:
             if src[0] not in self.by_addr or src[0] == self.addr:
                 self.unknown_peer += 1
                 continue
-            tos = 0
+            tos, arrived = 0, None
             for level, kind, value in anc:
                 if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value:
                     tos = value[0]
+                elif level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= TIMESPEC.size:
+                    seconds, nanoseconds = TIMESPEC.unpack_from(value)
+                    arrived = seconds + nanoseconds * 1e-9 - self.epoch  # the agent's clock is realtime too
                 elif level == socket.IPPROTO_IP and kind == IP_PKTINFO and len(value) >= 4 and self.multiport:
                     port = self._port_of_ifindex.get(int.from_bytes(value[:4], sys.byteorder))
                     if port is not None:
                         self.nic_ports.heard(port, self.now())
             ep = self.local_ep if src[0] in self.local_addrs else self.ep
-            ep.receive(self.now(), src[0], data, tos)
+            ep.receive(self.now(), src[0], data, tos, arrived)
 
     def _receive_pause_frames(self, port: int) -> None:
         sock, pause = self._pause_socks[port], self.pause_gates[port].pause

@@ -91,7 +91,8 @@ class Endpoint:
         # Waiting for the NIC, each with the time it came to be or was due (None: a credit the
         # receiver's pacing grid released, which may catch up like the NIC).
         self._control: deque[tuple[str, wire.CellPacket, float | None]] = deque()
-        self._credited: deque[tuple[str, bytes, float]] = deque()
+        self._credited: deque[tuple[str, bytes, float, SenderFlow, int]] = deque()  # and its flow and psn
+        self._restamp: tuple[SenderFlow, int] | None = None
         self._rr = 0
         self._salt = zlib.crc32(name.encode()) & 0xFFFF
         self.on_delivered = on_delivered or (lambda d: self.delivered.append(d))
@@ -117,7 +118,7 @@ class Endpoint:
                 raise EndpointError(f"{self.name} has more than {MAX_FLOWS_PER_CHANNEL} flows on channel {channel}")
             self._flows_of_channel[channel] = number
             flow_id = (self._salt << 16) | (channel << CHANNEL_SHIFT) | number
-            flow = SenderFlow(self.cfg, dst, flow_id, now, salt=self._salt)
+            flow = SenderFlow(self.cfg, dst, flow_id, now)
             self.senders[key] = flow
             self._by_flow_id[flow_id] = flow
         was_sendable = flow.sendable()
@@ -142,7 +143,11 @@ class Endpoint:
         return all(f.unfinished == 0 for f in self.senders.values())
 
     # -- network in -----------------------------------------------------------
-    def receive(self, now: float, src: str, data: bytes, tos: int = 0) -> None:
+    def receive(self, now: float, src: str, data: bytes, tos: int = 0, arrived: float | None = None) -> None:
+        """A datagram read at `now` that reached the host at `arrived` (the kernel's receive
+        timestamp; default `now`): what it triggers (an ACK, a credit's DATA cell, a cell whose
+        window it opened) may start on the wire from its arrival, not before."""
+        at = now if arrived is None or arrived > now else arrived
         try:
             cell = wire.decode(data, self.cfg.cell_size)
         except wire.MalformedCell:
@@ -150,7 +155,7 @@ class Endpoint:
             return
         self.counters[f"rx_{cell.type_name}"] += 1
         if cell.type == wire.DATA:
-            self._on_data(now, src, cell, (tos & ECN_MASK) == ECN_CE)
+            self._on_data(now, src, cell, (tos & ECN_MASK) == ECN_CE, at)
             return
         self.rcc.on_downlink(now, len(data) + wire.FRAME_OVERHEAD)  # control shares the downlink
         if cell.type in (wire.CREDIT_REQUEST, wire.CREDIT_STOP):
@@ -158,7 +163,7 @@ class Endpoint:
                 self.errors["unexpected_credit_control"] += 1
                 return
             for dst, out in self.rcc.on_control(now, src, cell):
-                self._control.append((dst, out, now))
+                self._control.append((dst, out, at))
         else:
             flow = self._by_flow_id.get(cell.flow_id)
             if flow is None or flow.dst != src:
@@ -170,18 +175,18 @@ class Endpoint:
                     self.counters["ece_acks"] += 1
                 for msg in flow.on_ack(now, cell):
                     self.on_acked(flow.dst, msg)
-                self._spend_held_credits(now, flow)
+                self._spend_held_credits(now, flow, at)
             elif cell.type == wire.NACK:
                 flow.on_nack(now, cell)
-                self._spend_held_credits(now, flow)
+                self._spend_held_credits(now, flow, at)
             elif cell.type == wire.CNP:
                 flow.cc.on_cnp(now)
             elif cell.type == wire.CREDIT:
-                self._on_credit(now, flow, cell)
+                self._on_credit(now, flow, cell, at)
             if not was_sendable and flow.sendable():
-                flow.ready_at = now  # the window opened (or a cell is to be resent) only now
+                flow.ready_at = at  # the window opened (or a cell is to be resent) only now
 
-    def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool) -> None:
+    def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool, at: float) -> None:
         key = (src, cell.flow_id)
         flow = self.receivers.get(key)
         if flow is None:
@@ -192,16 +197,16 @@ class Endpoint:
         if ce:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):
-            self._control.append((dst, out, now))
+            self._control.append((dst, out, at))
         before = flow.in_order_cells
         ack, delivered = flow.on_data(now, cell, ce)
         self.in_order_cells += flow.in_order_cells - before
         if ack is not None:
-            self._control.append((src, ack, now))
+            self._control.append((src, ack, at))
         for d in delivered:
             self.on_delivered(d)
 
-    def _on_credit(self, now: float, flow: SenderFlow, cell: wire.CellPacket) -> None:
+    def _on_credit(self, now: float, flow: SenderFlow, cell: wire.CellPacket, at: float) -> None:
         if not flow.cc.credit_gated:
             self.errors["unexpected_credit"] += 1
             return
@@ -210,10 +215,10 @@ class Endpoint:
         cc.last_credit_seq = cell.credit_seq
         cc.credits_received += 1
         entropy = echo(self.cfg.layout, cell.entropy, self.name, flow.dst)
-        self._spend_held_credits(now, flow)  # older credits first (a retransmission needs no window)
+        self._spend_held_credits(now, flow, at)  # older credits first (a retransmission needs no window)
         data = None if cc.held_credits else flow.build(now, credit_seq=cell.credit_seq, entropy=entropy)
         if data is not None:
-            self._credited.append((flow.dst, data, now))
+            self._credited.append((flow.dst, data, at, flow, flow.last_psn))
             return
         if flow.backlog_cells() and len(cc.held_credits) < self.cfg.window:
             cc.held_credits.append((cell.credit_seq, entropy))  # the window is full: until it opens or a cell is resent
@@ -223,11 +228,14 @@ class Endpoint:
         if flow.backlog_cells() == 0 and now - cc.last_stop >= self.cfg.rtt_s:
             cc.last_stop = now
             cc.stops_sent += 1
-            self._control.append((flow.dst, flow.control(wire.CREDIT_STOP), now))
+            self._control.append((flow.dst, flow.control(wire.CREDIT_STOP), at))
 
-    def _spend_held_credits(self, now: float, flow: SenderFlow) -> None:
+    def _spend_held_credits(self, now: float, flow: SenderFlow, ready: float | None = None) -> None:
         """Cells for the credits that waited for the send window, in their order, as far as the
-        window (or a retransmission, which needs none) lets them go."""
+        window (or a retransmission, which needs none) lets them go; none starts before `ready`
+        (default `now`), when what let them go arrived."""
+        if ready is None:
+            ready = now
         held = getattr(flow.cc, "held_credits", None)
         while held:
             seq, entropy = held[0]
@@ -235,7 +243,7 @@ class Endpoint:
             if data is None:
                 break
             held.popleft()
-            self._credited.append((flow.dst, data, now))
+            self._credited.append((flow.dst, data, ready, flow, flow.last_psn))
         if held and not flow.backlog_cells():  # nothing left to send for them
             flow.cc.credits_wasted += len(held)
             held.clear()
@@ -252,6 +260,11 @@ class Endpoint:
                     self.nic.idle(now)
                     break
                 tx.start = self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD, tx.ready)
+                if self._restamp is not None:
+                    flow, psn = self._restamp
+                    self._restamp = None
+                    if self.wire_from_schedule:
+                        flow.window.restamp(psn, tx.start)
                 self.tx_types[tx.data[0] & 0x0F] += 1
                 out.append(tx)
             due = self.next_deadline()
@@ -286,14 +299,17 @@ class Endpoint:
             dst, cell, ready = self._control.popleft()
             return Transmit(dst, wire.encode(cell), False, ready=ready)
         if self._credited:
-            dst, data, ready = self._credited.popleft()
+            dst, data, ready, flow, psn = self._credited.popleft()
+            self._restamp = (flow, psn)  # built when its credit came: its round trip counts from its start
             return Transmit(dst, data, True, ready=ready)
         flows = list(self.senders.values())
         n = len(flows)
         for i in range(n):
             flow = flows[(self._rr + i) % n]
+            if flow.cc.credit_gated or not flow.sendable():
+                continue
             release = flow.cc.next_send_time()
-            if flow.cc.credit_gated or not flow.sendable() or release > now:
+            if release > now:
                 continue
             ready = release if release > flow.ready_at else flow.ready_at
             data = flow.build(now, sent_at=self.nic.start_at(now, ready) if self.wire_from_schedule else now)

@@ -69,6 +69,14 @@ class SendWindow:
     def has_sendable(self, end_psn: int) -> bool:
         return bool(self._retx) or self.can_send_new(end_psn)
 
+    def restamp(self, psn: int, sent: float) -> None:
+        """`psn` went on the wire at `sent`, not when it was taken (a credit's DATA cell waits
+        for the NIC and may start, by its catch-up, before that): its round trip counts from there."""
+        if psn in self._last_sent:
+            self._last_sent[psn] = sent
+            if self._oldest is not None and sent < self._oldest:
+                self._oldest = sent
+
     def take(self, now: float, end_psn: int) -> tuple[int, bool] | None:
         """Next psn to transmit (retransmissions first) and whether it is a retransmission."""
         while self._retx:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from testbed.host import segment, wire
 from testbed.host.cc import make_sender_cc
-from testbed.host.entropy import EntropySource
+from testbed.host.entropy import EntropySource, flow_start
 from testbed.host.config import TransportConfig
 from testbed.host.reliability import SendWindow
 
@@ -34,7 +34,7 @@ class OutMessage:
 
 
 class SenderFlow:
-    def __init__(self, cfg: TransportConfig, dst: str, flow_id: int, now: float, salt: int) -> None:
+    def __init__(self, cfg: TransportConfig, dst: str, flow_id: int, now: float) -> None:
         self.cfg = cfg
         self.dst = dst
         self.flow_id = flow_id
@@ -47,9 +47,12 @@ class SenderFlow:
         self._msgs: list[OutMessage] = []
         self._firsts: list[int] = []
         self.end_psn = 0
-        self.entropy = EntropySource(cfg.entropy_values, cfg.entropy_choice, salt, seed=cfg.seed ^ flow_id)
+        # Spraying round robin from the flow id hashed, as a credit flow's (entropy.flow_start): a
+        # host's flows all started at its salt, so a sender's first cells to every peer took one path.
+        self.entropy = EntropySource(cfg.entropy_values, cfg.entropy_choice, flow_start(flow_id), seed=cfg.seed ^ flow_id)
         self.cells_sent = 0
         self.unfinished = 0
+        self.last_psn = -1  # the psn of the cell `build` returned last
         self.ready_at = 0.0  # when it last became sendable (a message, an ACK, a timer): none of its cells leaves earlier
 
     # -- application side --------------------------------------------------
@@ -90,6 +93,7 @@ class SenderFlow:
         if taken is None:
             return None
         psn, retx = taken
+        self.last_psn = psn
         msg = self._message_of(psn)
         if msg.first_tx_s is None:
             msg.first_tx_s = sent_at

@@ -303,3 +303,35 @@ def test_a_cell_its_ack_let_go_does_not_leave_before_that_ack():
     a.receive(back, "10.2.0.3", ack.data)
     (second,) = a.poll(back)
     assert second.start == back
+
+
+def test_what_a_cell_read_late_triggers_starts_from_its_arrival():
+    """The agent passes the kernel's receive time: an ACK may start (within the catch-up) when its
+    cell reached the host, not only when the loop read it; without it, when it was read."""
+    cfg = make_cfg("none", cell_size=CELL, ack_every=1)
+    gap = (CELL + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / cfg.link_rate_bps
+    a = Endpoint("10.1.0.2", cfg)
+    a.send_message(0.0, "10.2.0.3", 1, bytes(CELL))
+    (cell,) = a.poll(0.0)
+    for arrived, start in ((1.0, 1.0), (None, 1.0 + 0.5 * gap)):
+        b = Endpoint("10.2.0.3", cfg)
+        b.receive(1.0 + 0.5 * gap, "10.1.0.2", cell.data, arrived=arrived)  # read half a cell late
+        (ack,) = b.poll(1.0 + 0.5 * gap)
+        assert ack.start == pytest.approx(start)
+
+
+def test_a_credits_data_cell_counts_its_round_trip_from_its_wire_start():
+    cfg = make_cfg("tita", cell_size=CELL, ack_every=1)
+    gap = (CELL + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / cfg.link_rate_bps
+    a, b = Endpoint("10.1.0.2", cfg), Endpoint("10.2.0.3", cfg)
+    a.send_message(0.0, "10.2.0.3", 1, bytes(CELL))
+    a.poll(0.0)  # its credit request
+    flow = a.senders["10.2.0.3"]
+    credit = wire.CellPacket(type=wire.CREDIT, flow_id=flow.flow_id, credit_seq=1)
+    a.receive(1.0 + 0.5 * gap, "10.2.0.3", wire.encode(credit), arrived=1.0)
+    (data,) = a.poll(1.0 + 0.5 * gap)
+    assert data.start == pytest.approx(1.0)  # from the credit's arrival, by the catch-up
+    b.receive(1.0 + 5 * gap, "10.1.0.2", data.data)
+    (ack,) = b.poll(1.0 + 5 * gap)
+    a.receive(1.0 + 10 * gap, "10.2.0.3", ack.data)
+    assert flow.window.min_rtt == pytest.approx(10 * gap)  # from its wire start, not its build

@@ -111,3 +111,22 @@ def test_a_receivers_credit_flows_start_on_different_paths():
     for values in firsts:
         assert len(set(values)) >= 10, values  # 15 flows over 32 values: one start gave 1
     assert firsts[0] != firsts[1]
+
+
+def test_a_senders_spraying_flows_start_on_different_paths():
+    """A sender's flows start their round robin at a hash of the flow id, as credit flows do: from
+    the host's salt, every flow's first cell, to every peer, took the same path."""
+    cfg = TransportConfig(cc="none", link_rate_bps=5e6, bdp_cells=32, entropy_values=32)
+    starts = []
+    for sender in ("10.1.0.2", "10.2.0.3"):
+        ep = Endpoint(sender, cfg)
+        for i in range(15):
+            ep.send_message(0.0, f"10.{20 + i}.0.2", 1, b"x" * 100)
+        first = {}
+        for t in range(40):
+            for tx in ep.poll(t):
+                first.setdefault(tx.dst, wire.decode(tx.data, cfg.cell_size).entropy)
+        firsts = [first[f"10.{20 + i}.0.2"] for i in range(15)]
+        assert len(set(firsts)) >= 8, firsts  # 15 flows over 32 values (12 expected at random): one start gave 1
+        starts.append(firsts)
+    assert starts[0] != starts[1]

@@ -197,7 +197,7 @@ def test_the_flow_never_has_more_cells_in_flight_than_its_window():
     from testbed.host.sender import SenderFlow
 
     c = cfg(initial_wnd_bdp=0.25)  # 4 cells
-    flow = SenderFlow(c, "h2", 1, 0.0, salt=0)
+    flow = SenderFlow(c, "h2", 1, 0.0)
     flow.enqueue(0.0, 0, bytes(64 * c.cell_size))
     sent = 0
     while flow.sendable():
@@ -218,7 +218,7 @@ def test_the_acks_ece_reaches_the_window():
     from testbed.host.sender import SenderFlow
 
     c = cfg()
-    flow = SenderFlow(c, "h2", 1, 0.0, salt=0)
+    flow = SenderFlow(c, "h2", 1, 0.0)
     flow.enqueue(0.0, 0, bytes(8 * c.cell_size))
     while flow.sendable():
         flow.build(0.0)
