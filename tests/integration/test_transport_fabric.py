@@ -321,5 +321,5 @@ def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, regis
     assert t["fct_p50_ms"] <= 0.5 * d["fct_p50_ms"] and t["fct_p99_ms"] <= 0.5 * d["fct_p99_ms"], (t, d)
     run_variant(tita_variant, tmp_path / "simulated")  # the same scenario, slowed alike, on the simulator
     sim = short_fct(tmp_path / "simulated")
-    for key in ("fct_p50_rtts", "fct_p99_rtts"):
+    for key in ("fct_p50_ms", "fct_p99_ms"):  # not the RTT multiples: their 0.1 rounding is 4% at 2.5
         assert abs(t[key] - sim[key]) <= 0.1 * sim[key], (key, t, sim)
