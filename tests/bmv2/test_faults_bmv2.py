@@ -32,7 +32,7 @@ faults:
 
 
 def test_a_cut_host_link_fails_over_on_bmv2_and_a_degrade_is_refused(tmp_path):
-    _scenario, result, summary, context = run_fitted(SCENARIO, tmp_path / "failover-bmv2")
+    _scenario, result, summary, _run_dir, context = run_fitted(SCENARIO, tmp_path / "failover-bmv2")
     assert all(code == 0 for code in result.agents.values()), context
     assert summary["messages_completed"] == summary["messages_delivered_verified"] == 2, context
     (cut,) = summary["recovery"]
