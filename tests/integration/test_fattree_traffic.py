@@ -46,18 +46,18 @@ def run(tmp_path, lb: str, cc: str, processes, workload: str = PERMUTATION, mess
                               f"{name}.yaml")
     (variant,) = expand_variants(scenario)
     variant = fitted(variant)
-    scenario = variant.scenario
 
-    def once(out_dir: Path):
-        result = VariantRun(variant, out_dir, ROOT, progress=lambda m: None).run()
-        summary = summarize_variant(out_dir, scenario.topo, variant.scenario)
+    def once(at_clock, out_dir: Path):
+        scenario = at_clock.scenario
+        result = VariantRun(at_clock, out_dir, ROOT, progress=lambda m: None).run()
+        summary = summarize_variant(out_dir, scenario.topo, scenario)
         context = f"{out_dir}: notes {result.notes}, agents {result.agents}, drops {summary['drops']}"
         assert result.pingall["failed"] == [], context
         assert all(code == 0 for code in result.agents.values()), context
         assert summary["messages_planned"] == summary["messages_completed"] == messages, context
         return (scenario, result, summary, out_dir, context), summary
 
-    return until_real_time_kept(once, tmp_path / name, name)
+    return until_real_time_kept(once, variant, tmp_path / name, name)
 
 
 def fabric_tx_bytes(run_dir: Path, topology) -> dict[str, int]:
