@@ -225,6 +225,7 @@ def recompute(v: Variant) -> dict:
     out["fidelity/worst_p99_dequeue_lag_us"] = max(lags, default=None)
     out["fidelity/worst_p99_pacer_lateness_us"] = max(late, default=None)
     out["fidelity/behind_real_time"] = bool((lags and max(lags) > threshold) or (late and max(late) > threshold))
+    out["fidelity/cpu_steal_share"] = (v.result.get("costs") or {}).get("machine_cpu_steal_share")  # /proc/stat's
 
     out.update(recompute_ideal(v, loads, out))
     return out
@@ -558,6 +559,10 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
     lost = any(figures[n]["fidelity/behind_real_time"] for n in names)
     if first.startswith("**Fidelity lost") != lost:
         problems.append(f"report.md first line says '{first[:40]}...', recomputed fidelity lost = {lost}")
+    for n in names:
+        steal = figures[n]["fidelity/cpu_steal_share"]
+        if steal is not None and f"CPU stolen by the hypervisor {100 * steal:.1f}%" not in first:
+            problems.append(f"report.md first line does not give {n}'s CPU steal as {100 * steal:.1f}%")
     return problems
 
 

@@ -26,7 +26,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.emulation import host_counters
-from testbed.emulation.costs import IdlePeriod, measure_costs, process_cpu_s
+from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
@@ -103,6 +103,7 @@ class VariantRun:
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
         self._traffic_started = 0.0  # time.monotonic() then
+        self._machine_ticks_at_traffic: tuple[int, int] | None = None  # /proc/stat then (steal, total)
         self._idle: IdlePeriod | None = None  # the switches' CPU before the first message
 
     # -- the steps ---------------------------------------------------------------
@@ -284,6 +285,7 @@ class VariantRun:
         epoch_file = agent_dir / "epoch"
         self._cpu_at_traffic = {p.name: process_cpu_s(p.process.pid) or 0.0 for p in self.processes}
         self._traffic_started = time.monotonic()
+        self._machine_ticks_at_traffic = machine_cpu_ticks()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
@@ -456,6 +458,8 @@ class VariantRun:
                                           idle_rates=self._idle.rates() if self._idle is not None else None,
                                           window_s=time.monotonic() - self._traffic_started,
                                           switches=len(self.scenario.topo.switches))
+        self.result.costs["machine_cpu_steal_share"] = steal_share(self._machine_ticks_at_traffic,
+                                                                   machine_cpu_ticks())
 
     def _bmv2_packets_sent(self) -> int | None:
         """bmv2 only: packets its switches sent while the traffic ran, from the program's tx counters

@@ -114,10 +114,13 @@ def host_stats(run_dir: Path) -> dict[str, dict]:
     return out
 
 
-def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str | None = "builtin") -> dict:
+def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str | None = "builtin",
+             cpu_steal_share: float | None = None) -> dict:
     """Switches: p99 dequeue lag of each traffic manager; hosts: p99 pacer lateness of each agent.
     Either beyond one data cell's time on the host link means the CPU, not the model, set the timing.
-    bmv2 reports no departure lag: its switches are "not checked", never "kept"."""
+    bmv2 reports no departure lag: its switches are "not checked", never "kept". The share of the
+    machine's CPU its hypervisor took over the run (result.json's costs) is carried along: it is
+    one reason a run falls behind that no setting of the run removes."""
     threshold = fidelity_threshold_us(scenario)
     switch_lag = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us"), name)
                   for name, s in tm_stats.items()]
@@ -136,7 +139,7 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
             "host_p99_pacer_lateness_us": {name: v for v, name in sorted(host_late, key=lambda x: x[1])},
             "switches_behind": switches_behind, "hosts_behind": hosts_behind,
             "behind_real_time": switches_behind or hosts_behind,
-            "switches_checked": target != "bmv2"}
+            "switches_checked": target != "bmv2", "cpu_steal_share": cpu_steal_share}
 
 
 def variant_scenario(resolved: dict, variant: str | None):
@@ -221,7 +224,8 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["pfc"] = pfc_figures(scenario, tm_stats, hosts)
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
-    summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"))
+    summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"),
+                                   (result.get("costs") or {}).get("machine_cpu_steal_share"))
     summary["faults"] = faults(run_dir)
     summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)

@@ -46,6 +46,19 @@ def test_a_wrong_figure_in_summary_json_is_caught(out, capsys):
     assert "leaf1:4->spine2/utilisation" in capsys.readouterr().out
 
 
+def test_a_cpu_steal_the_report_misstates_is_caught(out, capsys):
+    summaries = json.loads((out / "summary.json").read_text())
+    for name in summaries:
+        result_path = next(p for p in out.glob("*/result.json") if json.loads(p.read_text())["variant"] == name)
+        result = json.loads(result_path.read_text())
+        result["costs"] = {"machine_cpu_steal_share": 0.05}
+        result_path.write_text(json.dumps(result))
+        summaries[name]["fidelity"]["cpu_steal_share"] = 0.05
+    (out / "summary.json").write_text(json.dumps(summaries))
+    assert recompute_report.main([str(out)]) == 1  # the report, written before, does not give the steal
+    assert "CPU steal as 5.0%" in capsys.readouterr().out
+
+
 def test_a_wrong_figure_in_report_md_is_caught(out, capsys):
     text = (out / "report.md").read_text()
     (out / "report.md").write_text(text.replace("| 2 / 2 |", "| 2 / 1 |", 1))

@@ -157,6 +157,15 @@ def test_report_puts_the_fidelity_verdict_first_and_draws_every_link(tmp_path, s
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["a"]["messages_completed"] == 2
 
 
+def test_a_run_behind_real_time_says_how_much_cpu_the_hypervisor_took(tmp_path, scenario):
+    run = make_run(tmp_path / "a", scenario, lateness_p99_us=5000)
+    edit_json(run / "result.json", lambda r: r.update(costs={"machine_cpu_steal_share": 0.0734}))
+    summaries = {"a": summarize_variant(run, scenario.topo)}
+    assert summaries["a"]["fidelity"]["cpu_steal_share"] == 0.0734
+    first = write_report(scenario, {"a": run}, summaries, tmp_path / "out").read_text().splitlines()[0]
+    assert first.startswith("**Fidelity lost") and "CPU stolen by the hypervisor 7.3%" in first
+
+
 def test_jain_fairness():
     assert jain_fairness([1, 1, 1, 1]) == pytest.approx(1.0)
     assert jain_fairness([1, 0, 0, 0]) == pytest.approx(0.25)
