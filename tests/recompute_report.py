@@ -561,7 +561,7 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
         problems.append(f"report.md first line says '{first[:40]}...', recomputed fidelity lost = {lost}")
     for n in names:
         steal = figures[n]["fidelity/cpu_steal_share"]
-        if steal is not None and f"CPU stolen by the hypervisor {100 * steal:.1f}%" not in first:
+        if steal is not None and f"hypervisor steal {100 * steal:.1f}% of the machine's CPU time" not in first:
             problems.append(f"report.md first line does not give {n}'s CPU steal as {100 * steal:.1f}%")
     return problems
 

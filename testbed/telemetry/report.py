@@ -275,7 +275,7 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
         if f.get("worst_p99_pacer_lateness_us") is not None:
             parts.append(f"host {f['host']} p99 pacer lateness {f['worst_p99_pacer_lateness_us']:.0f} us")
         if f.get("cpu_steal_share") is not None:
-            parts.append(f"CPU stolen by the hypervisor {100 * f['cpu_steal_share']:.1f}%")
+            parts.append(f"hypervisor steal {100 * f['cpu_steal_share']:.1f}% of the machine's CPU time")
         text = f"{name} ({'; '.join(parts) or 'no lag reported'})"
         (lost if f.get("behind_real_time") else kept).append(text)
     threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)

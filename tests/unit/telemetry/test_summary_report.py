@@ -163,7 +163,7 @@ def test_a_run_behind_real_time_says_how_much_cpu_the_hypervisor_took(tmp_path, 
     summaries = {"a": summarize_variant(run, scenario.topo)}
     assert summaries["a"]["fidelity"]["cpu_steal_share"] == 0.0734
     first = write_report(scenario, {"a": run}, summaries, tmp_path / "out").read_text().splitlines()[0]
-    assert first.startswith("**Fidelity lost") and "CPU stolen by the hypervisor 7.3%" in first
+    assert first.startswith("**Fidelity lost") and "hypervisor steal 7.3% of the machine's CPU time" in first
 
 
 def test_jain_fairness():
