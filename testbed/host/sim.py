@@ -3,8 +3,8 @@
 Virtual clock + event heap; links with rate and propagation delay; switch
 egress ports with a FIFO data queue (tail drop at `buffer_cells`, DCQCN-style
 ECN marking between Kmin and Kmax, at fabric.p4's thresholds), and ExpressPass credit limiting (a
-separate 8-credit queue served by a token bucket of depth 2 at
-credit/(credit+data) of the link, excess credits dropped); DCQCN's CNPs wait
+separate credit queue served by a token bucket at the credit share of the link, excess credits
+dropped: `LinkSpec.credit_meter`, the scenario's credits settings); DCQCN's CNPs wait
 in a high-priority queue of their own, ahead of data, as fabric.p4 queues them
 at priority 1. Optional PFC (`LinkSpec.pfc`): a switch counts the DATA cells
 each ingress link has queued in its egress queues and, at XOFF, pauses that
@@ -70,6 +70,10 @@ class LinkSpec:
     # PFC on the links into a switch: (XOFF, XON) in DATA cells that one ingress link has
     # queued at the switch; None = lossy.
     pfc: tuple[int, int] | None = None
+    # The switch ports' credit meters: (share of the link's bytes, bucket depth, queue depth in
+    # credits), as the scenario's fabric.credits gives them (rate_fraction, burst_credits,
+    # queue_credits); None: the scenario defaults, wire.credit_link_share of the link, 2 and 8.
+    credit_meter: tuple[float, int, int] | None = None
 
 
 class Sim:
@@ -122,8 +126,10 @@ class Port:
         self.ecn = spec.ecn if switch_port else None
         self.limit = spec.credit_limit and switch_port
         cfg = net.cfg
-        self.credit_rate = spec.rate_bps / 8 / (cfg.data_wire_bytes + cfg.credit_wire_bytes)
-        self.tokens = 2.0
+        share, self.credit_burst, self.credit_queue = spec.credit_meter or (
+            wire.credit_link_share(cfg.cell_size), 2, 8)
+        self.credit_rate = spec.rate_bps * share / 8 / cfg.credit_wire_bytes  # credits per second
+        self.tokens = float(self.credit_burst)
         self.refilled = 0.0
         self.data_q: deque[SimPacket] = deque()
         self.queued_bytes = 0
@@ -140,7 +146,7 @@ class Port:
 
     def enqueue(self, pkt: SimPacket, kind: int | None) -> None:
         if self.limit and kind == wire.CREDIT:
-            if len(self.credit_q) >= 8:
+            if len(self.credit_q) >= self.credit_queue:
                 self.stats.credit_drops += 1
                 return
             self.credit_q.append(pkt)
@@ -178,7 +184,7 @@ class Port:
             self._start()
 
     def _refill(self, now: float) -> None:
-        self.tokens = min(2.0, self.tokens + (now - self.refilled) * self.credit_rate)
+        self.tokens = min(self.credit_burst, self.tokens + (now - self.refilled) * self.credit_rate)
         self.refilled = now
 
     def _start(self) -> None:
@@ -487,7 +493,8 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, cfg: TransportConf
     up: dict[int, list[Port]] = {i: [] for i in range(leaves)}
     for j, spine in enumerate(spine_sw):
         s = spec if spine_delays_s is None else LinkSpec(
-            spec.rate_bps, spine_delays_s[j], spec.buffer_cells, spec.ecn, spec.credit_limit)
+            spec.rate_bps, spine_delays_s[j], spec.buffer_cells, spec.ecn, spec.credit_limit, spec.pfc,
+            spec.credit_meter)
         for i, leaf in enumerate(leaf_sw):
             to_spine, to_leaf = net.link(leaf, spine, s)
             up[i].append(to_spine)

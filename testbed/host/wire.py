@@ -175,6 +175,14 @@ def wire_bytes(cell_size: int, cell_type: int = DATA) -> int:
     return FRAME_OVERHEAD + HEADER_LEN + expected_body_len(cell_type, cell_size)
 
 
+def credit_link_share(cell_size: int) -> float:
+    """The share of a link's bytes a switch's credit meter gives credits: one credit per DATA cell,
+    and each cell's ACK, which takes the credits' direction and path (a link direction carries its
+    own DATA plus the credits and ACKs of the other direction's DATA)."""
+    credit = wire_bytes(cell_size, CREDIT)
+    return round(credit / (credit + wire_bytes(cell_size, DATA) + wire_bytes(cell_size, ACK)), 6)
+
+
 def __getattr__(name: str):
     # The scapy layer is imported lazily: scapy takes a second to import and
     # the agent's data path does not need it.

@@ -145,17 +145,11 @@ class _Resolver:
     def fabric(self, topo: Topology, cell_size: int, cc: str, derived: Derived, links: Links) -> Fabric:
         lb = self.get(("fabric", "load_balancing"), d.LOAD_BALANCING)
         ecn = self.ecn(cc, derived, links)
-        credit = derived.credit_wire_bytes
-        # One credit per cell, and each cell's ACK travels with the credits (same
-        # direction, same path): a link direction carries its data plus the credits
-        # and ACKs of the opposite direction's data, so credits get credit/(credit +
-        # cell + ACK) of the link; without the ACK share a full permutation
-        # overloaded every link by ~6% and tita dropped data in the core.
-        ack = d.CELL_OVERHEAD_BYTES + d.ACK_BODY_BYTES
+        # credit/(credit + cell + ACK) of the link (wire.credit_link_share); without the ACK share
+        # a full permutation overloaded every link by ~6% and tita dropped data in the core.
         credits = Credits(
             enabled=self.get(("fabric", "credits", "enabled"), cc == "tita"),
-            rate_fraction=self.get(("fabric", "credits", "rate_fraction"),
-                                   round(credit / (credit + derived.cell_wire_bytes + ack), 6)),
+            rate_fraction=self.get(("fabric", "credits", "rate_fraction"), wire.credit_link_share(cell_size)),
             burst_credits=self.get(("fabric", "credits", "burst_credits"), d.BURST_CREDITS),
             queue_credits=self.get(("fabric", "credits", "queue_credits"), d.QUEUE_CREDITS),
         )

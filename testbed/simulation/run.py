@@ -49,10 +49,11 @@ def _link_spec(params, scenario, switch_ecn: bool = True) -> sim.LinkSpec:
         marks = (ecn.k_cells, ecn.k_cells, 1.0)
     elif ecn.mode == "red":
         marks = (ecn.kmin_cells, ecn.kmax_cells, ecn.pmax)
-    pfc = scenario.fabric.pfc
+    pfc, credits = scenario.fabric.pfc, scenario.fabric.credits
     return sim.LinkSpec(params.rate_mbps * 1e6, params.delay_us / 1e6, params.buffer_packets,
-                        marks if switch_ecn else None, scenario.fabric.credits.enabled,
-                        (pfc.xoff_cells, pfc.xon_cells) if pfc.enabled else None)
+                        marks if switch_ecn else None, credits.enabled,
+                        (pfc.xoff_cells, pfc.xon_cells) if pfc.enabled else None,
+                        (credits.rate_fraction, credits.burst_credits, credits.queue_credits))
 
 
 def build_network(scenario) -> sim.Network:
