@@ -312,6 +312,8 @@ class VariantRun:
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             if scenario.fabric.pfc.enabled:
                 argv.append("--pfc")  # the NIC obeys its ToR's pause frames
+            if scenario.fabric.credits.enabled:  # one flow's credits no faster than the meters pass
+                argv += ["--credit-meter-share", str(scenario.fabric.credits.rate_fraction)]
             log = open(agent_dir / f"{host}.log", "wb")
             process = self.network.host(host).popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root)
             log.close()

@@ -47,6 +47,9 @@ def register(subparsers) -> None:
     p.add_argument("--nic-choice", choices=("entropy", "flow"), default="flow",
                    help="how a cell picks its NIC port: the entropy's nic digit (entropy spraying) or "
                         "one port per flow (ECMP, switch spraying)")
+    p.add_argument("--credit-meter-share", type=_share, default=None,
+                   help="the share of a link's bytes the switches' credit meters give credits "
+                        "(caps one flow's credit rate; default: no meters)")
     p.add_argument("--pfc", action="store_true",
                    help="obey the ToR's PFC pause frames on every NIC port")
     p.add_argument("--transport-file", type=Path, default=None,
@@ -92,6 +95,16 @@ def _layout(text: str) -> tuple[int, ...]:
     return radices
 
 
+def _share(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0 < share < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1")
+    return share
+
+
 def _names(text: str) -> list[str]:
     names = [n for n in text.split(",") if n]
     if not names or any(len(n) > 15 for n in names):
@@ -112,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         reorder_window_cells=None if window is None else ports * window, entropy_values=args.entropy_values,
         entropy_choice=args.entropy_choice, entropy_layout=args.entropy_layout,
         ack_every=args.ack_every, nic_catchup_cells=args.nic_catchup_cells,
+        credit_meter_share=args.credit_meter_share,
     )
     if args.transport_file is not None:
         import json

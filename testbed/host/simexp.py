@@ -34,7 +34,7 @@ import argparse
 import json
 import math
 
-from testbed.host import segment, workloads
+from testbed.host import segment, wire, workloads
 from testbed.host.config import TransportConfig
 from testbed.host.sim import LinkSpec, Network, leaf_spine
 
@@ -45,8 +45,10 @@ BDP = 16
 
 def config(cc: str, **kw) -> TransportConfig:
     cfg = TransportConfig(cc=cc, link_rate_bps=RATE_BPS, bdp_cells=BDP)
-    # Base RTT as the scenario derives it: 8 link delays and 4 serialisations.
-    return cfg.with_(base_rtt_s=8 * DELAY_S + 4 * cfg.cell_time_s, **kw)
+    # Base RTT as the scenario derives it: 8 link delays and 4 serialisations; tita's credits
+    # metered as `network` meters them (LinkSpec's default meter).
+    meters = wire.credit_link_share(cfg.cell_size) if cc == "tita" else None
+    return cfg.with_(base_rtt_s=8 * DELAY_S + 4 * cfg.cell_time_s, credit_meter_share=meters, **kw)
 
 
 def network(cfg: TransportConfig, hosts: int, seed: int = 1, wake_late_s: float = 0.0,

@@ -38,7 +38,8 @@ def transport_config(scenario, ports: int = 1) -> TransportConfig:
         reorder_window_cells=None if window is None else ports * window,
         entropy_values=f.entropy_values,
         entropy_choice="random" if f.load_balancing == "spray_random_entropy" else "rr",
-        entropy_layout=layout_of(scenario.topo).radices_in_order, seed=scenario.seed)
+        entropy_layout=layout_of(scenario.topo).radices_in_order, seed=scenario.seed,
+        credit_meter_share=f.credits.rate_fraction if f.credits.enabled else None)
     return cfg.with_scenario(scenario.to_dict()["transport"])
 
 

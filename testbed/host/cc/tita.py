@@ -27,6 +27,10 @@ the rate feedback if the round that counted it is still open; each flow's
 entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows that start
 together spread over the paths (see `_withdraw_loss` and `flow_start` for what each cost before).
 
+A flow's maximum rate is one credit per DATA frame time, or the switches' credit meters' rate
+where that is lower (`TransportConfig.flow_credit_rate`): a sender credited faster than the
+meter at its port passes only has its credits wait there and dropped.
+
 Pacing: the host's gate is the receiver's own downlink, a pacer at the link
 rate with the NIC's catch-up (`pacing.Pacer`): each credit is charged one DATA
 frame (what it brings back) and each control frame that arrives (ACKs, credits
@@ -257,7 +261,7 @@ class TitaReceiver(ReceiverCC):
     def set_link_rate(self, rate_bps: float) -> None:
         """The downlink's capacity changed: the gate and every flow's credit rate follow it."""
         self.gate.set_rate(rate_bps)
-        self.max_rate = rate_bps / 8 / self.data_bytes
+        self.max_rate = self.cfg.flow_credit_rate(rate_bps)
         self.min_rate = self.max_rate * self.p.min_rate_fraction
         for flow in self.flows.values():
             flow.rate = min(flow.rate, self.max_rate)
