@@ -53,3 +53,18 @@ def test_a_credit_never_answered_stays_lost_and_lowers_the_rate():
     rx, rate, _ = run(late_answer=False)
     assert rx.credits_lost == 1
     assert rate < 1.0
+
+
+@pytest.mark.parametrize("answered, lost, cut", [(0, 1, False), (0, 2, True), (1, 1, True)])
+def test_one_credit_declared_lost_with_none_answered_is_no_measured_rate(answered, lost, cut):
+    """A round whose only sample is one credit declared lost keeps the flow's rate: cut to the
+    floor on it, a flow of one credit per round waited 0.2 s for its next credit, and the last
+    message of a 3-tier all-to-all ended 3.8 base RTTs after all the others (simulator)."""
+    cfg = TransportConfig(cc="tita", link_rate_bps=5e6, bdp_cells=16, tita=TitaParams(jitter=0.0))
+    rx = TitaReceiver(cfg)
+    rx.on_control(0.0, "h2", wire.CellPacket(type=wire.CREDIT_REQUEST, flow_id=1, aux=100 * 1024))
+    flow = rx.flows[("h2", 1)]
+    flow.used, flow.lost = answered, lost  # what the round counted
+    rx.poll(flow.period_end)
+    assert (flow.rate < rx.max_rate) == cut
+    assert flow.round == 1
