@@ -19,6 +19,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
+from testbed.host import wire
 from testbed.topo.entropy import exact_division, group_choice, layout_of
 from testbed.topo.model import Topology
 
@@ -83,10 +84,10 @@ def _link_params(scenario, tier: str):
 
 
 def credit_rate_pps(link_rate_mbps: float, scenario) -> int:
-    """Credits per second a port may send: the link's credit share over the
-    credit frame size (ExpressPass: credit/(credit+data) of the link rate)."""
-    bits = scenario.derived.credit_wire_bytes * 8
-    return max(1, int(link_rate_mbps * 1e6 * scenario.fabric.credits.rate_fraction / bits))
+    """Credits per second a port may send: the link's credit share (fabric.credits.rate_fraction)
+    in whole credit frames (wire.credit_meter_rate; the simulator and the agents use the same)."""
+    return wire.credit_meter_rate(link_rate_mbps * 1e6, scenario.fabric.credits.rate_fraction,
+                                  scenario.fabric.cell_size)
 
 
 def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:

@@ -128,7 +128,7 @@ class Port:
         cfg = net.cfg
         share, self.credit_burst, self.credit_queue = spec.credit_meter or (
             wire.credit_link_share(cfg.cell_size), 2, 8)
-        self.credit_rate = spec.rate_bps * share / 8 / cfg.credit_wire_bytes  # credits per second
+        self.credit_rate = wire.credit_meter_rate(spec.rate_bps, share, cfg.cell_size)  # the switches' whole credits/s
         self.tokens = float(self.credit_burst)
         self.refilled = 0.0
         self.data_q: deque[SimPacket] = deque()

@@ -183,6 +183,14 @@ def credit_link_share(cell_size: int) -> float:
     return round(credit / (credit + wire_bytes(cell_size, DATA) + wire_bytes(cell_size, ACK)), 6)
 
 
+def credit_meter_rate(link_rate_bps: float, share: float, cell_size: int) -> int:
+    """Credits per second a switch port's credit meter passes: `share` of the link's bytes in
+    credit frames, in whole credits (P4Runtime's meter rates and the traffic manager's queue rates
+    are integers). At the clocks the emulation is slowed to the fraction is not small: 20.7
+    credits/s at 0.2 Mbit/s are metered at 20."""
+    return max(1, int(link_rate_bps * share / (wire_bytes(cell_size, CREDIT) * 8)))
+
+
 def __getattr__(name: str):
     # The scapy layer is imported lazily: scapy takes a second to import and
     # the agent's data path does not need it.

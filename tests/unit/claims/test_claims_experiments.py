@@ -190,15 +190,14 @@ def test_an_emulated_scenarios_later_runs_are_named_after_it():
     assert figures.scenario_run("claims-run-away") == ("claims-run-away", 1)
 
 
-def test_tita_all_to_all_on_three_tiers_drops_almost_no_credit(tmp_path):
+def test_tita_all_to_all_on_three_tiers_drops_no_credit(tmp_path):
     """Each credit flow starts its paths at a hash of its id, and a late credit is not a lost one:
     from one start for every flow, 250 first credits were dropped at the fat-tree's uplinks and
-    the all-to-all reached 0.47 of the payload rate; now one of its 4080 is (at a core port, near
-    the end, where the last flows' credits meet), and it reaches 0.70-0.72 (against a fluid bound
-    of 0.89 that leaves credit and ACK frames out; 0.75 while the simulator metered credits 6%
-    faster than the switches do, without the ACK share)."""
+    the all-to-all reached 0.47 of the payload rate; now none of its 4080 is (seeds 2-5: at most
+    2, at core ports near the end, where the last flows' credits meet), and it reaches 0.74
+    (against a fluid bound of 0.89 that leaves credit and ACK frames out)."""
     e = experiments.Experiment("alltoall-3tier-tita", "alltoall", experiments.Transport("tita"), {"tiers": 3})
     directory = experiments.run(e, tmp_path)
     c = json.loads((directory / "counters.json").read_text())
-    assert c["credit_drops"] <= 2 and c["data_drops"] == 0, c
-    assert figures.of_experiment(directory)["efficiency"] > 0.68
+    assert c["credit_drops"] == 0 and c["data_drops"] == 0, c
+    assert figures.of_experiment(directory)["efficiency"] > 0.7

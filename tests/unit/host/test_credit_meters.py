@@ -15,6 +15,7 @@ from testbed.control.plan import credit_rate_pps
 from testbed.host import simexp, wire
 from testbed.host.config import ConfigError
 from testbed.scenario import expand_variants, parse_scenario
+from testbed.scenario.timescale import slowed
 from testbed.simulation.run import build_network, run_variant, simulate, transport_config
 
 
@@ -35,7 +36,7 @@ def test_the_simulator_meters_credits_at_the_rate_the_switches_are_given():
         assert metered and all(p.name.split("->")[0].startswith(("leaf", "spine")) for p in metered)
         for port in metered:
             # the switches' meter, in whole credits per second (control.plan)
-            assert port.credit_rate == pytest.approx(credit_rate_pps(port.spec.rate_bps / 1e6, scenario), abs=1)
+            assert port.credit_rate == credit_rate_pps(port.spec.rate_bps / 1e6, scenario)
             assert (port.credit_burst, port.credit_queue) == (credits.burst_credits, credits.queue_credits)
 
 
@@ -44,7 +45,11 @@ def test_one_flow_is_credited_no_faster_than_a_meter_passes():
     cfg = transport_config(scenario)
     meter = credit_rate_pps(scenario.links.host.rate_mbps, scenario)
     line = cfg.link_rate_bps / 8 / cfg.data_wire_bytes
-    assert cfg.max_credit_rate == pytest.approx(meter, abs=1) and cfg.max_credit_rate < 0.9 * line
+    assert cfg.max_credit_rate == meter and cfg.max_credit_rate < 0.9 * line
+    # at the clocks the emulation is slowed to, in the meters' whole credits per second
+    slow = slowed(scenario, 0.2 / scenario.links.host.rate_mbps)
+    exact = 0.2e6 * slow.fabric.credits.rate_fraction / (slow.derived.credit_wire_bytes * 8)
+    assert transport_config(slow).max_credit_rate == credit_rate_pps(0.2, slow) == 20 < exact
     # without meters (credits off, a server's local channel) a flow may fill the link
     assert cfg.with_(credit_meter_share=None).max_credit_rate == pytest.approx(line)
     local = cfg.for_local_channel(8 * cfg.link_rate_bps, 50e-6)
