@@ -28,7 +28,7 @@ from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.report import write_report
 from testbed.telemetry.summary import summarize_variant
 
-from fitting import fitted, until_real_time_kept  # noqa: E402 (tests/integration is on sys.path)
+from fitting import fitted, stretched, until_real_time_kept  # noqa: E402 (tests/integration is on sys.path)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,17 +274,25 @@ def test_incast_7_to_1_tita_srpt_overcommitted_keeps_equal_shares_below_the_idea
         assert abs(emu[key] - sim[key]) <= 0.1 * sim[key], (key, emu, sim)
 
 
+# The emulation adds a fixed latency to a short message however slow its clock runs: the agents' and
+# switches' reaction on its four trips (request, credit, cells, ACK). Per-switch mode, 2026-12-04, three
+# runs each: p50 FCT 4.2-5.1 ms above the simulator's 83.3 at the fitted clock (+5.0-6.1%; CI's
+# noisier machine had p99 +11.2%), 3.6-5.2 ms above its 166.6 at twice the fitted times (+2.2-3.1%,
+# p99 +2.3-4.5%). The sim/emu comparison runs at twice the times, where 10% judges the transport.
+SHORT_MESSAGE_STRETCH = 2.0
+
+
 def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, registry, processes):
     """Issue 13's latency claim for short messages on the emulated fabric, and the simulator within
     10% of it: the claims' mixed scenario (claims.emulated, 4 x 256 KiB into h1 and 60 x 8 KiB to h1
-    every 30 ms), tita and dcqcn on the same fitted links. tita credits the short messages first,
-    so each waits one round trip for its credits and not for a share beside the long flows: its
-    FCT is at most 3 base RTTs (request and credit, its cells, their ACK) and at most half of
-    dcqcn's at p50 and p99 (2026-12-02, the three switch modes: 0.20-0.29x at p50, 0.08-0.20x at p99,
-    tita's p99 2.7-2.8 base RTTs). The emulated short FCTs were 10-14% above the simulator's until
-    the simulator metered credits as the switches do and no flow was credited above the meters'
-    rate (which of the two closed the gap was not measured); 2026-12-04 (fabric-auto): p50 100.2
-    vs 97.9 ms (+2.3%), p99 108.5 vs 103.6 ms (+4.7%)."""
+    every 30 ms), tita and dcqcn on the same links, at SHORT_MESSAGE_STRETCH times the fitted
+    clock's times. tita credits the short messages first, so each waits one round trip for its
+    credits and not for a share beside the long flows: its FCT is at most 3 base RTTs (request and
+    credit, its cells, their ACK) and at most half of dcqcn's at p50 and p99. 2026-12-04, per-switch,
+    fabric-auto, fabric-2: tita over dcqcn 0.35, 0.27, 0.41 at p50 and 0.16, 0.16, 0.14 at p99
+    (dcqcn's short FCTs vary from run to run: its simulated p50 is 9.2-14.1 base RTTs with the
+    scenario slowed by different factors); tita over the simulator +2.1, +2.9, +2.9% at p50 and +3.0,
+    +4.7, +1.0% at p99."""
     import dataclasses
 
     from testbed.claims.emulated import LEAF_SPINE, MIXED_WORKLOAD
@@ -295,7 +303,7 @@ def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, regis
     text = LEAF_SPINE.format(name="claims-mixed", workload=MIXED_WORKLOAD)
     text = text.replace("variants: {}", f"switch: {{target: builtin, processes: {processes}}}")
     (tita_variant,) = expand_variants(parse_scenario(text, "claims-mixed.yaml"))
-    tita_variant = fitted(tita_variant)
+    tita_variant = stretched(fitted(tita_variant), SHORT_MESSAGE_STRETCH)
     factor = tita_variant.scenario.links.host.rate_mbps / 5
     (dcqcn_variant,) = expand_variants(parse_scenario(text.replace("cc: tita", "cc: dcqcn"), "claims-mixed.yaml"))
     dcqcn_variant = dataclasses.replace(dcqcn_variant, scenario=slowed(dcqcn_variant.scenario, factor))
