@@ -9,6 +9,7 @@ import time
 import traceback
 
 import benchmarks
+from testbed import progress
 
 
 def discover() -> list[str]:
@@ -18,18 +19,21 @@ def discover() -> list[str]:
 def main(argv: list[str]) -> int:
     names = argv or discover()
     failed = []
-    for name in names:
-        print(f"== {name}", flush=True)
-        started = time.perf_counter()
-        try:
-            lines = importlib.import_module(f"benchmarks.{name}").run()
-        except Exception:  # a broken benchmark must not hide the others' figures
-            traceback.print_exc()
-            failed.append(name)
-            continue
-        for line in lines:
-            print(f"   {line}")
-        print(f"   ({time.perf_counter() - started:.1f} s)", flush=True)
+    with progress.display(len(names), "benchmarks") as shown:  # emulated runs inside show their own tasks
+        for name in names:
+            print(f"== {name}", flush=True)
+            started = time.perf_counter()
+            try:
+                lines = importlib.import_module(f"benchmarks.{name}").run()
+            except Exception:  # a broken benchmark must not hide the others' figures
+                traceback.print_exc()
+                failed.append(name)
+                shown.advance(f"{name} failed")
+                continue
+            for line in lines:
+                print(f"   {line}")
+            print(f"   ({time.perf_counter() - started:.1f} s)", flush=True)
+            shown.advance(name)
     if failed:
         print(f"benchmarks that failed: {', '.join(failed)}", file=sys.stderr)
         return 1

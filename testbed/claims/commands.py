@@ -53,22 +53,26 @@ def reproduce_command(args) -> int:
 
 
 def _reproduce(args, ccs: list[str], why_not: str | None) -> int:
+    from testbed import progress
     from testbed.claims import experiments, report
 
     directory = Path(args.runs_dir) / "reproduce" / time.strftime("%Y%m%d-%H%M%S")
     directory.mkdir(parents=True)
     plan = experiments.plan(ccs, quick=args.quick)
-    for number, experiment in enumerate(plan, start=1):
-        started = time.monotonic()
-        experiments.run(experiment, directory)
-        print(f"[{number}/{len(plan)}] simulated {experiment.name} in {time.monotonic() - started:.1f} s", flush=True)
-    notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
-             f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
-             "ingress link)"]
-    if why_not:
-        notes.append(f"emulated: not run ({why_not})")
-    else:
-        notes.append(_emulate(directory, [cc for cc in ccs if cc in ("tita", "dcqcn")], args.quick))
+    with progress.display(len(plan), "simulated experiments") as shown:
+        for number, experiment in enumerate(plan, start=1):
+            started = time.monotonic()
+            experiments.run(experiment, directory)
+            print(f"[{number}/{len(plan)}] simulated {experiment.name} in {time.monotonic() - started:.1f} s",
+                  flush=True)
+            shown.advance(experiment.name)
+        notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
+                 f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
+                 "ingress link)"]
+        if why_not:
+            notes.append(f"emulated: not run ({why_not})")
+        else:  # each emulated run shows its own task (emulation.run) under this display
+            notes.append(_emulate(directory, [cc for cc in ccs if cc in ("tita", "dcqcn")], args.quick))
     notes.append("not reproduced here: all-to-all on the emulated fabric, nscc on the emulated fabric, fabrics "
                  "of the published size, and the emulated fabric at the simulator's 5 Mbit/s (each emulated "
                  "scenario runs at the rate `--fit` finds for this machine, given in its rows and its own report)")

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed import progress
 from testbed.host import records as host_records
 from testbed.host import segment, simexp, workloads
 from testbed.host.config import TitaParams
@@ -173,8 +174,14 @@ def _run_mixed(e: Experiment):
         [workloads.MessageSpec(shorts[k % 3], "h1", k // 3, 8 * 1024, start_us=(0.1 + k * 0.03) * 1e6)
          for k in range(60)])
     net.load(messages, seed=1)
-    net.run(300.0)
+    _run_shown(net, messages, cfg, e.name)
     return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}
+
+
+def _run_shown(net, messages, cfg, name: str) -> None:
+    """The network's 300 s of virtual time, fed to the current progress display (testbed.progress) if any."""
+    with progress.task(name, len(messages), progress.planned_cells(messages, cfg.cell_size)) as shown:
+        net.run(300.0, on_progress=shown.update if shown is not None else None)
 
 
 def _run_load(e: Experiment):
@@ -184,7 +191,7 @@ def _run_load(e: Experiment):
     messages = workloads.poisson(hosts, e.params["load"], cfg.link_rate_bps, LOAD_MESSAGE_BYTES, wire,
                                  LOAD_SECONDS, seed=1)
     net.load(messages, seed=1)
-    net.run(300.0)
+    _run_shown(net, messages, cfg, e.name)
     return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}
 
 

@@ -50,6 +50,7 @@ def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "t
 
 
 def _run_variants(args, scenario, variants) -> Path:
+    from testbed import progress
     from testbed.emulation.run import VariantRun
     from testbed.emulation.switches import resolve_target
     from testbed.telemetry.report import write_report
@@ -68,16 +69,18 @@ def _run_variants(args, scenario, variants) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.runs_dir) / scenario.name / stamp
     run_dirs, summaries = {}, {}
-    for number, variant in enumerate(variants, start=1):
-        prefix = f"[{number}/{len(variants)} {variant.name}]"
-        print(f"{prefix} starting", flush=True)
-        run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
-        started = time.monotonic()
-        VariantRun(variant, run_dir, REPO_ROOT,
-                   progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
-        run_dirs[variant.name] = run_dir
-        summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
-        print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
+    with progress.display(len(variants), "variants") as shown:
+        for number, variant in enumerate(variants, start=1):
+            prefix = f"[{number}/{len(variants)} {variant.name}]"
+            print(f"{prefix} starting", flush=True)
+            run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
+            started = time.monotonic()
+            VariantRun(variant, run_dir, REPO_ROOT,
+                       progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
+            run_dirs[variant.name] = run_dir
+            summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
+            print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
+            shown.advance(variant.name)
     report = write_report(scenario, run_dirs, summaries, out_dir)
     print(f"report: {report}")
     return out_dir

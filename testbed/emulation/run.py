@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from testbed import progress
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
@@ -309,6 +310,7 @@ class VariantRun:
                     "--nic-interfaces", ",".join(host_interface(host, p.number) for p in topology.ports(host)),
                     "--nic-choice", "entropy" if lb in ENTROPY_SCHEMES else "flow",
                     "--records", str(records), "--epoch-file", str(epoch_file),
+                    "--progress-file", str(agent_dir / f"{host}.progress"),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             if scenario.fabric.pfc.enabled:
                 argv.append("--pfc")  # the NIC obeys its ToR's pause frames
@@ -337,6 +339,22 @@ class VariantRun:
                                   agents={host: p.pid for host, p in self.agents.items()},
                                   switches=self._switch_fault,
                                   namespaces={h: self.network.host(h).pid for h in topology.hosts}).start()
+        with progress.task(self.variant.name or scenario.name, len(messages),
+                           progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
+            poller = (progress.FilePoller(shown, [agent_dir / f"{h}.progress" for h in busy]).start()
+                      if shown is not None else None)
+            try:
+                self._wait_agents(scenario)
+            finally:
+                if poller is not None:
+                    poller.stop()
+        self.result.host_counters["after"] = self._read_host_counters(busy)
+        failed = {h: c for h, c in self.result.agents.items() if c != 0}
+        if failed:
+            self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
+                f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+
+    def _wait_agents(self, scenario) -> None:
         deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
         for host, process in self.agents.items():
             remaining = max(0.1, deadline - time.monotonic())
@@ -346,11 +364,6 @@ class VariantRun:
                 process.terminate()
                 self.result.agents[host] = process.wait()
                 self.result.notes.append(f"agent {host} did not finish in time and was stopped")
-        self.result.host_counters["after"] = self._read_host_counters(busy)
-        failed = {h: c for h, c in self.result.agents.items() if c != 0}
-        if failed:
-            self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
-                f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
 
     def _switch_fault(self, name: str, up: bool) -> dict:
         """Stop a switch's process, or start it again and configure it as at the start (pipeline,

@@ -61,6 +61,9 @@ def register(subparsers) -> None:
     p.add_argument("--epoch-file", type=Path, default=None,
                    help="wait, with the socket bound, for this file to hold the epoch (after printing "
                         "'agent ready'): a run starts the clock once every agent listens")
+    p.add_argument("--progress-file", type=Path, default=None,
+                   help="keep 'messages-delivered in-order-cells' in this file, rewritten in place about "
+                        "every second (a run's progress display reads it)")
     p.add_argument("--grace-s", type=float, default=1.0)
     p.add_argument("--timeout-s", type=float, default=600.0)
     p.set_defaults(func=run)
@@ -142,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
                   grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
                   link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
                   local=load_local(args.peers_file, args.name),
-                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc)
+                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc,
+                  progress_file=args.progress_file)
     install_sigterm(agent)
     if args.epoch_file is not None:
         epoch = wait_for_epoch(args.epoch_file, args.timeout_s, stopped=lambda: agent.stop)

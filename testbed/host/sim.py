@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import random
 import struct
+import time
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -440,8 +441,33 @@ class Network:
     def finished(self) -> bool:
         return all(h.runner is None or h.runner.finished() for h in self.hosts.values())
 
-    def run(self, until_s: float) -> None:
-        self.sim.run(until_s, self.finished)
+    def run(self, until_s: float, on_progress: Callable[[int, int], None] | None = None,
+            every_s: float = 0.5) -> None:
+        """Events up to `until_s` or until every workload finished. `on_progress(messages, cells)`, if
+        given, hears the messages delivered and DATA cells passed on in order so far, at most every
+        `every_s` of wall time (checked every 64 events, as finishing is) and once at the end."""
+        if on_progress is None:
+            self.sim.run(until_s, self.finished)
+            return
+        clock = time.monotonic
+        next_report = clock() + every_s
+
+        def stop() -> bool:
+            nonlocal next_report
+            if clock() >= next_report:
+                next_report = clock() + every_s
+                on_progress(*self.progress_counts())
+            return self.finished()
+
+        self.sim.run(until_s, stop)
+        on_progress(*self.progress_counts())
+
+    def progress_counts(self) -> tuple[int, int]:
+        """(messages delivered, DATA cells passed on in order) over every host and local channel."""
+        messages = sum(len(h.runner.received) for h in self.hosts.values() if h.runner is not None)
+        cells = sum(h.ep.in_order_cells + (h.local.in_order_cells if h.local is not None else 0)
+                    for h in self.hosts.values())
+        return messages, cells
 
     # -- measurements -------------------------------------------------------------
     def switch_ports(self) -> list[Port]:

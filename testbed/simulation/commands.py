@@ -106,6 +106,7 @@ def tune_command(args) -> int:
 
 
 def sim_command(args) -> int:
+    from testbed import progress
     from testbed.errors import TestbedError
     from testbed.scenario import expand_variants, load_scenario
     from testbed.simulation.run import run_variant
@@ -134,12 +135,14 @@ def sim_command(args) -> int:
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     run_dirs, summaries = {}, {}
-    for number, variant in enumerate(variants, start=1):
-        run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
-        result = run_variant(variant, run_dir)
-        run_dirs[variant.name] = run_dir
-        summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
-        print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
-              f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
+    with progress.display(len(variants), "variants") as shown:
+        for number, variant in enumerate(variants, start=1):
+            run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
+            result = run_variant(variant, run_dir)
+            run_dirs[variant.name] = run_dir
+            summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
+            print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
+                  f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
+            shown.advance(variant.name)
     print(f"report: {write_sim_report(scenario, run_dirs, summaries, out_dir)}")
     return 0

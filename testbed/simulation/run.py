@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from testbed import progress
 from testbed.emulation.workload import scenario_messages
 from testbed.host import records as host_records
 from testbed.host import sim
@@ -74,13 +75,19 @@ def build_network(scenario) -> sim.Network:
                              nic_choice="entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
 
 
-def simulate(scenario, messages=None, until_s: float | None = None) -> tuple[sim.Network, dict]:
-    """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time."""
+def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None
+             ) -> tuple[sim.Network, dict]:
+    """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time; the
+    current progress display (testbed.progress), if any, gets a task named `label` (default: the
+    scenario's name) fed the simulator's delivered messages and cells."""
     messages = scenario_messages(scenario) if messages is None else messages
     net = build_network(scenario)
     net.load(messages, scenario.seed)
     started = time.monotonic()
-    net.run(scenario.duration_s if until_s is None else until_s)
+    with progress.task(label or scenario.name, len(messages),
+                       progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
+        net.run(scenario.duration_s if until_s is None else until_s,
+                on_progress=shown.update if shown is not None else None)
     info = {"driver": "simulator", "target": "simulator", "virtual_end_s": net.sim.now,
             "wall_s": round(time.monotonic() - started, 3), "events": net.sim.events,
             "finished": net.finished(), "switch_queue_drops": net.drops(),
@@ -99,7 +106,7 @@ def run_variant(variant, run_dir: Path) -> dict:
     agents.mkdir(exist_ok=True)
     (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
                                                       "messages": [m.to_json() for m in messages]}))
-    net, info = simulate(scenario, messages)
+    net, info = simulate(scenario, messages, label=variant.name or scenario.name)
     recs = run_dir / "records"
     recs.mkdir(exist_ok=True)
     for name, host in net.hosts.items():

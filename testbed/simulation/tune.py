@@ -44,6 +44,8 @@ import yaml
 
 from testbed.errors import TestbedError
 from testbed.host import collectives
+from testbed.progress import current as current_display
+from testbed.progress import display
 from testbed.simulation.run import simulate
 from testbed.telemetry.collectives import collective_rows
 
@@ -130,11 +132,14 @@ class Tuner:
             msgs = collectives.schedule(f"tune@{size}B", list(self.phase.hosts), params, 0.0, servers)
             started = time.monotonic()
             scenario = self._scenarios[c.load_balancing]
-            net, info = simulate(scenario, msgs)
+            net, info = simulate(scenario, msgs, label=f"{size} B {c.label()}")
             row = collective_rows([m.to_json() for m in msgs], net.records(), scenario.to_dict(),
                                   scenario.topo)[f"tune@{size}B"]
             row["wall_s"] = round(time.monotonic() - started, 2)
             self.measured[key] = row
+            shown = current_display()
+            if shown is not None:
+                shown.advance(f"{size} B {c.label()}")
             self.progress(f"  {size} B {c.label()}: busbw {row.get('busbw_mbps', float('nan')):.3f} Mbit/s"
                           f"{'' if row['verified'] else ' (NOT verified)'} [{row['wall_s']:.1f} s]")
         return self.measured[key].get("busbw_mbps") if self.measured[key]["verified"] else None
@@ -250,7 +255,9 @@ def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunk
     balancings = list(dict.fromkeys(balancings))
     tuner = Tuner(scenario, phase, algorithms, channels or DEFAULT_CHANNELS, chunks or DEFAULT_CHUNKS, progress,
                   balancings)
-    result = tuner.run(list(sizes or phase.sizes_bytes))
+    sizes = list(sizes or phase.sizes_bytes)
+    with display(sum(tuner.valid(s, c) for s in sizes for c in tuner.space()), "candidates measured"):
+        result = tuner.run(sizes)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tuning.json").write_text(json.dumps(result, indent=1))
     (out_dir / "tuning.md").write_text(markdown(scenario, result))
