@@ -237,6 +237,9 @@ class Scenario:
     variants: tuple[VariantAxis, ...]  # the matrix (empty in an expanded variant)
     variant: tuple[tuple[str, Any], ...]  # the assignments this variant applied
     derived: Derived
+    # How many times slower than the file's clock this one runs (scenario.timescale.slowed: testbed
+    # run --fit, sim --host-rate-mbps); 1: the file's own. Reports divide run times by it.
+    time_stretch: float = 1.0
     _origin: Any = field(default=None, compare=False, repr=False)
 
     @cached_property

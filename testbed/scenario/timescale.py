@@ -40,6 +40,7 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
             rate_mbps=None if f.rate_mbps is None else round(f.rate_mbps * factor, 6),
             extra_delay_us=round(f.extra_delay_us * stretch, 3)) for f in scenario.faults),
         derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
+        time_stretch=scenario.time_stretch * stretch,
     )
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from testbed.emulation.network import host_interface
 from testbed.host.records import read_jsonl
+from testbed.telemetry.clock import stretch_of
 
 RECOVERY_WINDOW = 4
 RECOVERED_SHARE = 0.9
@@ -152,8 +153,20 @@ def _entry(fault, host, port, series, sends_to, reroutes, rto_floor_s, link_payl
 
 
 def plot_goodput(run_dirs: dict[str, Path], path: Path) -> bool:
+    """goodput_figure saved at `path`; False (nothing written) when no run has a goodput series."""
+    import matplotlib.pyplot as plt
+
+    figure = goodput_figure(run_dirs)
+    if figure is None:
+        return False
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def goodput_figure(run_dirs: dict[str, Path]):
     """Goodput over time per host, one panel per variant, each fault marked (red) and each
-    controller reroute's completion marked (grey)."""
+    controller reroute's completion marked (grey), all on the scenario's clock (telemetry.clock)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -162,23 +175,23 @@ def plot_goodput(run_dirs: dict[str, Path], path: Path) -> bool:
     panels = {name: host_series(d) for name, d in run_dirs.items()}
     panels = {name: s for name, s in panels.items() if s}
     if not panels:
-        return False
+        return None
     figure, axes = plt.subplots(len(panels), 1, figsize=(8, 3 * len(panels)), squeeze=False)
     for ax, (name, series) in zip(axes[:, 0], panels.items()):
-        for host, s in series.items():
-            ax.plot(s["t_s"], s["mbps"], label=host, linewidth=0.9)
         run_dir = run_dirs[name]
+        stretch = stretch_of(run_dir)  # run seconds per scenario second (telemetry.clock)
+        for host, s in series.items():  # goodput in Mbit/s of the scenario's clock too (rates times 1/f)
+            ax.plot([t / stretch for t in s["t_s"]], [m * stretch for m in s["mbps"]], label=host, linewidth=0.9)
         for fault in read_jsonl(run_dir / "faults.jsonl") if (run_dir / "faults.jsonl").exists() else []:
-            ax.axvline(fault["t_s"], color="red", linestyle="--", linewidth=1)
-            ax.annotate(f"{fault['kind']} {fault['target']}", (fault["t_s"], ax.get_ylim()[1] * 0.95),
+            ax.axvline(fault["t_s"] / stretch, color="red", linestyle="--", linewidth=1)
+            ax.annotate(f"{fault['kind']} {fault['target']}", (fault["t_s"] / stretch, ax.get_ylim()[1] * 0.95),
                         fontsize=7, color="red")
         for r in read_jsonl(run_dir / "reroute.jsonl") if (run_dir / "reroute.jsonl").exists() else []:
-            ax.axvline(r["done_t_s"], color="grey", linestyle=":", linewidth=1)
-        ax.set_title(f"{name}: goodput received per host (in-order DATA payload)", fontsize=9)
-        ax.set_xlabel("time on the run's clock (s)")
+            ax.axvline(r["done_t_s"] / stretch, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"{name}: goodput received per host (in-order DATA payload)"
+                     + (f", run x{stretch:.3g} slower" if abs(stretch - 1) > 1e-9 else ""), fontsize=9)
+        ax.set_xlabel("time on the scenario's clock (s)")
         ax.set_ylabel("Mbit/s")
         ax.legend(fontsize=7, ncol=4, loc="lower right")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return True
+    return figure

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from testbed.targets import bmv2_queue_rate_pps  # noqa: E402
 from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
+from testbed.telemetry.clock import clock_line, stretch_of  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
 
@@ -413,14 +414,16 @@ def _fault_detail(e: dict) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _fault_lines(summaries: dict[str, dict]) -> list[str]:
-    """When each variant's faults happened (planned and actual time, seconds on the run's clock)."""
+def _fault_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = None) -> list[str]:
+    """When each variant's faults happened (planned and actual time, seconds on the scenario's clock:
+    the run's over its time_stretch, telemetry.clock)."""
     lines = []
     for name, summary in summaries.items():
         events = summary.get("faults") or []
         if events:
+            k = stretch_of(run_dirs[name]) if run_dirs and name in run_dirs else 1.0
             lines.append(f"Faults in {name}:")
-            lines += [f"- {e['kind']} {e['target']} at {e['t_s']:.3f} s (planned {e['at_s']:g} s)"
+            lines += [f"- {e['kind']} {e['target']} at {e['t_s'] / k:.3f} s (planned {e['at_s'] / k:g} s)"
                       + (f": not carried out, {e['error']}" if e.get("error") else _fault_detail(e)) for e in events]
             lines.append("")
     return lines
@@ -430,12 +433,14 @@ def _ms(value) -> str:
     return "not seen" if value is None else f"{value:,.1f} ms"
 
 
-def _recovery_lines(summaries: dict[str, dict]) -> list[str]:
-    """Detection, reroute and recovery of each cut host link (testbed/telemetry/recovery.py)."""
+def _recovery_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = None) -> list[str]:
+    """Detection, reroute and recovery of each cut host link (testbed/telemetry/recovery.py); the cut's
+    time on the scenario's clock, the durations on the run's (telemetry.clock)."""
     lines = []
     for name, summary in summaries.items():
+        k = stretch_of(run_dirs[name]) if run_dirs and name in run_dirs else 1.0
         for r in summary.get("recovery") or []:
-            lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s']:.3f} s")
+            lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s'] / k:.3f} s")
             lines.append(f"- {r['host']} left its port {r['port']} {_ms(r['host_detect_ms'])} after the cut "
                          f"({r.get('host_detect_by') or 'not at all'}); the controller saw the port go down after {_ms(r['fabric_detect_ms'])} and "
                          f"had moved {r['routes_moved'] if r['routes_moved'] is not None else 'no'} routes by "
@@ -566,6 +571,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
                  f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")
     lines.append("")
+    clock = clock_line(run_dirs)
+    if clock:
+        lines += [clock, ""]
     lines += _cc_parameter_lines(run_dirs)
     names = list(summaries)
     lines.append("| | " + " | ".join(names) + " |")
@@ -585,8 +593,8 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines += collective_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]
-    lines += _fault_lines(summaries)
-    lines += _recovery_lines(summaries)
+    lines += _fault_lines(summaries, run_dirs)
+    lines += _recovery_lines(summaries, run_dirs)
     if any(s.get("faults") for s in summaries.values()) and plot_goodput(run_dirs, out_dir / "goodput.png"):
         lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
     for name in names:
