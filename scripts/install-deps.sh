@@ -6,9 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Mininet and the tools its hosts use; shellcheck and vagrant let the tests
-# check the lab VM's files (the VM itself cannot boot here).
+# check the lab VM's files (the VM itself cannot boot here); chromium lets a
+# test open report.html headless and check that every plot shows.
 debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 ethtool python3-venv python3-dev
-                 shellcheck vagrant)
+                 shellcheck vagrant chromium)
 missing=()
 for pkg in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -90,7 +90,7 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
                 on_progress=shown.update if shown is not None else None)
     info = {"driver": "simulator", "target": "simulator", "virtual_end_s": net.sim.now,
             "wall_s": round(time.monotonic() - started, 3), "events": net.sim.events,
-            "finished": net.finished(), "switch_queue_drops": net.drops(),
+            "finished": net.finished(), "switch_queue_drops": net.drops(), "switch_data_drops": net.data_drops(),
             "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0,
             "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None}
     return net, info

@@ -186,18 +186,24 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     summary.update(message_figures(planned_messages(run_dir), sent, delivered))
     summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
     summary["simulator"] = {k: result.get(k) for k in ("virtual_end_s", "wall_s", "events", "finished",
-                                                       "switch_queue_drops", "max_queue_cells", "pause_frames")}
+                                                       "switch_queue_drops", "switch_data_drops", "max_queue_cells",
+                                                       "pause_frames")}
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary
 
 
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
     """report.md, summary.json and busbw.png of a simulator run."""
+    from testbed.telemetry.clock import clock_line
+    from testbed.telemetry.export import write_tables
+    from testbed.telemetry.verdict_table import verdict_lines
+
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
+    write_tables(run_dirs, summaries, out_dir)
     topo = scenario.topo
     lines = ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
-             f"# {scenario.name}", "", scenario.description or "", "",
+             f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries),
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
                 f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")
@@ -207,6 +213,9 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
                 if scenario.links.local else "") + ".", "",
              "| variant | messages planned / completed | switch queue drops (packets) | PFC pause frames, XOFF + XON | "
              "virtual time (s) | wall time (s) |", "|---|---|---|---|---|---|"]
+    clock = clock_line(run_dirs)
+    if clock:
+        lines[-2:-2] = [clock, ""]
     for name, s in summaries.items():
         sim = s["simulator"]
         pauses = sim.get("pause_frames")

@@ -22,6 +22,8 @@ def register(subparsers) -> None:
                               description="Recompute summary.json, report.md and the plots of a run directory "
                                           "(runs/<scenario>/<timestamp>) from its variant directories.")
     p.add_argument("run", help="the run directory, e.g. runs/default/20261201-094525")
+    p.add_argument("--html", action="store_true",
+                   help="also write report.html: the same report as one self-contained page, plots embedded")
     p.set_defaults(func=report_command)
 
 
@@ -48,9 +50,18 @@ def report_command(args: argparse.Namespace) -> int:
         from testbed.telemetry.collectives import summarize_simulated, write_sim_report
 
         summaries = {n: summarize_simulated(dirs[n], variants[n].scenario.topo) for n in order}
-        print(f"report: {write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)}")
-        return 0
+        report = write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
+        print(f"report: {report}")
+        return _html(args, report)
     summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
     report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
     print(f"report: {report}")
+    return _html(args, report)
+
+
+def _html(args: argparse.Namespace, report: Path) -> int:
+    if args.html:
+        from testbed.telemetry.html import write_html
+
+        print(f"html: {write_html(report)}")
     return 0
