@@ -162,8 +162,8 @@ class Display:
     # -- the command's side --------------------------------------------------------
     def __enter__(self) -> "Display":
         if self.terminal:
-            self._rich = Progress(TextColumn("{task.description}", markup=False), BarColumn(), _Counts(), TimeElapsedColumn(),
-                                  _Rest(), console=Console(file=self.stream, force_terminal=True),
+            self._rich = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=12), _Counts(),
+                                  TimeElapsedColumn(), _Rest(), console=Console(file=self.stream, force_terminal=True),
                                   transient=False, refresh_per_second=4)
             self._rich.start()
             if self.total is not None:
