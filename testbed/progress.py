@@ -17,7 +17,9 @@ On a terminal the display is drawn in place (rich's live progress bars); otherwi
 pipes, files) it is plain lines, one per task at most every `interval_s` seconds and one when a
 task ends, so a log shows the work moving at a steady pace without repainting.
 
-Without a current display, `current()` is None and steps run silently as before.
+Without a current display, `current()` is None and steps run silently as before. A display opened
+while another is current (a command run by another: testbed tune --confirm's emulated runs) draws
+nothing of its own: its tasks go to the outer one, and its overall count is said in plain lines.
 """
 
 from __future__ import annotations
@@ -158,10 +160,14 @@ class Display:
         self._printed: dict[int, float] = {}
         self._rich: Progress | None = None
         self._overall_id = None
+        self._outer: Display | None = None
 
     # -- the command's side --------------------------------------------------------
     def __enter__(self) -> "Display":
-        if self.terminal:
+        self._outer = current()
+        if self._outer is not None:  # nested: the outer display draws (one live display at a time)
+            self.stream, self.terminal = self._outer.stream, False
+        elif self.terminal:
             self._rich = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=12), _Counts(),
                                   TimeElapsedColumn(), _Rest(), console=Console(file=self.stream, force_terminal=True),
                                   transient=False, refresh_per_second=4)
@@ -193,6 +199,8 @@ class Display:
         return (self.clock() - self.started) / self.done * (self.total - self.done)
 
     def task(self, name: str, messages: int, cells: int) -> Task:
+        if self._outer is not None:
+            return self._outer.task(name, messages, cells)
         t = Task(self, name, messages, cells)
         if self._rich is not None:
             t._rich_id = self._rich.add_task(name, total=t.planned_cells, task=t)
@@ -217,10 +225,15 @@ class Display:
             self._print("progress " + t.line())
         else:
             self._rich.remove_task(t._rich_id)
-            self._rich.console.print(t.line(), markup=False, highlight=False)
+            self._print(t.line())
 
     def _print(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        if self._outer is not None:
+            self._outer._print(line)
+        elif self._rich is not None:  # above the live bars
+            self._rich.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.stream, flush=True)
 
 
 @contextmanager

@@ -98,8 +98,11 @@ def tune_command(args) -> int:
         from testbed.simulation.confirm import confirm_on_fabric
 
         result = json.loads((out_dir / "tuning.json").read_text())
-        confirmed = confirm_on_fabric(scenario, result, out_dir, args.confirm_budget_s,
-                                      progress=lambda m: print(m, flush=True))
+        from testbed import progress
+
+        with progress.display():  # its simulations and emulated runs show as tasks
+            confirmed = confirm_on_fabric(scenario, result, out_dir, args.confirm_budget_s,
+                                          progress=lambda m: print(m, flush=True))
         print(confirmed.read_text())
         print(f"confirmation: {confirmed}")
     return 0

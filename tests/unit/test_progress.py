@@ -144,3 +144,17 @@ def test_the_agent_writes_its_counters_in_place(tmp_path):
     os.close(fd)
     assert len(path.read_bytes()) == PROGRESS_WIDTH
     assert progress.read_counter_file(path) == (0, 11)
+
+
+def test_a_display_opened_inside_another_draws_through_it():
+    stream = io.StringIO()
+    with progress.display(1, "confirmations", stream=stream, terminal=True) as outer:
+        with progress.display(2, "variants", stream=io.StringIO(), terminal=True) as inner:
+            assert progress.current() is inner
+            with progress.task("v", 1, 10) as t:
+                t.update(1, 10)
+            inner.advance("v")
+        assert progress.current() is outer
+        outer.advance()
+    out = stream.getvalue()
+    assert "[v] 1/1 messages, 10/10 cells" in out and "progress: 1/2 variants done (v)" in out
