@@ -35,6 +35,6 @@ def clock_line(run_dirs: dict[str, Path]) -> str | None:
     return (f"Clock: {which} ran {factor} slower than the scenario file (every rate times "
             f"{' / '.join(f'{1 / s:.3g}' for s in values)}, every time stretched by the same factor, "
             "every ratio kept). Fault and cut times and the goodput plot (its time and its rates) are on "
-            "the scenario's clock; the run's own clock, on which its raw files, summary.json and the "
-            "durations in milliseconds (completion times, detection, reroute, recovery) are, runs that "
-            "factor slower.")
+            "the scenario's clock; the run's own clock, on which its raw files, summary.json and every "
+            "duration (completion, detection, reroute and recovery times, a simulator's virtual time) "
+            "are, runs that factor slower.")
