@@ -158,3 +158,35 @@ def test_a_display_opened_inside_another_draws_through_it():
         outer.advance()
     out = stream.getvalue()
     assert "[v] 1/1 messages, 10/10 cells" in out and "progress: 1/2 variants done (v)" in out
+
+
+def test_real_agents_counter_files_feed_a_run_task(tmp_path):
+    """Two `testbed host` agents on loopback with --progress-file, polled as an emulated run polls
+    them: the task ends with every planned message and cell counted."""
+    import json
+    import subprocess
+    import sys
+
+    from testbed.host import workloads
+
+    hosts = {"h1": "127.0.0.9", "h2": "127.0.0.10"}
+    wl = workloads.combine([workloads.MessageSpec("h1", "h2", 0, 30_000)],
+                           [workloads.MessageSpec("h2", "h1", 0, 10_000)])
+    (tmp_path / "peers.json").write_text(json.dumps(hosts))
+    (tmp_path / "wl.json").write_text(json.dumps({"seed": 3, "messages": [m.to_json() for m in wl]}))
+    files = [tmp_path / f"{n}.progress" for n in hosts]
+    stream = TimedStream()
+    with progress.display(stream=stream, terminal=False):
+        with progress.task("loopback", len(wl), progress.planned_cells(wl, 1024)) as t:
+            poller = progress.FilePoller(t, files, period_s=0.05).start()
+            procs = [subprocess.Popen(
+                [sys.executable, "-m", "testbed.cli", "host", "--name", n, "--addr", a,
+                 "--peers-file", str(tmp_path / "peers.json"), "--workload-file", str(tmp_path / "wl.json"),
+                 "--cc", "tita", "--cell-size", "1024", "--link-rate-mbps", "20", "--records", str(tmp_path / "rec"),
+                 "--progress-file", str(tmp_path / f"{n}.progress"), "--grace-s", "0.3", "--timeout-s", "20"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for n, a in hosts.items()]
+            outs = [p.communicate(timeout=60) for p in procs]
+            poller.stop()
+            assert [p.returncode for p in procs] == [0, 0], outs
+            assert (t.messages, t.cells) == (2, 30 + 10) == (t.planned_messages, t.planned_cells)
+    assert stream.lines[-1][1].startswith("progress [loopback] 2/2 messages, 40/40 cells")
