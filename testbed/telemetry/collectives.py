@@ -196,14 +196,14 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     """report.md, summary.json and busbw.png of a simulator run."""
     from testbed.telemetry.clock import clock_line
     from testbed.telemetry.export import write_tables
-    from testbed.telemetry.verdict_table import verdict_lines
+    from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
-    write_tables(run_dirs, summaries, out_dir)
+    write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
     topo = scenario.topo
     lines = ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
-             f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries),
+             f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries, planned_fault_events(scenario)),
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
                 f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")

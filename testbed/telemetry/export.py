@@ -40,10 +40,10 @@ def flatten(value, prefix: str = "") -> dict:
     return out
 
 
-def result_rows(summaries: dict[str, dict]) -> list[dict]:
+def result_rows(summaries: dict[str, dict], planned_faults: int | None = None) -> list[dict]:
     rows = []
     for name, summary in summaries.items():
-        v = verdict({**summary, "variant": name})
+        v = verdict({**summary, "variant": name}, planned_faults)
         v["faults_not_carried_out"] = "; ".join(v["faults_not_carried_out"])
         row = {"variant": name, **{f"verdict/{k}": x for k, x in v.items() if k != "variant"}}
         row.update({k: x for k, x in flatten(summary).items() if k != "variant"})
@@ -84,9 +84,10 @@ def _write(path: Path, rows: list[dict], columns: tuple[str, ...] = ("variant",)
             writer.writerow({k: "" if row.get(k) is None else row[k] for k in columns})
 
 
-def write_tables(run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> list[Path]:
+def write_tables(run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
+                 planned_faults: int | None = None) -> list[Path]:
     """results.csv and messages.csv in out_dir; returns their paths."""
     results, messages = Path(out_dir) / "results.csv", Path(out_dir) / "messages.csv"
-    _write(results, result_rows(summaries))
+    _write(results, result_rows(summaries, planned_faults))
     _write(messages, [row for name, d in run_dirs.items() for row in message_rows(name, d)], MESSAGE_COLUMNS)
     return [results, messages]

@@ -24,7 +24,7 @@ from testbed.telemetry.collectives import report_lines as collective_lines  # no
 from testbed.telemetry.clock import clock_line, stretch_of  # noqa: E402
 from testbed.telemetry.export import write_tables  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
-from testbed.telemetry.verdict_table import verdict_lines  # noqa: E402
+from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
 
 ROWS = [
@@ -568,10 +568,10 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     """report.md + summary.json + plots in out_dir; returns the report's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
-    write_tables(run_dirs, summaries, out_dir)
+    write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
     lines = [_fidelity_line(summaries)]
     lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
-    lines += verdict_lines(summaries)
+    lines += verdict_lines(summaries, planned_fault_events(scenario))
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
                  f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")
     lines.append("")

@@ -10,7 +10,9 @@ One row per variant, from its summary alone:
   losses and what is unaccounted for); on the simulator its switches' DATA queue drops;
 * fidelity: "kept" or "LOST" (switches or hosts behind real time at p99, telemetry.summary), or
   "virtual clock" for a simulator run, which cannot fall behind;
-* faults: how many were carried out of those planned, naming any that were not.
+* faults: how many fault events (a flap's downs and ups, a restart's stop and start) were carried out of
+  those the scenario plans, naming any that failed; a run that ended before a fault's time, or a
+  simulator run (it models no faults), shows fewer carried out than planned.
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ from __future__ import annotations
 COLUMNS = ("variant", "messages complete / planned", "goodput / ideal", "DATA drops", "fidelity", "faults")
 
 
-def verdict(summary: dict) -> dict:
-    """The row's values, plain (numbers or None, and short strings), for the table and for results.csv."""
+def planned_fault_events(scenario) -> int:
+    """Fault events the scenario plans (scenario.model.Fault.events)."""
+    return sum(len(f.events()) for f in scenario.faults)
+
+
+def verdict(summary: dict, planned_faults: int | None = None) -> dict:
+    """The row's values, plain (numbers or None, and short strings), for the table and for results.csv;
+    `planned_faults`: the scenario's fault events (None: those the run recorded)."""
     drops = (summary.get("drops") or {}).get("by_type", {}).get("DATA")
     sim = summary.get("simulator")
     if drops is not None:
@@ -39,7 +47,8 @@ def verdict(summary: dict) -> dict:
         "data_drops": data_drops,
         "fidelity": ("virtual clock" if sim is not None or summary.get("target") == "simulator"
                      else "LOST" if fidelity.get("behind_real_time") else "kept" if fidelity else None),
-        "faults_planned": len(faults),
+        "faults_planned": len(faults) if planned_faults is None else planned_faults,
+        "faults_carried_out": len(faults) - len(failed),
         "faults_not_carried_out": [f"{f['kind']} {f['target']}" for f in failed],
     }
 
@@ -51,19 +60,20 @@ def _cells(row: dict) -> list[str]:
     ratio = "-" if row["goodput_over_ideal"] is None else f"{row['goodput_over_ideal']:.2f}"
     drops = "-" if row["data_drops"] is None else str(row["data_drops"])
     fidelity = "-" if row["fidelity"] is None else ("**LOST**" if row["fidelity"] == "LOST" else row["fidelity"])
-    if not row["faults_planned"]:
+    done, planned = row["faults_carried_out"], row["faults_planned"]
+    if not planned and not done:
         faults = "none"
-    elif row["faults_not_carried_out"]:
-        faults = (f"**{len(row['faults_not_carried_out'])} of {row['faults_planned']} not carried out** "
-                  f"({', '.join(row['faults_not_carried_out'])})")
+    elif done >= planned and not row["faults_not_carried_out"]:
+        faults = f"{done} carried out"
     else:
-        faults = f"{row['faults_planned']} carried out"
+        faults = f"**{done} of {planned} carried out**" + (
+            f" (failed: {', '.join(row['faults_not_carried_out'])})" if row["faults_not_carried_out"] else "")
     return [str(row["variant"]), messages, ratio, drops, fidelity, faults]
 
 
-def verdict_lines(summaries: dict[str, dict]) -> list[str]:
+def verdict_lines(summaries: dict[str, dict], planned_faults: int | None = None) -> list[str]:
     """The markdown table (and a blank line), rows in the summaries' order."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for name, summary in summaries.items():
-        lines.append("| " + " | ".join(_cells(verdict({**summary, "variant": name}))) + " |")
+        lines.append("| " + " | ".join(_cells(verdict({**summary, "variant": name}, planned_faults))) + " |")
     return lines + [""]

@@ -166,3 +166,23 @@ def test_the_html_page_opens_in_headless_chromium_with_every_plot_shown(out, tmp
     values = [int(w) for w in widths.group(1).split(",")]
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", (report / "report.md").read_text())
     assert len(values) == len(linked) and all(w > 100 for w in values), values
+
+
+def test_the_verdict_counts_fault_events_carried_out_against_those_planned():
+    from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
+
+    flap = load_scenario(ROOT / "scenarios" / "flap.yaml")
+    planned = planned_fault_events(flap)
+    assert planned == sum(len(f.events()) for f in flap.faults) >= 2
+    base = {"messages_planned": 4, "messages_completed": 4}
+    ok = {"kind": "link_down", "target": "leaf1-spine1", "t_s": 1.0}
+    failed = {"kind": "link_up", "target": "leaf1-spine1", "t_s": 2.0, "error": "refused"}
+    cases = {"all": ([ok] * planned, f"{planned} carried out"),
+             "ended first": ([ok], f"**1 of {planned} carried out**"),
+             "one failed": ([ok] * (planned - 1) + [failed],
+                            f"**{planned - 1} of {planned} carried out** (failed: link_up leaf1-spine1)"),
+             "simulated": ([], f"**0 of {planned} carried out**")}
+    rows = verdict_lines({name: {**base, "faults": faults} for name, (faults, _) in cases.items()}, planned)[2:-1]
+    for row, (name, (_, want)) in zip(rows, cases.items()):
+        assert row == f"| {name} | 4 / 4 ok | - | - | - | {want} |"
+    assert verdict_lines({"v": base}, 0)[2] == "| v | 4 / 4 ok | - | - | - | none |"
