@@ -119,6 +119,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
         unmeasured = unmeasured or f"{packets} switch packets are too few to measure a cost per packet"
     if not switch_cpu_s:
         unmeasured = "no switch process's CPU time could be read"
+    elif total_cpu <= 0:
+        unmeasured = "the switch processes show no CPU time over the traffic (not the processes that forwarded)"
     switch_us = None if unmeasured else busy_cpu * 1e6 / packets
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]

@@ -54,6 +54,8 @@ def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_
     assert thin["switch_us_per_packet"] is None
     nothing = costs.measure_costs({}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "no cpu", mode="fabric")
     assert nothing["switch_us_per_packet"] is None and "no switch process" in nothing["switch_cost_unmeasured"]
+    zero = costs.measure_costs({"fabric0": 0.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "zero", mode="fabric")
+    assert zero["switch_us_per_packet"] is None and "no CPU time" in zero["switch_cost_unmeasured"]
     # an agent's loop of 100 s has 0.3 CPU-s of quiet wake-ups, not charged to its datagrams
     (tmp_path / "h1.stats.json").write_text(json.dumps(
         {"cpu_s": 1.3, "tx_datagrams": 6000, "rx_datagrams": 4000, "pacer_lateness": {"p99_us": 300.0},
