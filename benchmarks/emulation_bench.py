@@ -70,6 +70,12 @@ def _run(variant, directory: Path):
     return result, summary, marks.get("configured")
 
 
+def _per_packet(costs: dict) -> str:
+    if costs["switch_us_per_packet"] is None:
+        return f"unmeasured ({costs.get('switch_cost_unmeasured')})"
+    return f"{costs['switch_us_per_packet']} us"
+
+
 def _verdict(summary) -> str:
     f = summary["fidelity"]
     return (f"fidelity {'lost' if f['behind_real_time'] else 'kept'} (p99 switch lag "
@@ -105,7 +111,7 @@ def run() -> list[str]:
             measured[processes] = result.costs["switch_us_per_packet"]
             lines.append(
                 f"k=4 permutation at {variant.scenario.links.host.rate_mbps:.3g} Mbit/s, {label}: "
-                f"{result.costs['switch_us_per_packet']} us switch CPU per cell-hop over "
+                f"{_per_packet(result.costs)} switch CPU per cell-hop over "
                 f"{result.costs['switch_packets']:,} cell-hops, {result.costs['agent_us_per_datagram']} us per "
                 f"agent datagram; {_verdict(summary)}; {_goodput(summary)}")
         auto = capacity.auto_fabric_processes()

@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "testbed.telemetry.commands",
     "testbed.simulation.commands",
     "testbed.claims.commands",
+    "testbed.plan.commands",
 ]
 
 

@@ -13,7 +13,11 @@ when every time is stretched 40 times).  Folded into the per-packet figure,
 that idle time made slower runs look dearer per packet, so the next check
 chose a slower rate still.  `IdlePeriod` samples the switches' CPU over the
 quiet spell between the traffic epoch and the first message's start; the
-per-packet figure is what is left after that rate times the window.
+per-packet figure is what is left after that rate times the window. A run
+whose idle estimate takes more than MAX_IDLE_SHARE of the switches' CPU, or
+that has too few packets, or whose switch CPU could not be read, records no
+per-packet figure (and says why), never a zero: a zero would calibrate the
+pre-flight check to rates the machine cannot hold.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from testbed.scenario import capacity
 MIN_SAMPLE = 1000  # packets or datagrams below which a per-packet figure says little
 MIN_IDLE_WINDOW_S = 0.5  # a quiet spell shorter than this (CPU time ticks are 10 ms) is not measured
 IDLE_MARGIN_S = 0.1  # kept clear of the epoch and of the first message at both ends
+# Above this share of the switches' CPU, the idle estimate (a rate sampled over a short quiet spell, in
+# 10 ms ticks) decides the per-packet figure more than the packets do: the run records no figure.
+MAX_IDLE_SHARE = 0.9
 
 
 def machine_cpu_ticks() -> tuple[int, int] | None:
@@ -98,13 +105,23 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     switch, if real time was kept."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
-    busy_cpu = sum(switch_cpu_s.values())
+    total_cpu = busy_cpu = sum(switch_cpu_s.values())
     idle_per_switch = None
+    unmeasured = None
     if idle_rates and window_s:
-        idle_cpu = min(busy_cpu, sum(idle_rates.values()) * window_s)
+        idle_cpu = sum(idle_rates.values()) * window_s
         busy_cpu -= idle_cpu
         idle_per_switch = sum(idle_rates.values()) / (switches or len(idle_rates))
-    switch_us = busy_cpu * 1e6 / packets if packets > MIN_SAMPLE else None
+        if busy_cpu < (1 - MAX_IDLE_SHARE) * total_cpu:
+            unmeasured = (f"the idle rate over the traffic window ({idle_cpu:.2f} CPU-s) leaves less than "
+                          f"{1 - MAX_IDLE_SHARE:.0%} of the switches' {total_cpu:.2f} CPU-s to their packets")
+    if packets <= MIN_SAMPLE:
+        unmeasured = unmeasured or f"{packets} switch packets are too few to measure a cost per packet"
+    if not switch_cpu_s:
+        unmeasured = "no switch process's CPU time could be read"
+    elif total_cpu <= 0:
+        unmeasured = "the switch processes show no CPU time over the traffic (not the processes that forwarded)"
+    switch_us = None if unmeasured else busy_cpu * 1e6 / packets
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]
     agent_cpu = datagrams = 0.0
@@ -124,7 +141,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     if (switch_us or agent_us) and kept_time:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
                             idle_per_switch)
-    return {"switch_us_per_packet": switch_us and round(switch_us, 1),
+    return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1),
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
             "switch_mode": mode,

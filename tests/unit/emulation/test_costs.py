@@ -22,7 +22,7 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
                               tmp_path, 1000.0, "run a")
     assert out == {"switch_us_per_packet": 200.0, "agent_us_per_datagram": 100.0, "switch_packets": 20_000,
                    "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch",
-                   "switch_idle_cpu_per_switch": None, "switch_window_s": None}
+                   "switch_idle_cpu_per_switch": None, "switch_window_s": None, "switch_cost_unmeasured": None}
     assert capacity.load_costs().switch_us_per_packet == 200.0
     agent(tmp_path, "h1", 1.0, 6000, 4000, 5000.0)  # a host fell behind: figures kept, not calibrated
     late = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run b")
@@ -42,10 +42,20 @@ def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_
     assert out["switch_us_per_packet"] == 100.0 and out["switch_idle_cpu_per_switch"] == 0.01
     loaded = capacity.load_costs("fabric")
     assert loaded.switch_us_per_packet == 100.0 and loaded.switch_idle_cpu_per_switch == 0.01
-    # an idle rate above what the window shows cannot make the per-packet figure negative
+    # an idle estimate at or above what the window shows gives no figure (and says why), never zero,
+    # and what is calibrated stays the measured run's
     capped = costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "odd run",
                                  mode="fabric", idle_rates={"fabric0": 5.0}, window_s=40.0, switches=20)
-    assert capped["switch_us_per_packet"] == 0.0
+    assert capped["switch_us_per_packet"] is None and "idle rate" in capped["switch_cost_unmeasured"]
+    assert capacity.load_costs("fabric").switch_us_per_packet == 100.0
+    # 95% of the CPU taken by the idle estimate: too little left to measure
+    thin = costs.measure_costs({"fabric0": 10.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "thin run",
+                               mode="fabric", idle_rates={"fabric0": 0.2375}, window_s=40.0, switches=20)
+    assert thin["switch_us_per_packet"] is None
+    nothing = costs.measure_costs({}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "no cpu", mode="fabric")
+    assert nothing["switch_us_per_packet"] is None and "no switch process" in nothing["switch_cost_unmeasured"]
+    zero = costs.measure_costs({"fabric0": 0.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "zero", mode="fabric")
+    assert zero["switch_us_per_packet"] is None and "no CPU time" in zero["switch_cost_unmeasured"]
     # an agent's loop of 100 s has 0.3 CPU-s of quiet wake-ups, not charged to its datagrams
     (tmp_path / "h1.stats.json").write_text(json.dumps(
         {"cpu_s": 1.3, "tx_datagrams": 6000, "rx_datagrams": 4000, "pacer_lateness": {"p99_us": 300.0},
