@@ -6,7 +6,7 @@ program or of the wire format is one re-run away. Packets are built with
 scapy (checksums included), cells with the host's own scapy layer
 (testbed.host.scapy_cell), and every load-balancing expectation is the
 member the program's hash gives, computed here with the bmv2 hash
-algorithms of testbed.p4model.hashing (crc32 of the 5-tuple times the
+algorithms of testbed.p4model.runtime.hashing (crc32 of the 5-tuple times the
 switch's multiplier, identity of the entropy digit): hashes are deterministic, so the STF files assert the exact
 egress port. tests/unit/p4src checks that the committed files equal this
 script's output.
@@ -26,7 +26,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw, raw
 
 from testbed.host.scapy_cell import Cell
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.control.trace import flow_hash_member
 from testbed.topo.entropy import exact_division
 

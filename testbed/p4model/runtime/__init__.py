@@ -1,16 +1,5 @@
-"""P4Runtime server of the builtin switch.
-
-server       P4RuntimeServer: the gRPC servicer (Capabilities, StreamChannel,
-             Set/GetForwardingPipelineConfig, Write, Read)
-device       Device / DirectDevice: how the server reaches the packet thread
-arbitration  primary/backup election per (device, role)
-config       P4 source as p4_device_config; P4Info-vs-program check
-packetio     packet_in / packet_out controller headers
-digests      DigestList batching, timeouts, acks
-status       gRPC status codes and per-update p4.v1.Error details
-"""
-
-from testbed.p4model.runtime.device import Device, DirectDevice
-from testbed.p4model.runtime.server import P4RuntimeServer
-
-__all__ = ["Device", "DirectDevice", "P4RuntimeServer"]
+"""The runtime library a compiled P4 program calls: match tables, registers,
+counters, meters, action profiles and selectors (tables, externs, meters),
+bmv2's hash algorithms (hashing), the packet replication engine (pre), the
+packet buffer (packet) and table naming (tableinfo). A control plane writes
+the same objects."""

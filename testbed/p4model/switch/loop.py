@@ -40,8 +40,8 @@ import time
 from typing import Any, Callable
 
 from testbed.p4model.clock import Clock, MonotonicClock
-from testbed.p4model.runtime.device import Device
-from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.p4runtime.device import Device
+from testbed.p4model.p4runtime.status import RpcError
 from testbed.p4model.switch.datapath import Datapath
 from testbed.p4model.switch.pcap import PortCapture
 from testbed.p4model.switch.ports import RawPort
