@@ -51,7 +51,7 @@ def current() -> "Display | None":
 
 def planned_cells(messages, cell_size: int) -> int:
     """DATA cells a workload plans: each message framed (payload and trailer) in cells of `cell_size` bytes."""
-    from testbed.host.segment import TRAILER_LEN, cell_count
+    from testbed.cells.segment import TRAILER_LEN, cell_count
 
     return sum(cell_count(m.size_bytes + TRAILER_LEN, cell_size) for m in messages)
 

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import yaml
 
+from testbed.cells.wire import ACK, DATA, FRAME_OVERHEAD, HEADER_LEN, SACK_BYTES, TYPE_NAMES
 from testbed.telemetry import fluid
 from testbed.topo.build import build_topology
 
-DATA, ACK = 0, 3
-TYPES = {0: "DATA", 1: "CREDIT", 2: "CREDIT_REQUEST", 3: "ACK", 4: "NACK", 5: "CNP", 6: "CREDIT_STOP"}
-FRAME = 14 + 20 + 8 + 24  # Ethernet, IPv4, UDP, cell header
+TYPES = TYPE_NAMES
+FRAME = FRAME_OVERHEAD + HEADER_LEN  # Ethernet, IPv4, UDP, cell header
 REL = 1e-9
 
 
 def wire(cell_type: int, cell_size: int) -> int:
-    return FRAME + (cell_size if cell_type == DATA else 8 if cell_type == ACK else 0)
+    return FRAME + (cell_size if cell_type == DATA else SACK_BYTES if cell_type == ACK else 0)
 
 
 def rank(values, q):

@@ -18,11 +18,11 @@ import ipaddress
 import random
 from dataclasses import dataclass, field
 
+from testbed.cells.wire import CELL_UDP_PORT
 from testbed.control.plan import SwitchPlan
 from testbed.p4model.runtime import hashing
 from testbed.topo.model import Topology
 
-CELL_UDP_PORT = 4793
 IP_PROTO_UDP = 17
 MODE_ECMP, MODE_RR, MODE_ENTROPY, MODE_RANDOM = 0, 1, 2, 3
 

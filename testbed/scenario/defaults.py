@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from testbed.cells.wire import FRAME_OVERHEAD, HEADER_LEN, SACK_BYTES
+
 DURATION_S = 20.0
 SEED = 1
 
@@ -34,9 +36,9 @@ LB_ALIASES = {"spray": "spray_rr_entropy"}
 CELL_SIZE = 1024
 ENTROPY_VALUES = 32  # at least; rounded up to a multiple of the equal-cost path count
 
-# Wire overhead of a cell: Ethernet 14 + IPv4 20 + UDP 8 + cell header 24.
-CELL_OVERHEAD_BYTES = 14 + 20 + 8 + 24
-ACK_BODY_BYTES = 8
+# Wire overhead of a cell (Ethernet, IPv4, UDP, cell header) and an ACK's SACK body (testbed.cells.wire).
+CELL_OVERHEAD_BYTES = FRAME_OVERHEAD + HEADER_LEN
+ACK_BODY_BYTES = SACK_BYTES
 
 ECN_K_BDP = 0.5  # DCTCP guideline K > BDP/7
 ECN_KMIN_BDP = 0.2  # DCQCN scaled

@@ -79,6 +79,8 @@ switch's event loop) owns it; see tm.control for the control path.
 
 from __future__ import annotations
 
+from testbed.cells.classify import CLASSES, UNCLASSIFIED  # packet classes a queue counts separately
+
 import random
 from collections import deque
 from typing import Any, NamedTuple
@@ -97,8 +99,6 @@ _NEVER = -(1 << 62)  # "no previous departure": max(now, _NEVER + interval) == n
 PRIORITY_DROPPED = -(1 << 40)  # TrafficManager.offer(): dropped for its priority
 LINK_LOST = PRIORITY_DROPPED - 1  # TrafficManager.offer(): lost on a lossy link
 DROP_LINK_LOSS = "link_loss"
-CLASSES = 16  # packet classes a queue counts separately (see classify.py)
-UNCLASSIFIED = CLASSES - 1
 
 
 class TMConfigError(TestbedError):
