@@ -3,9 +3,11 @@
  * Model: the agent hands over (socket, destination, TOS, payload, release time); the
  * release time is when the datagram's last bit reaches the ToR (its wire start plus
  * serialisation plus the link's propagation delay, computed by the agent).  The
- * thread keeps a min-heap ordered by (release time, hand-over order), sleeps on a
- * condition variable until the earliest release (CLOCK_REALTIME, the agent's clock),
- * and sends every datagram that is due with sendmmsg, one call per run of datagrams
+ * thread keeps a min-heap ordered by (release time, hand-over order) and sleeps on a
+ * timerfd armed for the earliest release (CLOCK_REALTIME, the agent's clock, absolute):
+ * the thread that hands a datagram over re-arms it only when the datagram is due before
+ * the time it is armed for, so the pacing thread wakes once per release, never to be told
+ * of new work.  It sends every datagram that is due with sendmmsg, one call per run of datagrams
  * of the same socket, each with its TOS byte as IP_TOS ancillary data.  For every
  * datagram it records how late it left (send time minus release time, nanoseconds).
  * A datagram the kernel refuses (buffer full, peer unreachable) is counted, like a
@@ -23,7 +25,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BATCH 64
 
@@ -40,8 +44,9 @@ typedef struct {
 
 typedef struct {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     pthread_t thread;
+    int timer;        /* timerfd, CLOCK_REALTIME */
+    int64_t armed_ns; /* the release it is armed for; INT64_MAX when disarmed */
     int running, stop;
     item *heap;
     size_t n, cap;
@@ -55,6 +60,17 @@ static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Arm the timer for `at` (absolute ns; 0 disarms). Called with the lock held. */
+static void arm(nic *q, int64_t at) {
+    struct itimerspec spec = {{0, 0}, {0, 0}};
+    if (at > 0) {
+        spec.it_value.tv_sec = at / 1000000000LL;
+        spec.it_value.tv_nsec = at % 1000000000LL;
+    }
+    timerfd_settime(q->timer, TFD_TIMER_ABSTIME, &spec, NULL);
+    q->armed_ns = at > 0 ? at : INT64_MAX;
 }
 
 static int before(const item *a, const item *b) {
@@ -159,25 +175,26 @@ static void *run(void *arg) {
     nic *q = arg;
     item batch[BATCH];
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake at the release time, not up to 50 us after */
-    pthread_mutex_lock(&q->mu);
-    while (!q->stop) {
-        if (q->n == 0) {
-            pthread_cond_wait(&q->cv, &q->mu);
-            continue;
-        }
-        int64_t now = now_ns(), due = q->heap[0].due_ns;
-        if (due > now) {
-            struct timespec ts = {due / 1000000000LL, due % 1000000000LL};
-            pthread_cond_timedwait(&q->cv, &q->mu, &ts);
-            continue;
-        }
-        int k = 0;
-        while (k < BATCH && q->n > 0 && q->heap[0].due_ns <= now) batch[k++] = heap_pop(q);
-        pthread_mutex_unlock(&q->mu);
-        send_batch(q, batch, k);
+    for (;;) {
+        uint64_t expirations;
+        if (read(q->timer, &expirations, sizeof expirations) < 0 && errno != EINTR && errno != EAGAIN) break;
         pthread_mutex_lock(&q->mu);
+        for (;;) {
+            if (q->stop) {
+                pthread_mutex_unlock(&q->mu);
+                return NULL;
+            }
+            int64_t now = now_ns();
+            int k = 0;
+            while (k < BATCH && q->n > 0 && q->heap[0].due_ns <= now) batch[k++] = heap_pop(q);
+            if (k == 0) break;
+            pthread_mutex_unlock(&q->mu);
+            send_batch(q, batch, k);
+            pthread_mutex_lock(&q->mu);
+        }
+        arm(q, q->n ? q->heap[0].due_ns : 0);
+        pthread_mutex_unlock(&q->mu);
     }
-    pthread_mutex_unlock(&q->mu);
     return NULL;
 }
 
@@ -185,7 +202,13 @@ void *nic_open(void) {
     nic *q = calloc(1, sizeof *q);
     if (!q) return NULL;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL); /* CLOCK_REALTIME, the release times' clock */
+    q->timer = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC); /* the release times' clock */
+    if (q->timer < 0) {
+        pthread_mutex_destroy(&q->mu);
+        free(q);
+        return NULL;
+    }
+    q->armed_ns = INT64_MAX;
     return q;
 }
 
@@ -217,9 +240,8 @@ int nic_submit(void *h, int fd, uint32_t addr, uint16_t port, int tos, int64_t d
         q->cap = cap;
     }
     item it = {due_ns, q->seq++, fd, addr, port, tos, len, copy};
-    int wake = q->n == 0 || before(&it, &q->heap[0]);
     heap_push(q, it);
-    if (wake) pthread_cond_signal(&q->cv);
+    if (due_ns < q->armed_ns) arm(q, due_ns > 0 ? due_ns : 1);
     pthread_mutex_unlock(&q->mu);
     return 0;
 }
@@ -250,7 +272,7 @@ size_t nic_stop(void *h) {
     nic *q = h;
     pthread_mutex_lock(&q->mu);
     q->stop = 1;
-    pthread_cond_signal(&q->cv);
+    arm(q, 1); /* long past: the thread wakes at once and sees `stop` */
     pthread_mutex_unlock(&q->mu);
     if (q->running) pthread_join(q->thread, NULL);
     q->running = 0;
@@ -266,7 +288,7 @@ void nic_free(void *h) {
     free(q->heap);
     free(q->late_ns);
     pthread_mutex_destroy(&q->mu);
-    pthread_cond_destroy(&q->cv);
+    close(q->timer);
     free(q);
 }
 
