@@ -59,6 +59,7 @@ from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint, channel_of_datagram
 from testbed.host.flowports import FlowSocket
 from testbed.host.lateness import Lateness
+from testbed.host import nic_native
 from testbed.host.nic import NicPorts
 from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
@@ -194,6 +195,11 @@ class Agent:
         # The timed send queue the delay line hands its cells to (`testbed.host.nicqueue`): opened
         # in run(), so a native pacing thread takes the packet loop's scheduling.
         self.native_nic = native_nic
+        if native_nic:  # built (first use) and loaded now, before the agent says it is ready
+            try:
+                nic_native.load()
+            except nic_native.NativeUnavailable:
+                pass  # open_nic says why again and the pure-Python NIC is used
         self.nicq: NativeNic | PythonNic | None = None
         self.nic_engine_note: str | None = None
         self.receiver: BatchReceiver | None = None
