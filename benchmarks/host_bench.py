@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
-from testbed.host import wire, workloads
+from testbed.cells import wire
+
+from testbed.host import workloads
 from testbed.host.config import TransportConfig
 from testbed.host.sim import LinkSpec, star
 

@@ -13,10 +13,10 @@ import struct
 import time
 from pathlib import Path
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.pipeline import load
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "p4programs"
 PACKETS = 200_000

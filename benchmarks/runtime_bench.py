@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import time
 
-from testbed.p4model import hashing
-from testbed.p4model.tables import ActionCall, MatchField, Table, TableEntry
+from testbed.p4model.runtime import hashing
+from testbed.p4model.runtime.tables import ActionCall, MatchField, Table, TableEntry
 
 LOOKUPS = 200_000
 HASHES = 100_000

@@ -4,9 +4,9 @@ The STF files are committed; this script is how they were made, so that a
 reviewer can see where every expected byte comes from and a change of the
 program or of the wire format is one re-run away. Packets are built with
 scapy (checksums included), cells with the host's own scapy layer
-(testbed.host.scapy_cell), and every load-balancing expectation is the
+(testbed.cells.scapy_cell), and every load-balancing expectation is the
 member the program's hash gives, computed here with the bmv2 hash
-algorithms of testbed.p4model.hashing (crc32 of the 5-tuple times the
+algorithms of testbed.p4model.runtime.hashing (crc32 of the 5-tuple times the
 switch's multiplier, identity of the entropy digit): hashes are deterministic, so the STF files assert the exact
 egress port. tests/unit/p4src checks that the committed files equal this
 script's output.
@@ -25,8 +25,8 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_RR
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw, raw
 
-from testbed.host.scapy_cell import Cell
-from testbed.p4model import hashing
+from testbed.cells.scapy_cell import Cell
+from testbed.p4model.runtime import hashing
 from testbed.control.trace import flow_hash_member
 from testbed.topo.entropy import exact_division
 

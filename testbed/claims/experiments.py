@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.host import records as host_records
-from testbed.host import segment, simexp, workloads
+from testbed.cells import segment
+from testbed.host import simexp, workloads
 from testbed.host.config import TitaParams
 
 INCAST_SENDERS = (4, 7, 15, 32, 64)

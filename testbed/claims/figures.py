@@ -14,7 +14,8 @@ from pathlib import Path
 
 from testbed.claims.experiments import transport_label
 from testbed.host import records as host_records
-from testbed.host import segment, simexp
+from testbed.cells import segment
+from testbed.host import simexp
 
 
 def load(directory: Path) -> tuple[dict, list[dict]]:
@@ -130,7 +131,7 @@ def of_emulated(variant_dir: Path) -> dict:
     import yaml
 
     from testbed.host import records as host_records
-    from testbed.host import wire
+    from testbed.cells import wire
 
     resolved = yaml.safe_load((variant_dir / "scenario.resolved.yaml").read_text())
     kinds = {phase["kind"] for phase in resolved["workload"]} - {"pingall"}

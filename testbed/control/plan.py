@@ -19,7 +19,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.topo.entropy import exact_division, group_choice, layout_of
 from testbed.topo.model import Topology
 

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 
 from testbed.control.plan import SwitchPlan
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.topo.model import Topology
 
 CELL_UDP_PORT = 4793

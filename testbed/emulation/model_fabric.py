@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from testbed.p4model.tm import pfc
+from testbed.cells import pfc
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,7 +139,7 @@ def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw, raw
 
-    from testbed.host.scapy_cell import Cell
+    from testbed.cells.scapy_cell import Cell
 
     topology, cell_size = fabric.topology, fabric.scenario.fabric.cell_size
     port = topology.ports(src)[0]

@@ -57,15 +57,15 @@ from testbed.host.app import WorkloadRunner
 from testbed.host.carrier import LinkEvents, link_flags, usable
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint, channel_of_datagram
-from testbed.host.flowports import FlowSocket
+from testbed.cells.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host import nic_native
 from testbed.host.nic import NicPorts
 from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
-from testbed.host.wire import CELL_UDP_PORT, FRAME_OVERHEAD
+from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
-from testbed.p4model.tm import pfc as pause_frame
+from testbed.cells import pfc as pause_frame
 
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from testbed.errors import TestbedError
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.topo.entropy import EntropyLayout
 
 CC_NAMES = ("tita", "dcqcn", "nscc", "none")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from testbed.errors import TestbedError
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.cc import make_receiver_cc
 from testbed.host.config import TransportConfig
 from testbed.host.entropy import echo

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ENTROPY_OFFSET = 2  # the cell header's 16-bit entropy field (testbed/host/wire.py)
+ENTROPY_OFFSET = 2  # the cell header's 16-bit entropy field (testbed/cells/wire.py)
 ANSWERED = (0, 1)  # DATA and CREDIT cells (the low nibble of the first byte): each brings an answer back
 CHOICES = ("entropy", "flow")
 

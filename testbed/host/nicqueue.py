@@ -28,7 +28,7 @@ import time
 from typing import Callable
 
 from testbed.host import nic_native
-from testbed.host.flowports import FlowSocket
+from testbed.cells.flowports import FlowSocket
 
 SO_TIMESTAMPNS = 35  # Linux <asm-generic/socket.h> (SCM_TIMESTAMPNS is the same)
 TIMESPEC = struct.Struct("@qq")

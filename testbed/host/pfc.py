@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Generic, TypeVar
 
-from testbed.host.wire import CNP, CREDIT
-from testbed.p4model.tm.pfc import PauseFrameError, parse, quanta_s
+from testbed.cells.wire import CNP, CREDIT
+from testbed.cells.pfc import PauseFrameError, parse, quanta_s
 
 PRIORITIES = 8
 DATA_PRIORITY = 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from testbed.host import segment, wire
+from testbed.cells import segment, wire
 from testbed.host.config import TransportConfig
 from testbed.host.entropy import echo
 from testbed.host.reorder import ReorderBuffer, Verdict

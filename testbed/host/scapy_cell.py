@@ -10,7 +10,7 @@ from scapy.fields import BitField
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from testbed.host.wire import CELL_FIELDS, CELL_UDP_PORT, VERSION
+from testbed.cells.wire import CELL_FIELDS, CELL_UDP_PORT, VERSION
 
 
 def _field(name: str, width: int):

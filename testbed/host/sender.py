@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from testbed.host import segment, wire
+from testbed.cells import segment, wire
 from testbed.host.cc import make_sender_cc
 from testbed.host.entropy import EntropySource, flow_start
 from testbed.host.config import TransportConfig

@@ -27,11 +27,11 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Callable
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint, channel_of_datagram
-from testbed.host.flowports import flow_source_port
+from testbed.cells.flowports import flow_source_port
 from testbed.host.nic import NicPorts
 from testbed.host.workloads import MessageSpec
 from testbed.topo.entropy import group_choice, layout_of

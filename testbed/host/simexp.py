@@ -34,7 +34,9 @@ import argparse
 import json
 import math
 
-from testbed.host import segment, wire, workloads
+from testbed.cells import segment, wire
+
+from testbed.host import workloads
 from testbed.host.config import TransportConfig
 from testbed.host.sim import LinkSpec, Network, leaf_spine
 
@@ -148,7 +150,9 @@ def from_run(variant_dir, summary: dict | None = None) -> dict:
 
     import yaml
 
-    from testbed.host import records, wire
+    from testbed.host import records
+
+    from testbed.cells import wire
 
     vdir = Path(variant_dir)
     resolved = yaml.safe_load((vdir / "scenario.resolved.yaml").read_text())

@@ -195,7 +195,7 @@ def __getattr__(name: str):
     # The scapy layer is imported lazily: scapy takes a second to import and
     # the agent's data path does not need it.
     if name == "Cell":
-        from testbed.host.scapy_cell import Cell
+        from testbed.cells.scapy_cell import Cell
 
         return Cell
     raise AttributeError(name)

@@ -52,7 +52,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.tables import ERROR_FIELD_WIDTH
+from testbed.p4model.runtime.tables import ERROR_FIELD_WIDTH
 
 __all__ = ["ControlPlane", "encode_value", "decode_value"]
 
@@ -460,7 +460,7 @@ class ControlPlane:
 
     def _action_call(self, action: p4runtime_pb2.Action, where: str):
         """A runtime ActionCall from a P4Runtime Action, every parameter checked."""
-        from testbed.p4model.tables import ActionCall
+        from testbed.p4model.runtime.tables import ActionCall
 
         info = _Index.get(self.info.actions, action.action_id, "action")
         if len(action.params) != len(info.params):
@@ -590,7 +590,7 @@ class ControlPlane:
         runtime.set_default(self._action_call(entry.action.action, f"table {table.name}"))
 
     def _entry_from_proto(self, table: _Table, entry, match: tuple):
-        from testbed.p4model.tables import TableEntry
+        from testbed.p4model.runtime.tables import TableEntry
 
         action = entry.action
         which = action.WhichOneof("type")
@@ -651,7 +651,7 @@ class ControlPlane:
             self._apply_meter_config(new.meter, config)
 
     def _new_meter_state(self, runtime):
-        from testbed.p4model.meters import MeterState
+        from testbed.p4model.runtime.meters import MeterState
 
         return MeterState(runtime.direct_meter_kind or "packets",
                           getattr(self.pipeline, "clock", None) or runtime.clock)

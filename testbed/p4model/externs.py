@@ -14,8 +14,8 @@ from typing import Optional
 
 from testbed.p4model.clock import Clock, MonotonicClock
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.meters import GREEN, MeterState
-from testbed.p4model.tables import ActionCall, TableEntry, check_action_args
+from testbed.p4model.runtime.meters import GREEN, MeterState
+from testbed.p4model.runtime.tables import ActionCall, TableEntry, check_action_args
 
 
 def _err(code: str, message: str) -> ControlPlaneError:

@@ -1,6 +1,6 @@
 """Per-packet run-time support shared by every compiled program.
 
-The compiler (testbed/p4model/compile) generates one Python class per P4
+The compiler (testbed/p4model/backend/python) generates one Python class per P4
 header/struct/union type; what those classes and the generated functions
 need at run time, independent of the program, lives here: the parse
 cursor, the header-stack base class, the control-flow exceptions (exit,

@@ -1,5 +1,5 @@
 """A loaded P4 program ready to forward packets: the front end's IR
-compiled to Python (testbed/p4model/compile) and run with simple_switch
+compiled to Python (testbed/p4model/backend/python) and run with simple_switch
 semantics (testbed/p4model/v1model.py), plus the state objects a control
 plane writes (tables, externs, PRE, digests, value sets).
 
@@ -15,11 +15,11 @@ import traceback
 from pathlib import Path
 
 from testbed.p4model.clock import Clock, MonotonicClock
-from testbed.p4model.compile import compile_program
-from testbed.p4model.externs import DigestQueue, RandomSource
+from testbed.p4model.backend.python import compile_program
+from testbed.p4model.runtime.externs import DigestQueue, RandomSource
 from testbed.p4model.frontend import ir
-from testbed.p4model.packet import PacketAbort
-from testbed.p4model.pre import PacketReplicationEngine
+from testbed.p4model.runtime.packet import PacketAbort
+from testbed.p4model.runtime.pre import PacketReplicationEngine
 from testbed.p4model.v1model import (DROP_PORT, MAX_PASSES, EgressJob, EgressResult, QueueMeta,
                                      V1Switch)
 

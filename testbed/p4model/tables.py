@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.meters import MeterState
+from testbed.p4model.runtime.meters import MeterState
 
 # bmv2 keeps a value of type `error` in a 32-bit field holding its number (declaration order), and
 # a table keyed on one matches that number; p4c's P4Info gives such a key no bitwidth.

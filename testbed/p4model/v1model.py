@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from testbed.p4model.packet import Cursor, ExitControl, PacketAbort, PacketContext, ParseError
+from testbed.p4model.runtime.packet import Cursor, ExitControl, PacketAbort, PacketContext, ParseError
 
 log = logging.getLogger("testbed.p4model.v1model")
 

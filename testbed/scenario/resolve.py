@@ -11,7 +11,7 @@ import os
 import random
 from typing import Any
 
-from testbed.host import segment, wire
+from testbed.cells import segment, wire
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (

@@ -25,7 +25,7 @@ lost or invented.
 
 from __future__ import annotations
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.telemetry.links import CELL_TYPES
 
 CREDIT_PROGRAM_REASONS = ("credit_over_rate",)
@@ -33,7 +33,7 @@ CREDIT_PROGRAM_REASONS = ("credit_over_rate",)
 
 def switch_queue_drops(tm_stats: dict) -> dict[str, int]:
     """Tail drops per cell type name, all switches; 'unclassified' when the TM was not told."""
-    from testbed.p4model.tm.classify import CELL_CLASS_NAMES
+    from testbed.cells.classify import CELL_CLASS_NAMES
 
     out: dict[str, int] = {}
     for stats in tm_stats.values():
@@ -47,7 +47,7 @@ def switch_queue_drops(tm_stats: dict) -> dict[str, int]:
 
 def link_losses(tm_stats: dict) -> dict[str, int]:
     """Packets a degraded link lost (TM `lost_link_by_class`), per cell type name, all switches."""
-    from testbed.p4model.tm.classify import CELL_CLASS_NAMES
+    from testbed.cells.classify import CELL_CLASS_NAMES
 
     out: dict[str, int] = {}
     for stats in tm_stats.values():

@@ -13,7 +13,7 @@ modelled, so for them the ideal is a lower bound.
 
 from __future__ import annotations
 
-from testbed.host import segment, wire
+from testbed.cells import segment, wire
 from testbed.telemetry import fluid, placement
 from testbed.telemetry.links import LinkLoad, _host_split, by_tier
 

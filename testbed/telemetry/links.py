@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from testbed.host import wire
+from testbed.cells import wire
 
 CELL_TYPES = wire.TYPE_NAMES  # type number -> name
 SHORT_KIND = {"leaf": "leaf", "spine": "spine", "edge": "edge", "aggregation": "agg", "core": "core"}

@@ -11,7 +11,7 @@ timers are exposed as `deadline()` and serviced by `on_timer(now)`.
 
 from __future__ import annotations
 
-from testbed.host.wire import CellPacket
+from testbed.cells.wire import CellPacket
 
 
 class SenderCC:

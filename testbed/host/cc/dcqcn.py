@@ -17,7 +17,7 @@ at all and wake-ups up to 1 ms late, in the simulator, against 1.00 for `none`).
 
 from __future__ import annotations
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.config import TransportConfig
 from testbed.host.pacing import Pacer

@@ -76,7 +76,7 @@ import heapq
 import random
 from collections import deque
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.cc.base import ReceiverCC, SenderCC
 from testbed.host.config import TransportConfig
 from testbed.host.entropy import EntropySource, flow_start

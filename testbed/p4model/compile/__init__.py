@@ -7,6 +7,6 @@ compiles it once and returns a CompiledProgram that v1model.py runs.
 Set TESTBED_P4_DUMP=dir to keep the generated source for debugging.
 """
 
-from testbed.p4model.compile.program import CompiledProgram, compile_program
+from testbed.p4model.backend.python.program import CompiledProgram, compile_program
 
 __all__ = ["CompiledProgram", "compile_program"]

@@ -7,8 +7,8 @@ int<W>), so assignments of same-typed values need no further work.
 
 from __future__ import annotations
 
-from testbed.p4model.compile.effects import has_effects
-from testbed.p4model.compile.types import is_composite, scalar_type
+from testbed.p4model.backend.python.effects import has_effects
+from testbed.p4model.backend.python.types import is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 

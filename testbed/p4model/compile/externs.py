@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import struct
 
-from testbed.p4model import externs as rtx
-from testbed.p4model import hashing
-from testbed.p4model.compile.exprs import mask, to_unsigned, wrap
-from testbed.p4model.compile.structcodec import byte_runs, combine, split_pieces, struct_format
-from testbed.p4model.compile.types import scalar_type, width_of, wire_view
+from testbed.p4model.runtime import externs as rtx
+from testbed.p4model.runtime import hashing
+from testbed.p4model.backend.python.exprs import mask, to_unsigned, wrap
+from testbed.p4model.backend.python.structcodec import byte_runs, combine, split_pieces, struct_format
+from testbed.p4model.backend.python.types import scalar_type, width_of, wire_view
 from testbed.p4model.errors import P4Error, P4Unsupported
 from testbed.p4model.frontend import ir
 

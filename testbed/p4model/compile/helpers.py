@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 import struct
 
-from testbed.p4model.hashing import pack_fields, reduce as _hash_reduce_raw
-from testbed.p4model.packet import (Cursor, ExitControl, HeaderStack, PacketAbort,
+from testbed.p4model.runtime.hashing import pack_fields, reduce as _hash_reduce_raw
+from testbed.p4model.runtime.packet import (Cursor, ExitControl, HeaderStack, PacketAbort,
                                     ParseError)
 
 log = logging.getLogger("testbed.p4model.program")

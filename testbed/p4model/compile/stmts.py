@@ -20,8 +20,8 @@ in one per-instance frame object, shared by its apply body and actions.
 
 from __future__ import annotations
 
-from testbed.p4model.compile.effects import has_effects, sees_outer_state
-from testbed.p4model.compile.types import is_composite, scalar_type
+from testbed.p4model.backend.python.effects import has_effects, sees_outer_state
+from testbed.p4model.backend.python.types import is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 

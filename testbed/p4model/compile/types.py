@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from testbed.p4model.compile.emitter import Names, Source
-from testbed.p4model.compile.structcodec import byte_runs, combine, join_pieces, split_pieces, struct_format
+from testbed.p4model.backend.python.emitter import Names, Source
+from testbed.p4model.backend.python.structcodec import byte_runs, combine, join_pieces, split_pieces, struct_format
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 

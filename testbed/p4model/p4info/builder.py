@@ -12,7 +12,7 @@ from typing import Optional
 
 from p4.config.v1 import p4info_pb2
 
-from testbed.p4model import tableinfo
+from testbed.p4model.runtime import tableinfo
 from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
 from testbed.p4model.frontend.annotations import name_annotation

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from testbed.p4model import tableinfo
+from testbed.p4model.runtime import tableinfo
 from testbed.p4model.frontend import ir
 
 _STOP = (ir.Type, ir.ActionDecl, ir.TableDecl, ir.Instance, ir.FunctionDecl, ir.ExternDecl,

@@ -10,7 +10,7 @@ digests      DigestList batching, timeouts, acks
 status       gRPC status codes and per-update p4.v1.Error details
 """
 
-from testbed.p4model.runtime.device import Device, DirectDevice
-from testbed.p4model.runtime.server import P4RuntimeServer
+from testbed.p4model.p4runtime.device import Device, DirectDevice
+from testbed.p4model.p4runtime.server import P4RuntimeServer
 
 __all__ = ["Device", "DirectDevice", "P4RuntimeServer"]

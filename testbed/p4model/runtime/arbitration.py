@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.p4runtime.status import RpcError
 
 Notify = Callable[[int, str, tuple[int, int], bool], None]  # device, role, primary id, is_primary
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from testbed.errors import TestbedError
-from testbed.p4model.runtime.packetio import PacketIO
-from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.p4runtime.packetio import PacketIO
+from testbed.p4model.p4runtime.status import RpcError
 
 _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
           "direct_meters", "controller_packet_metadata", "value_sets", "registers", "digests")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.p4runtime.status import RpcError
 
 
 class ControllerHeader:

@@ -44,12 +44,12 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.runtime.arbitration import Arbitrator
-from testbed.p4model.runtime.config import LoadedConfig, compile_source, first_difference
-from testbed.p4model.runtime.digests import DigestManager
-from testbed.p4model.runtime.status import RpcError, canonical_code, grpc_code, write_error_status
+from testbed.p4model.p4runtime.arbitration import Arbitrator
+from testbed.p4model.p4runtime.config import LoadedConfig, compile_source, first_difference
+from testbed.p4model.p4runtime.digests import DigestManager
+from testbed.p4model.p4runtime.status import RpcError, canonical_code, grpc_code, write_error_status
 
-log = logging.getLogger("testbed.p4model.runtime")
+log = logging.getLogger("testbed.p4model.p4runtime")
 
 try:
     from importlib.metadata import version as _version

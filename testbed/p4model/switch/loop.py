@@ -40,14 +40,14 @@ import time
 from typing import Any, Callable
 
 from testbed.p4model.clock import Clock, MonotonicClock
-from testbed.p4model.runtime.device import Device
-from testbed.p4model.runtime.status import RpcError
+from testbed.p4model.p4runtime.device import Device
+from testbed.p4model.p4runtime.status import RpcError
 from testbed.p4model.switch.datapath import Datapath
 from testbed.p4model.switch.pcap import PortCapture
 from testbed.p4model.switch.ports import RawPort
 from testbed.p4model.tm import DROP_FULL, DROP_PRIORITY, TMCommands, TrafficManager, TransmitSchedule
-from testbed.p4model.tm import pfc
-from testbed.p4model.tm.classify import cell_class
+from testbed.cells import pfc
+from testbed.cells.classify import cell_class
 from testbed.p4model.tm.model import DROP_LINK_LOSS, LINK_LOST, PRIORITY_DROPPED, UNCLASSIFIED
 from testbed.p4model.tm.control import CommandQueue
 

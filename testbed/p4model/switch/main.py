@@ -56,7 +56,7 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
     """Everything but the loop: (switch, grpc server, control server). Raises TestbedError.
     A fabric process passes its shared clock, the ports that are links in memory and the
     switch's own logger."""
-    from testbed.p4model.runtime import P4RuntimeServer
+    from testbed.p4model.p4runtime import P4RuntimeServer
     from testbed.p4model.switch.loop import Switch
     from testbed.p4model.tm.control import ControlServer
 

@@ -9,7 +9,7 @@ control     the control port: CommandQueue, ControlServer, SwitchControlClient
 switch_cli  `testbed switch-cli`, a client of the control port
 """
 
-from testbed.p4model.tm.commands import TMCommandError, TMCommands
+from testbed.p4model.tm.command_language import TMCommandError, TMCommands
 from testbed.p4model.tm.lag import LagStats
 from testbed.p4model.tm.model import (
     DEFAULT_DEPTH,

@@ -32,7 +32,7 @@ import threading
 from typing import Any, Callable
 
 from testbed.errors import TestbedError
-from testbed.p4model.tm.commands import TMCommands
+from testbed.p4model.tm.command_language import TMCommands
 
 DEFAULT_CONTROL_PORT = 9090
 MAX_LINE = 64 * 1024

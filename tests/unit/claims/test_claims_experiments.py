@@ -6,7 +6,8 @@ import json
 import pytest
 
 from testbed.claims import experiments, figures, report
-from testbed.host import segment, simexp, workloads
+from testbed.cells import segment
+from testbed.host import simexp, workloads
 from testbed.host.workloads import WorkloadError
 
 

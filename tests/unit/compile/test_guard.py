@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.p4model.compile import exprs as compile_exprs
-from testbed.p4model.compile import program as compile_program
+from testbed.p4model.backend.python import exprs as compile_exprs
+from testbed.p4model.backend.python import program as compile_program
 from testbed.p4model.errors import P4Error, P4InternalError
 from testbed.p4model.frontend import expressions as fe_expressions
 from testbed.p4model.frontend import load_program

@@ -7,11 +7,11 @@ import struct
 
 import pytest
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.frontend import ir
 from testbed.p4model.pipeline import Pipeline
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 from .irbuild import (HASH_ALGO, L, MARK_TO_DROP, PACKET_IN, PACKET_OUT, SM, UPDATE_CHECKSUM, V1,
                       assign, binop, bit, const, efn, empty_control, fcall, hdr_type, mem, program,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.control_plane import ControlPlane
 from testbed.p4model.errors import ControlPlaneError
 from testbed.p4model.p4info import generate

@@ -19,7 +19,7 @@ from testbed.control.p4info_index import P4InfoIndex
 from testbed.control.p4runtime_client import encode_table_entry
 from testbed.control.plan import plan_fabric
 from testbed.control.trace import FabricModel, Flow
-from testbed.host.scapy_cell import Cell
+from testbed.cells.scapy_cell import Cell
 from testbed.p4model.control_plane import ControlPlane
 from testbed.p4model.frontend import load_program
 from testbed.p4model.p4info import generate

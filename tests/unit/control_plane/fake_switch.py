@@ -7,9 +7,9 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from testbed.p4model.clock import ManualClock
-from testbed.p4model.externs import ActionProfile, CounterArray, MeterArray, RegisterArray
-from testbed.p4model.pre import PacketReplicationEngine
-from testbed.p4model.tables import ActionCall, MatchField, Table, TableEntry
+from testbed.p4model.runtime.externs import ActionProfile, CounterArray, MeterArray, RegisterArray
+from testbed.p4model.runtime.pre import PacketReplicationEngine
+from testbed.p4model.runtime.tables import ActionCall, MatchField, Table, TableEntry
 
 P4INFO_TEXT = """
 tables { preamble { id: 33554433 name: "MyIngress.fwd" alias: "fwd" }

@@ -6,7 +6,7 @@ from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.control_plane import decode_value, encode_value
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.tables import ActionCall
+from testbed.p4model.runtime.tables import ActionCall
 
 FWD, ACL, LPM, ECMP, FIXED = 33554433, 33554434, 33554435, 33554436, 33554437
 SET_PORT, MARK, NOACTION = 16777217, 16777218, 16777219
@@ -304,7 +304,7 @@ def test_value_set_members_are_flattened_for_the_parser():
     from fake_switch import make_p4info, make_pipeline
 
     from testbed.p4model.control_plane import ControlPlane
-    from testbed.p4model.packet import ValueSet
+    from testbed.p4model.runtime.packet import ValueSet
 
     info = make_p4info()
     text_format.Parse('value_sets { preamble { id: 50331649 name: "P.pvs" } '

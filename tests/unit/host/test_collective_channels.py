@@ -13,12 +13,13 @@ from conftest import run_agents
 from testbed.control.plan import plan_fabric
 from testbed.control.trace import FabricModel, Flow
 from testbed.host import collectives as c
-from testbed.host import sim, wire
+from testbed.host import sim
+from testbed.cells import wire
 from testbed.host.agent import Agent
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import (MAX_FLOWS_PER_CHANNEL, Endpoint, EndpointError, channel_of,
                                    channel_of_datagram)
-from testbed.host.flowports import flow_source_port
+from testbed.cells.flowports import flow_source_port
 from testbed.host.nic import NicPorts
 from testbed.scenario import parse_scenario
 

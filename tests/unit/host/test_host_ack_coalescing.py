@@ -3,7 +3,9 @@
 import pytest
 from conftest import BDP, make_cfg
 
-from testbed.host import segment, wire, workloads
+from testbed.cells import segment, wire
+
+from testbed.host import workloads
 from testbed.host.config import ConfigError
 from testbed.host.endpoint import Endpoint
 from testbed.host.pacing import Pacer

@@ -18,7 +18,7 @@ from testbed.host import agent as agent_module
 from testbed.host import records, workloads
 from testbed.host.agent import Agent, AgentError
 from testbed.host.config import TransportConfig
-from testbed.p4model.tm import pfc as frame
+from testbed.cells import pfc as frame
 
 from conftest import run_agents
 

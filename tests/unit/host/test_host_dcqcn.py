@@ -46,7 +46,7 @@ def test_byte_counter_is_the_papers_ratio_to_the_increase_timer():
 
 
 def test_a_cnp_overtakes_the_congested_data_queue_in_the_simulated_switch():
-    from testbed.host import wire
+    from testbed.cells import wire
     from testbed.host.sim import SimPacket
 
     cfg = simexp.config("dcqcn")

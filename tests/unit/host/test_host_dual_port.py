@@ -11,7 +11,9 @@ import uuid
 
 import pytest
 
-from testbed.host import carrier, wire
+from testbed.host import carrier
+
+from testbed.cells import wire
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint
 from testbed.host.nic import NicPorts

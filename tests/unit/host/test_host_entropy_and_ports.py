@@ -8,13 +8,15 @@ import socket
 import pytest
 from conftest import run_agents
 
-from testbed.host import wire, workloads
+from testbed.cells import wire
+
+from testbed.host import workloads
 from testbed.host.agent import Agent
 from testbed.host.cc.tita import TitaReceiver
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint
 from testbed.host.entropy import EntropySource, echo
-from testbed.host.flowports import FLOW_PORT_BASE, FLOW_PORTS, FlowSocket, flow_source_port
+from testbed.cells.flowports import FLOW_PORT_BASE, FLOW_PORTS, FlowSocket, flow_source_port
 from testbed.topo.entropy import EntropyLayout
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from testbed.host import nic_native
-from testbed.host.flowports import FlowSocket
+from testbed.cells.flowports import FlowSocket
 from testbed.host.nicqueue import SO_TIMESTAMPNS, BatchReceiver, NativeNic, PythonNic, open_nic
 
 

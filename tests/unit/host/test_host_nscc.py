@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp, wire, workloads
+from testbed.host import simexp, workloads
+
+from testbed.cells import wire
 from testbed.host.cc import make_sender_cc
 from testbed.host.cc.nscc import NsccSender
 from testbed.host.config import NsccParams, TransportConfig

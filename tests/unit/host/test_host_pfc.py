@@ -2,8 +2,10 @@
 
 import pytest
 
-from testbed.host import pfc, wire
-from testbed.p4model.tm import pfc as frame
+from testbed.host import pfc
+
+from testbed.cells import wire
+from testbed.cells import pfc as frame
 
 MAC = bytes.fromhex("020000000001")
 RATE = 10e6  # one quantum is 51.2 us

@@ -5,7 +5,9 @@ import random
 from conftest import make_cfg, star_link
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from testbed.host import segment, wire, workloads
+from testbed.cells import segment, wire
+
+from testbed.host import workloads
 from testbed.host.endpoint import Endpoint
 from testbed.host.sim import star
 

@@ -141,7 +141,7 @@ def test_the_simulators_ecn_thresholds_are_fabric_p4s(ecn, never_up_to, always_f
     """q = cells queued ahead of the arriving one, as enq_qdepth in fabric.p4's egress (and its
     test_red_extremes_with_driven_queue_depth): step marks from K on, RED always from Kmax on and
     never up to Kmin."""
-    from testbed.host import wire
+    from testbed.cells import wire
     from testbed.host.sim import Network, SimPacket
 
     cfg = make_cfg("dcqcn")

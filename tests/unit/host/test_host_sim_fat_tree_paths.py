@@ -4,7 +4,9 @@ the core idle) and DATA retraces its credit's path."""
 
 from collections import Counter
 
-from testbed.host import sim, wire, workloads
+from testbed.host import sim, workloads
+
+from testbed.cells import wire
 from testbed.scenario import parse_scenario
 from testbed.simulation.run import simulate
 

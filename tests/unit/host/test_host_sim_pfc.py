@@ -1,6 +1,8 @@
 """PFC in the simulator: per-ingress pause at XOFF/XON, per priority, one shared buffer."""
 
-from testbed.host import simexp, wire
+from testbed.host import simexp
+
+from testbed.cells import wire
 from testbed.host.sim import SimPacket
 
 

@@ -4,7 +4,7 @@ ACK that opens the window (a dropped one was re-issued only after the receiver's
 
 from __future__ import annotations
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.cc.tita import TitaReceiver
 from testbed.host.config import TitaParams, TransportConfig
 

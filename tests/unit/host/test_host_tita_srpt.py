@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp, wire
+from testbed.host import simexp
+
+from testbed.cells import wire
 from testbed.host.cc.tita import TitaReceiver
 from testbed.host.config import ConfigError, TitaParams, TransportConfig
 

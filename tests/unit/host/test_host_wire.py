@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from testbed.errors import TestbedError
-from testbed.host import segment, wire
+from testbed.cells import segment, wire
 
 
 def test_field_list_is_the_readme_layout():
@@ -61,7 +61,7 @@ def test_scapy_layer_matches_field_list_and_dissects():
     from scapy.layers.inet import IP, UDP
     from scapy.packet import Raw
 
-    from testbed.host.wire import Cell
+    from testbed.cells.wire import Cell
 
     assert [(f.name, f.size) for f in Cell.fields_desc] == wire.CELL_FIELDS
     c = wire.CellPacket(type=wire.DATA, flags=wire.FLAG_LAST, entropy=9, flow_id=5, msg_id=6,

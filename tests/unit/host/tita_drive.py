@@ -3,7 +3,7 @@ only the receiver's choice of flow decides who gets each credit (the credit-orde
 
 from __future__ import annotations
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.host.cc.tita import TitaReceiver
 
 CELL = 1024

@@ -12,8 +12,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 sys.path.insert(0, str(Path(__file__).parent))
 import toy  # noqa: E402
 
-from testbed.p4model.runtime import DirectDevice, P4RuntimeServer  # noqa: E402
-from testbed.p4model.runtime import server as server_module  # noqa: E402
+from testbed.p4model.p4runtime import DirectDevice, P4RuntimeServer  # noqa: E402
+from testbed.p4model.p4runtime import server as server_module  # noqa: E402
 
 
 class Client:
@@ -114,7 +114,7 @@ def compiled(monkeypatch):
 
     def fake_compile(source, clock=None, include_dirs=(), drop_port=511):
         if b"syntax error" in source:
-            from testbed.p4model.runtime.status import RpcError
+            from testbed.p4model.p4runtime.status import RpcError
             raise RpcError("INVALID_ARGUMENT", "the P4 program does not load: program.p4:1:1: syntax error")
         pipeline = toy.make_pipeline(clock)
         built.append(pipeline)

@@ -7,7 +7,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from testbed.p4model.runtime.status import parse_write_error
+from testbed.p4model.p4runtime.status import parse_write_error
 
 SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetReq = p4runtime_pb2.GetForwardingPipelineConfigRequest

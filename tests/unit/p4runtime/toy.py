@@ -15,9 +15,9 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from testbed.p4model.clock import ManualClock
-from testbed.p4model.externs import CounterArray, DigestQueue, RegisterArray
-from testbed.p4model.pre import PacketReplicationEngine
-from testbed.p4model.tables import ActionCall, MatchField, Table
+from testbed.p4model.runtime.externs import CounterArray, DigestQueue, RegisterArray
+from testbed.p4model.runtime.pre import PacketReplicationEngine
+from testbed.p4model.runtime.tables import ActionCall, MatchField, Table
 
 CPU_PORT = 64
 P4INFO_TEXT = """

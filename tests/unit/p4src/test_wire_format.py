@@ -1,7 +1,7 @@
 """The P4 cell header and the host's wire format agree field by field.
 
 p4src/README.md defines the cell header once; p4src/include/headers.p4
-(cell_t, read through the project's front end) and testbed/host/wire.py
+(cell_t, read through the project's front end) and testbed/cells/wire.py
 (CELL_FIELDS, and the scapy layer built from it) must both follow it:
 same names, same widths, same order. The constants the switch keys on
 (the UDP port, the cell types) must agree too."""
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.p4model.frontend import ir, load_program
 
 from .conftest import P4SRC
@@ -44,7 +44,7 @@ def test_cell_header_fields_match_wire_format(program):
 
 
 def test_scapy_layer_matches_wire_format():
-    from testbed.host.scapy_cell import Cell
+    from testbed.cells.scapy_cell import Cell
 
     assert [(f.name, f.size) for f in Cell.fields_desc] == wire.CELL_FIELDS
 

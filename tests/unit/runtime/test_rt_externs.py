@@ -5,11 +5,11 @@ from hypothesis import given, settings, strategies as st
 
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.externs import (
+from testbed.p4model.runtime.externs import (
     ActionProfile, CounterArray, DigestQueue, MeterArray, RandomSource, RegisterArray,
 )
-from testbed.p4model.meters import GREEN, RED, YELLOW, MeterState
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.runtime.meters import GREEN, RED, YELLOW, MeterState
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 
 def code_of(fn, *args, **kw):

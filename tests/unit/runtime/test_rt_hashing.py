@@ -6,8 +6,8 @@ import zlib
 import pytest
 from hypothesis import given, strategies as st
 
-from testbed.p4model import hashing
-from testbed.p4model.hashing import (
+from testbed.p4model.runtime import hashing
+from testbed.p4model.runtime.hashing import (
     CrcParams, CustomCrc, compute, hash_result, make_hasher, pack_fields,
 )
 

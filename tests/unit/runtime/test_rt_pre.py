@@ -3,7 +3,7 @@
 import pytest
 
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.pre import PacketReplicationEngine
+from testbed.p4model.runtime.pre import PacketReplicationEngine
 
 
 def code_of(fn, *args, **kw):

@@ -5,9 +5,9 @@ from hypothesis import given, settings, strategies as st
 
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.errors import ControlPlaneError
-from testbed.p4model.externs import ActionProfile
-from testbed.p4model.meters import MeterState
-from testbed.p4model.tables import ActionCall, MatchField, Table, TableEntry
+from testbed.p4model.runtime.externs import ActionProfile
+from testbed.p4model.runtime.meters import MeterState
+from testbed.p4model.runtime.tables import ActionCall, MatchField, Table, TableEntry
 
 NOP = ActionCall("NoAction")
 

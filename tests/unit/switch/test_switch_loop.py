@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.switch.loop import Switch
 
@@ -236,7 +236,7 @@ def test_batch_p4_error_is_dropped_counted_and_logged_once_with_its_location(cap
     errors/dropped, and logged once at WARNING with its P4 source location
     for two such packets; a good packet after them is still forwarded."""
     from testbed.p4model.pipeline import load
-    from testbed.p4model.tables import ActionCall, TableEntry
+    from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
     caplog.set_level(logging.WARNING, logger="testbed.p4model.switch")  # not debug: the batch path
     pipeline = load(Path(__file__).resolve().parents[2] / "p4programs" / "basic_ipv4.p4", clock=ManualClock())

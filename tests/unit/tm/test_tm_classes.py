@@ -1,9 +1,9 @@
 """Per-class accounting of the traffic manager and the cell classifier the switch uses."""
 
-from testbed.host import wire
+from testbed.cells import wire
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.tm import TrafficManager
-from testbed.p4model.tm.classify import OTHER, cell_class
+from testbed.cells.classify import OTHER, cell_class
 from testbed.p4model.tm.model import UNCLASSIFIED
 
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from testbed.p4model.clock import ManualClock
 from testbed.p4model.tm import TrafficManager
-from testbed.p4model.tm.commands import TMCommands
+from testbed.p4model.tm.command_language import TMCommands
 from testbed.p4model.tm.model import TMConfigError
 
 US = 1000

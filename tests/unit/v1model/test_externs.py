@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from testbed.p4model import hashing
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.runtime import hashing
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 from .conftest import load_program
 

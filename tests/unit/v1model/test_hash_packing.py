@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.clock import ManualClock
 
 SOURCE = r"""

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 
 from .conftest import load_program
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 from .conftest import load_program
 

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from testbed.errors import TestbedError
-from testbed.p4model import hashing
+from testbed.p4model.runtime import hashing
 from testbed.p4model.clock import ManualClock
-from testbed.p4model.compile.program import REQUESTS
-from testbed.p4model.tables import ActionCall, TableEntry
+from testbed.p4model.backend.python.program import REQUESTS
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 from testbed.p4model.v1model import INGRESS_CLONE, NORMAL, REPLICATION, QueueMeta
 
 from .conftest import PROGRAMS, load_program
