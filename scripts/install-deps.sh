@@ -37,3 +37,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/pip install -q -e ".[dev]"
     touch "$stamp"
 fi
+# The agents' native NIC (testbed/host/nic_native): built once into the cache; without a
+# compiler the agents use the pure-Python NIC.
+.venv/bin/python -m testbed.host.nic_native

@@ -6,6 +6,11 @@ flow-hash ECMP sees flows. IP_RECVTOS gives each datagram's TOS byte (so
 CE marks reach DCQCN); IP_TOS is set to ECT(0) for DATA and to not-ECT for
 control cells. A selectors loop sleeps
 until the earlier of the next datagram and the endpoint's next deadline.
+With a host link delay, each cell goes to the NIC's timed send queue with the
+time it reaches the ToR (`testbed.host.nicqueue`): its native engine sends it
+from a thread of its own and reads arrivals in batches (recvmmsg), so the loop
+does not wake for the delay line; the pure-Python engine, used without a C
+compiler, wakes the loop at each release instead.
 The agent stops when its own messages are acknowledged and every message
 addressed to it has been delivered, then lingers for a grace period so
 peers' last retransmissions still get answered; SIGTERM stops it early.
@@ -43,7 +48,6 @@ import socket
 import struct
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +59,9 @@ from testbed.host.config import TransportConfig
 from testbed.host.endpoint import ECT0, Endpoint, channel_of_datagram
 from testbed.cells.flowports import FlowSocket
 from testbed.host.lateness import Lateness
+from testbed.host import nic_native
 from testbed.host.nic import NicPorts
+from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
 from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
@@ -130,7 +136,7 @@ class Agent:
                  link_delay_s: float = 0.0, realtime_priority: int = 0,
                  local: tuple[list[str], float, float] | None = None,
                  nic_interfaces: list[str] | None = None, nic_choice: str = "flow", pfc: bool = False,
-                 progress_file: Path | None = None) -> None:
+                 progress_file: Path | None = None, native_nic: bool = True) -> None:
         self.name = name
         self.progress_file = progress_file  # PROGRESS_PERIOD_S: "messages cells" (report_progress)
         self.addr = addr
@@ -178,7 +184,8 @@ class Agent:
         # models the other): a cell the NIC pacer put on the wire at `start`
         # (its schedule, which a late wake-up may have passed) reaches the ToR
         # when its last bit does, start + serialisation + propagation delay, as
-        # a switch port's departure does; until then it waits here, in order.
+        # a switch port's departure does; until then it waits in the NIC's timed
+        # send queue (`testbed.host.nicqueue`), which sends it then.
         self.link_delay_s = link_delay_s
         self.realtime_priority = realtime_priority
         self.scheduling = "other"
@@ -188,8 +195,18 @@ class Agent:
         self.nic_ports = NicPorts(names, cfg.link_rate_bps / len(names), nic_choice, silence_s=4 * cfg.rtt_s)
         self._port_of_ifindex: dict[int, int] = {}
         self.multiport = len(names) > 1
-        self._wires: list[deque[tuple[float, str, bytes, bool]]] = [deque() for _ in names]
-        self._on_the_local_wire: deque[tuple[float, str, bytes, bool]] = deque()
+        # The timed send queue the delay line hands its cells to (`testbed.host.nicqueue`): opened
+        # in run(), so a native pacing thread takes the packet loop's scheduling.
+        self.native_nic = native_nic
+        if native_nic:  # built (first use) and loaded now, before the agent says it is ready
+            try:
+                nic_native.load()
+            except nic_native.NativeUnavailable:
+                pass  # open_nic says why again and the pure-Python NIC is used
+        self.nicq: NativeNic | PythonNic | None = None
+        self.nic_engine_note: str | None = None
+        self.receiver: BatchReceiver | None = None
+        self.nic_dropped = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
         self._pause_socks = open_pause_sockets(names) if pfc else []
@@ -298,17 +315,23 @@ class Agent:
         cells = self.ep.in_order_cells + (self.local_ep.in_order_cells if self.local_ep is not None else 0)
         os.pwrite(fd, f"{len(self.runner.received)} {cells}".ljust(PROGRESS_WIDTH - 1).encode() + b"\n", 0)
 
-    def _receive_batch(self) -> None:
+    def _receive_batch(self) -> int:
+        """Read what has arrived (at most MAX_BATCH datagrams) and hand it to the transport;
+        how many were read."""
+        if self.receiver is not None:
+            return self._receive_batched()
         ancillary = ANCILLARY if self.multiport else TOS_ANCILLARY
+        count = 0
         for _ in range(MAX_BATCH):
             try:
                 data, anc, _flags, src = self.sock.recvmsg(65535, ancillary)
             except (BlockingIOError, InterruptedError):
-                return
+                return count
             except OSError:
                 self.socket_errors += 1
                 continue
             self.rx_datagrams += 1
+            count += 1
             if src[0] not in self.by_addr or src[0] == self.addr:
                 self.unknown_peer += 1
                 continue
@@ -325,6 +348,34 @@ class Agent:
                         self.nic_ports.heard(port, self.now())
             ep = self.local_ep if src[0] in self.local_addrs else self.ep
             ep.receive(self.now(), src[0], data, tos, arrived)
+        return count
+
+    def _receive_batched(self) -> int:
+        """The same as the recvmsg loop, read with recvmmsg: each datagram's TOS byte and kernel
+        receive time come with it."""
+        count = 0
+        by_addr, local_addrs, me = self.by_addr, self.local_addrs, self.addr
+        while count < MAX_BATCH:
+            batch = self.receiver.read()
+            if not batch:
+                break
+            count += len(batch)
+            for data, src, tos, arrived in batch:
+                if src not in by_addr or src == me:
+                    self.unknown_peer += 1
+                    continue
+                ep = self.local_ep if src in local_addrs else self.ep
+                ep.receive(self.now(), src, data, tos, arrived)
+        self.rx_datagrams += count
+        return count
+
+    def _to_wire(self, due: float, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
+        """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`."""
+        channel = channel_of_datagram(data)
+        flow = self._flow_socks.get((dst, channel, port))
+        if flow is None:
+            flow = self._open_flow(dst, port, channel)
+        self.nicq.submit(due, flow, dst, self.port, data, ECT0 if ect else 0)
 
     def _receive_pause_frames(self, port: int) -> None:
         sock, pause = self._pause_socks[port], self.pause_gates[port].pause
@@ -349,7 +400,7 @@ class Agent:
                 due = self.nic_ports.on_wire(port, start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
                                              data[0] & 0x0F)
                 if self.link_delay_s:
-                    self._wires[port].append((due, dst, data, ect))
+                    self._to_wire(due, dst, data, ect, port)
                 else:
                     self._send(dst, data, ect, port)
                     sent += 1
@@ -384,8 +435,39 @@ class Agent:
             except OSError:
                 pass
 
+    def _poll_transport(self, now: float) -> int:
+        """Service the workload and the transport at `now` and put what they release on the
+        wires; how many datagrams were sent at `now` (not through the NIC's timed queue)."""
+        nic, gates = self.nic_ports, self.pause_gates
+        self.runner.poll(now)
+        self.nicq.release(now)  # the Python NIC's due cells (the native one sends on its own)
+        sent = 0 if gates is None else self._release_held(now)
+        for tx in self.ep.poll(now):
+            port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
+            if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start, (tx.dst, data, tx.ect), now):
+                continue
+            if self.link_delay_s:
+                due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s, data[0] & 0x0F)
+                self._to_wire(due, tx.dst, data, tx.ect, port)
+            else:
+                nic.sent(port, now, data[0] & 0x0F)
+                self._send(tx.dst, data, tx.ect, port)
+                sent += 1
+        if self.local_ep is not None:
+            for tx in self.local_ep.poll(now):
+                serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.local_cfg.link_rate_bps
+                self._to_wire(tx.start + serialised + self.local_delay_s, tx.dst, tx.data, tx.ect)
+        return sent
+
+    def _open_nic(self) -> None:
+        self.nicq, self.nic_engine_note = open_nic(self.now, self.epoch, self.native_nic)
+        self.nicq.start()
+        if self.nicq.engine == "native" and not self.multiport:  # IP_PKTINFO is read by recvmsg only
+            self.receiver = BatchReceiver(self.sock, self.epoch)
+
     def run(self) -> AgentResult:
         self._enter_realtime()
+        self._open_nic()  # after the scheduling change: a native pacing thread takes it
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         sel = fine_selector()
         sel.register(self.sock, selectors.EVENT_READ)
@@ -396,7 +478,7 @@ class Agent:
         finished_at = None
         reason = "timeout"
         due_s = None
-        nic, wires, gates = self.nic_ports, self._wires, self.pause_gates
+        nic, gates, nicq = self.nic_ports, self.pause_gates, self.nicq
         next_sample = 0.0
         progress_fd = (os.open(self.progress_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                        if self.progress_file is not None else None)
@@ -412,37 +494,8 @@ class Agent:
                     if progress_fd is not None and now >= next_progress:
                         self.report_progress(progress_fd)
                         next_progress = now + PROGRESS_PERIOD_S
-                self.runner.poll(now)
-                sent = 0 if gates is None else self._release_held(now)
-                for tx in self.ep.poll(now):
-                    port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
-                    if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start,
-                                                                   (tx.dst, data, tx.ect), now):
-                        continue
-                    if self.link_delay_s:
-                        due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s,
-                                          data[0] & 0x0F)
-                        wires[port].append((due, tx.dst, data, tx.ect))
-                    else:
-                        nic.sent(port, now, data[0] & 0x0F)
-                        self._send(tx.dst, data, tx.ect, port)
-                        sent += 1
-                if self.local_ep is not None:
-                    for tx in self.local_ep.poll(now):
-                        serialised = (len(tx.data) + FRAME_OVERHEAD) * 8 / self.local_cfg.link_rate_bps
-                        self._on_the_local_wire.append((tx.start + serialised + self.local_delay_s,
-                                                        tx.dst, tx.data, tx.ect))
-                for port, wire in enumerate(wires):
-                    while wire and wire[0][0] <= now:
-                        _due, dst, data, ect = wire.popleft()
-                        self._send(dst, data, ect, port)
-                        sent += 1
-                local_wire = self._on_the_local_wire
-                while local_wire and local_wire[0][0] <= now:
-                    _due, dst, data, ect = local_wire.popleft()
-                    self._send(dst, data, ect)
-                    sent += 1
-                self.lateness.on_wake(due_s, now, sent)
+                sent = self._poll_transport(now)
+                self.lateness.on_wake(due_s, now, sent)  # cells sent at `now`; the queue times its own
                 if finished_at is None and self._done():
                     finished_at = now
                 if finished_at is not None and now - finished_at >= self.grace_s:
@@ -451,14 +504,16 @@ class Agent:
                 if now >= self.timeout_s:
                     break
                 due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now),
-                                   self.local_ep.next_deadline() if self.local_ep is not None else None,
-                                   local_wire[0][0] if local_wire else None) if t is not None]
-                due += [wire[0][0] for wire in wires if wire]
+                                   self.local_ep.next_deadline() if self.local_ep is not None else None)
+                       if t is not None]
                 if gates is not None:
                     due += [t for t in (gate.wake_at(port.next_free) for gate, port in zip(gates, nic.ports))
                             if t is not None]
-                wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 due_s = min(due) if due else None
+                released = nicq.next_due()  # the Python NIC's next release (the native one needs none)
+                if released is not None:
+                    due.append(released)
+                wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 self.wakeups += 1
                 for key, _ in sel.select(wait):
                     if key.fileobj is self.sock:
@@ -470,6 +525,7 @@ class Agent:
             else:
                 reason = "stopped"
         finally:
+            self.nic_dropped = nicq.close()  # cells still on the wire when the agent stops are lost
             self._leave_realtime()  # writing the records is not the NIC's work: it must not hold a core
             self._sample(self.now())
             if progress_fd is not None:
@@ -491,6 +547,10 @@ class Agent:
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
         stats = self.ep.stats()
+        if self.nicq is not None:  # what the NIC's queue sent, and how late each left
+            self.tx_datagrams += self.nicq.sent
+            self.socket_errors += self.nicq.errors
+            self.lateness.samples_us.extend(self.nicq.lateness_us())
         cells = self.tx_datagrams + self.rx_datagrams
         cpu = self.cpu_s() - self._cpu0
         self.udp_source_ports = {self.by_addr.get(dst, dst): sport for (dst, ch), sport in self._flow_sport.items()
@@ -512,6 +572,10 @@ class Agent:
             "pacer_lateness": self.lateness.summary(),
             "local_channel": self.local_ep.stats() if self.local_ep is not None else None,
             "nic_ports": self.nic_ports.stats(),
+            "nic_queue": None if self.nicq is None else {
+                "engine": self.nicq.engine, "why_not_native": self.nic_engine_note,
+                "batched_receive": self.receiver is not None,
+                "dropped_at_stop": self.nic_dropped},
             "pfc": None if self.pause_gates is None else summed(
                 {port.name: gate.stats(self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
             "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
