@@ -1,8 +1,13 @@
-"""Remove what a run's manifest lists, and nothing else.
+"""Remove what a run's manifest lists, and nothing else, and never a live run's.
 
-Processes are killed only when their pid still belongs to the process the
-run started (same kernel start time); interfaces and namespaces only when
-they still exist under the recorded name.  Cleaning is idempotent.
+A run is live while its owner (the process that runs it, as its manifest
+names it: pid, kernel start time, boot) is running in this boot and the
+machine's run lock is held. A run whose manifest names no owner is judged
+by the lock alone. A live run is listed and left, unless the caller
+confirms (`testbed clean --force`, for a wedged run). Processes are killed
+only when their pid still belongs to the process the run started (same
+kernel start time); interfaces and namespaces only when they still exist
+under the recorded name.  Cleaning is idempotent.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.emulation.manifest import Manifest, process_start_time, registered_manifests
+from testbed.emulation.manifest import Manifest, current_boot_id, process_start_time, registered_manifests
+from testbed.emulation.runlock import lock_holder
 
 
 @dataclass
@@ -23,6 +29,7 @@ class CleanReport:
     interfaces: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    live: str | None = None  # why the run was left alone (it is live), None when it was cleaned
 
     def empty(self) -> bool:
         return not (self.killed or self.interfaces or self.namespaces)
@@ -98,10 +105,31 @@ def clean_manifest(manifest: Manifest) -> CleanReport:
     return report
 
 
-def clean_all() -> list[tuple[Manifest, CleanReport]]:
-    """Clean every registered run that has not been cleaned."""
+def live_reason(manifest: Manifest, holder: dict | None) -> str | None:
+    """Why the run is live (its owner runs it), or None when its owner is gone."""
+    if holder is None:
+        return None  # no run holds the lock: nothing is in progress
+    lock = f"the run lock held by pid {holder.get('pid', '?')} ({holder.get('what', 'unknown')}" + (
+        f", since {holder['since']})" if holder.get("since") else ")")
+    if manifest.owner_pid is None:
+        return f"its manifest names no owner and {lock}"
+    if manifest.boot_id is not None and manifest.boot_id != current_boot_id():
+        return None  # started before the last boot
+    if manifest.owner_start_time is None or not _running(manifest.owner_pid, manifest.owner_start_time):
+        return None  # its owner is dead
+    return f"its owner pid {manifest.owner_pid} is running, with {lock}"
+
+
+def clean_all(confirm=None) -> list[tuple[Manifest, CleanReport]]:
+    """Clean every registered run whose owner is gone; a live one only when `confirm(manifest, why)`
+    says yes (none given: never), else its report says why it was left."""
     results = []
+    holder = lock_holder()
     for path in registered_manifests():
         manifest = Manifest.load(path)
+        why = live_reason(manifest, holder)
+        if why is not None and not (confirm is not None and confirm(manifest, why)):
+            results.append((manifest, CleanReport(live=why)))
+            continue
         results.append((manifest, clean_manifest(manifest)))
     return results

@@ -125,10 +125,14 @@ def fitted_together(variants: list) -> list:
 def clean_command(args) -> int:
     from testbed.emulation.cleanup import clean_all
 
-    results = clean_all()
+    results = clean_all(confirm=_ask_to_stop if args.force else None)
     if not results:
         print("nothing to clean: no run left anything behind")
     for manifest, report in results:
+        if report.live is not None:
+            print(f"{manifest.run_id}: left alone, the run is live: {report.live}"
+                  + ("" if args.force else "; `testbed clean --force` stops a wedged run (it asks first)"))
+            continue
         what = ", ".join(filter(None, [
             f"{len(report.killed)} processes" if report.killed else "",
             f"{len(report.interfaces)} interfaces" if report.interfaces else "",
@@ -137,6 +141,21 @@ def clean_command(args) -> int:
         for problem in report.problems:
             print(f"  problem: {problem}")
     return 1 if any(r.problems for _, r in results) else 0
+
+
+def _ask_to_stop(manifest, why: str) -> bool:
+    """--force: kill a live run only on a yes typed at a terminal; no terminal is a no."""
+    import sys
+
+    if not sys.stdin.isatty():
+        print(f"{manifest.run_id}: not stopped: --force asks before killing a live run, and there is no "
+              "terminal to answer on", file=sys.stderr)
+        return False
+    try:
+        answer = input(f"{manifest.run_id} is live ({why}). Kill it and remove what it created? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def running_switch_address(name: str) -> tuple[str, int]:
@@ -188,7 +207,11 @@ def register(sub) -> None:
 
     clean = sub.add_parser("clean", help="remove what killed runs left behind (only what their manifests list)",
                            description="Kill the processes and delete the interfaces and namespaces that "
-                                       "unfinished runs recorded in their manifests; nothing else is touched.")
+                                       "unfinished runs recorded in their manifests; nothing else is touched. "
+                                       "A run that is still going (its owner process alive and the run lock "
+                                       "held) is listed and left alone.")
+    clean.add_argument("--force", action="store_true",
+                       help="also stop a live run (a wedged one), after a yes typed at the terminal")
     clean.set_defaults(func=clean_command)
 
     shell = sub.add_parser("shell", help="open p4runtime-shell on a switch of a running scenario",

@@ -6,6 +6,9 @@ anything, the interfaces and named namespaces it will make, and adds each
 process it starts (pid plus its kernel start time, so that a recycled pid
 is never killed).  A copy of the manifest's path is registered in
 REGISTRY_DIR so `testbed clean` finds runs wherever their results live.
+A run names its owner, the process that runs it (pid, kernel start time
+and the boot it started in), so `testbed clean` can tell a live run from
+one whose owner is gone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ REGISTRY_DIR = Path(os.environ.get("TESTBED_REGISTRY", "/run/testbed/manifests")
 
 class ManifestError(TestbedError):
     """A manifest that cannot be written or read."""
+
+
+def current_boot_id() -> str | None:
+    """This boot's id (a new one every boot), None where the kernel does not say."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
 
 
 def process_start_time(pid: int) -> int | None:
@@ -58,6 +69,14 @@ class Manifest:
     processes: list[ProcessRecord] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
     finished: bool = False
+    owner_pid: int | None = None  # the process running the run (None: not recorded)
+    owner_start_time: int | None = None
+    boot_id: str | None = None  # /proc/sys/kernel/random/boot_id when the owner started it
+
+    def claim(self, pid: int | None = None) -> None:
+        """Name the owner (this process by default): the run is live while it lives."""
+        pid = os.getpid() if pid is None else pid
+        self.owner_pid, self.owner_start_time, self.boot_id = pid, process_start_time(pid), current_boot_id()
 
     # -- persistence ---------------------------------------------------------
     def save(self) -> None:

@@ -90,6 +90,7 @@ class VariantRun:
         self.progress = progress
         self.manifest = Manifest(run_id=f"{self.scenario.name}-{run_dir.name}-{os.getpid()}",
                                  path=run_dir / "manifest.json")
+        self.manifest.claim()  # this process: `testbed clean` leaves the run alone while it lives
         self.network: FabricNetwork | None = None
         self.placement: Placement | None = None  # fabric processes (builtin); None: one process per switch
         self.switches: list[SwitchConfig] = []

@@ -56,6 +56,33 @@ def hold_run_lock(what: str):
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def lock_holder() -> dict | None:
+    """Who holds the run lock now ({"pid", "what", "since"}, fields missing when unreadable), or None
+    when no process does. Takes nothing: a free lock is released at once."""
+    if _held["fd"] is not None:
+        return _read(_held["fd"]) or {"pid": os.getpid()}
+    try:
+        fd = os.open(LOCK_PATH, os.O_RDONLY)
+    except OSError:
+        return None  # no lock file: no run since boot (it lives in /run)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read(fd)
+        os.close(fd)
+        return holder
+    os.close(fd)  # closing releases the shared lock just taken
+    return None
+
+
+def _read(fd: int) -> dict:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def _describe(fd: int) -> str:
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
