@@ -77,6 +77,15 @@ class RunResult:
     costs: dict = field(default_factory=dict)  # CPU per switch packet and per agent datagram
     switch_processes: dict = field(default_factory=dict)  # process -> its switches; links in memory
     restarts: list = field(default_factory=list)  # switches a fault stopped (their counters started again)
+    failed: str | None = None  # why the run stopped before its traffic ended (one line), None if it did not
+
+
+def _one_line(error: BaseException) -> str:
+    """What stopped a run, in one line: a TestbedError's own sentence, else its type and first line."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, TestbedError):
+        return text or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class VariantRun:
@@ -122,6 +131,9 @@ class VariantRun:
             self._configure()
             self._pingall()
             self._traffic()
+        except BaseException as error:  # result.json says the run failed, so no report reads it as whole
+            self.result.failed = _one_line(error)
+            raise
         finally:
             try:
                 self.teardown()
@@ -522,5 +534,6 @@ class VariantRun:
             "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
             "costs": self.result.costs, "host_counters": self.result.host_counters,
-            "switch_processes": self.result.switch_processes, "restarts": self.result.restarts},
+            "switch_processes": self.result.switch_processes, "restarts": self.result.restarts,
+            "failed": self.result.failed},
             indent=2, default=str))

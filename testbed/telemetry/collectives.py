@@ -192,8 +192,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     return summary
 
 
-def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
-    """report.md, summary.json and busbw.png of a simulator run."""
+def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
+                     partial: str | None = None) -> Path:
+    """report.md, summary.json and busbw.png of a simulator run; `partial` (rundir.partial_line) opens it."""
     from testbed.telemetry.clock import clock_line
     from testbed.telemetry.export import write_tables
     from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
@@ -202,7 +203,8 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
     topo = scenario.topo
-    lines = ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
+    lines = [partial, ""] if partial else []
+    lines += ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
              f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries, planned_fault_events(scenario)),
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "

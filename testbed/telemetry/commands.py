@@ -30,31 +30,51 @@ def register(subparsers) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from testbed.scenario import expand_variants, load_scenario
     from testbed.telemetry.report import write_report
+    from testbed.telemetry.rundir import RunDirError, failure, load_json, partial_line, variant_gaps
     from testbed.telemetry.summary import summarize_variant
 
     out_dir = Path(args.run)
-    dirs = {}
-    for result in sorted(out_dir.glob("*/result.json")):
-        dirs[json.loads(result.read_text())["variant"]] = result.parent
+    if not out_dir.is_dir():
+        raise TestbedError(f"{out_dir}: not a directory")
+    dirs, results = {}, {}
+    for path in sorted(out_dir.glob("*/result.json")):
+        result = load_json(path)
+        if "variant" not in result:
+            raise RunDirError(f"{path}: damaged, it names no variant")
+        dirs[result["variant"]] = path.parent
+        results[result["variant"]] = result
     if not dirs:
-        raise TestbedError(f"{out_dir}: no variant directories (*/result.json) to report")
-    first = yaml.safe_load((next(iter(dirs.values())) / "scenario.resolved.yaml").read_text())
+        raise TestbedError(f"{out_dir}: not a run directory: no variant directories (*/result.json) to report")
+    resolved = next(iter(dirs.values())) / "scenario.resolved.yaml"
+    try:
+        first = yaml.safe_load(resolved.read_text()) or {}
+    except FileNotFoundError:
+        raise RunDirError(f"{resolved}: missing") from None
+    except yaml.YAMLError as error:
+        raise RunDirError(f"{resolved}: damaged, not valid YAML ({str(error).splitlines()[0]})") from None
     source = Path(first.get("file") or "")
     if not source.is_file():
         raise TestbedError(f"{out_dir}: the scenario file the run names ({source}) is not there")
     scenario = load_scenario(str(source))
     variants = {v.name: v for v in expand_variants(scenario)}
-    order = [name for name in variants if name in dirs]
-    simulated = json.loads((dirs[order[0]] / "result.json").read_text()).get("driver") == "simulator" if order else False
+    gaps = {name: variant_gaps(dirs[name], results[name]) for name in variants if name in dirs}
+    order = [name for name in variants if name in dirs and not failure(results[name])]
+    if not order:
+        raise RunDirError(f"{out_dir}: every variant's run failed, nothing to report: " + "; ".join(
+            f"{name}: {failure(results[name])}" for name in gaps))
+    partial = partial_line(gaps)
+    if partial:
+        print(f"partial: {partial.strip('*')}")
+    simulated = results[order[0]].get("driver") == "simulator"
     if simulated:  # a `testbed sim` run: no switch counters, its own report
         from testbed.telemetry.collectives import summarize_simulated, write_sim_report
 
         summaries = {n: summarize_simulated(dirs[n], variants[n].scenario.topo) for n in order}
-        report = write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
+        report = write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
         print(f"report: {report}")
         return _html(args, report)
     summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
-    report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir)
+    report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
     print(f"report: {report}")
     return _html(args, report)
 

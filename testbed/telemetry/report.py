@@ -564,12 +564,15 @@ def _cc_parameter_lines(run_dirs: dict[str, Path]) -> list[str]:
     return lines + [""] if lines else []
 
 
-def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path) -> Path:
-    """report.md + summary.json + plots in out_dir; returns the report's path."""
+def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
+                 partial: str | None = None) -> Path:
+    """report.md + summary.json + plots in out_dir; returns the report's path. `partial`
+    (rundir.partial_line: what the run directory lacks) is the report's first line when given."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
-    lines = [_fidelity_line(summaries)]
+    lines = [partial, ""] if partial else []
+    lines += [_fidelity_line(summaries)]
     lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
     lines += verdict_lines(summaries, planned_fault_events(scenario))
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "

@@ -27,6 +27,7 @@ from testbed.telemetry.ideal import ideal_for_variant
 from testbed.telemetry.links import by_tier, idle_siblings, link_loads
 from testbed.telemetry.messages import message_figures, planned_messages
 from testbed.telemetry.recovery import recovery
+from testbed.telemetry.rundir import load_json, load_jsonl
 
 # A switch whose dequeues ran behind schedule by more than one data cell's
 # time on the host link (p99; never less than this floor) produced timings
@@ -49,10 +50,11 @@ def _records(run_dir: Path) -> list[dict]:
 
 
 def _telemetry(run_dir: Path) -> list[dict]:
+    """The counter samples; a last line cut short by a killed run is left out (rundir.variant_gaps says so)."""
     path = run_dir / "telemetry.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return load_jsonl(path)[0]
 
 
 def traffic_window_s(sent: list[dict], delivered: list[dict]) -> tuple[float, float] | None:
@@ -160,7 +162,7 @@ def variant_scenario(resolved: dict, variant: str | None):
 def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     """`scenario_obj`: the variant's Scenario (lets ECMP paths be traced); rebuilt from the file if not given."""
     scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
-    result = json.loads((run_dir / "result.json").read_text()) if (run_dir / "result.json").exists() else {}
+    result = load_json(run_dir / "result.json") if (run_dir / "result.json").exists() else {}
     if scenario_obj is None:
         scenario_obj = variant_scenario(scenario, result.get("variant"))
     records = _records(run_dir)

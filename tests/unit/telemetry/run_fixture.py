@@ -71,7 +71,9 @@ def make_run(run_dir: Path, scenario, load_balancing: str = "ecmp", lag_us: floa
                         "cells_out_of_order": 5, "max_ooo_distance_cells": 3, "peak_reorder_buffer_cells": 4,
                         "window_overflows": 0, "duplicate_cells": 0, "ce_cells": 1, "verified": True})
     (run_dir / "records").mkdir()
-    (run_dir / "records" / "all.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    for host in ("h1", "h2", "h3", "h4"):  # each agent writes its own: what it sent and what it received
+        mine = [r for r in records if r["src" if r["kind"] == "message_sent" else "dst"] == host]
+        (run_dir / "records" / f"{host}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
 
     # host egress is seen by the ToR's rx counter
     host_rx = {}
