@@ -7,6 +7,7 @@ import sys
 
 from testbed.scenario import capacity
 from testbed.scenario.errors import ScenarioError
+from testbed.scenario.feasibility import check_runnable, machine_problems
 from testbed.scenario.load import load_scenario
 from testbed.scenario.model import Scenario
 from testbed.scenario.processes import describe_placement, switch_placement
@@ -43,6 +44,11 @@ def run_validate(args: argparse.Namespace) -> int:
             failed += 1
             continue
         variants = expand_variants(scenario)
+        problem = _cannot_run(scenario, variants)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            failed += 1
+            continue
         n = len(variants)
         print(f"{file}: ok ({n} variant{'s' if n != 1 else ''})")
         for variant in variants:  # the file is valid; whether this machine can run it is a note
@@ -52,6 +58,33 @@ def run_validate(args: argparse.Namespace) -> int:
                 print(f"  note: {variant.name or 'the scenario'}: {error}")
                 break
     return 1 if failed else 0
+
+
+def _cannot_run(scenario: Scenario, variants) -> ScenarioError | None:
+    """The first reason a variant cannot run as written (feasibility's rules), None when none."""
+    from testbed.emulation.workload import scenario_messages  # the phases' messages, as a run makes them
+
+    for variant in variants:
+        try:
+            check_runnable(variant.scenario, scenario_messages(variant.scenario))
+        except ScenarioError as error:
+            return error
+        problem = machine_problems(variant.scenario)
+        if problem is not None:
+            return scenario._origin.smap.error(_where_set(scenario, variant, ("switch", "target")), problem)
+    return None
+
+
+def _where_set(scenario: Scenario, variant, path: tuple) -> tuple:
+    """The line that gave this variant its value at `path`: its variant axis's value, else the field."""
+    from testbed.scenario.variants import SHORT_NAMES
+
+    axes = scenario._origin.data.get("variants") or {}
+    for key, value in variant.assignments:
+        target = SHORT_NAMES.get(key) or tuple(key.split("."))
+        if target == path and key in axes:
+            return ("variants", key, axes[key].index(value))
+    return path
 
 
 def run_show(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 from testbed.cells import segment, wire
@@ -21,6 +22,8 @@ from testbed.scenario.model import (
 from testbed.scenario.source import DataPath, SourceMap
 from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
 from testbed.topo.entropy import layout_of
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # switch.program is relative to it
 
 
 def get(data: dict, path: DataPath, default: Any = None) -> Any:
@@ -209,7 +212,11 @@ class _Resolver:
         if target == "bmv2" and isinstance(processes, int):
             raise self.fail(("switch", "processes"), f"is {processes}, but bmv2 runs one process per "
                             "switch (fabric processes are the builtin target's); use per_switch or auto")
-        return Switch(target, self.get(("switch", "program"), d.PROGRAM), queues,
+        program = self.get(("switch", "program"), d.PROGRAM)
+        if not (REPO_ROOT / program).is_file():
+            raise self.fail(("switch", "program"), f"{program} does not exist (a path relative to the "
+                            f"repository root, {REPO_ROOT})")
+        return Switch(target, program, queues,
                       self.get(("switch", "pcap"), False),
                       self.get(("switch", "log_level"), d.LOG_LEVEL), processes)
 

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from testbed.scenario.errors import ScenarioError
+from testbed.scenario.feasibility import duplicate_variant_values
 from testbed.scenario.messages import schema_errors
 from testbed.scenario.model import Scenario, Variant, VariantAxis
 from testbed.scenario.resolve import resolve
@@ -37,6 +38,7 @@ _NOT_VARIABLE = ("name", "variants")
 def axes(data: dict, smap: SourceMap) -> tuple[VariantAxis, ...]:
     """The variant axes of a schema-valid document, with their target paths checked."""
     out: list[VariantAxis] = []
+    duplicate_variant_values(data, smap)
     for key, values in data.get("variants", {}).items():
         path = SHORT_NAMES.get(key) or tuple(int(p) if p.isdigit() else p for p in key.split("."))
         if path[0] in _NOT_VARIABLE:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -137,15 +138,21 @@ def sim_command(args) -> int:
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
-    run_dirs, summaries = {}, {}
+    run_dirs, summaries, unfinished = {}, {}, []
     with progress.display(len(variants), "variants") as shown:
         for number, variant in enumerate(variants, start=1):
             run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
             result = run_variant(variant, run_dir)
+            if not result["finished"]:
+                unfinished.append(variant.name)
             run_dirs[variant.name] = run_dir
             summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
             print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
                   f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
             shown.advance(variant.name)
     print(f"report: {write_sim_report(scenario, run_dirs, summaries, out_dir)}")
+    if unfinished:  # the report is written; the exit status says the traffic did not all arrive
+        print(f"testbed: messages left unfinished at the end of the run in {', '.join(unfinished)} "
+              f"(duration_s {scenario.duration_s:g} s)", file=sys.stderr)
+        return 1
     return 0

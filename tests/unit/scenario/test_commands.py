@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import cli
+from testbed import cli, targets
 from testbed.scenario import expand_variants, load_scenario
 from testbed.scenario.schema import SCHEMA
 
@@ -19,6 +19,7 @@ def test_shipped_scenarios_validate(capsys, monkeypatch, tmp_path):
 
     monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "none.json")  # the reference costs
     monkeypatch.setattr(capacity, "machine_cores", lambda: 2)  # the machine the scenarios are sized for
+    monkeypatch.setattr(targets, "bmv2_problem", lambda: None)  # targets.yaml's bmv2 variant needs one
     assert {p.name for p in SCENARIOS} >= {"default.yaml", "incast.yaml"}
     assert cli.main(["validate", *map(str, SCENARIOS)]) == 0
     out = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  note:")]
