@@ -3,6 +3,9 @@
 In one run, under identical conditions:
   * raw floor: a plain Python AF_PACKET receive-and-send forwarder (what any
     Python switch pays for the sockets alone), on its own veth pairs;
+  * native floor: the same in C with batched recvmmsg/sendmmsg
+    (benchmarks/native_floor.c, built with the system compiler), on its own
+    veth pairs: what a native engine pays for its ports alone;
   * the builtin switch running tests/p4programs/basic_ipv4.p4 (8 ports, one
     flow port 1 -> port 2), and the ratio;
   * the builtin switch with 8 ports busy (each port's host sends to the next);
@@ -46,6 +49,8 @@ SEND_PPS = 0  # 0: as fast as the sender can (saturate the forwarder)
 TAG = f"tsb{os.getpid() % 1000}"
 SWITCH_PORTS = 8
 FLOOR_PORTS = (SWITCH_PORTS + 1, SWITCH_PORTS + 2)
+NATIVE_FLOOR_PORTS = (SWITCH_PORTS + 3, SWITCH_PORTS + 4)
+NATIVE_FLOOR_SOURCE = Path(__file__).with_name("native_floor.c")
 
 SENDER = r"""
 import socket, sys, time
@@ -219,6 +224,19 @@ def _start_floor(veths: _Veths) -> subprocess.Popen:
     return forwarder
 
 
+def _start_native_floor(veths: _Veths, workdir: str) -> subprocess.Popen | None:
+    """The C forwarder on its own veths, None (and no figure) where no C compiler is found."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    binary = os.path.join(workdir, "native_floor")
+    _sh(compiler, "-O2", "-o", binary, str(NATIVE_FLOOR_SOURCE))
+    a, b = NATIVE_FLOOR_PORTS
+    forwarder = subprocess.Popen([binary, veths.sw(a), veths.sw(b)], stdout=subprocess.PIPE, text=True)
+    forwarder.stdout.readline()
+    return forwarder
+
+
 def _bmv2(veths: _Veths, flows, workdir: str) -> Sample:
     import p4runtime_sh.shell as sh
 
@@ -256,14 +274,17 @@ def run() -> list[str]:
     lines = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="switch-bench-") as workdir:
-        veths = _Veths(SWITCH_PORTS + 2)
-        floor_proc = switch = None
+        veths = _Veths(SWITCH_PORTS + 4)
+        floor_proc = native_proc = switch = None
         try:
             floor_proc = _start_floor(veths)
+            native_proc = _start_native_floor(veths, workdir)
             switch = _start_builtin(veths)
-            floor, one = [], []
-            for _ in range(ROUNDS):  # alternate, so background load hits both alike
+            floor, native, one = [], [], []
+            for _ in range(ROUNDS):  # alternate, so background load hits all alike
                 floor.append(_measure(veths, [FLOOR_PORTS], floor_proc.pid))
+                if native_proc is not None:
+                    native.append(_measure(veths, [NATIVE_FLOOR_PORTS], native_proc.pid))
                 one.append(_measure(veths, [(1, 2)], switch.pid))
             flows = [(i, i % SWITCH_PORTS + 1) for i in range(1, SWITCH_PORTS + 1)]
             eight = _measure(veths, flows, switch.pid)
@@ -276,6 +297,13 @@ def run() -> list[str]:
             lines.append(f"builtin / floor, same run: {100 * statistics.median(ratios):.0f}% of the floor's "
                          f"packets/s (rounds: {', '.join(f'{100 * r:.0f}%' for r in ratios)}; target >= 50%); "
                          f"{100 * cpu_ratio:.0f}% of its packets per CPU-second")
+            if native:
+                native_ratio = statistics.median(n.us_per_packet / o.us_per_packet for n, o in zip(native, one))
+                lines.append(_line("native AF_PACKET forwarder, C, recvmmsg/sendmmsg (native floor)", native))
+                lines.append(f"builtin / native floor, same run: {100 * native_ratio:.1f}% of its packets per "
+                             "CPU-second (target >= 50%)")
+            else:
+                lines.append("native floor: no C compiler (cc or gcc) found, not measured")
             lines.append(_line("builtin switch, basic_ipv4, 8 ports busy", [eight]))
             if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
                 bmv2 = _bmv2(veths, [(1, 2)], workdir)
@@ -284,7 +312,7 @@ def run() -> list[str]:
             else:
                 lines.append("simple_switch_grpc: not installed, not measured")
         finally:
-            for process in (switch, floor_proc):
+            for process in (switch, floor_proc, native_proc):
                 if process is not None:
                     _stop(process)
             veths.close()
