@@ -209,7 +209,7 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
     Clock: the scenario's 5 Mbit/s slowed by SLOW_7_TO_1 (every ratio kept, the BDP still 16
     cells). At 5 Mbit/s a host agent's p99 pacer lateness reached 2.1-2.3 ms against one cell
     time (1.74-2.07 ms) in 2 of 9 runs on 2026-12-02, and the test could not judge the claim."""
-    from testbed.host import simexp
+    from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
     variant, summary, run_dir = run_incast_7_to_1(tmp_path, processes, "fair")
@@ -236,7 +236,7 @@ def test_incast_7_to_1_tita_srpt_serves_senders_one_after_another(tmp_path, regi
     simulator metered credits faster than the switches and srpt credited one sender at the
     receiver's line rate, above its port's meter, which dropped 20 credits; with both fixed,
     2026-12-04: 1623.4 vs 1613.3 ms (+0.6%), goodput 0.965 vs 0.969."""
-    from testbed.host import simexp
+    from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
     variant, summary, run_dir = run_incast_7_to_1(tmp_path, processes, "srpt")
@@ -258,7 +258,7 @@ def test_incast_7_to_1_tita_srpt_overcommitted_keeps_equal_shares_below_the_idea
     the link while the seventh waits, so six finish at about 6/7 of the ideal last delivery
     (simulator: p50 0.87 of it) with Jain's index at 0.997, where fair order finishes all seven at
     the ideal; the claims' frontier point that keeps the incast acceptance at 7:1 and 15:1 alike."""
-    from testbed.host import simexp
+    from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
     variant, summary, run_dir = run_incast_7_to_1(tmp_path, processes, "srpt", overcommit=6)
@@ -296,7 +296,8 @@ def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, regis
     import dataclasses
 
     from testbed.claims.emulated import LEAF_SPINE, MIXED_WORKLOAD
-    from testbed.host import records, simexp
+    from testbed.host import records
+    from testbed.simulation import simexp
     from testbed.scenario.timescale import slowed
     from testbed.simulation.run import run_variant
 

@@ -7,7 +7,8 @@ import pytest
 
 from testbed.claims import experiments, figures, report
 from testbed.cells import segment
-from testbed.host import simexp, workloads
+from testbed.simulation import simexp
+from testbed.host import workloads
 from testbed.host.workloads import WorkloadError
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from testbed.host.config import TransportConfig
-from testbed.host.sim import LinkSpec
+from testbed.simulation.sim import LinkSpec
 
 BDP = 16
 RATE = 100e6
