@@ -272,7 +272,7 @@ def _run_scenario(e: Experiment):
 
 def _simulate_text(text: str, name: str):
     """One scenario text (one variant, no `variants`) on the scenario-built simulator, to the end."""
-    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario.workload import scenario_messages
     from testbed.scenario import parse_scenario
     from testbed.simulation.run import simulate, transport_config
 

@@ -26,7 +26,7 @@ from testbed import progress
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
-from testbed.emulation import host_counters
+from testbed.telemetry import host_counters
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
@@ -36,7 +36,7 @@ from testbed.emulation.reroute import RerouteController
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
                                         start_all)
-from testbed.emulation.workload import peers_document, scenario_messages
+from testbed.scenario.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
 from testbed.targets import BMV2_BINARY, bmv2_problem

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from testbed import progress
-from testbed.emulation.workload import scenario_messages
+from testbed.scenario.workload import scenario_messages
 from testbed.host import records as host_records
 from testbed.simulation import sim
 from testbed.host.config import TransportConfig
