@@ -30,7 +30,7 @@ from testbed.telemetry import host_counters
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
-from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
+from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, run_in, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.reroute import RerouteController
 from testbed.emulation.runlock import hold_run_lock
@@ -456,7 +456,7 @@ class VariantRun:
         for host in hosts:
             interfaces = [host_interface(host, p.number) for p in self.scenario.topo.ports(host)]
             try:
-                out[host] = host_counters.read_host(self.network.host(host), interfaces)
+                out[host] = host_counters.read_host(self.network.host(host), interfaces, run_in)
             except TestbedError as error:
                 self.result.notes.append(f"{host}: qdisc/UDP counters unavailable ({error})")
         return out
