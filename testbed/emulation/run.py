@@ -1,6 +1,6 @@
 """One variant of a scenario, from nothing to results and back to nothing.
 
-Order (ARCHITECTURE.md, "A run"): manifest first, then the Mininet network,
+Order: manifest first, then the Mininet network,
 the switch processes (in parallel, readiness polled), the controller
 (pipelines and plans, in parallel), a ping-all check, the host agents, and
 telemetry throughout.  Teardown runs whatever happened: from a `with`

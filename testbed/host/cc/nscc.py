@@ -1,6 +1,6 @@
 """A sender-window congestion control in the style of Ultra Ethernet's NSCC.
 
-REFERENCE.md's description (UEC's htsim model) and how each part is realised here:
+UEC's htsim model and how each part is realised here:
 
 * Signals, per ACK: the queueing delay of the newest cell the ACK acknowledges that
   was sent once (its round trip from the sender's own send time, the receiver's
@@ -24,7 +24,7 @@ REFERENCE.md's description (UEC's htsim model) and how each part is realised her
   - low delay, no ECN: proportional increase, pi_bdp x (target - delay) / target BDPs
     per RTT (each acknowledged cell adds its 1/W share of it), so growth slows as the
     delay nears the target and stops there;
-  - high delay, no ECN (REFERENCE.md names no rule): fair increase, fi_bdp BDPs per
+  - high delay, no ECN (the model names no rule): fair increase, fi_bdp BDPs per
     RTT, the same for every flow.
   Both increases are additive per RTT and the decrease multiplicative, so flows that
   share a bottleneck converge toward equal windows (AIMD).
