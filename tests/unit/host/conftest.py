@@ -1,4 +1,4 @@
-"""Shared builders for the host transport tests (scaled defaults of REFERENCE.md)."""
+"""Shared builders for the host transport tests (scaled-down defaults)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 13's latency claim in the simulator: TiTa's FCTs (a message posted to its last ACK,
+"""The latency claim in the simulator: TiTa's FCTs (a message posted to its last ACK,
 its wait for credits included) below DCQCN's, in incast and for short messages mixed with long
 flows (scenarios/incast.yaml's links)."""
 

@@ -1,4 +1,4 @@
-"""DCQCN as a baseline at its best (issue 13): the pacer rules every other sender
+"""DCQCN as a baseline at its best: the pacer rules every other sender
 has, and the paper's byte counter."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""NSCC's window rules (testbed/host/cc/nscc.py against REFERENCE.md), one by one, on the
+"""NSCC's window rules (testbed/host/cc/nscc.py against UEC's htsim model), one by one, on the
 sans-IO sender; then the same sender in the transport and in the simulator."""
 
 from __future__ import annotations
