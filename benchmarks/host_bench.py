@@ -8,7 +8,7 @@ from testbed.cells import wire
 
 from testbed.host import workloads
 from testbed.host.config import TransportConfig
-from testbed.host.sim import LinkSpec, star
+from testbed.simulation.sim import LinkSpec, star
 
 
 def _incast(cc: str) -> str:

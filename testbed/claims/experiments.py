@@ -1,7 +1,7 @@
 """The simulator experiments behind the claims table, each saved as records + counters.
 
 An experiment is one network and one workload on the virtual-time simulator
-(testbed.host.sim: the agents' own sans-IO transport, exact wake-ups). Its
+(testbed.simulation.sim: the agents' own sans-IO transport, exact wake-ups). Its
 directory keeps `records.jsonl` (every message sent and delivered, as the
 agents write them) and `counters.json` (what the switches counted: DATA drops,
 credit drops, the deepest queue, pause frames; and the link rate, base RTT and
@@ -25,7 +25,8 @@ from pathlib import Path
 from testbed import progress
 from testbed.host import records as host_records
 from testbed.cells import segment
-from testbed.host import simexp, workloads
+from testbed.simulation import simexp
+from testbed.host import workloads
 from testbed.host.config import TitaParams
 
 INCAST_SENDERS = (4, 7, 15, 32, 64)
@@ -271,7 +272,7 @@ def _run_scenario(e: Experiment):
 
 def _simulate_text(text: str, name: str):
     """One scenario text (one variant, no `variants`) on the scenario-built simulator, to the end."""
-    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario.workload import scenario_messages
     from testbed.scenario import parse_scenario
     from testbed.simulation.run import simulate, transport_config
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from testbed.claims.experiments import transport_label
 from testbed.host import records as host_records
 from testbed.cells import segment
-from testbed.host import simexp
+from testbed.simulation import simexp
 
 
 def load(directory: Path) -> tuple[dict, list[dict]]:

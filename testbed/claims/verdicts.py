@@ -12,7 +12,7 @@ from testbed.claims.figures import highest_zero_loss_load
 HOLDS, PARTLY, NOT = "holds", "partly", "not reproduced"
 RULES = (
     "zero loss at high load: holds when tita dropped no DATA cell in any experiment, simulated or emulated; "
-    "partly when the only drops are in simulated incasts wider than 15:1 (beyond issue 13's acceptance)",
+    "partly when the only drops are in simulated incasts wider than 15:1 (beyond the incast acceptance)",
     "about 40% more load: tita's highest zero-loss offered load over the baseline's (dcqcn without PFC; nscc) is "
     "1.4x or more (emulated: with fidelity kept at every load of tita's and the baseline's sweeps)",
     "about 40% lower latency: tita's FCT (a message posted to its last ACK, its wait for credits included) p50 "
@@ -21,7 +21,7 @@ RULES = (
     "holds when every ratio is at most 0.7; 'lower, not by 40%' when every ratio is below 1",
     "efficiency above 90%: tita's incast goodput (N up to 15) and its permutation and all-to-all efficiency "
     "(2 and 3 tiers, and the emulated permutation with fidelity kept) are all at least 0.90; partly when some are",
-    "issue 13's incast acceptance, per N and platform: goodput >= 0.95 of the payload rate, no DATA loss, peak "
+    "the incast acceptance, per N and platform: goodput >= 0.95 of the payload rate, no DATA loss, peak "
     "queue <= 1 BDP, Jain >= 0.99, last delivery <= 1.1x ideal, and (emulated) fidelity kept",
     "simulator against emulation: incast goodput, Jain and last-over-ideal, and permutation efficiency: the "
     "emulated figure (the range of its runs, for a scenario emulated more than once; the median is printed) "
@@ -34,7 +34,7 @@ RULES = (
     "without counting them",
     "tita+srpt-kK shares srpt's credits among its K least-remaining flows (Homa's degree of overcommitment), "
     "simulated in incast 7:1 and 15:1 for K from 2 to N-1: the frontier row holds when, for each N, some K "
-    "meets issue 13's incast acceptance with FCT p50 and p99 below dcqcn's; it names the K and whether one K "
+    "meets the incast acceptance with FCT p50 and p99 below dcqcn's; it names the K and whether one K "
     "does it for every N",
 )
 
@@ -84,7 +84,7 @@ def zero_loss(sim: list[dict], emu: list[dict]) -> dict:
     verdict = HOLDS if not lossy else PARTLY if beyond_acceptance and not lossy_emu else NOT
     return {"claim": "zero loss at high load",
             "anchor": "the fabric's claim for its proactive transport; ExpressPass and NDP keep queues "
-                      "bounded with no data loss (REFERENCE.md)",
+                      "bounded with no data loss",
             "measured": measured, "verdict": verdict}
 
 
@@ -211,7 +211,7 @@ def _latency_verdict(ratios: list[float]) -> str:
     return NOT
 
 
-LATENCY_KINDS = ("incast", "mixed")  # the latency claim's workloads (issue 13); permutations are about efficiency
+LATENCY_KINDS = ("incast", "mixed")  # the latency claim's workloads; permutations are about efficiency
 
 
 def lower_latency_emulated(emu: list[dict], against: str, mine: str = "tita") -> dict:
@@ -265,13 +265,13 @@ def efficiency(sim: list[dict], emu: list[dict] = ()) -> dict:
         if value is None or value < 0.9:
             low.append(r["name"])
     return {"claim": "cluster communication efficiency above 90%",
-            "anchor": "the fabric's claim; NDP's incast finishes all senders almost together (REFERENCE.md)",
+            "anchor": "the fabric's claim; NDP's incast finishes all senders almost together",
             "measured": "tita, payload over the payload rate the hosts' links allow: " + ", ".join(parts),
             "verdict": NOT if not parts else HOLDS if not low else PARTLY}
 
 
 def acceptance_checks(row: dict) -> list[tuple[str, bool, str]]:
-    """Issue 13's incast acceptance on one row: (check, passed, what was measured) each."""
+    """The incast acceptance on one row: (check, passed, what was measured) each."""
     return [("goodput", row["goodput_over_payload_rate"] >= 0.95, f"goodput {row['goodput_over_payload_rate']}"),
             ("loss", row["data_drops"] == 0, f"DATA drops {row['data_drops']}"),
             ("queue", row["peak_queue_cells"] is not None and row["peak_queue_cells"] <= row["bdp_cells"],
@@ -288,7 +288,7 @@ def incast_acceptance(row: dict, platform: str) -> dict:
     if platform == "emulated":
         measured += f" (at {row['link_rate_mbps']:.3g} Mbit/s; fidelity " \
                     f"{'lost' if row.get('behind_real_time') else 'kept'})"
-    return {"claim": f"issue 13 acceptance, {row.get('label', 'tita')} incast {n}:1, {platform}{run_note(row)}",
+    return {"claim": f"incast acceptance, {row.get('label', 'tita')} incast {n}:1, {platform}{run_note(row)}",
             "anchor": "goodput >= 0.95 of the payload rate, no loss, peak queue <= 1 BDP, Jain >= 0.99, "
                       "last <= 1.1x ideal",
             "measured": measured,
@@ -326,7 +326,7 @@ def agreement(sim_row: dict, emu_rows: list[dict]) -> dict:
             off.append(key)
     what = _what({**first, "runs": 1})
     return {"claim": f"simulator and emulation agree, {first['label']} {what}",
-            "anchor": "issue 13: the same properties within 10%", "measured": "; ".join(parts),
+            "anchor": "the same properties within 10%", "measured": "; ".join(parts),
             "verdict": HOLDS if not off else NOT + " (" + ", ".join(off) + ")"}
 
 

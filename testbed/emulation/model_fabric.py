@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from testbed.cells import pfc
+from testbed.cells.wire import CELL_UDP_PORT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -147,7 +148,7 @@ def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int
     values = fabric.scenario.fabric.entropy_values
     return [raw(Ether(src=port.mac, dst=tor_port.mac)
                 / IP(src=topology.node(src).ip, dst=topology.node(dst).ip, tos=2)
-                / UDP(sport=50000 + flow_id, dport=4793)
+                / UDP(sport=50000 + flow_id, dport=CELL_UDP_PORT)
                 / Cell(type=0, entropy=e % values, flow_id=flow_id, msg_id=1, psn=e, aux=cell_size)
                 / Raw(bytes(cell_size)))
             for e in range(count if count is not None else values)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from testbed.errors import TestbedError
+from testbed.topo.interfaces import LOCAL_PORT_BASE, host_interface, local_interface, switch_interface  # noqa: F401 (names re-exported)
 from testbed.topo.model import Topology
 
 FABRIC_PREFIX = "10.0.0.0/8"
@@ -45,21 +46,6 @@ def offload_off(interface: str) -> list[str]:
 
 class NetworkError(TestbedError):
     """A host or link that could not be set up; names the command and its output."""
-
-
-def switch_interface(switch: str, port: int) -> str:
-    return f"{switch}-eth{port}"
-
-
-def host_interface(host: str, nic_port: int) -> str:
-    return f"{host}-eth{nic_port - 1}"
-
-
-LOCAL_PORT_BASE = 100  # Mininet port number of a local-channel interface: 100 + the peer's GPU index
-
-
-def local_interface(host: str, peer_gpu: int) -> str:
-    return f"{host}-nv{peer_gpu}"
 
 
 def local_mac(topology: Topology, host: str, peer_gpu: int) -> str:

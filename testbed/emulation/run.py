@@ -1,6 +1,6 @@
 """One variant of a scenario, from nothing to results and back to nothing.
 
-Order (ARCHITECTURE.md, "A run"): manifest first, then the Mininet network,
+Order: manifest first, then the Mininet network,
 the switch processes (in parallel, readiness polled), the controller
 (pipelines and plans, in parallel), a ping-all check, the host agents, and
 telemetry throughout.  Teardown runs whatever happened: from a `with`
@@ -26,17 +26,17 @@ from testbed import progress
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
-from testbed.emulation import host_counters
+from testbed.telemetry import host_counters
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
-from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, switch_interface
+from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, run_in, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.reroute import RerouteController
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
                                         start_all)
-from testbed.emulation.workload import peers_document, scenario_messages
+from testbed.scenario.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
 from testbed.targets import BMV2_BINARY, bmv2_problem
@@ -456,7 +456,7 @@ class VariantRun:
         for host in hosts:
             interfaces = [host_interface(host, p.number) for p in self.scenario.topo.ports(host)]
             try:
-                out[host] = host_counters.read_host(self.network.host(host), interfaces)
+                out[host] = host_counters.read_host(self.network.host(host), interfaces, run_in)
             except TestbedError as error:
                 self.result.notes.append(f"{host}: qdisc/UDP counters unavailable ({error})")
         return out

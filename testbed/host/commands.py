@@ -6,17 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from testbed.cells.wire import CELL_UDP_PORT
 from testbed.host.config import CC_NAMES, TransportConfig
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "host", help="run the host agent (cell transport + workload) in this host",
-        description="Send this host's part of a workload over UDP/4793 cells and write records.",
+        description=f"Send this host's part of a workload over UDP/{CELL_UDP_PORT} cells and write records.",
     )
     p.add_argument("--name", required=True, help="this host's name in the peers and workload files")
-    p.add_argument("--addr", required=True, help="IPv4 address to bind (port 4793)")
-    p.add_argument("--port", type=int, default=4793, help="UDP port of every agent (default 4793)")
+    p.add_argument("--addr", required=True, help=f"IPv4 address to bind (port {CELL_UDP_PORT})")
+    p.add_argument("--port", type=int, default=CELL_UDP_PORT, help=f"UDP port of every agent (default {CELL_UDP_PORT})")
     p.add_argument("--peers-file", required=True, type=Path, help="JSON: host name -> address")
     p.add_argument("--workload-file", required=True, type=Path,
                    help='JSON: {"seed": N, "messages": [...]}, shared by all hosts')

@@ -1,4 +1,4 @@
-"""Transport parameters, scaled as in REFERENCE.md ("keep the ratios").
+"""Transport parameters, scaled down from real fabrics (keep the ratios).
 
 Everything that is a time is derived from the base RTT and everything that
 is a size from the BDP in cells, so a scenario that changes the link rate or
@@ -30,7 +30,7 @@ class ConfigError(TestbedError):
 
 @dataclass(frozen=True)
 class DcqcnParams:
-    """DCQCN constants (REFERENCE.md), times in RTTs and sizes in BDPs."""
+    """DCQCN constants (Zhu et al., SIGCOMM 2015), times in RTTs and sizes in BDPs."""
 
     g: float = 1 / 256
     # N: at most one CNP per flow per interval. 5 RTT like the other timers: at
@@ -73,7 +73,7 @@ class TitaParams:
 
 @dataclass(frozen=True)
 class NsccParams:
-    """NSCC's constants (REFERENCE.md, UEC htsim's model), times in base RTTs, sizes in BDPs.
+    """NSCC's constants (UEC htsim's model), times in base RTTs, sizes in BDPs.
 
     The four quadrants of (queueing delay against the target, ECN echoed): low + ECN
     no change; high + ECN multiplicative decrease by max(1 - md_gain (avg - target) / avg,

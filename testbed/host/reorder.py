@@ -4,7 +4,7 @@ Sprayed cells arrive out of order; this buffer holds them until the gap at
 `base` fills, never more than `window` cells beyond base (anything further
 is a window overflow and is dropped, so memory is bounded whatever a peer
 sends). It also measures the reordering the fabric produced, which
-REFERENCE.md asks to report as first-class metrics.
+the report shows as first-class metrics.
 """
 
 from __future__ import annotations

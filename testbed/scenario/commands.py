@@ -62,7 +62,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def _cannot_run(scenario: Scenario, variants) -> ScenarioError | None:
     """The first reason a variant cannot run as written (feasibility's rules), None when none."""
-    from testbed.emulation.workload import scenario_messages  # the phases' messages, as a run makes them
+    from testbed.scenario.workload import scenario_messages  # the phases' messages, as a run makes them
 
     for variant in variants:
         try:

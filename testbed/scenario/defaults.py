@@ -1,4 +1,4 @@
-"""Default values, scaled down per REFERENCE.md (keep the ratios, not the
+"""Default values, scaled down from real fabrics (keep the ratios, not the
 microseconds).  Values that depend on the fabric are expressed relative to
 the bandwidth-delay product (BDP, in cells) and computed in `resolve`.
 """
@@ -60,10 +60,10 @@ RTO_HIGH_RTT = 15.0
 TITA = {"max_outstanding_bdp": 1.0, "initial_w": 1 / 16, "target_loss_factor": 0.125, "credit_order": "fair", "overcommit": 1}
 DCQCN = {"g": 1 / 256, "r_ai_fraction": 0.001, "hyper_factor": 10.0, "timer_rtt": 5.0,
          "cnp_interval_rtt": 5.0, "fast_recovery_steps": 5}
-# NSCC (REFERENCE.md, UEC's htsim model): target queueing delay 1.0 RTT without
+# NSCC (UEC's htsim model): target queueing delay 1.0 RTT without
 # trimming (0.75 with), maxwnd 1.5 BDP, decrease max(1 - 0.8 (avg - target)/avg, 0.5),
 # delay EWMA 0.0125, quick adapt at 4x target; the initial window and the two
-# additive increases are ours (REFERENCE.md gives none).
+# additive increases are ours (the model gives none).
 NSCC = {"target_qdelay_rtt": 1.0, "max_wnd_bdp": 1.5, "initial_wnd_bdp": 1.0, "min_wnd_cells": 1.0,
         "md_gain": 0.8, "md_floor": 0.5, "delay_ewma": 0.0125, "quick_adapt_x_target": 4.0,
         "pi_bdp": 0.1, "fi_bdp": 0.02}

@@ -46,7 +46,7 @@ def _phase_index(scenario) -> dict[str, int]:
 
 def check_runnable(scenario, messages) -> None:
     """Refuse (ScenarioError at its line) a scenario whose run cannot carry its traffic; `messages`
-    are its MessageSpecs (emulation.workload.scenario_messages)."""
+    are its MessageSpecs (scenario.workload.scenario_messages)."""
     origin = scenario._origin
     if origin is None:
         return

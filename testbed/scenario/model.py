@@ -111,7 +111,7 @@ class Dcqcn:
 
 @dataclass(frozen=True)
 class Nscc:
-    """NSCC (REFERENCE.md), times in base RTTs and sizes in BDPs (testbed/host/cc/nscc.py)."""
+    """NSCC (UEC's htsim model), times in base RTTs and sizes in BDPs (testbed/host/cc/nscc.py)."""
 
     target_qdelay_rtt: float  # target queueing delay
     max_wnd_bdp: float

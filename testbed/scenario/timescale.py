@@ -1,7 +1,7 @@
 """The same experiment at a slower clock: every rate times f, every time over f.
 
 Emulated fabrics keep the dimensionless ratios of real ones, not their
-microseconds (REFERENCE.md, "Scaled-down defaults"), so a fabric that this
+microseconds, so a fabric that this
 machine cannot hold at the asked rates can run slower without changing what
 it measures: with link rates times f and propagation delays, the run's
 duration, phase starts (stream intervals, poisson arrival spans) and fault

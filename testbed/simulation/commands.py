@@ -11,7 +11,7 @@ from pathlib import Path
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sim", help="run a scenario on the virtual-clock simulator (no root, no Mininet)",
-        description="Every variant of the scenario on testbed.host.sim's model of its topology; writes "
+        description="Every variant of the scenario on testbed.simulation.sim's model of its topology; writes "
                     "runs/<scenario>/<timestamp>-sim/ with records, summary.json, report.md and busbw.png.")
     p.add_argument("scenario", help="the scenario file")
     p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")

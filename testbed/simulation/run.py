@@ -1,6 +1,6 @@
 """One scenario variant on the simulator, written as a run directory.
 
-The network is `testbed.host.sim.from_topology` of the variant's topology:
+The network is `testbed.simulation.sim.from_topology` of the variant's topology:
 host and fabric links with the scenario's rates, delays and egress buffers,
 ECN marking as the scenario configures it (step: mark above k_cells; red:
 Kmin/Kmax/Pmax), credit limiting at switch ports when credits are enabled,
@@ -21,9 +21,9 @@ from pathlib import Path
 import yaml
 
 from testbed import progress
-from testbed.emulation.workload import scenario_messages
+from testbed.scenario.workload import scenario_messages
 from testbed.host import records as host_records
-from testbed.host import sim
+from testbed.simulation import sim
 from testbed.host.config import TransportConfig
 from testbed.topo.entropy import layout_of
 

@@ -77,7 +77,7 @@ def switch_port_send_errors(tm_stats: dict) -> int:
 
 def host_losses(host_counters: dict) -> dict[str, dict[str, int]]:
     """Per host: qdisc drops (all NICs) and UDP receive errors, after minus before."""
-    from testbed.emulation.host_counters import difference
+    from testbed.telemetry.host_counters import difference
 
     before, after = host_counters.get("before"), host_counters.get("after")
     if not before or not after:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed.emulation.network import host_interface
+from testbed.topo.interfaces import host_interface
 from testbed.host.records import read_jsonl
 from testbed.telemetry.clock import stretch_of
 

@@ -503,7 +503,7 @@ def dcqcn_parameters(resolved: dict) -> str | None:
 
     Zhu et al. (SIGCOMM 2015) give microseconds and bytes at 40 Gbit/s; the testbed keeps
     their ratios: timers in base RTTs, the byte counter in increase-timer periods at line
-    rate, R_AI as a fraction of the link, ECN thresholds in BDPs (REFERENCE.md)."""
+    rate, R_AI as a fraction of the link, ECN thresholds in BDPs."""
     t = resolved.get("transport") or {}
     if t.get("cc") != "dcqcn":
         return None
@@ -529,8 +529,7 @@ def dcqcn_parameters(resolved: dict) -> str | None:
 def nscc_parameters(resolved: dict) -> str | None:
     """NSCC's constants as one variant ran them, in absolute units (None: not nscc).
 
-    REFERENCE.md gives them relative to the path (target in RTTs, maxwnd in BDPs), as
-    UEC's htsim model does; here they are scaled to the variant's derived base RTT and BDP."""
+    UEC's htsim model gives them relative to the path (target in RTTs, maxwnd in BDPs); here they are scaled to the variant's derived base RTT and BDP."""
     t = resolved.get("transport") or {}
     if t.get("cc") != "nscc":
         return None
@@ -560,7 +559,7 @@ def _cc_parameter_lines(run_dirs: dict[str, Path]) -> list[str]:
             lines.append(f"DCQCN parameters of {name} (Zhu et al., SIGCOMM 2015, scaled to this link): {text}.")
         text = nscc_parameters(resolved) if resolved else None
         if text:
-            lines.append(f"NSCC parameters of {name} (REFERENCE.md, UEC's htsim model, scaled to this link): {text}.")
+            lines.append(f"NSCC parameters of {name} (UEC's htsim model, scaled to this link): {text}.")
     return lines + [""] if lines else []
 
 

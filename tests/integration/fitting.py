@@ -12,12 +12,8 @@ FIT_SHARE = 0.8  # of the rate the capacity check computes: the tests keep a mar
 # A run whose switches or agents fell behind their schedule (the fidelity verdict) measured the CPU,
 # not the fabric: a test judges only a run that kept real time, and runs again (into a fresh
 # directory, at a slower clock) when one did not; after this many runs behind real time it fails on
-# the last one. CI on the 2-core machine failed on such a run on 2026-12-02
-# (test_incast_4_to_1_tita[per-switch]: h6's p99 pacer lateness 2.69 ms against a 2.02 ms cell
-# time). On 2026-12-03 the machine's hypervisor took 4-15% of the CPU (vmstat's steal), and CI had
-# 7 tests whose five runs at the fitted clock all lost real time (every host's p99 pacer lateness
-# 4.5-7.2 ms against a 2.02 ms cell time, where an idle machine measures 0.3-0.6 ms): a stall that
-# long is the machine's, and a rerun at the same clock meets it again.
+# the last one. A machine's stall outlasts a rerun at the same clock, so a rerun runs slower
+# (docs/measurements.md, "Fabric tests behind real time", has the runs behind these rules).
 FIDELITY_ATTEMPTS = 5
 # A rerun slows the clock (every rate over, every time times the stretch: timescale.slowed, every
 # ratio the tests assert kept) by the factor the last run missed its threshold by, with a margin,

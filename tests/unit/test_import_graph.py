@@ -1,4 +1,4 @@
-"""No import circle inside testbed/p4model/.
+"""No import circle inside testbed/p4model/, and no layer of testbed/ importing a higher one.
 
 The graph is built statically with `ast` from the source files, nothing is
 imported.  Which imports count:
@@ -87,7 +87,7 @@ def import_graph(root: Path = ROOT, package: str = PACKAGE) -> nx.DiGraph:
                     continue
                 module = owner(target)
                 if module is not None and module != name and not graph.has_edge(name, module):
-                    graph.add_edge(name, module, line=f"{path.relative_to(root.parent.parent)}:{node.lineno}")
+                    graph.add_edge(name, module, line=f"{path.relative_to(root.parents[package.count('.')])}:{node.lineno}")
     return graph
 
 
@@ -135,3 +135,77 @@ def test_a_cycle_is_found(tmp_path):
     cycles = cycles_of(graph)
     assert [set(c) for c in cycles] == [{"pkg.a", "pkg.sub.b", "pkg.c"}]
     assert "pkg/sub/b.py:5" in describe_cycle(graph, cycles[0])
+
+
+# The layer order across testbed/: docs/architecture.md's "## Layers" block lists
+# every top-level module and package of testbed/ from the bottom up; a module
+# may import only from its own layer or one listed above it in that block.
+
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+TESTBED_ROOT = ROOT.parent
+
+
+def documented_layers(text: str) -> list[str]:
+    """The top-level names (`cells`, `errors`, ...) in the order the Layers block lists them."""
+    section = text.split("## Layers", 1)[1]
+    block = section.split("```", 2)[1]
+    names = []
+    for line in block.splitlines():
+        if line.startswith("  ") and not line.startswith("   ") and line.strip():
+            entry = line.split()[0]
+            if entry.endswith("/") or entry.endswith(".py"):
+                names.append(entry.rstrip("/").removesuffix(".py"))
+    return names
+
+
+def layer_of(module: str, package: str = "testbed") -> str:
+    """testbed.cells.wire -> cells; the package's own __init__ is the bottom ('')."""
+    return module[len(package) + 1:].split(".", 1)[0] if module != package else ""
+
+
+def upward_imports(graph: nx.DiGraph, order: list[str], package: str = "testbed") -> list[str]:
+    """Every edge from a layer to one listed after it (higher), as 'a -> b  (file:line)'."""
+    rank = {name: i for i, name in enumerate(order)}
+    rank[""] = -1
+    found = []
+    for a, b, data in graph.edges(data=True):
+        la, lb = layer_of(a, package), layer_of(b, package)
+        if la != lb and rank[lb] > rank[la]:
+            found.append(f"{a} ({la}) -> {b} ({lb})  ({data['line']})")
+    return sorted(found)
+
+
+def test_every_top_level_module_is_in_the_documented_order():
+    order = documented_layers(ARCHITECTURE.read_text())
+    present = {p.stem if p.suffix == ".py" else p.name for p in TESTBED_ROOT.iterdir()
+               if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()}
+    assert len(order) == len(set(order)), f"a layer listed twice in docs/architecture.md: {order}"
+    assert set(order) == present, (
+        f"docs/architecture.md's Layers block and testbed/ differ: missing from the doc "
+        f"{sorted(present - set(order))}, not in testbed/ {sorted(set(order) - present)}")
+
+
+def test_no_layer_imports_a_higher_one():
+    order = documented_layers(ARCHITECTURE.read_text())
+    graph = import_graph(TESTBED_ROOT, "testbed")
+    upward = upward_imports(graph, order)
+    assert not upward, ("imports against the layer order of docs/architecture.md (lower never imports "
+                        "higher; move the code down or the layer up):\n  " + "\n  ".join(upward))
+
+
+def test_a_reversed_import_is_found(tmp_path):
+    """The check itself: a deferred import from a lower layer to a higher one fails."""
+    package = tmp_path / "pkg"
+    for sub in ("low", "high"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "high" / "a.py").write_text("from pkg.low import b\n")
+    (package / "low" / "b.py").write_text("def f():\n    from pkg.high import a\n")
+    graph = import_graph(package, "pkg")
+    [up] = upward_imports(graph, ["low", "high"], "pkg")
+    assert up.startswith("pkg.low.b (low) -> pkg.high.a (high)") and up.endswith("pkg/low/b.py:2)")
+    [down] = upward_imports(graph, ["high", "low"], "pkg")
+    assert down.startswith("pkg.high.a (high) -> pkg.low.b (low)") and down.endswith("pkg/high/a.py:1)")
+    text = "## Layers\n\n```\ntestbed/\n  low/     the bottom\n             more words/ here\n  high.py  the top\n```\n"
+    assert documented_layers(text) == ["low", "high"]

@@ -56,7 +56,7 @@ def test_a_simulator_run_prints_progress_lines_often_when_not_on_a_terminal():
     assert all(counts), stream.getvalue()
     done = [int(m["done"]) for m in counts]
     assert done == sorted(done)  # the counters only grow
-    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario.workload import scenario_messages
 
     planned = len(scenario_messages(variant.scenario))
     assert int(counts[-1]["planned"]) == planned and done[-1] == planned

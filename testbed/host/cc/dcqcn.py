@@ -1,4 +1,4 @@
-"""DCQCN (SIGCOMM 2015) as restated in REFERENCE.md, timers in RTTs.
+"""DCQCN (SIGCOMM 2015) timers in RTTs.
 
 Sender: starts at line rate; a CNP sets Rt = Rc, Rc *= (1 - alpha/2) and
 raises alpha; alpha decays every K without CNP; rate-increase events (timer T

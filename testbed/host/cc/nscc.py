@@ -1,18 +1,15 @@
 """A sender-window congestion control in the style of Ultra Ethernet's NSCC.
 
-REFERENCE.md's description (UEC's htsim model) and how each part is realised here:
+UEC's htsim model and how each part is realised here:
 
 * Signals, per ACK: the queueing delay of the newest cell the ACK acknowledges that
   was sent once (its round trip from the sender's own send time, the receiver's
   delayed-ACK hold left out, minus the base RTT) and whether that cell was CE-marked
   (the receiver acknowledges a CE cell at once with ECE set, so an ACK's ECE speaks
-  for the newest cell it covers; the cells it also covers were unmarked). Nothing new
-  on the wire: `testbed/host/reliability.py` already keeps the send times and the
-  receiver already echoes CE.
+  for the newest cell it covers; the cells it also covers were unmarked).
 * The base RTT is the scenario's derived one, lowered to the smallest round trip the
   flow measures if that is shorter.
-* Target queueing delay: `target_qdelay_rtt` base RTTs, 1.0 by default because this
-  fabric does not trim packets (0.75 is the value with trimming).
+* Target queueing delay: `target_qdelay_rtt` base RTTs, 1.0 (no trimming here; 0.75 with).
 * The four quadrants, decided on each ACK's own delay sample against the target:
   - low delay + ECN: no change (a queue somewhere is building, but the delay is still
     under the target: let load balancing move the entropy);
@@ -24,10 +21,9 @@ REFERENCE.md's description (UEC's htsim model) and how each part is realised her
   - low delay, no ECN: proportional increase, pi_bdp x (target - delay) / target BDPs
     per RTT (each acknowledged cell adds its 1/W share of it), so growth slows as the
     delay nears the target and stops there;
-  - high delay, no ECN (REFERENCE.md names no rule): fair increase, fi_bdp BDPs per
+  - high delay, no ECN (the model names no rule): fair increase, fi_bdp BDPs per
     RTT, the same for every flow.
-  Both increases are additive per RTT and the decrease multiplicative, so flows that
-  share a bottleneck converge toward equal windows (AIMD).
+  Additive increases and a multiplicative decrease: flows converge to equal windows.
 * maxwnd: `max_wnd_bdp` (1.5) BDPs; never below `min_wnd_cells`.
 * Quick adapt: a delay sample above quick_adapt_x_target (4) x the target, or a loss
   the reliability layer acted on a NACK for, sets the window to the cells
@@ -35,13 +31,12 @@ REFERENCE.md's description (UEC's htsim model) and how each part is realised her
   at most once per measured RTT, and the next decrease waits for cells sent after it.
   A retransmission timeout does not: the flow heard nothing for an RTO, so what it had
   acknowledged over the last RTT is nothing, and a window pinned to one cell regrows
-  only by the proportional increase, which vanishes at the target (in the first emulated
-  7:1 incast, when timeouts also quick-adapted, six of the seven senders had 2-4 timeouts
-  and windows of one cell, and Jain's index across the senders was 0.62).
+  only by the proportional increase, which vanishes at the target (docs/measurements.md).
 
 The flow is also paced at the line rate with the NIC's catch-up, as every other
 sender is (`none`'s pacer): the window decides how much, the pacer how fast.
-There is no receiver half: the receiver's transport already echoes CE on ACKs.
+No new wire field and no receiver half: `host/reliability.py` keeps the send times and
+the receiver's transport already echoes CE on ACKs.
 """
 
 from __future__ import annotations

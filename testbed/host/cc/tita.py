@@ -1,73 +1,36 @@
 """TiTa-style receiver-driven credits with ExpressPass feedback.
 
-The receiver learns a sender's demand from CREDIT_REQUEST (bytes queued),
-then paces credits: the host as a whole never exceeds one credit per
-(data + credit) frame time at its link rate, never has more than one BDP
-(at the measured credit round trip, at most two base BDPs) of credits
-outstanding across all its senders, and each flow is paced at
-its own ExpressPass rate. Switches drop credits that would overload a link
-(credit limiting); the receiver sees the loss because data echoes the credit
-sequence number, and adapts the flow's rate once per RTT:
-loss > target -> rate = measured * (1 + target), w halves; else w grows and
-rate moves toward the maximum. Data takes the credit's entropy so it
-returns on the credit's path (reversed), which is what makes switch credit
-limiting protect core links, not only the last hop.
+Credits: the receiver learns a sender's demand from CREDIT_REQUEST (cells
+queued) and paces credits. The host never exceeds one credit per (data +
+credit) frame time at its link rate, nor one BDP of credits outstanding (at
+the measured credit round trip, at most two base BDPs). Each flow is paced at
+its own ExpressPass rate, at most one credit per DATA frame time and never
+above the switches' credit meters (`TransportConfig.flow_credit_rate`).
+Data takes its credit's entropy, so it returns on the credit's path.
 
-Credit loss is inferred, so its two thresholds (an unanswered credit
-times out; a credit issued `skew` before an answered one is declared lost)
-follow the measured credit round trip (credit issued -> its DATA back):
-timeout = max(credit_timeout_rtt * base RTT, srtt + 4 * rttvar), skew =
-max(0.5 base RTT, 4 * rttvar). With base-RTT thresholds alone, an emulation
-whose switches run a few ms late declared 44% of credits lost while the
-switches dropped 4%, and the feedback drove every flow's rate to the floor.
+Feedback, once per measured credit round trip (at least one base RTT):
+loss > target -> rate = measured * (1 + target) and w halves; else w grows
+and the rate moves toward the maximum. Loss is inferred: a credit unanswered
+for max(credit_timeout_rtt * base RTT, srtt + 4 rttvar) is lost, as is one
+issued more than skew = max(0.5 base RTT, 4 rttvar) before an answered one.
+DATA echoing a credit already declared lost withdraws that loss.
 
-Credits lost and credits late: DATA that echoes a credit already declared lost (within the next
-feedback round) withdraws the loss from the counts and from the demand it re-credited, and from
-the rate feedback if the round that counted it is still open; each flow's
-entropy round robin starts at its flow id hashed (`entropy.flow_start`), so flows that start
-together spread over the paths (see `_withdraw_loss` and `flow_start` for what each cost before).
+Pacing: the receiver's downlink is a pacer at the link rate with the NIC's
+catch-up (`pacing.Pacer`). Each credit is charged one DATA frame and each
+control frame that arrives its own size. A flow's credits sit on a fixed
+grid; jitter is an offset from the grid point, and a late wake-up sends the
+credits that came due since (at most one cell time of catch-up).
 
-A flow's maximum rate is one credit per DATA frame time, or the switches' credit meters' rate
-where that is lower (`TransportConfig.flow_credit_rate`): a sender credited faster than the
-meter at its port passes only has its credits wait there and dropped.
+Demand: a request sets it to the announced cells; each credit issued
+consumes one; a lost credit or a NACK adds one back; CREDIT_STOP clears it.
 
-Pacing: the host's gate is the receiver's own downlink, a pacer at the link
-rate with the NIC's catch-up (`pacing.Pacer`): each credit is charged one DATA
-frame (what it brings back) and each control frame that arrives (ACKs, credits
-and requests for this host's own sending flows) is charged its size, so DATA
-plus control never exceed the link and an incast receiver that sends nothing
-credits at one DATA frame per frame time. Each flow is paced at its ExpressPass
-rate on a fixed grid with the same catch-up; the +-jitter is an offset from the
-grid point, so it moves credits without lowering the rate (a multiplicative
-jitter clipped by the gate cost about 5% of the link), and a late wake-up
-sends the credits that came due since (up to one cell time of catch-up)
-instead of losing them. Feedback runs once per *measured* credit round trip
-(at least one base RTT) and the measured rate is credits used over the time
-the round actually lasted.
-
-Demand bookkeeping: a request sets demand to the announced cells; each
-credit issued consumes one; a credit that is lost (detected by gap or by
-timeout) or a NACK adds one back; CREDIT_STOP clears it.
-
-Short demands first: a flow whose request, made while it had nothing
-outstanding, announced at most one BDP of cells is credited ahead of the
-others until it is served (a larger request on the way loses it the place),
-as Homa grants short messages first. Without it a short message waited for
-its share beside every long flow into the same receiver: among four long
-flows its FCT p50 was 1.66x dcqcn's (simulator). Long flows still share
-round robin, so an incast of equal messages finishes every sender together.
-
-`credit_order: srpt` credits the due flow with the least demand left instead
-(Homa's shortest-remaining-first): of equal messages the first to ask is
-served to its end before the next, so an incast's median sender finishes at
-about 4/7 of the ideal last delivery at 7:1, and equal shares are given up
-for it (simulator: median FCT 0.60x fair order's, Jain's index over the
-senders' throughputs 0.66 where fair order's is 1.00). A flow not due on its ExpressPass grid lets the next one in, so the
-link stays full. `overcommit: K` (Homa's degree of overcommitment) lets the K
-due flows with the least demand left share the credits, each to the one of them
-credited longest ago: of an N:1 incast of equal messages, K flows finish
-together, then the next K, so K = N-1 keeps Jain's index at 0.997 and puts the
-median at 0.87 of fair order's (simulator, 7:1).
+Order: a flow whose request (made with nothing outstanding) announced at
+most one BDP is credited first until served, as Homa grants short messages
+first; long flows share round robin. `credit_order: srpt` credits the due
+flow with the least demand left; `overcommit: K` lets the K such flows share
+the credits, each going to the one credited longest ago. A flow not due on
+its grid lets the next one in, so the link stays full. The figures behind
+these rules are in docs/measurements.md ("TiTa's rules").
 """
 
 from __future__ import annotations

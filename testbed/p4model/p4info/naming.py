@@ -2,8 +2,7 @@
 
 Controllers (p4runtime-shell, ONOS, our own) keep ids in configuration and
 tests; for a program to move between bmv2 and the builtin target unchanged,
-every id must be the one p4c would have given.  The rules (REFERENCE.md,
-"P4Info names and ids"):
+every id must be the one p4c would have given.  The rules:
 
 * id = (type prefix << 24) | (Jenkins one-at-a-time hash of the name & 0xFFFFFF);
 * `@id(n)` values are reserved first (their prefix is added when absent);

@@ -54,7 +54,7 @@ Link loss (a degraded link, `set_port_loss`): each packet offered to a
 port with loss probability P is lost on the link with that probability,
 drawn from the TM's own seeded generator (reproducible per switch); it
 never enters a queue, and is counted per class in the port's `lost_link`.
-Priority flow control (`set_pfc`, off by default; tm/pfc.py is the frame):
+Priority flow control (`set_pfc`, off by default; cells/pfc.py is the frame):
   * obeying: `pause(port, priority, until_ns, at_ns)` stops that queue of the
     port from being served from `at_ns` until `until_ns` (0: resumed); the
     packet already on the wire finishes, other priorities go on;
@@ -68,7 +68,7 @@ Priority flow control (`set_pfc`, off by default; tm/pfc.py is the frame):
 Packets are opaque; only their length in bytes is used (the length at
 enqueue; egress may change it afterwards, which the TM does not see).
 The caller may name a packet's class (a small integer, 0..CLASSES-1; the
-switch passes the cell type, `classify.py`): each queue then counts what
+switch passes the cell type, `cells/classify.py`): each queue then counts what
 it accepted and what it tail-dropped per class, so a run's report can say
 which kind of packet a full queue lost and what share of a link's bytes
 was data.  Two list increments per packet; UNCLASSIFIED when not given.

@@ -1,4 +1,4 @@
-// Regression for the STF queue model (issue 18): byte 0 of a packet is its
+// Regression for the STF queue model: byte 0 of a packet is its
 // egress port, byte 1 its standard_metadata.priority (the egress queue),
 // byte 2 a sequence number.  Egress stamps byte 3 with the priority it saw,
 // so an expectation also says which queue the packet went through.

@@ -7,7 +7,8 @@ import pytest
 
 from testbed.claims import experiments, figures, report
 from testbed.cells import segment
-from testbed.host import simexp, workloads
+from testbed.simulation import simexp
+from testbed.host import workloads
 from testbed.host.workloads import WorkloadError
 
 
@@ -164,7 +165,7 @@ def test_the_emulated_scenarios_parse_with_a_variant_per_cc():
         texts = emulated.with_pfc_variant(text, ["tita"], srpt=True, overcommit=n - 1)
         (k,) = expand_variants(parse_scenario(texts[2], "k.yaml"))
         assert k.name == f"cc=tita,credit_order=srpt,overcommit={n - 1}" and k.scenario.transport.tita.overcommit == n - 1
-    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario.workload import scenario_messages
 
     messages = scenario_messages(parse_scenario(experiments.scenario_text("permutation", 2, "tita"), "p.yaml"))
     assert len(messages) == 8 and {m.size_bytes for m in messages} == {experiments.PERMUTATION_BYTES}

@@ -84,8 +84,8 @@ def test_tita_srpt_has_latency_and_acceptance_rows_of_its_own_and_is_named_in_th
     assert srpt["claim"] == "about 40% lower latency (tita+srpt vs dcqcn)"
     assert srpt["measured"].startswith("tita+srpt over dcqcn: incast7 FCT p50 570/950 ms = 0.60")
     table = {r["claim"]: r["verdict"] for r in verdicts.table(sim, [])}
-    assert table["issue 13 acceptance, tita incast 7:1, simulated"] == verdicts.HOLDS
-    assert table["issue 13 acceptance, tita+srpt incast 7:1, simulated"] == "not reproduced (jain)"
+    assert table["incast acceptance, tita incast 7:1, simulated"] == verdicts.HOLDS
+    assert table["incast acceptance, tita+srpt incast 7:1, simulated"] == "not reproduced (jain)"
 
 
 def test_incast_acceptance_names_each_failed_check():
@@ -148,7 +148,7 @@ def test_every_run_of_a_repeated_scenario_has_its_own_acceptance_row_and_latency
     good = {"goodput_over_payload_rate": 0.98, "data_drops": 0, "peak_queue_cells": 2, "bdp_cells": 16,
             "jain": 1.0, "last_over_ideal": 1.0, "link_rate_mbps": 1.0, "behind_real_time": False}
     assert verdicts.incast_acceptance({**row("tita", 500, 2), **good}, "emulated")["claim"] == \
-        "issue 13 acceptance, tita incast 7:1, emulated (run 2 of 2)"
+        "incast acceptance, tita incast 7:1, emulated (run 2 of 2)"
 
 
 def test_emulated_latency_compares_within_each_scenario_and_needs_fidelity():

@@ -1,6 +1,6 @@
 """Scenario phases become the messages the agents send."""
 
-from testbed.emulation.workload import scenario_messages
+from testbed.scenario.workload import scenario_messages
 from testbed.scenario import parse_scenario
 
 BASE = """

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from testbed.emulation.workload import phase_messages, scenario_messages
+from testbed.scenario.workload import phase_messages, scenario_messages
 from testbed.host import workloads
 from testbed.scenario import parse_scenario
 

@@ -1,9 +1,9 @@
-"""Shared builders for the host transport tests (scaled defaults of REFERENCE.md)."""
+"""Shared builders for the host transport tests (scaled-down defaults)."""
 
 import pytest
 
 from testbed.host.config import TransportConfig
-from testbed.host.sim import LinkSpec
+from testbed.simulation.sim import LinkSpec
 
 BDP = 16
 RATE = 100e6

@@ -13,7 +13,7 @@ from conftest import run_agents
 from testbed.control.plan import plan_fabric
 from testbed.control.trace import FabricModel, Flow
 from testbed.host import collectives as c
-from testbed.host import sim
+from testbed.simulation import sim
 from testbed.cells import wire
 from testbed.host.agent import Agent
 from testbed.host.config import TransportConfig

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from testbed.host import collectives as c
-from testbed.host import sim
+from testbed.simulation import sim
 from testbed.host.config import TransportConfig
 from testbed.topo import build_topology
 

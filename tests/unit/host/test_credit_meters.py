@@ -12,7 +12,7 @@ import pytest
 from testbed.claims.experiments import incast_text
 from testbed.cli import main
 from testbed.control.plan import credit_rate_pps
-from testbed.host import simexp
+from testbed.simulation import simexp
 from testbed.cells import wire
 from testbed.host.config import ConfigError
 from testbed.scenario import expand_variants, parse_scenario

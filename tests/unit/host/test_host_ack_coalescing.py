@@ -11,7 +11,7 @@ from testbed.host.endpoint import Endpoint
 from testbed.host.pacing import Pacer
 from testbed.host.receiver import ReceiverFlow
 from testbed.host.reliability import SendWindow
-from testbed.host.sim import LinkSpec, star
+from testbed.simulation.sim import LinkSpec, star
 
 CELL = 64
 

@@ -1,8 +1,8 @@
-"""Issue 13's latency claim in the simulator: TiTa's FCTs (a message posted to its last ACK,
+"""The latency claim in the simulator: TiTa's FCTs (a message posted to its last ACK,
 its wait for credits included) below DCQCN's, in incast and for short messages mixed with long
 flows (scenarios/incast.yaml's links)."""
 
-from testbed.host import simexp
+from testbed.simulation import simexp
 
 
 def test_short_messages_beside_long_flows_complete_sooner_with_tita():

@@ -1,11 +1,13 @@
-"""DCQCN as a baseline at its best (issue 13): the pacer rules every other sender
+"""DCQCN as a baseline at its best: the pacer rules every other sender
 has, and the paper's byte counter."""
 
 from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp, workloads
+from testbed.simulation import simexp
+
+from testbed.host import workloads
 from testbed.host.cc.dcqcn import DcqcnSender
 from testbed.host.cc.none import NoneSender
 from testbed.host.config import TransportConfig
@@ -47,7 +49,7 @@ def test_byte_counter_is_the_papers_ratio_to_the_increase_timer():
 
 def test_a_cnp_overtakes_the_congested_data_queue_in_the_simulated_switch():
     from testbed.cells import wire
-    from testbed.host.sim import SimPacket
+    from testbed.simulation.sim import SimPacket
 
     cfg = simexp.config("dcqcn")
     net = simexp.network(cfg, 2)

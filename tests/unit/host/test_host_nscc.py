@@ -1,11 +1,13 @@
-"""NSCC's window rules (testbed/host/cc/nscc.py against REFERENCE.md), one by one, on the
+"""NSCC's window rules (testbed/host/cc/nscc.py against UEC's htsim model), one by one, on the
 sans-IO sender; then the same sender in the transport and in the simulator."""
 
 from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp, workloads
+from testbed.simulation import simexp
+
+from testbed.host import workloads
 
 from testbed.cells import wire
 from testbed.host.cc import make_sender_cc
@@ -244,7 +246,7 @@ def test_nscc_incast_in_the_simulator_keeps_the_queue_and_the_link():
 
 
 def test_nscc_drops_only_in_the_first_rtts_of_an_incast():
-    from testbed.host.sim import Port
+    from testbed.simulation.sim import Port
 
     cfg_ = simexp.config("nscc")
     net = simexp.network(cfg_, 8)
@@ -273,7 +275,7 @@ def _deep_buffer_incast(**nscc):
     window starting at maxwnd: 7 x 24 cells against a 16-cell path, a standing queue of
     about 150 cells (9 RTTs of delay). Returns the receiver port's queue every 0.25 s
     and the senders' CCs."""
-    from testbed.host.sim import LinkSpec, leaf_spine
+    from testbed.simulation.sim import LinkSpec, leaf_spine
 
     c = simexp.config("nscc", nscc=NsccParams(initial_wnd_bdp=1.5, **nscc))
     spec = LinkSpec(rate_bps=simexp.RATE_BPS, delay_s=simexp.DELAY_S, buffer_cells=12 * BDP,

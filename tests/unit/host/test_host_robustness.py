@@ -9,7 +9,7 @@ from testbed.cells import segment, wire
 
 from testbed.host import workloads
 from testbed.host.endpoint import Endpoint
-from testbed.host.sim import star
+from testbed.simulation.sim import star
 
 CELL = 1024
 

@@ -4,7 +4,7 @@ import pytest
 from conftest import BDP, make_cfg, star_link
 
 from testbed.host import records, workloads
-from testbed.host.sim import LinkSpec, leaf_spine, star
+from testbed.simulation.sim import LinkSpec, leaf_spine, star
 
 
 def run_incast(cc: str, n: int = 8, size: int = 64 * 1024):
@@ -142,7 +142,7 @@ def test_the_simulators_ecn_thresholds_are_fabric_p4s(ecn, never_up_to, always_f
     test_red_extremes_with_driven_queue_depth): step marks from K on, RED always from Kmax on and
     never up to Kmin."""
     from testbed.cells import wire
-    from testbed.host.sim import Network, SimPacket
+    from testbed.simulation.sim import Network, SimPacket
 
     cfg = make_cfg("dcqcn")
     net = Network(cfg, seed=1)

@@ -4,7 +4,9 @@ the core idle) and DATA retraces its credit's path."""
 
 from collections import Counter
 
-from testbed.host import sim, workloads
+from testbed.simulation import sim
+
+from testbed.host import workloads
 
 from testbed.cells import wire
 from testbed.scenario import parse_scenario

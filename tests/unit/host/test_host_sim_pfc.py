@@ -1,9 +1,9 @@
 """PFC in the simulator: per-ingress pause at XOFF/XON, per priority, one shared buffer."""
 
-from testbed.host import simexp
+from testbed.simulation import simexp
 
 from testbed.cells import wire
-from testbed.host.sim import SimPacket
+from testbed.simulation.sim import SimPacket
 
 
 def test_pfc_makes_an_uncontrolled_incast_lossless():

@@ -3,7 +3,7 @@ message they make, each started at its planned start (not before, and not at a l
 
 import pytest
 
-from testbed.emulation.workload import scenario_messages
+from testbed.scenario.workload import scenario_messages
 from testbed.scenario import parse_scenario
 from testbed.simulation.run import simulate
 

@@ -4,7 +4,7 @@ from conftest import make_cfg, star_link
 
 from testbed.host import workloads
 from testbed.host.lateness import Lateness
-from testbed.host.sim import star
+from testbed.simulation.sim import star
 
 
 def test_second_message_of_a_flow_is_queued_behind_the_first():

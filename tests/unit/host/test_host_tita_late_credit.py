@@ -1,4 +1,4 @@
-"""A credit TiTa's receiver declared lost whose DATA comes later was late, not lost (issue 13).
+"""A credit TiTa's receiver declared lost whose DATA comes later was late, not lost.
 
 The receiver is driven alone: every credit but one is answered at once, and the one is answered
 after the credit timeout has declared it lost, or never.

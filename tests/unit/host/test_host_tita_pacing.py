@@ -1,4 +1,4 @@
-"""TiTa's credit pacing reaches the receiver's link rate (issue 13).
+"""TiTa's credit pacing reaches the receiver's link rate.
 
 The receiver is driven alone here: a driver polls it at its deadline (or
 late), and every credit is answered at once by a DATA cell echoing it, so
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp
+from testbed.simulation import simexp
 
 from testbed.cells import wire
 from testbed.host.cc.tita import TitaReceiver
@@ -110,7 +110,7 @@ def test_feedback_runs_once_per_measured_rtt_and_measures_over_the_round():
 
 @pytest.mark.parametrize("senders", [7, 15])
 def test_sim_incast_reaches_the_link_payload_rate_with_late_wakeups(senders):
-    # The acceptance of issue 13, in the simulator at scenarios/incast.yaml's parameters,
+    # The incast acceptance, in the simulator at scenarios/incast.yaml's parameters,
     # with every host's timer wake-ups up to 1 ms late (the agent's loop, loaded).
     r = simexp.incast("tita", senders, 128 * 1024, count=1, wake_late_s=1e-3)
     assert r["finished"] and r["delivered_verified"] == r["messages"]

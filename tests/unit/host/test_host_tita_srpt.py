@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.host import simexp
+from testbed.simulation import simexp
 
 from testbed.cells import wire
 from testbed.host.cc.tita import TitaReceiver

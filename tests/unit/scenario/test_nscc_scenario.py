@@ -1,4 +1,4 @@
-"""`cc: nscc` in a scenario: accepted, defaulted from REFERENCE.md, handed to the agents'
+"""`cc: nscc` in a scenario: accepted, defaulted from UEC's htsim model, handed to the agents'
 transport and printed in the report in absolute units."""
 
 import pytest

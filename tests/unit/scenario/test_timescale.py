@@ -55,7 +55,7 @@ workload: [{kind: collective}]
 
 
 def test_poisson_and_stream_send_the_same_messages_at_their_times_over_f():
-    from testbed.emulation.workload import phase_messages
+    from testbed.scenario.workload import phase_messages
 
     s = parse_scenario("""
 duration_s: 10

@@ -1,4 +1,4 @@
-"""Regressions from the p4c sample sweep (issue 16): each program in
+"""Regressions from the p4c sample sweep: each program in
 tests/p4programs/conf_*.p4 is our own minimal case of one failure class
 (generated code that was not Python, silently wrong output); each must
 pass its STF file."""

@@ -15,7 +15,7 @@ from testbed.telemetry.recovery import goodput_figure
 from testbed.telemetry.report import _fault_lines
 
 ROOT = Path(__file__).resolve().parents[3]
-FACTOR = 1 / 4.96  # the slow-down of issue 39's example: a cut at 3 s showed at 14.9 s
+FACTOR = 1 / 4.96  # the slow-down of a reported example: a cut at 3 s showed at 14.9 s
 
 
 def _run_dir(tmp_path: Path, factor: float) -> tuple[Path, float]:

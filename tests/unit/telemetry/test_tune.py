@@ -41,7 +41,7 @@ def test_tune_reports_choice_best_and_regret(tmp_path, capsys):
 
 
 def test_a_scenario_uses_the_tuning_table(tmp_path):
-    from testbed.emulation.workload import scenario_messages
+    from testbed.scenario.workload import scenario_messages
     from testbed.scenario import ScenarioError, parse_scenario
 
     table = {"op": "all_reduce", "ranks": 4, "table": [

@@ -1,4 +1,4 @@
-"""bmv2 egress-queue semantics of the traffic manager (REFERENCE.md "Egress queues")."""
+"""bmv2 egress-queue semantics of the traffic manager."""
 
 import pytest
 

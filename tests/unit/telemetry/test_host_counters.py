@@ -1,6 +1,6 @@
 """Parsing the hosts' qdisc and UDP counters, and subtracting the two readings."""
 
-from testbed.emulation import host_counters
+from testbed.telemetry import host_counters
 
 SNMP = """Ip: Forwarding DefaultTTL
 Ip: 1 64

@@ -49,10 +49,12 @@ def parse_link(text: str) -> dict[str, int]:
         return {}
 
 
-def read_host(node, interfaces: list[str]) -> dict:
-    """One reading of a host: {"qdisc": {interface: counters}, "link": {interface: counters}, "udp": counters}."""
-    from testbed.emulation.network import run_in
+def read_host(node, interfaces: list[str], run_in) -> dict:
+    """One reading of a host: {"qdisc": {interface: counters}, "link": {interface: counters}, "udp": counters}.
 
+    run_in(node, argv, what=...) runs argv in the host's namespace and returns its output (the
+    emulation's emulation.network.run_in); the readings are parsed here.
+    """
     qdisc = {i: parse_qdisc(run_in(node, ["tc", "-s", "-j", "qdisc", "show", "dev", i], what=f"read qdisc of {i}"))
              for i in interfaces}
     link = {i: parse_link(run_in(node, ["ip", "-s", "-j", "link", "show", "dev", i], what=f"read counters of {i}"))

@@ -38,7 +38,7 @@ from testbed.cells import segment, wire
 
 from testbed.host import workloads
 from testbed.host.config import TransportConfig
-from testbed.host.sim import LinkSpec, Network, leaf_spine
+from testbed.simulation.sim import LinkSpec, Network, leaf_spine
 
 RATE_BPS = 5e6
 DELAY_S = 2.5e-3

@@ -1,0 +1,1 @@
+"""The cell format every layer shares: header codec, segmentation, flow ports, classifier, PFC frame."""
