@@ -1,0 +1,110 @@
+"""Load a built program with ctypes and drive it as a Pipeline.
+
+NativePipeline offers the calls the STF runner, the switch and the control
+plane make of testbed.p4model.pipeline.Pipeline: process, ingress, egress,
+drop_port, and the state dictionaries (empty: programs with tables or
+externs are refused by the lowering for now).  A job between ingress and
+egress is a NativeJob holding its tb_state buffer in C memory."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from testbed.p4model.backend.native.build import build
+from testbed.p4model.backend.native.program import lower
+from testbed.p4model.clock import MonotonicClock
+from testbed.p4model.runtime.externs import DigestQueue
+from testbed.p4model.runtime.pre import PacketReplicationEngine
+from testbed.p4model.v1model import DROP_PORT, EgressResult, QueueMeta, _queue_meta
+
+_U8P = ctypes.POINTER(ctypes.c_uint8)
+
+
+class NativeJob:
+    """A packet between ingress and egress: where to queue it and its state."""
+
+    __slots__ = ("port", "priority", "state", "data", "length", "ingress_length")
+
+    def __init__(self, port: int, state, data: bytes) -> None:
+        self.port, self.priority, self.state, self.data = port, 0, state, data
+        self.length = self.ingress_length = len(data)
+
+
+class NativePipeline:
+    """One program instance on the native back end."""
+
+    backend = "native"
+
+    def __init__(self, program, clock=None, seed=None, drop_port: int = DROP_PORT) -> None:
+        self.program = program
+        self.clock = clock if clock is not None else MonotonicClock()
+        name = Path(program.source_files[0]).name if program.source_files else "<program>"
+        self.c_source = lower(program)
+        self.so_path = build(self.c_source, name, program.main.loc)
+        lib = ctypes.CDLL(str(self.so_path))
+        lib.tb_state_size.restype = ctypes.c_uint32
+        lib.tb_max_header_bytes.restype = ctypes.c_uint32
+        lib.tb_ingress.restype = ctypes.c_int64
+        lib.tb_ingress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                   ctypes.c_uint64, ctypes.c_uint32]
+        lib.tb_egress.restype = ctypes.c_int64
+        lib.tb_egress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32, ctypes.c_void_p]
+        self.lib = lib
+        self._state_size = lib.tb_state_size()
+        self._max_hdr = lib.tb_max_header_bytes()
+        self.drop_port = drop_port
+        self.tables, self.registers, self.counters, self.meters = {}, {}, {}, {}
+        self.action_profiles, self.direct_counters, self.direct_meters = {}, {}, {}
+        self.value_sets, self.hashers = {}, []
+        self.pre = PacketReplicationEngine()
+        self.digests = DigestQueue()
+        self.cpu_port: int | None = None
+        self.stats = {"received": 0, "transmitted": 0, "dropped": 0, "errors": 0,
+                      "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
+                      "replicas": 0}
+
+    @property
+    def source(self) -> str:
+        return self.c_source
+
+    def ingress(self, port: int, data: bytes, now_us: int | None = None) -> list:
+        self.stats["received"] += 1
+        data = bytes(data)
+        state = ctypes.create_string_buffer(self._state_size)
+        now = self.clock.now_us() if now_us is None else now_us
+        out = self.lib.tb_ingress(state, data, len(data), port, now, self.drop_port)
+        if out < 0:
+            self.stats["dropped"] += 1
+            return []
+        return [NativeJob(out, state, data)]
+
+    def egress(self, job: NativeJob, queue_meta=None) -> EgressResult:
+        q = queue_meta if queue_meta is not None and not isinstance(queue_meta, (dict, tuple)) \
+            or isinstance(queue_meta, QueueMeta) else _queue_meta(queue_meta)
+        deq = q.deq_ts_us if q.deq_ts_us is not None else self.clock.now_us()
+        qa = (ctypes.c_uint64 * 5)(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, deq)
+        buf = ctypes.create_string_buffer(self._max_hdr + len(job.data))
+        n = self.lib.tb_egress(job.state, job.data, len(job.data), job.port, qa, self.drop_port, buf)
+        if n < 0:
+            self.stats["dropped"] += 1
+            return EgressResult([], [])
+        self.stats["transmitted"] += 1
+        return EgressResult([(job.port, buf.raw[:n])], [])
+
+    def egress_now(self, job: NativeJob, now_us: int | None = None) -> EgressResult:
+        now = self.clock.now_us() if now_us is None else now_us
+        return self.egress(job, QueueMeta(now, 0, 0, 0, now))
+
+    def process(self, port: int, data: bytes) -> list:
+        out: list = []
+        for job in self.ingress(port, data):
+            now = self.clock.now_us()
+            out += self.egress(job, QueueMeta(now, 0, 0, 0, now)).packets
+        return out
+
+    def packet_out(self, data: bytes) -> list:
+        if self.cpu_port is None:
+            raise ValueError("no CPU port configured for PacketOut")
+        return self.process(self.cpu_port, data)
