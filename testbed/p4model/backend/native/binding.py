@@ -81,8 +81,7 @@ class NativePipeline:
         return [NativeJob(out, state, data)]
 
     def egress(self, job: NativeJob, queue_meta=None) -> EgressResult:
-        q = queue_meta if queue_meta is not None and not isinstance(queue_meta, (dict, tuple)) \
-            or isinstance(queue_meta, QueueMeta) else _queue_meta(queue_meta)
+        q = queue_meta if hasattr(queue_meta, "enq_ts_us") else _queue_meta(queue_meta)
         deq = q.deq_ts_us if q.deq_ts_us is not None else self.clock.now_us()
         qa = (ctypes.c_uint64 * 5)(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, deq)
         buf = ctypes.create_string_buffer(self._max_hdr + len(job.data))
