@@ -12,6 +12,7 @@ import ctypes
 from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
+from testbed.p4model.backend.native.objects import NativeTable
 from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.runtime.externs import DigestQueue
@@ -40,13 +41,18 @@ class NativePipeline:
         self.program = program
         self.clock = clock if clock is not None else MonotonicClock()
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
-        self.c_source = lower(program)
+        self.c_source, infos = lower(program)
         self.so_path = build(self.c_source, name, program.main.loc)
         lib = ctypes.CDLL(str(self.so_path))
+        lib.tb_new.restype = ctypes.c_void_p
+        lib.tb_free.argtypes = [ctypes.c_void_p]
+        lib.tb_table_set.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                                     ctypes.POINTER(ctypes.c_uint64)]
+        lib.tb_table_default.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]
         lib.tb_state_size.restype = ctypes.c_uint32
         lib.tb_max_header_bytes.restype = ctypes.c_uint32
         lib.tb_ingress.restype = ctypes.c_int64
-        lib.tb_ingress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+        lib.tb_ingress.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
                                    ctypes.c_uint64, ctypes.c_uint32]
         lib.tb_egress.restype = ctypes.c_int64
         lib.tb_egress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
@@ -55,7 +61,11 @@ class NativePipeline:
         self._state_size = lib.tb_state_size()
         self._max_hdr = lib.tb_max_header_bytes()
         self.drop_port = drop_port
-        self.tables, self.registers, self.counters, self.meters = {}, {}, {}, {}
+        self._inst = lib.tb_new()
+        if not self._inst:
+            raise MemoryError("native back end: no memory for the tables")
+        self.tables = _tables(program, self.clock, drop_port, lib, self._inst, infos)
+        self.registers, self.counters, self.meters = {}, {}, {}
         self.action_profiles, self.direct_counters, self.direct_meters = {}, {}, {}
         self.value_sets, self.hashers = {}, []
         self.pre = PacketReplicationEngine()
@@ -64,6 +74,11 @@ class NativePipeline:
         self.stats = {"received": 0, "transmitted": 0, "dropped": 0, "errors": 0,
                       "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
                       "replicas": 0}
+
+    def __del__(self) -> None:
+        inst, self._inst = getattr(self, "_inst", None), None
+        if inst:
+            self.lib.tb_free(inst)
 
     @property
     def source(self) -> str:
@@ -74,7 +89,7 @@ class NativePipeline:
         data = bytes(data)
         state = ctypes.create_string_buffer(self._state_size)
         now = self.clock.now_us() if now_us is None else now_us
-        out = self.lib.tb_ingress(state, data, len(data), port, now, self.drop_port)
+        out = self.lib.tb_ingress(self._inst, state, data, len(data), port, now, self.drop_port)
         if out < 0:
             self.stats["dropped"] += 1
             return []
@@ -107,3 +122,22 @@ class NativePipeline:
         if self.cpu_port is None:
             raise ValueError("no CPU port configured for PacketOut")
         return self.process(self.cpu_port, data)
+
+
+def _tables(program, clock, drop_port, lib, inst, infos) -> dict:
+    """The Python target's Table objects for the program (so their checks,
+    const entries and defaults are the reference's own), turned into
+    NativeTables bound to their C tables."""
+    from testbed.p4model.backend.python import compile_program
+    from testbed.p4model.runtime.externs import RandomSource
+
+    compiled = compile_program(program, clock, RandomSource(0), drop_port)
+    by_decl = {id(info.decl): info for info in infos}
+    tables = {}
+    for info in infos:
+        cp = info.decl.cp_name or info.decl.name
+        table = compiled.tables[cp]
+        table.__class__ = NativeTable
+        table._native_bind(lib, inst, by_decl[id(info.decl)])
+        tables[cp] = table
+    return tables

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
                                                        scalar_width)
+from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
+from testbed.p4model.backend.native.emit_tables import TableMixin
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
@@ -24,7 +26,7 @@ SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)",
                "priority": "queue priority (standard_metadata.priority)"}
 
 
-class CodeEmitter:
+class CodeEmitter(TableMixin, ChecksumMixin):
     """Emits the C of one program's blocks; `env` maps P4 names to C lvalues."""
 
     def __init__(self, program: ir.Program, types: TypeEmitter) -> None:
@@ -35,6 +37,10 @@ class CodeEmitter:
         self.env: dict = {}
         self.uniq = 0
         self.errors = list(program.error_type.members)
+        self.statics: list[str] = []     # file-scope declarations (control locals)
+        self.funcs: list[str] = []       # action and table functions
+        self.tables: list = []           # TableInfo, index = C table id
+        self.table_fn: dict = {}
 
     # ---------------------------------------------------------- helpers
 
@@ -71,6 +77,9 @@ class CodeEmitter:
         """C for a scalar expression (value masked to its width)."""
         if isinstance(e, ir.Const):
             return self._const(e)
+        if isinstance(e, ir.VarRef) and isinstance(e.target, ir.Param) and id(e.target) in self.env \
+                and self.env[id(e.target)].startswith("args["):
+            return self.env[id(e.target)]
         if isinstance(e, (ir.VarRef, ir.Member)):
             if isinstance(e, ir.Member) and not isinstance(e.base.type, (ir.HeaderT, ir.StructT)):
                 return self._const_member(e)
@@ -89,6 +98,8 @@ class CodeEmitter:
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
         if isinstance(e, ir.Mux):
             return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
+        if isinstance(e, ir.Member) and isinstance(e.base, ir.TableApply) and e.name in ("hit", "miss"):
+            return f"((uint64_t){'!' if e.name == 'miss' else ''}{self.apply(e.base)})"
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
             if not isinstance(e.target.type, ir.HeaderT):
                 raise NativeUnsupported(e.loc, "isValid of a header union")
@@ -214,6 +225,17 @@ class CodeEmitter:
         self.emit(f"{self.lvalue(lhs)} = {self.ex(rhs)};")
 
     def call(self, c) -> None:
+        if isinstance(c, ir.TableApply):
+            self.emit(f"(void){self.apply(c)};")
+            return
+        if isinstance(c, ir.ExternFunctionCall) and c.decl.name in ("verify_checksum", "update_checksum"):
+            self.checksum(c, c.decl.name == "verify_checksum")
+            return
+        if isinstance(c, ir.ActionCall):
+            fn = self.action(c.action, None)
+            args = ", ".join(self.ex(a) for a in c.args) or "0"
+            self.emit(f"{{ const uint64_t a[] = {{{args}}}; {fn}(s, a, drop_port); }}")
+            return
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "mark_to_drop":
             sm = self.lvalue(c.args[0])
             self.emit(f"{sm}.f_egress_spec = drop_port; {sm}.f_mcast_grp = 0;")
@@ -269,11 +291,12 @@ class CodeEmitter:
                 scalar_width(local.type, local.loc)
                 name = self.fresh(f"l_{local.name}")
                 self.env[id(local)] = name
-                self.emit(f"uint64_t {name} = 0;")
+                self.statics.append(f"static uint64_t {name};")
+                self.emit(f"{name} = 0;")
             elif isinstance(local, ir.ActionDecl):
-                continue   # only reached through a table or a direct call (refused there)
+                continue   # reached through a table (refused as a direct call)
             elif isinstance(local, ir.TableDecl):
-                raise NativeUnsupported(local.loc, f"table {local.name}")
+                self.table(local)
             elif isinstance(local, ir.Instance):
                 raise NativeUnsupported(local.loc, f"the instance {local.name} ({_type_name(local.type)})")
             elif isinstance(local, ir.ValueSetDecl):
@@ -380,3 +403,4 @@ def _construct(x) -> str:
         return f"apply of {x.instance.name}"
     return {"Exit": "exit", "Return": "return", "Switch": "switch statements",
             "For": "for loops"}.get(type(x).__name__, type(x).__name__)
+
