@@ -12,6 +12,7 @@ import ctypes
 from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
+from testbed.p4model.backend.native.errors import NativeBuildError
 from testbed.p4model.backend.native.objects import NativeTable
 from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
@@ -43,7 +44,11 @@ class NativePipeline:
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
         self.c_source, infos = lower(program)
         self.so_path = build(self.c_source, name, program.main.loc)
-        lib = ctypes.CDLL(str(self.so_path))
+        try:
+            lib = ctypes.CDLL(str(self.so_path))
+            lib.tb_ingress, lib.tb_egress, lib.tb_new  # noqa: B018 - every entry point is there
+        except (OSError, AttributeError) as exc:
+            raise NativeBuildError(program.main.loc, name, f"cannot load {self.so_path}: {exc}") from None
         lib.tb_new.restype = ctypes.c_void_p
         lib.tb_free.argtypes = [ctypes.c_void_p]
         lib.tb_table_set.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
