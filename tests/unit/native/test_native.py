@@ -61,18 +61,19 @@ def test_second_load_uses_the_cache():
     assert time.perf_counter() - start < 5
 
 
-REGISTER_P4 = FORWARD.read_text().replace(
+METER_P4 = FORWARD.read_text().replace(
     "control V(inout H h, inout M m) { apply {} }",
-    "control V(inout H h, inout M m) {\n  register<bit<8>>(4) r;\n  apply { r.write(0, 1); } }")
+    "control V(inout H h, inout M m) {\n  meter(4, MeterType.packets) mt;\n"
+    "  apply { mt.execute_meter(32w0, m.x); } }")
 
 
 @pytest.mark.parametrize("program, construct", [("fabric.p4", "header stacks"),
-                                                ("register.p4", "register")])
+                                                ("meter.p4", "meter")])
 def test_unsupported_construct_is_one_line(program, construct, tmp_path):
     path = ROOT / "p4src" / program
-    if program == "register.p4":
+    if program == "meter.p4":
         path = tmp_path / program
-        path.write_text(REGISTER_P4)
+        path.write_text(METER_P4)
     with pytest.raises(NativeUnsupported) as info:
         load(path, backend="native")
     text = str(info.value)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
 from testbed.p4model.backend.native.errors import NativeBuildError
-from testbed.p4model.backend.native.objects import NativeTable
+from testbed.p4model.backend.native.objects import NativeCounter, NativeRegister, NativeTable
 from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.runtime.externs import DigestQueue
@@ -42,7 +42,7 @@ class NativePipeline:
         self.program = program
         self.clock = clock if clock is not None else MonotonicClock()
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
-        self.c_source, infos = lower(program)
+        self.c_source, infos, externs = lower(program)
         self.so_path = build(self.c_source, name, program.main.loc)
         try:
             lib = ctypes.CDLL(str(self.so_path))
@@ -51,6 +51,10 @@ class NativePipeline:
             raise NativeBuildError(program.main.loc, name, f"cannot load {self.so_path}: {exc}") from None
         lib.tb_new.restype = ctypes.c_void_p
         lib.tb_free.argtypes = [ctypes.c_void_p]
+        lib.tb_register.restype = ctypes.POINTER(ctypes.c_uint64)
+        lib.tb_register.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+        lib.tb_counter.restype = ctypes.POINTER(ctypes.c_uint64)
+        lib.tb_counter.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]
         lib.tb_table_set.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
                                      ctypes.POINTER(ctypes.c_uint64)]
         lib.tb_table_default.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]
@@ -69,8 +73,11 @@ class NativePipeline:
         self._inst = lib.tb_new()
         if not self._inst:
             raise MemoryError("native back end: no memory for the tables")
-        self.tables = _tables(program, self.clock, drop_port, lib, self._inst, infos)
-        self.registers, self.counters, self.meters = {}, {}, {}
+        compiled = _reference(program, self.clock, drop_port)
+        self.tables = _tables(compiled, lib, self._inst, infos)
+        self.registers = _externs(compiled.registers, NativeRegister, lib, self._inst, externs, "register")
+        self.counters = _externs(compiled.counters, NativeCounter, lib, self._inst, externs, "counter")
+        self.meters = {}
         self.action_profiles, self.direct_counters, self.direct_meters = {}, {}, {}
         self.value_sets, self.hashers = {}, []
         self.pre = PacketReplicationEngine()
@@ -129,14 +136,28 @@ class NativePipeline:
         return self.process(self.cpu_port, data)
 
 
-def _tables(program, clock, drop_port, lib, inst, infos) -> dict:
-    """The Python target's Table objects for the program (so their checks,
-    const entries and defaults are the reference's own), turned into
-    NativeTables bound to their C tables."""
+def _reference(program, clock, drop_port):
+    """The Python target's compile of the program: its Table, register and
+    counter objects (checks, const entries, defaults) are the reference's
+    own, re-bound to C memory below."""
     from testbed.p4model.backend.python import compile_program
     from testbed.p4model.runtime.externs import RandomSource
 
-    compiled = compile_program(program, clock, RandomSource(0), drop_port)
+    return compile_program(program, clock, RandomSource(0), drop_port)
+
+
+def _externs(objects: dict, cls, lib, inst, externs, kind) -> dict:
+    out = dict(objects)
+    for info in externs:
+        if info.kind == kind and info.name in out:
+            obj = out[info.name]
+            obj.__class__ = cls
+            obj._native_bind(lib, inst, info)
+    return out
+
+
+def _tables(compiled, lib, inst, infos) -> dict:
+    """NativeTables bound to their C tables."""
     by_decl = {id(info.decl): info for info in infos}
     tables = {}
     for info in infos:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
                                                        scalar_width)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
+from testbed.p4model.backend.native.emit_externs import ExternMixin
 from testbed.p4model.backend.native.emit_tables import TableMixin
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
@@ -26,7 +27,7 @@ SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)",
                "priority": "queue priority (standard_metadata.priority)"}
 
 
-class CodeEmitter(TableMixin, ChecksumMixin):
+class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
     """Emits the C of one program's blocks; `env` maps P4 names to C lvalues."""
 
     def __init__(self, program: ir.Program, types: TypeEmitter) -> None:
@@ -41,6 +42,7 @@ class CodeEmitter(TableMixin, ChecksumMixin):
         self.funcs: list[str] = []       # action and table functions
         self.tables: list = []           # TableInfo, index = C table id
         self.table_fn: dict = {}
+        self.externs: dict = {}          # id(Instance) -> ExternInfo
 
     # ---------------------------------------------------------- helpers
 
@@ -77,6 +79,8 @@ class CodeEmitter(TableMixin, ChecksumMixin):
         """C for a scalar expression (value masked to its width)."""
         if isinstance(e, ir.Const):
             return self._const(e)
+        if isinstance(e, ir.Member) and isinstance(e.base, ir.TableApply) and e.name in ("hit", "miss"):
+            return f"((uint64_t){'!' if e.name == 'miss' else ''}{self.apply(e.base)})"
         if isinstance(e, ir.VarRef) and isinstance(e.target, ir.Param) and id(e.target) in self.env \
                 and self.env[id(e.target)].startswith("args["):
             return self.env[id(e.target)]
@@ -98,8 +102,6 @@ class CodeEmitter(TableMixin, ChecksumMixin):
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
         if isinstance(e, ir.Mux):
             return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
-        if isinstance(e, ir.Member) and isinstance(e.base, ir.TableApply) and e.name in ("hit", "miss"):
-            return f"((uint64_t){'!' if e.name == 'miss' else ''}{self.apply(e.base)})"
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
             if not isinstance(e.target.type, ir.HeaderT):
                 raise NativeUnsupported(e.loc, "isValid of a header union")
@@ -231,6 +233,8 @@ class CodeEmitter(TableMixin, ChecksumMixin):
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name in ("verify_checksum", "update_checksum"):
             self.checksum(c, c.decl.name == "verify_checksum")
             return
+        if self.extern_call(c):
+            return
         if isinstance(c, ir.ActionCall):
             fn = self.action(c.action, None)
             args = ", ".join(self.ex(a) for a in c.args) or "0"
@@ -297,6 +301,9 @@ class CodeEmitter(TableMixin, ChecksumMixin):
                 continue   # reached through a table (refused as a direct call)
             elif isinstance(local, ir.TableDecl):
                 self.table(local)
+            elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ExternT) and \
+                    local.type.decl.name in ("register", "counter"):
+                continue   # its arrays live in tb_inst (emit_externs)
             elif isinstance(local, ir.Instance):
                 raise NativeUnsupported(local.loc, f"the instance {local.name} ({_type_name(local.type)})")
             elif isinstance(local, ir.ValueSetDecl):

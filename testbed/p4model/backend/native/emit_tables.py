@@ -72,8 +72,8 @@ class TableMixin:
         else:
             self.emit("const uint64_t *k = 0;")
         self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(str(int(x == 'range')) for x in kinds) or '0'}}};")
-        self.emit(f"const uint64_t *row = tb_lookup(&s->tb[{tid}], k, kinds);")
-        self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->tb[{tid}].deflt;")
+        self.emit(f"const uint64_t *row = tb_lookup(&s->inst->tables[{tid}], k, kinds);")
+        self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
         self.emit("switch (act[0]) {")
         for i, afn in enumerate(fns):
             self.emit(f"case {i}: {afn}(s, act + 1, drop_port); break;")

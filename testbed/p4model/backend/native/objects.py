@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 
+from testbed.p4model.runtime.externs import CounterArray, RegisterArray
 from testbed.p4model.runtime.tables import Table
 
 _MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
@@ -77,3 +78,30 @@ def _mirrored(name):
 
 for _name in _MUTATORS:
     setattr(NativeTable, _name, _mirrored(_name))
+
+
+class NativeRegister(RegisterArray):
+    """A RegisterArray whose `values` are the C array the packets use
+    (a ctypes view: values[i] reads and writes C memory)."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._cid = lib, inst, info.cid
+        addr = ctypes.cast(lib.tb_register(inst, info.cid), ctypes.c_void_p).value
+        self.values = (ctypes.c_uint64 * max(self.size, 1)).from_address(addr)
+
+    def reset(self) -> None:
+        ctypes.memset(self.values, 0, ctypes.sizeof(self.values))
+
+
+class NativeCounter(CounterArray):
+    """A CounterArray whose `packets` and `bytes` are the C arrays."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._cid = lib, inst, info.cid
+        arr = ctypes.c_uint64 * max(self.size, 1)
+        self.packets = arr.from_address(ctypes.cast(lib.tb_counter(inst, info.cid, 0), ctypes.c_void_p).value)
+        self.bytes = arr.from_address(ctypes.cast(lib.tb_counter(inst, info.cid, 1), ctypes.c_void_p).value)
+
+    def reset(self) -> None:
+        ctypes.memset(self.packets, 0, ctypes.sizeof(self.packets))
+        ctypes.memset(self.bytes, 0, ctypes.sizeof(self.bytes))

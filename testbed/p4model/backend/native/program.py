@@ -17,6 +17,8 @@ C ABI (no Python needed to call it):
       Writes the packet to out (at least tb_max_header_bytes() + len bytes)
       and returns its length, or -1 when egress dropped it.
   uint32_t tb_max_header_bytes(void)
+  uint64_t *tb_register(inst, id), *tb_counter(inst, id, bytes)
+      a register's values / a counter's packet or byte counts, in place
   int tb_table_set(void *inst, uint32_t id, uint32_t n, const uint64_t *rows)
       replace table id's rows (n rows of its stride, precedence order)
   void tb_table_default(void *inst, uint32_t id, const uint64_t *act)
@@ -85,16 +87,28 @@ def lower(program: ir.Program):
              f"{(program.source_files or ['<program>'])[0]} */", PRELUDE, C_CSUM16]
     parts += types.lines
     parts.append(TABLES.replace("N_TABLES", str(max(len(code.tables), 1))))
-    parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; tb_table *tb; }} tb_state;")
-    parts.append("static void tb_init_tables(tb_table *TB) {")
+    regs = [x for x in code.externs.values() if x.kind == "register"]
+    cnts = [x for x in code.externs.values() if x.kind == "counter"]
+    parts.append(f"typedef struct {{ tb_table tables[TB_N]; uint64_t *reg[{max(len(regs), 1)}]; "
+                 f"uint64_t *cnt_p[{max(len(cnts), 1)}], *cnt_b[{max(len(cnts), 1)}]; }} tb_inst;")
+    parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
+                 "uint32_t ingress_length; tb_inst *inst; } tb_state;")
+    parts.append("static int tb_init(tb_inst *I) {")
     for info in code.tables:
-        parts.append(f"    TB[{info.tid}].nk = {len(info.kinds)}; TB[{info.tid}].stride = {info.stride};")
+        parts.append(f"    I->tables[{info.tid}].nk = {len(info.kinds)}; I->tables[{info.tid}].stride = {info.stride};")
+    for x in regs:
+        parts.append(f"    if (!(I->reg[{x.cid}] = calloc({max(x.size, 1)}, 8))) return -1;")
+    for x in cnts:
+        parts.append(f"    if (!(I->cnt_p[{x.cid}] = calloc({max(x.size, 1)}, 8))) return -1;")
+        parts.append(f"    if (!(I->cnt_b[{x.cid}] = calloc({max(x.size, 1)}, 8))) return -1;")
+    parts.append("    return 0;")
     parts.append("}")
+    parts.append(f"#define TB_NREG {len(regs)}\n#define TB_NCNT {len(cnts)}")
     parts += code.statics
     parts += code.funcs
     parts += code.lines
     parts.append(ABI.replace("MAX_HDR", str(max_hdr)))
-    return "\n".join(parts) + "\n", code.tables
+    return "\n".join(parts) + "\n", code.tables, list(code.externs.values())
 
 
 def _max_header_bytes(t) -> int:
@@ -127,20 +141,29 @@ static const uint64_t *tb_lookup(const tb_table *t, const uint64_t *k, const uin
 """
 
 ABI = r"""
-void *tb_new(void) {
-    tb_table *TB = calloc(TB_N, sizeof(tb_table));
-    if (TB) tb_init_tables(TB);
-    return TB;
+void tb_free(void *inst) {
+    tb_inst *I = inst;
+    if (!I) return;
+    for (uint32_t i = 0; i < TB_N; i++) free(I->tables[i].rows);
+    for (uint32_t i = 0; i < TB_NREG; i++) free(I->reg[i]);
+    for (uint32_t i = 0; i < TB_NCNT; i++) { free(I->cnt_p[i]); free(I->cnt_b[i]); }
+    free(I);
 }
 
-void tb_free(void *inst) {
-    tb_table *TB = inst;
-    for (uint32_t i = 0; i < TB_N; i++) free(TB[i].rows);
-    free(TB);
+void *tb_new(void) {
+    tb_inst *I = calloc(1, sizeof(tb_inst));
+    if (I && tb_init(I) != 0) { tb_free(I); return 0; }
+    return I;
+}
+
+uint64_t *tb_register(void *inst, uint32_t id) { return id < TB_NREG ? ((tb_inst *)inst)->reg[id] : 0; }
+uint64_t *tb_counter(void *inst, uint32_t id, int bytes) {
+    tb_inst *I = inst;
+    return id < TB_NCNT ? (bytes ? I->cnt_b[id] : I->cnt_p[id]) : 0;
 }
 
 int tb_table_set(void *inst, uint32_t id, uint32_t n, const uint64_t *rows) {
-    tb_table *TB = inst;
+    tb_table *TB = ((tb_inst *)inst)->tables;
     if (id >= TB_N) return -1;
     tb_table *t = &TB[id];
     uint64_t *copy = n ? malloc((size_t)n * t->stride * sizeof(uint64_t)) : 0;
@@ -153,7 +176,7 @@ int tb_table_set(void *inst, uint32_t id, uint32_t n, const uint64_t *rows) {
 }
 
 void tb_table_default(void *inst, uint32_t id, const uint64_t *act) {
-    tb_table *TB = inst;
+    tb_table *TB = ((tb_inst *)inst)->tables;
     if (id >= TB_N) return;
     uint32_t na = TB[id].stride - 2 * TB[id].nk;
     memcpy(TB[id].deflt, act, na * sizeof(uint64_t));
@@ -165,7 +188,8 @@ uint32_t tb_max_header_bytes(void) { return MAX_HDR; }
 int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
                    uint64_t now_us, uint32_t drop_port) {
     memset(s, 0, sizeof *s);
-    s->tb = inst;
+    s->inst = inst;
+    s->ingress_length = len;
     s->sm.f_ingress_port = port;
     s->sm.f_packet_length = len;
     s->sm.f_ingress_global_timestamp = now_us & UINT64_C(0xFFFFFFFFFFFF);
