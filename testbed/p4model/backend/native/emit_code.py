@@ -43,6 +43,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.tables: list = []           # TableInfo, index = C table id
         self.table_fn: dict = {}
         self.externs: dict = {}          # id(Instance) -> ExternInfo
+        self.applied: set = set()        # sub-control instances already inlined
 
     # ---------------------------------------------------------- helpers
 
@@ -235,6 +236,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return
         if self.extern_call(c):
             return
+        if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
+            self.sub_control(c)
+            return
         if isinstance(c, ir.ActionCall):
             fn = self.action(c.action, None)
             args = ", ".join(self.ex(a) for a in c.args) or "0"
@@ -304,6 +308,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ExternT) and \
                     local.type.decl.name in ("register", "counter"):
                 continue   # its arrays live in tb_inst (emit_externs)
+            elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ControlT):
+                continue   # inlined where it is applied (sub_control)
             elif isinstance(local, ir.Instance):
                 raise NativeUnsupported(local.loc, f"the instance {local.name} ({_type_name(local.type)})")
             elif isinstance(local, ir.ValueSetDecl):
@@ -312,6 +318,38 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 raise NativeUnsupported(getattr(local, "loc", None), type(local).__name__)
         for s in decl.local_inits:
             self.stmt(s)
+
+    def sub_control(self, c) -> None:
+        """A control applied inside another, inlined with copy-in/copy-out:
+        each argument is copied into a file-scope variable of the
+        parameter's type (so the sub-control's tables and actions reach
+        it), the body runs, and inout arguments are copied back."""
+        inst, decl = c.instance, c.instance.type.decl
+        if id(inst) in self.applied:
+            raise NativeUnsupported(c.loc, f"a second apply of {inst.name}")
+        self.applied.add(id(inst))
+        if inst.args or decl.ctor_params:
+            raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
+        back = []
+        for p, arg in zip(decl.params, c.args):
+            if p.direction == "out" or isinstance(p.type, ir.ExternT):
+                raise NativeUnsupported(p.loc or c.loc, f"the {p.direction or 'extern'} parameter {p.name} of control {decl.name}")
+            ctype = self.types.c_type(p.type, p.loc or c.loc)
+            name = self.fresh(f"p_{p.name}")
+            self.statics.append(f"static {ctype} {name};")
+            value = self.ex(arg) if is_scalar(p.type) else self.lvalue(arg)
+            self.emit(f"{name} = {value};")
+            self.env[id(p)] = name
+            if p.direction == "inout":
+                back.append((self.lvalue(arg), name))
+        self.emit("do {")
+        self.depth += 1
+        self.locals_(decl)
+        self.stmt(decl.apply)
+        self.depth -= 1
+        self.emit("} while (0);")
+        for target, name in back:
+            self.emit(f"{target} = {name};")
 
     def control(self, fn: str, decl: ir.ControlDecl, roots: list) -> None:
         self.lines.append(f"static void {fn}(tb_state *s, uint32_t drop_port) {{")

@@ -39,6 +39,8 @@ class TableMixin:
             raise NativeUnsupported(t.loc, f"the implementation (action profile) of table {t.name}")
         if t.counters is not None or t.meters is not None:
             raise NativeUnsupported(t.loc, f"direct counters/meters of table {t.name}")
+        if id(t) in self.table_fn:
+            raise NativeUnsupported(t.loc, f"table {t.name} in a control instantiated twice")
         kinds, widths, keys = [], [], []
         for k in t.keys:
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
