@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
+from testbed.p4model.clock import ManualClock
 from testbed.p4model.pipeline import load
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) on this machine")
@@ -109,3 +110,14 @@ def test_stf_on_native_and_auto(tmp_path):
         out = io.StringIO()
         result = run_file(builtin_loader(str(FORWARD), backend=backend), str(stf), out)
         assert result.passed, (backend, out.getvalue(), result.problems, result.error)
+
+
+def test_p4src_basic_stf_passes_on_native():
+    from testbed.p4model.stf.runner import builtin_loader, run_file
+
+    out = io.StringIO()
+    loader = builtin_loader(str(ROOT / "p4src" / "basic.p4"), backend="native")
+    pipeline, _ = loader(ManualClock())
+    assert pipeline.backend == "native"
+    result = run_file(loader, str(ROOT / "p4src" / "tests" / "basic_forwarding.stf"), out)
+    assert result.passed, (out.getvalue(), result.problems, result.error)
