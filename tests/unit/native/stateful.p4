@@ -15,10 +15,11 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
   table t { key = { h.eth.dst: ternary; h.eth.type: exact; } actions = { fwd; drop; } default_action = drop(); }
   apply {
     cnt.count((bit<32>)h.eth.type[3:0]);
+    if (h.eth.type == 2) { sm.egress_spec = 3; h.eth.dst = 1; exit; }
     if (t.apply().hit) { h.eth.src = (bit<48>)m.r; } else { sm.egress_spec = 1; }
   }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
 control C(inout H h, inout M m) { apply {} }
-control D(packet_out p, in H h) { apply { p.emit(h.eth); } }
+control D(packet_out p, in H h) { apply { p.emit(h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;

@@ -1,4 +1,5 @@
-"""A program with a ternary+exact table, a register and a counter: native
+"""A program with a ternary+exact table, a register, a counter, exit and a
+struct emitted whole: native
 and Python give the same packets, ports, register values and counter
 counts for random entries and frames; control-plane writes to the
 register and counter reset reach the C arrays."""

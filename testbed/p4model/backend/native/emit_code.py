@@ -44,6 +44,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.table_fn: dict = {}
         self.externs: dict = {}          # id(Instance) -> ExternInfo
         self.applied: set = set()        # sub-control instances already inlined
+        self.ctx = ""                    # parser | control | action | deparser
+        self.in_sub = 0                  # depth of inlined sub-controls
 
     # ---------------------------------------------------------- helpers
 
@@ -199,7 +201,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             scalar_width(s.var.type, s.loc)
             self.emit(f"uint64_t {name} = {self.ex(s.init) if s.init is not None else 'UINT64_C(0)'};")
         elif isinstance(s, ir.If):
-            self.emit(f"if ({self.ex(s.cond)}) {{")
+            cond = self.ex(s.cond)
+            if self.ctx in ("control", "action") and "(s, drop_port)" in cond:   # a table applied
+                name = self.fresh("c")
+                self.emit(f"uint64_t {name} = {cond};")
+                self.exit_check()
+                cond = name
+            self.emit(f"if ({cond}) {{")
             self.depth += 1
             self.stmt(s.then)
             self.depth -= 1
@@ -211,8 +219,24 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit("}")
         elif isinstance(s, ir.CallStmt):
             self.call(s.call)
+            self.exit_check()
+        elif isinstance(s, ir.Return) and s.value is None and self.ctx in ("control", "action") \
+                and not self.in_sub:
+            self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
+        elif isinstance(s, ir.Exit):
+            if self.ctx not in ("control", "action") or self.in_sub:
+                raise NativeUnsupported(s.loc, "exit" + (" in an applied sub-control" if self.in_sub else ""))
+            self.emit("s->exited = 1;")
+            self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
         else:
             raise NativeUnsupported(s.loc, _construct(s))
+
+    def exit_check(self) -> None:
+        """After a call that may have run `exit` (an action, a table)."""
+        if self.ctx == "control":
+            self.emit("if (s->exited) goto ctl_exit;")
+        elif self.ctx == "action":
+            self.emit("if (s->exited) return;")
 
     def assign(self, lhs, rhs, loc) -> None:
         if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
@@ -254,6 +278,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if len(c.args) != 1:
                 raise NativeUnsupported(c.loc, f"{c.method.name} with {len(c.args)} arguments")
             arg = c.args[0]
+            if c.method.name == "emit" and isinstance(arg.type, ir.StructT):
+                for f in arg.type.fields:
+                    self.call(ir.ExternMethodCall(c.target, c.method, [ir.Member(arg, f.name, type=f.type, loc=c.loc)],
+                                                  type=c.type, loc=c.loc))
+                return
             if not isinstance(arg.type, ir.HeaderT):
                 raise NativeUnsupported(c.loc, f"{c.method.name} of a {type(arg.type).__name__}")
             getattr(self, f"_{c.method.name}")(arg)
@@ -344,8 +373,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 back.append((self.lvalue(arg), name))
         self.emit("do {")
         self.depth += 1
+        self.in_sub += 1
         self.locals_(decl)
         self.stmt(decl.apply)
+        self.in_sub -= 1
         self.depth -= 1
         self.emit("} while (0);")
         for target, name in back:
@@ -353,13 +384,16 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
 
     def control(self, fn: str, decl: ir.ControlDecl, roots: list) -> None:
         self.lines.append(f"static void {fn}(tb_state *s, uint32_t drop_port) {{")
-        self.lines.append("    (void)drop_port;")
+        self.lines.append("    (void)drop_port; s->exited = 0;")
+        self.ctx = "control"
         self.bind_params(decl, roots)
         self.locals_(decl)
         self.stmt(decl.apply)
+        self.lines.append("ctl_exit: ;")
         self.lines.append("}")
 
     def deparser(self, fn: str, decl: ir.ControlDecl, roots: list) -> None:
+        self.ctx = "deparser"
         self.lines.append(f"static uint32_t {fn}(tb_state *s, uint8_t *out) {{")
         self.lines.append("    uint32_t n = 0; uint32_t drop_port = 0; (void)drop_port;")
         self.bind_params(decl, roots)
@@ -369,6 +403,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.lines.append("}")
 
     def parser(self, fn: str, decl: ir.ParserDecl, roots: list) -> None:
+        self.ctx = "parser"
         self.lines.append(f"static uint32_t {fn}(tb_state *s, const uint8_t *d, uint32_t len) {{")
         self.lines.append("    uint32_t off = 0, steps = 0; uint32_t drop_port = 0; (void)drop_port;")
         self.bind_params(decl, roots)

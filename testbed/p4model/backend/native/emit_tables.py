@@ -98,10 +98,12 @@ class TableMixin:
             self.env[id(p)] = f"args[{i}]"
         lines: list[str] = []
         saved = _swap(self, lines)
+        saved_ctx, self.ctx = self.ctx, "action"
         lines.append(f"static void {fn}(tb_state *s, const uint64_t *args, uint32_t drop_port) {{")
         lines.append("    (void)args; (void)drop_port;")
         self.stmt(a.body)
         lines.append("}")
+        self.ctx = saved_ctx
         self.lines, self.depth = saved
         self.funcs.extend(lines)
         return fn
