@@ -193,6 +193,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             pass
         elif isinstance(s, ir.Assign):
             self.assign(s.lhs, s.rhs, s.loc)
+        elif isinstance(s, ir.VarDeclStmt) and isinstance(s.var.type, (ir.HeaderT, ir.StructT)):
+            name = self.fresh(f"v_{s.var.name}")
+            self.statics.append(f"static {self.types.c_type(s.var.type, s.loc)} {name};")
+            self.env[id(s.var)] = name
+            self.emit(f"memset(&{name}, 0, sizeof {name});")
+            if s.init is not None:
+                self.assign(ir.VarRef(s.var, type=s.var.type, loc=s.loc), s.init, s.loc)
         elif isinstance(s, ir.VarDeclStmt):
             name = self.fresh(f"v_{s.var.name}")
             self.env[id(s.var)] = name
@@ -246,6 +253,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             w = lhs.hi - lhs.lo + 1
             m = f"(({mask(w)}) << {lhs.lo})"
             self.emit(f"{target} = ({target} & ~{m}) | ((({self.ex(rhs)}) << {lhs.lo}) & {m});")
+            return
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.VarRef, ir.Member)) \
+                and rhs.type is lhs.type:
+            self.types.c_type(lhs.type, loc)
+            self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
             return
         if not is_scalar(lhs.type):
             raise NativeUnsupported(loc, f"assignment of a whole {type(lhs.type).__name__}")
@@ -322,7 +334,12 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
 
     def locals_(self, decl) -> None:
         for local in decl.locals:
-            if isinstance(local, ir.Var):
+            if isinstance(local, ir.Var) and isinstance(local.type, (ir.HeaderT, ir.StructT)):
+                name = self.fresh(f"l_{local.name}")
+                self.env[id(local)] = name
+                self.statics.append(f"static {self.types.c_type(local.type, local.loc)} {name};")
+                self.emit(f"memset(&{name}, 0, sizeof {name});")
+            elif isinstance(local, ir.Var):
                 if not is_scalar(local.type):
                     raise NativeUnsupported(local.loc, f"the local variable {local.name} of a composite type")
                 scalar_width(local.type, local.loc)
