@@ -13,7 +13,7 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
   apply {
     if (h.ip.isValid()) { h.ip.ttl = h.ip.ttl - 1; sm.egress_spec = (bit<9>)h.ip.da[3:0]; m.x = h.ip.ttl ^ 8w0xff; h.eth.src = h.eth.src + 48w1; }
     else if (h.eth.type == 0x1234) { mark_to_drop(sm); }
-    else { sm.egress_spec = 2; h.eth.dst = h.eth.dst << 3; }
+    else { sm.egress_spec = 2; h.eth.dst = h.eth.dst << 3; switch (h.eth.type[1:0]) { 1: { h.eth.src = 7; } 2: 3: { h.eth.src = 9; } default: { } } }
   }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { if (m.x == 0xf0) { mark_to_drop(sm); } h.eth.type = h.eth.type | (bit<16>)sm.egress_port; } }

@@ -16,7 +16,10 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
   apply {
     cnt.count((bit<32>)h.eth.type[3:0]);
     if (h.eth.type == 2) { sm.egress_spec = 3; h.eth.dst = 1; exit; }
-    if (t.apply().hit) { h.eth.src = (bit<48>)m.r; } else { sm.egress_spec = 1; }
+    switch (t.apply().action_run) {
+      fwd: { h.eth.src = (bit<48>)m.r; }
+      default: { sm.egress_spec = 1; }
+    }
   }
 }
 control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }

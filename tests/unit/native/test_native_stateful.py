@@ -1,5 +1,5 @@
-"""A program with a ternary+exact table, a register, a counter, exit and a
-struct emitted whole: native
+"""A program with a ternary+exact table switched on action_run, a register,
+a counter, exit and a struct emitted whole: native
 and Python give the same packets, ports, register values and counter
 counts for random entries and frames; control-plane writes to the
 register and counter reset reach the C arrays."""

@@ -227,6 +227,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         elif isinstance(s, ir.CallStmt):
             self.call(s.call)
             self.exit_check()
+        elif isinstance(s, ir.Switch):
+            self.switch(s)
         elif isinstance(s, ir.Return) and s.value is None and self.ctx in ("control", "action") \
                 and not self.in_sub:
             self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
@@ -237,6 +239,56 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
         else:
             raise NativeUnsupported(s.loc, _construct(s))
+
+    def switch(self, st) -> None:
+        """switch on a value or on table.apply().action_run: one if/else
+        chain, fall-through labels joined, default last."""
+        expr = st.expr
+        on_action = isinstance(expr, ir.Member) and isinstance(expr.base, ir.TableApply) \
+            and expr.name == "action_run"
+        v = self.fresh("sw")
+        if on_action:
+            self.emit(f"(void){self.apply(expr.base)};")
+            self.exit_check()
+            info = next(i for i in self.tables if i.decl is expr.base.table)
+            self.emit(f"uint64_t {v} = s->action_run;")
+        else:
+            self.emit(f"uint64_t {v} = {self.ex(expr)};")
+        pending, first, default_body = [], True, None
+        for case in st.cases:
+            pending.extend(case.labels)
+            if case.body is None:
+                continue
+            labels, pending = pending, []
+            if "default" in labels:
+                default_body = case.body
+                labels = [lab for lab in labels if lab != "default"]
+                if not labels:
+                    continue
+            conds = []
+            for lab in labels:
+                if on_action and isinstance(lab, ir.ActionDecl):
+                    if lab.cp_name not in info.actions:
+                        raise NativeUnsupported(case.loc or st.loc, f"switch label {lab.name}")
+                    conds.append(f"{v} == {info.actions.index(lab.cp_name)}")
+                else:
+                    conds.append(f"{v} == {self.ex(lab)}")
+            self.emit(("if (" if first else "} else if (") + " || ".join(conds) + ") {")
+            first = False
+            self.depth += 1
+            self.stmt(case.body)
+            self.depth -= 1
+        if default_body is not None:
+            if first:
+                self.emit("{")
+            else:
+                self.emit("} else {")
+            self.depth += 1
+            self.stmt(default_body)
+            self.depth -= 1
+            self.emit("}")
+        elif not first:
+            self.emit("}")
 
     def exit_check(self) -> None:
         """After a call that may have run `exit` (an action, a table)."""

@@ -76,6 +76,7 @@ class TableMixin:
         self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(str(int(x == 'range')) for x in kinds) or '0'}}};")
         self.emit(f"const uint64_t *row = tb_lookup(&s->inst->tables[{tid}], k, kinds);")
         self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
+        self.emit("s->action_run = act[0];")
         self.emit("switch (act[0]) {")
         for i, afn in enumerate(fns):
             self.emit(f"case {i}: {afn}(s, act + 1, drop_port); break;")

@@ -92,7 +92,7 @@ def lower(program: ir.Program):
     parts.append(f"typedef struct {{ tb_table tables[TB_N]; uint64_t *reg[{max(len(regs), 1)}]; "
                  f"uint64_t *cnt_p[{max(len(cnts), 1)}], *cnt_b[{max(len(cnts), 1)}]; }} tb_inst;")
     parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
-                 "uint32_t ingress_length; uint8_t exited; tb_inst *inst; } tb_state;")
+                 "uint32_t ingress_length, action_run; uint8_t exited; tb_inst *inst; } tb_state;")
     parts.append("static int tb_init(tb_inst *I) {")
     for info in code.tables:
         parts.append(f"    I->tables[{info.tid}].nk = {len(info.kinds)}; I->tables[{info.tid}].stride = {info.stride};")
