@@ -70,6 +70,7 @@ class NativePipeline:
         self._state_size = lib.tb_state_size()
         self._max_hdr = lib.tb_max_header_bytes()
         self.drop_port = drop_port
+        self._out = ctypes.create_string_buffer(self._max_hdr + 2048)
         self._inst = lib.tb_new()
         if not self._inst:
             raise MemoryError("native back end: no memory for the tables")
@@ -111,13 +112,15 @@ class NativePipeline:
         q = queue_meta if hasattr(queue_meta, "enq_ts_us") else _queue_meta(queue_meta)
         deq = q.deq_ts_us if q.deq_ts_us is not None else self.clock.now_us()
         qa = (ctypes.c_uint64 * 5)(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, deq)
-        buf = ctypes.create_string_buffer(self._max_hdr + len(job.data))
-        n = self.lib.tb_egress(job.state, job.data, len(job.data), job.port, qa, self.drop_port, buf)
+        need = self._max_hdr + len(job.data)
+        if need > len(self._out):   # one output buffer per pipeline, grown as needed
+            self._out = ctypes.create_string_buffer(need)
+        n = self.lib.tb_egress(job.state, job.data, len(job.data), job.port, qa, self.drop_port, self._out)
         if n < 0:
             self.stats["dropped"] += 1
             return EgressResult([], [])
         self.stats["transmitted"] += 1
-        return EgressResult([(job.port, buf.raw[:n])], [])
+        return EgressResult([(job.port, ctypes.string_at(self._out, n))], [])
 
     def egress_now(self, job: NativeJob, now_us: int | None = None) -> EgressResult:
         now = self.clock.now_us() if now_us is None else now_us
