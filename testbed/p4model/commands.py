@@ -75,6 +75,10 @@ def register(sub) -> None:
     stf.add_argument("--priority-queues", type=_queues, default=1, metavar="N",
                      help="egress priority queues per port, as simple_switch's option "
                           "(default 1; a packet whose priority is >= N is dropped)")
+    stf.add_argument("--backend", choices=("auto", "native", "python"), default="auto",
+                     help="builtin target's pipeline: native (C, compiled and cached), python "
+                          "(the reference), or auto (default: native when a C compiler is "
+                          "present and the program lowers, else python, saying why in one line)")
     _add_program_options(stf)
     stf.set_defaults(func=_run_stf)
 

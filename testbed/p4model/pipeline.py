@@ -28,13 +28,36 @@ log = logging.getLogger("testbed.p4model.pipeline")
 __all__ = ["load", "Pipeline", "EgressJob", "EgressResult", "QueueMeta"]
 
 
+BACKENDS = ("auto", "native", "python")
+
+
 def load(path, clock: Clock | None = None, include_dirs=(), defines=None, seed=None,
-         drop_port: int = DROP_PORT) -> "Pipeline":
+         drop_port: int = DROP_PORT, backend: str = "python"):
     """Parse, check and compile a P4 program; raises P4Error (one line,
-    file:line:col) when it cannot be loaded."""
+    file:line:col) when it cannot be loaded.
+
+    backend: "python" (the reference pipeline), "native" (C, built and
+    cached: backend/native; raises NativeUnsupported / NativeBuildError in
+    one line), or "auto": native when a C compiler is present and the
+    program lowers, else python, logging the one line that says why."""
     from testbed.p4model.frontend import load_program
 
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown back end {backend!r} (one of {', '.join(BACKENDS)})")
     program = load_program(Path(path), include_dirs=list(include_dirs), defines=defines)
+    if backend != "python":
+        from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
+        from testbed.p4model.backend.native.binding import NativePipeline
+
+        if backend == "auto" and compiler() is None:
+            log.warning("%s: no C compiler: running on the Python pipeline", path)
+        else:
+            try:
+                return NativePipeline(program, clock=clock, seed=seed, drop_port=drop_port)
+            except (NativeUnsupported, NativeBuildError) as exc:
+                if backend == "native":
+                    raise
+                log.warning("%s; running on the Python pipeline", exc)
     return Pipeline(program, clock=clock, seed=seed, drop_port=drop_port)
 
 

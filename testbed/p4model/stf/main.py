@@ -27,7 +27,8 @@ def main(args, out=sys.stdout) -> int:
     tests = [str(t) for t in args.tests]
     runners = []
     if target in ("builtin", "both"):
-        load_switch = builtin_loader(args.program, include, defines)
+        load_switch = builtin_loader(args.program, include, defines,
+                                     getattr(args, "backend", "python") or "python")
         runners.append(("builtin", lambda path: run_file(load_switch, path, out, verbose, queues)))
     bmv2 = None
     if target in ("bmv2", "both"):

@@ -163,16 +163,17 @@ def run_files(load_switch, paths: list, out=sys.stdout, verbose: bool = False,
     return passed, failed
 
 
-def builtin_loader(program: str, include=(), defines=None):
-    """`load_switch(clock)` for a P4 source file: a fresh pipeline per call,
-    the P4Info generated once."""
+def builtin_loader(program: str, include=(), defines=None, backend: str = "python"):
+    """`load_switch(clock)` for a P4 source file: a fresh pipeline per call
+    on `backend` (pipeline.load's choice), the P4Info generated once."""
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import load
 
     cache = {}
 
     def load_switch(clock):
-        pipeline = load(program, clock=clock, include_dirs=list(include), defines=defines)
+        pipeline = load(program, clock=clock, include_dirs=list(include), defines=defines,
+                        backend=backend)
         if "p4info" not in cache:
             cache["p4info"] = generate(pipeline.program)
         return pipeline, cache["p4info"]

@@ -1,0 +1,78 @@
+"""verify_checksum / update_checksum -> C.
+
+Rule (bmv2, as the Python target): the data list's scalar leaves are packed
+MSB-first into bytes, leaves of an invalid header left out, padded to a
+whole byte; csum16 is the ones' complement of the ones' complement sum of
+its 16-bit words (an odd last byte padded with zero).  verify sets
+standard_metadata.checksum_error when the condition holds, the checksum
+field's header is valid and the value differs; update writes the field
+when the condition holds.  Other algorithms and *_with_payload are
+refused for now."""
+
+from __future__ import annotations
+
+from testbed.p4model.backend.native.emit_types import mask, scalar_width
+from testbed.p4model.backend.native.errors import NativeUnsupported
+from testbed.p4model.frontend import ir
+
+C_CSUM16 = r"""
+static uint64_t tb_csum16(const uint8_t *p, uint32_t bits) {
+    uint32_t n = (bits + 7) / 8;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2) sum += ((uint32_t)p[i] << 8) | p[i + 1];
+    if (n & 1) sum += (uint32_t)p[n - 1] << 8;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return (~sum) & 0xFFFF;
+}
+"""
+
+
+class ChecksumMixin:
+    def checksum(self, c, verify: bool) -> None:
+        from testbed.p4model.backend.python.externs import enum_member
+
+        cond, data, field, algo = c.args
+        name = enum_member(algo)
+        if name != "csum16":
+            raise NativeUnsupported(algo.loc or c.loc, f"checksum algorithm {name}")
+        leaves = self._leaves(data)
+        bits = sum(w for _, _, w in leaves)
+        nbytes = (bits + 7) // 8 + 1
+        guard = self.ex(cond)
+        if verify and isinstance(field, ir.Member) and isinstance(field.base.type, ir.HeaderT):
+            guard = f"{guard} && {self.lvalue(field.base)}.valid"
+        self.emit(f"if ({guard}) {{")
+        self.depth += 1
+        buf = self.fresh("ck")
+        self.emit(f"uint8_t {buf}[{max(nbytes, 1)}] = {{0}}; uint32_t {buf}_n = 0;")
+        for code, valid, w in leaves:
+            put = f"tb_put({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
+            self.emit(f"if ({valid}) {{ {put} }}" if valid else put)
+        value = f"tb_csum16({buf}, {buf}_n)"
+        w = scalar_width(field.type, field.loc)
+        if verify:
+            self.emit(f"if (({value} & {mask(w)}) != {self.ex(field)}) s->sm.f_checksum_error = 1;")
+        else:
+            self.emit(f"{self.lvalue(field)} = {value} & {mask(w)};")
+        self.depth -= 1
+        self.emit("}")
+
+    def _leaves(self, e, valid=None) -> list:
+        """(C value, C validity or None, width) per scalar leaf, in order."""
+        t = e.type
+        if isinstance(e, ir.ListExpr):
+            return [x for item in e.items for x in self._leaves(item, valid)]
+        if isinstance(e, ir.StructExpr):
+            return [x for item in e.fields.values() for x in self._leaves(item, valid)]
+        if isinstance(t, ir.HeaderT):
+            h = self.lvalue(e)
+            return [(f"{h}.f_{f.name}", f"{h}.valid", scalar_width(f.type, f.loc)) for f in t.fields]
+        if isinstance(t, ir.StructT):
+            s = self.lvalue(e)
+            out = []
+            for f in t.fields:
+                out += self._leaves(ir.Member(e, f.name, type=f.type, loc=e.loc), valid)
+            return out
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.HeaderT):
+            valid = f"{self.lvalue(e.base)}.valid"
+        return [(self.ex(e), valid, scalar_width(t, e.loc))]

@@ -1,0 +1,555 @@
+"""P4 expressions, statements, parsers and controls -> C.
+
+Model: one C function per top-level block, over a tb_state that holds the
+packet's headers, metadata and standard_metadata (emit_types).  A scalar
+expression is a uint64_t already masked to its width, so every result of
++, -, *, <<, ~, unary - and concatenation is masked again.  Parsers are
+goto-labelled states with a bound on transitions (as the Python target's
+PARSER_STATE_LIMIT); extract reads big-endian bits from the packet and a
+short packet sets parser_error = PacketTooShort and ends the parse, as in
+bmv2.  Any construct not handled here raises NativeUnsupported naming it."""
+
+from __future__ import annotations
+
+from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
+                                                       scalar_width)
+from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
+from testbed.p4model.backend.native.emit_externs import ExternMixin
+from testbed.p4model.backend.native.emit_tables import TableMixin
+from testbed.p4model.backend.native.errors import NativeUnsupported
+from testbed.p4model.frontend import ir
+
+PARSER_STATE_LIMIT = 10000
+BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++"}
+# standard_metadata fields whose writes ask the architecture for work the
+# native driver does not do yet (the PRE, queue priority)
+SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)",
+               "priority": "queue priority (standard_metadata.priority)"}
+
+
+class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
+    """Emits the C of one program's blocks; `env` maps P4 names to C lvalues."""
+
+    def __init__(self, program: ir.Program, types: TypeEmitter) -> None:
+        self.program = program
+        self.types = types
+        self.lines: list[str] = []
+        self.depth = 1
+        self.env: dict = {}
+        self.uniq = 0
+        self.errors = list(program.error_type.members)
+        self.statics: list[str] = []     # file-scope declarations (control locals)
+        self.funcs: list[str] = []       # action and table functions
+        self.tables: list = []           # TableInfo, index = C table id
+        self.table_fn: dict = {}
+        self.externs: dict = {}          # id(Instance) -> ExternInfo
+        self.applied: set = set()        # sub-control instances already inlined
+        self.ctx = ""                    # parser | control | action | deparser
+        self.in_sub = 0                  # depth of inlined sub-controls
+
+    # ---------------------------------------------------------- helpers
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def fresh(self, stem: str) -> str:
+        self.uniq += 1
+        return f"{stem}_{self.uniq}"
+
+    def error_code(self, name: str) -> int:
+        return self.errors.index(name) if name in self.errors else 0
+
+    def width(self, e) -> int:
+        return scalar_width(e.type, e.loc)
+
+    # ------------------------------------------------------ expressions
+
+    def lvalue(self, e) -> str:
+        """A C lvalue for a variable, a field or a whole header/struct."""
+        if isinstance(e, ir.VarRef):
+            name = self.env.get(id(e.target))
+            if name is None:
+                raise NativeUnsupported(e.loc, f"a reference to {e.target.name} outside its block")
+            return name
+        if isinstance(e, ir.Member):
+            bt = e.base.type
+            if isinstance(bt, (ir.HeaderT, ir.StructT)):
+                return f"{self.lvalue(e.base)}.f_{e.name}"
+            raise NativeUnsupported(e.loc, f"member .{e.name} of {type(bt).__name__}")
+        raise NativeUnsupported(e.loc, f"{type(e).__name__} as an lvalue")
+
+    def ex(self, e) -> str:
+        """C for a scalar expression (value masked to its width)."""
+        if isinstance(e, ir.Const):
+            return self._const(e)
+        if isinstance(e, ir.Member) and isinstance(e.base, ir.TableApply) and e.name in ("hit", "miss"):
+            return f"((uint64_t){'!' if e.name == 'miss' else ''}{self.apply(e.base)})"
+        if isinstance(e, ir.VarRef) and isinstance(e.target, ir.Param) and id(e.target) in self.env \
+                and self.env[id(e.target)].startswith("args["):
+            return self.env[id(e.target)]
+        if isinstance(e, (ir.VarRef, ir.Member)):
+            if isinstance(e, ir.Member) and not isinstance(e.base.type, (ir.HeaderT, ir.StructT)):
+                return self._const_member(e)
+            if not is_scalar(e.type):
+                raise NativeUnsupported(e.loc, f"a {type(e.type).__name__} used as a value")
+            self.width(e)
+            return self.lvalue(e)
+        if isinstance(e, ir.Binary):
+            return self._binary(e)
+        if isinstance(e, ir.Unary):
+            return self._unary(e)
+        if isinstance(e, ir.Cast):
+            return self._cast(e)
+        if isinstance(e, ir.Slice):
+            w = e.hi - e.lo + 1
+            return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
+        if isinstance(e, ir.Mux):
+            return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
+        if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
+            if not isinstance(e.target.type, ir.HeaderT):
+                raise NativeUnsupported(e.loc, "isValid of a header union")
+            return f"((uint64_t){self.lvalue(e.target)}.valid)"
+        raise NativeUnsupported(e.loc, _construct(e))
+
+    def _const(self, e) -> str:
+        v = e.value
+        if isinstance(v, bool):
+            return "UINT64_C(1)" if v else "UINT64_C(0)"
+        if isinstance(v, int):
+            if isinstance(e.type, ir.IntLitT):
+                if v < 0 or v >= 1 << 64:
+                    raise NativeUnsupported(e.loc, f"the integer literal {v}")
+                return f"UINT64_C({v})"
+            w = self.width(e)
+            return f"UINT64_C({v & ((1 << w) - 1)})"
+        if isinstance(e.type, ir.ErrorT) and isinstance(v, str):
+            return f"UINT64_C({self.error_code(v)})"
+        raise NativeUnsupported(e.loc, f"the constant {v!r}")
+
+    def _const_member(self, e) -> str:
+        raise NativeUnsupported(e.loc, f"member .{e.name} of {type(e.base.type).__name__}")
+
+    def _binary(self, e) -> str:
+        op = e.op
+        if op not in BINOPS:
+            raise NativeUnsupported(e.loc, f"the operator {op}")
+        for side in (e.left, e.right):
+            t = side.type
+            while isinstance(t, ir.NewT):
+                t = t.base
+            if isinstance(t, ir.BitT) and t.signed:
+                raise NativeUnsupported(side.loc, f"signed int<{t.width}>")
+        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            return f"((uint64_t)({a} {op} {b}))"
+        if op in ("&&", "||"):
+            return f"((uint64_t)({a} {op} {b}))"
+        w = self.width(e)
+        if op == "++":
+            wb = self.width(e.right)
+            return f"(tb_shl({a}, {wb}) | {b})"
+        if op == "<<":
+            return f"(tb_shl({a}, {b}) & {mask(w)})"
+        if op == ">>":
+            return f"tb_shr({a}, {b})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        return f"(({a} {op} {b}) & {mask(w)})"
+
+    def _unary(self, e) -> str:
+        a = self.ex(e.operand)
+        if e.op == "!":
+            return f"((uint64_t)!{a})"
+        w = self.width(e)
+        if e.op == "~":
+            return f"((~{a}) & {mask(w)})"
+        if e.op == "-":
+            return f"((UINT64_C(0) - {a}) & {mask(w)})"
+        raise NativeUnsupported(e.loc, f"the operator {e.op}")
+
+    def _cast(self, e) -> str:
+        a = self.ex(e.operand)
+        t = e.type
+        while isinstance(t, ir.NewT):
+            t = t.base
+        if isinstance(t, ir.BoolT):
+            return f"((uint64_t)({a} != 0))"
+        if isinstance(t, ir.BitT) and not t.signed:
+            src = e.operand.type
+            while isinstance(src, ir.NewT):
+                src = src.base
+            if isinstance(src, ir.BitT) and src.signed:
+                raise NativeUnsupported(e.loc, "a cast from a signed int")
+            return f"({a} & {mask(self.width(e))})"
+        raise NativeUnsupported(e.loc, f"a cast to {type(t).__name__}")
+
+    # ------------------------------------------------------- statements
+
+    def stmt(self, s) -> None:
+        if isinstance(s, ir.Block):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, ir.EmptyStmt):
+            pass
+        elif isinstance(s, ir.Assign):
+            self.assign(s.lhs, s.rhs, s.loc)
+        elif isinstance(s, ir.VarDeclStmt) and isinstance(s.var.type, (ir.HeaderT, ir.StructT)):
+            name = self.fresh(f"v_{s.var.name}")
+            self.statics.append(f"static {self.types.c_type(s.var.type, s.loc)} {name};")
+            self.env[id(s.var)] = name
+            self.emit(f"memset(&{name}, 0, sizeof {name});")
+            if s.init is not None:
+                self.assign(ir.VarRef(s.var, type=s.var.type, loc=s.loc), s.init, s.loc)
+        elif isinstance(s, ir.VarDeclStmt):
+            name = self.fresh(f"v_{s.var.name}")
+            self.env[id(s.var)] = name
+            if not is_scalar(s.var.type):
+                raise NativeUnsupported(s.loc, f"the local variable {s.var.name} of a composite type")
+            scalar_width(s.var.type, s.loc)
+            self.emit(f"uint64_t {name} = {self.ex(s.init) if s.init is not None else 'UINT64_C(0)'};")
+        elif isinstance(s, ir.If):
+            cond = self.ex(s.cond)
+            if self.ctx in ("control", "action") and "(s, drop_port)" in cond:   # a table applied
+                name = self.fresh("c")
+                self.emit(f"uint64_t {name} = {cond};")
+                self.exit_check()
+                cond = name
+            self.emit(f"if ({cond}) {{")
+            self.depth += 1
+            self.stmt(s.then)
+            self.depth -= 1
+            if s.otherwise is not None:
+                self.emit("} else {")
+                self.depth += 1
+                self.stmt(s.otherwise)
+                self.depth -= 1
+            self.emit("}")
+        elif isinstance(s, ir.CallStmt):
+            self.call(s.call)
+            self.exit_check()
+        elif isinstance(s, ir.Switch):
+            self.switch(s)
+        elif isinstance(s, ir.Return) and s.value is None and self.ctx in ("control", "action") \
+                and not self.in_sub:
+            self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
+        elif isinstance(s, ir.Exit):
+            if self.ctx not in ("control", "action") or self.in_sub:
+                raise NativeUnsupported(s.loc, "exit" + (" in an applied sub-control" if self.in_sub else ""))
+            self.emit("s->exited = 1;")
+            self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
+        else:
+            raise NativeUnsupported(s.loc, _construct(s))
+
+    def switch(self, st) -> None:
+        """switch on a value or on table.apply().action_run: one if/else
+        chain, fall-through labels joined, default last."""
+        expr = st.expr
+        on_action = isinstance(expr, ir.Member) and isinstance(expr.base, ir.TableApply) \
+            and expr.name == "action_run"
+        v = self.fresh("sw")
+        if on_action:
+            self.emit(f"(void){self.apply(expr.base)};")
+            self.exit_check()
+            info = next(i for i in self.tables if i.decl is expr.base.table)
+            self.emit(f"uint64_t {v} = s->action_run;")
+        else:
+            self.emit(f"uint64_t {v} = {self.ex(expr)};")
+        pending, first, default_body = [], True, None
+        for case in st.cases:
+            pending.extend(case.labels)
+            if case.body is None:
+                continue
+            labels, pending = pending, []
+            if "default" in labels:
+                default_body = case.body
+                labels = [lab for lab in labels if lab != "default"]
+                if not labels:
+                    continue
+            conds = []
+            for lab in labels:
+                if on_action and isinstance(lab, ir.ActionDecl):
+                    if lab.cp_name not in info.actions:
+                        raise NativeUnsupported(case.loc or st.loc, f"switch label {lab.name}")
+                    conds.append(f"{v} == {info.actions.index(lab.cp_name)}")
+                else:
+                    conds.append(f"{v} == {self.ex(lab)}")
+            self.emit(("if (" if first else "} else if (") + " || ".join(conds) + ") {")
+            first = False
+            self.depth += 1
+            self.stmt(case.body)
+            self.depth -= 1
+        if default_body is not None:
+            if first:
+                self.emit("{")
+            else:
+                self.emit("} else {")
+            self.depth += 1
+            self.stmt(default_body)
+            self.depth -= 1
+            self.emit("}")
+        elif not first:
+            self.emit("}")
+
+    def exit_check(self) -> None:
+        """After a call that may have run `exit` (an action, a table)."""
+        if self.ctx == "control":
+            self.emit("if (s->exited) goto ctl_exit;")
+        elif self.ctx == "action":
+            self.emit("if (s->exited) return;")
+
+    def assign(self, lhs, rhs, loc) -> None:
+        if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
+            raise NativeUnsupported(loc, SM_REQUESTS[lhs.name])
+        if isinstance(lhs, ir.Slice):
+            target = self.lvalue(lhs.base)
+            w = lhs.hi - lhs.lo + 1
+            m = f"(({mask(w)}) << {lhs.lo})"
+            self.emit(f"{target} = ({target} & ~{m}) | ((({self.ex(rhs)}) << {lhs.lo}) & {m});")
+            return
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.VarRef, ir.Member)) \
+                and rhs.type is lhs.type:
+            self.types.c_type(lhs.type, loc)
+            self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
+            return
+        if not is_scalar(lhs.type):
+            raise NativeUnsupported(loc, f"assignment of a whole {type(lhs.type).__name__}")
+        self.emit(f"{self.lvalue(lhs)} = {self.ex(rhs)};")
+
+    def call(self, c) -> None:
+        if isinstance(c, ir.TableApply):
+            self.emit(f"(void){self.apply(c)};")
+            return
+        if isinstance(c, ir.ExternFunctionCall) and c.decl.name in ("verify_checksum", "update_checksum"):
+            self.checksum(c, c.decl.name == "verify_checksum")
+            return
+        if self.extern_call(c):
+            return
+        if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
+            self.sub_control(c)
+            return
+        if isinstance(c, ir.ActionCall):
+            fn = self.action(c.action, None)
+            args = ", ".join(self.ex(a) for a in c.args) or "0"
+            self.emit(f"{{ const uint64_t a[] = {{{args}}}; {fn}(s, a, drop_port); }}")
+            return
+        if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "mark_to_drop":
+            sm = self.lvalue(c.args[0])
+            self.emit(f"{sm}.f_egress_spec = drop_port; {sm}.f_mcast_grp = 0;")
+            return
+        if isinstance(c, ir.ExternMethodCall) and c.method.name in ("extract", "emit") and \
+                isinstance(c.target.type, ir.ExternT) and \
+                c.target.type.decl.name in ("packet_in", "packet_out"):
+            if len(c.args) != 1:
+                raise NativeUnsupported(c.loc, f"{c.method.name} with {len(c.args)} arguments")
+            arg = c.args[0]
+            if c.method.name == "emit" and isinstance(arg.type, ir.StructT):
+                for f in arg.type.fields:
+                    self.call(ir.ExternMethodCall(c.target, c.method, [ir.Member(arg, f.name, type=f.type, loc=c.loc)],
+                                                  type=c.type, loc=c.loc))
+                return
+            if not isinstance(arg.type, ir.HeaderT):
+                raise NativeUnsupported(c.loc, f"{c.method.name} of a {type(arg.type).__name__}")
+            getattr(self, f"_{c.method.name}")(arg)
+            return
+        raise NativeUnsupported(c.loc, _construct(c))
+
+    def _extract(self, arg) -> None:
+        h = self.lvalue(arg)
+        bits = header_bits(arg.type, arg.loc)
+        self.emit(f"if (off + {bits // 8} > len) {{ s->sm.f_parser_error = {self.error_code('PacketTooShort')}; goto done; }}")
+        bit = 0
+        for f in arg.type.fields:
+            w = scalar_width(f.type, f.loc)
+            self.emit(f"{h}.f_{f.name} = tb_get(d + off, {bit}, {w});")
+            bit += w
+        self.emit(f"{h}.valid = 1; off += {bits // 8};")
+
+    def _emit(self, arg) -> None:
+        h = self.lvalue(arg)
+        bits = header_bits(arg.type, arg.loc)
+        self.emit(f"if ({h}.valid) {{")
+        bit = 0
+        for f in arg.type.fields:
+            w = scalar_width(f.type, f.loc)
+            self.emit(f"    tb_put(out + n, {bit}, {w}, {h}.f_{f.name});")
+            bit += w
+        self.emit(f"    n += {bits // 8};")
+        self.emit("}")
+
+    # ---------------------------------------------------------- blocks
+
+    def bind_params(self, decl, roots: list) -> None:
+        """Top-level block params -> the tb_state members, by position."""
+        params = [p for p in decl.params if not isinstance(p.type, ir.ExternT)]
+        for p, root in zip(params, roots):
+            self.env[id(p)] = root
+
+    def locals_(self, decl) -> None:
+        for local in decl.locals:
+            if isinstance(local, ir.Var) and isinstance(local.type, (ir.HeaderT, ir.StructT)):
+                name = self.fresh(f"l_{local.name}")
+                self.env[id(local)] = name
+                self.statics.append(f"static {self.types.c_type(local.type, local.loc)} {name};")
+                self.emit(f"memset(&{name}, 0, sizeof {name});")
+            elif isinstance(local, ir.Var):
+                if not is_scalar(local.type):
+                    raise NativeUnsupported(local.loc, f"the local variable {local.name} of a composite type")
+                scalar_width(local.type, local.loc)
+                name = self.fresh(f"l_{local.name}")
+                self.env[id(local)] = name
+                self.statics.append(f"static uint64_t {name};")
+                self.emit(f"{name} = 0;")
+            elif isinstance(local, ir.ActionDecl):
+                continue   # reached through a table (refused as a direct call)
+            elif isinstance(local, ir.TableDecl):
+                self.table(local)
+            elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ExternT) and \
+                    local.type.decl.name in ("register", "counter"):
+                continue   # its arrays live in tb_inst (emit_externs)
+            elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ControlT):
+                continue   # inlined where it is applied (sub_control)
+            elif isinstance(local, ir.Instance):
+                raise NativeUnsupported(local.loc, f"the instance {local.name} ({_type_name(local.type)})")
+            elif isinstance(local, ir.ValueSetDecl):
+                raise NativeUnsupported(local.loc, f"value_set {local.name}")
+            else:
+                raise NativeUnsupported(getattr(local, "loc", None), type(local).__name__)
+        for s in decl.local_inits:
+            self.stmt(s)
+
+    def sub_control(self, c) -> None:
+        """A control applied inside another, inlined with copy-in/copy-out:
+        each argument is copied into a file-scope variable of the
+        parameter's type (so the sub-control's tables and actions reach
+        it), the body runs, and inout arguments are copied back."""
+        inst, decl = c.instance, c.instance.type.decl
+        if id(inst) in self.applied:
+            raise NativeUnsupported(c.loc, f"a second apply of {inst.name}")
+        self.applied.add(id(inst))
+        if inst.args or decl.ctor_params:
+            raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
+        back = []
+        for p, arg in zip(decl.params, c.args):
+            if p.direction == "out" or isinstance(p.type, ir.ExternT):
+                raise NativeUnsupported(p.loc or c.loc, f"the {p.direction or 'extern'} parameter {p.name} of control {decl.name}")
+            ctype = self.types.c_type(p.type, p.loc or c.loc)
+            name = self.fresh(f"p_{p.name}")
+            self.statics.append(f"static {ctype} {name};")
+            value = self.ex(arg) if is_scalar(p.type) else self.lvalue(arg)
+            self.emit(f"{name} = {value};")
+            self.env[id(p)] = name
+            if p.direction == "inout":
+                back.append((self.lvalue(arg), name))
+        self.emit("do {")
+        self.depth += 1
+        self.in_sub += 1
+        self.locals_(decl)
+        self.stmt(decl.apply)
+        self.in_sub -= 1
+        self.depth -= 1
+        self.emit("} while (0);")
+        for target, name in back:
+            self.emit(f"{target} = {name};")
+
+    def control(self, fn: str, decl: ir.ControlDecl, roots: list) -> None:
+        self.lines.append(f"static void {fn}(tb_state *s, uint32_t drop_port) {{")
+        self.lines.append("    (void)drop_port; s->exited = 0;")
+        self.ctx = "control"
+        self.bind_params(decl, roots)
+        self.locals_(decl)
+        self.stmt(decl.apply)
+        self.lines.append("ctl_exit: ;")
+        self.lines.append("}")
+
+    def deparser(self, fn: str, decl: ir.ControlDecl, roots: list) -> None:
+        self.ctx = "deparser"
+        self.lines.append(f"static uint32_t {fn}(tb_state *s, uint8_t *out) {{")
+        self.lines.append("    uint32_t n = 0; uint32_t drop_port = 0; (void)drop_port;")
+        self.bind_params(decl, roots)
+        self.locals_(decl)
+        self.stmt(decl.apply)
+        self.lines.append("    return n;")
+        self.lines.append("}")
+
+    def parser(self, fn: str, decl: ir.ParserDecl, roots: list) -> None:
+        self.ctx = "parser"
+        self.lines.append(f"static uint32_t {fn}(tb_state *s, const uint8_t *d, uint32_t len) {{")
+        self.lines.append("    uint32_t off = 0, steps = 0; uint32_t drop_port = 0; (void)drop_port;")
+        self.bind_params(decl, roots)
+        self.locals_(decl)
+        self.emit("goto st_start;")
+        for st in decl.states:
+            self.lines.append(f"st_{st.name}:")
+            self.emit(f"if (++steps > {PARSER_STATE_LIMIT}) goto done;")
+            for x in st.stmts:
+                self.stmt(x)
+            self.transition(st.transition, st.loc)
+        self.lines.append("st_accept:")
+        self.lines.append("st_reject:")
+        self.lines.append("done:")
+        self.lines.append("    return off;")
+        self.lines.append("}")
+
+    def transition(self, tr, loc) -> None:
+        if tr is None:
+            self.emit("goto done;")
+            return
+        if isinstance(tr, str):
+            self.emit(f"goto st_{tr};")
+            return
+        keys = []
+        for k in tr.keys:
+            name = self.fresh("k")
+            self.emit(f"uint64_t {name} = {self.ex(k)};")
+            keys.append(name)
+        for ks, target in tr.cases:
+            items = ks.items if isinstance(ks, ir.KeysetTuple) else [ks]
+            if len(items) != len(keys):
+                if len(keys) == 1 or not isinstance(ks, (ir.KeysetDefault, ir.DontCare)):
+                    items = [ks] * len(keys) if isinstance(ks, (ir.KeysetDefault, ir.DontCare)) else items
+            conds = [self._keyset(item, key) for item, key in zip(items, keys)]
+            conds = [c for c in conds if c != "1"]
+            self.emit(f"if ({' && '.join(conds) or '1'}) goto st_{target};")
+        self.emit("goto done;   /* no match: accept with NoError (as the Python target) */")
+
+    def _keyset(self, ks, key: str) -> str:
+        if isinstance(ks, (ir.KeysetDefault, ir.DontCare)):
+            return "1"
+        if isinstance(ks, ir.KeysetMask):
+            m = self.ex(ks.mask)
+            return f"(({key} & {m}) == ({self.ex(ks.value)} & {m}))"
+        if isinstance(ks, ir.KeysetRange):
+            return f"({self.ex(ks.lo)} <= {key} && {key} <= {self.ex(ks.hi)})"
+        if isinstance(ks, ir.KeysetValueSet):
+            raise NativeUnsupported(ks.loc, "a value_set in select")
+        return f"({key} == {self.ex(ks)})"
+
+
+def _is_sm(t) -> bool:
+    return isinstance(t, ir.StructT) and t.name == "standard_metadata_t"
+
+
+def _type_name(t) -> str:
+    decl = getattr(t, "decl", None)
+    return getattr(decl, "name", type(t).__name__)
+
+
+def _construct(x) -> str:
+    """A short name of the construct for a refusal line."""
+    if isinstance(x, ir.ExternFunctionCall):
+        return f"the extern function {x.decl.name}"
+    if isinstance(x, ir.ExternMethodCall):
+        return f"the extern method {_type_name(x.target.type)}.{x.method.name}"
+    if isinstance(x, ir.BuiltinCall):
+        return f"the builtin {x.name}"
+    if isinstance(x, ir.ActionCall):
+        return f"a direct call of action {x.action.name}"
+    if isinstance(x, ir.FunctionCall):
+        return f"a call of function {x.function.name}"
+    if isinstance(x, ir.TableApply):
+        return f"apply of table {x.table.name}"
+    if isinstance(x, ir.SubApply):
+        return f"apply of {x.instance.name}"
+    return {"Exit": "exit", "Return": "return", "Switch": "switch statements",
+            "For": "for loops"}.get(type(x).__name__, type(x).__name__)
+

@@ -1,0 +1,120 @@
+"""Tables -> C: one lookup-and-dispatch function per table, one C
+function per action (see TableMixin)."""
+
+from __future__ import annotations
+
+from testbed.p4model.backend.native.emit_types import scalar_width
+from testbed.p4model.backend.native.errors import NativeUnsupported
+
+
+class TableInfo:
+    """What the Python side needs to fill a C table: its id, P4 name, the
+    match kinds and widths of its keys, its actions' control-plane names
+    in C action-index order, and the row stride in uint64 words:
+    2 per key (value, mask; lo, hi for range), 1 action index, max_args."""
+
+    def __init__(self, tid: int, decl, kinds: list, widths: list, actions: list, max_args: int):
+        self.tid, self.decl, self.kinds, self.widths = tid, decl, kinds, widths
+        self.actions, self.max_args = actions, max_args
+        self.stride = 2 * len(kinds) + 1 + max_args
+
+
+def _swap(emitter, lines):
+    saved = emitter.lines, emitter.depth
+    emitter.lines, emitter.depth = lines, 1
+    return saved
+
+
+class TableMixin:
+    """Tables: a C table is an array of rows in precedence order (the first
+    row that matches wins; binding.NativeTable orders them as the Python
+    target ranks entries) and a default action row.  A key matches a row
+    when (key & mask) == value for exact/lpm/ternary/optional, and
+    lo <= key <= hi for range.  Action profiles, direct counters and meters,
+    and actions bound to directional arguments are refused."""
+
+    def table(self, t) -> None:
+        from testbed.p4model.p4runtime import tableinfo
+        if t.implementation is not None:
+            raise NativeUnsupported(t.loc, f"the implementation (action profile) of table {t.name}")
+        if t.counters is not None or t.meters is not None:
+            raise NativeUnsupported(t.loc, f"direct counters/meters of table {t.name}")
+        if id(t) in self.table_fn:
+            raise NativeUnsupported(t.loc, f"table {t.name} in a control instantiated twice")
+        kinds, widths, keys = [], [], []
+        for k in t.keys:
+            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+                raise NativeUnsupported(k.loc or t.loc, f"match kind {k.match_kind}")
+            kinds.append(k.match_kind)
+            widths.append(scalar_width(k.expr.type, k.loc or t.loc))
+            keys.append(k.expr)
+        refs = tableinfo.action_refs(t)
+        tid = len(self.tables)
+        names, fns = [], []
+        max_args = 0
+        for ref in refs:
+            if ref.args:
+                raise NativeUnsupported(ref.loc or t.loc, f"action {ref.action.name} bound to arguments in table {t.name}")
+            fn = self.action(ref.action, t)
+            names.append(ref.action.cp_name)
+            fns.append(fn)
+            max_args = max(max_args, len(ref.action.params))
+        if max_args > 64:
+            raise NativeUnsupported(t.loc, f"actions of table {t.name} with more than 64 parameters")
+        info = TableInfo(tid, t, kinds, widths, names, max_args)
+        self.tables.append(info)
+        fn = f"t{tid}_{_ident(t.name)}"
+        self.table_fn[id(t)] = fn
+        lines: list[str] = []
+        saved = _swap(self, lines)
+        lines.append(f"static int {fn}(tb_state *s, uint32_t drop_port) {{")
+        n = len(keys)
+        if n:
+            self.emit(f"uint64_t k[{n}] = {{{', '.join(self.ex(x) for x in keys)}}};")
+        else:
+            self.emit("const uint64_t *k = 0;")
+        self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(str(int(x == 'range')) for x in kinds) or '0'}}};")
+        self.emit(f"const uint64_t *row = tb_lookup(&s->inst->tables[{tid}], k, kinds);")
+        self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
+        self.emit("s->action_run = act[0];")
+        self.emit("switch (act[0]) {")
+        for i, afn in enumerate(fns):
+            self.emit(f"case {i}: {afn}(s, act + 1, drop_port); break;")
+        self.emit("}")
+        self.emit("return row != 0;")
+        lines.append("}")
+        self.lines, self.depth = saved
+        self.funcs.extend(lines)
+
+    def action(self, a, t) -> str:
+        key = ("action", id(a))
+        if key in self.table_fn:
+            return self.table_fn[key]
+        fn = f"a{len(self.table_fn)}_{_ident(a.name)}"
+        self.table_fn[key] = fn
+        for i, p in enumerate(a.params):
+            if p.direction:
+                raise NativeUnsupported(p.loc or a.loc, f"the directional parameter {p.name} of action {a.name}")
+            scalar_width(p.type, p.loc or a.loc)
+            self.env[id(p)] = f"args[{i}]"
+        lines: list[str] = []
+        saved = _swap(self, lines)
+        saved_ctx, self.ctx = self.ctx, "action"
+        lines.append(f"static void {fn}(tb_state *s, const uint64_t *args, uint32_t drop_port) {{")
+        lines.append("    (void)args; (void)drop_port;")
+        self.stmt(a.body)
+        lines.append("}")
+        self.ctx = saved_ctx
+        self.lines, self.depth = saved
+        self.funcs.extend(lines)
+        return fn
+
+    def apply(self, e) -> str:
+        fn = self.table_fn.get(id(e.table))
+        if fn is None:
+            raise NativeUnsupported(e.loc, f"apply of table {e.table.name} outside its control")
+        return f"{fn}(s, drop_port)"
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)

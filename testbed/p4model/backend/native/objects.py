@@ -1,0 +1,107 @@
+"""Control-plane objects of the native back end.
+
+A NativeTable is the Python target's runtime Table (same checks, same
+interface for control_plane.py and the STF runner) whose lookup data lives
+in C: after every write its entries are written, in the Python target's
+precedence order, to the C table through tb_table_set, and its default
+action through tb_table_default.  Precedence (first match wins in C):
+larger priority first, then for LPM longer prefix first, then older first."""
+
+from __future__ import annotations
+
+import ctypes
+
+from testbed.p4model.p4runtime.externs import CounterArray, RegisterArray
+from testbed.p4model.p4runtime.tables import Table
+
+_MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
+
+
+class NativeTable(Table):
+    """A Table whose every write is mirrored into C memory."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._info = lib, inst, info
+        self._aidx = {name: i for i, name in enumerate(info.actions)}
+        self._sync()
+
+    def _row_keys(self, entry) -> list:
+        out = []
+        for kind, w, item in zip(self._info.kinds, self._info.widths, entry.match):
+            full = (1 << w) - 1
+            if kind == "exact":
+                out += [item & full, full]
+            elif kind == "lpm":
+                v, plen = item
+                m = (full >> (w - plen)) << (w - plen) if plen else 0
+                out += [v & m, m]
+            elif kind == "ternary":
+                v, m = item
+                out += [v & m, m]
+            elif kind == "range":
+                out += list(item)
+            else:  # optional
+                out += [0, 0] if item is None else [item & full, full]
+        return out
+
+    def _action_row(self, call) -> list:
+        args = list(call.args) + [0] * (self._info.max_args - len(call.args))
+        return [self._aidx[call.action]] + args
+
+    def _rank(self, entry):
+        plen = sum(item[1] for kind, item in zip(self._info.kinds, entry.match) if kind == "lpm")
+        return (-entry.priority, -plen, entry.seq)
+
+    def _sync(self) -> None:
+        rows = []
+        for entry in sorted(self.entries(), key=self._rank):
+            rows += self._row_keys(entry) + self._action_row(entry.action)
+        n = len(rows) // self._info.stride if self._info.stride else 0
+        buf = (ctypes.c_uint64 * max(len(rows), 1))(*rows)
+        if self._lib.tb_table_set(self._inst, self._info.tid, n, buf) != 0:
+            raise MemoryError(f"table {self.name}: no memory for {n} rows")
+        act = self._action_row(self.default)
+        self._lib.tb_table_default(self._inst, self._info.tid, (ctypes.c_uint64 * len(act))(*act))
+
+
+def _mirrored(name):
+    base = getattr(Table, name)
+
+    def method(self, *args, **kwargs):
+        result = base(self, *args, **kwargs)
+        self._sync()
+        return result
+    method.__name__ = name
+    method.__doc__ = base.__doc__
+    return method
+
+
+for _name in _MUTATORS:
+    setattr(NativeTable, _name, _mirrored(_name))
+
+
+class NativeRegister(RegisterArray):
+    """A RegisterArray whose `values` are the C array the packets use
+    (a ctypes view: values[i] reads and writes C memory)."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._cid = lib, inst, info.cid
+        addr = ctypes.cast(lib.tb_register(inst, info.cid), ctypes.c_void_p).value
+        self.values = (ctypes.c_uint64 * max(self.size, 1)).from_address(addr)
+
+    def reset(self) -> None:
+        ctypes.memset(self.values, 0, ctypes.sizeof(self.values))
+
+
+class NativeCounter(CounterArray):
+    """A CounterArray whose `packets` and `bytes` are the C arrays."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._cid = lib, inst, info.cid
+        arr = ctypes.c_uint64 * max(self.size, 1)
+        self.packets = arr.from_address(ctypes.cast(lib.tb_counter(inst, info.cid, 0), ctypes.c_void_p).value)
+        self.bytes = arr.from_address(ctypes.cast(lib.tb_counter(inst, info.cid, 1), ctypes.c_void_p).value)
+
+    def reset(self) -> None:
+        ctypes.memset(self.packets, 0, ctypes.sizeof(self.packets))
+        ctypes.memset(self.bytes, 0, ctypes.sizeof(self.bytes))

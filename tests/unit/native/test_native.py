@@ -1,0 +1,123 @@
+"""The native back end against the Python pipeline (the reference): same
+output packets and ports on random packets; one-line refusals and build
+errors; the build cache; the STF runner's --backend choice."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
+from testbed.p4model.clock import ManualClock
+from testbed.p4model.pipeline import load
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) on this machine")
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[2]
+FORWARD = HERE / "forward.p4"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return load(FORWARD, backend="python"), load(FORWARD, backend="native")
+
+
+def _frame(draw_bytes: bytes, ipv4: bool) -> bytes:
+    if ipv4 and len(draw_bytes) >= 14:
+        return draw_bytes[:12] + b"\x08\x00" + draw_bytes[14:]
+    return draw_bytes
+
+
+@settings(max_examples=400, deadline=None)
+@given(port=st.integers(0, 15), data=st.binary(max_size=64), ipv4=st.booleans())
+def test_native_sends_what_python_sends(pair, port, data, ipv4):
+    python, native = pair
+    frame = _frame(data, ipv4)
+    assert native.process(port, frame) == python.process(port, frame)
+
+
+def test_native_is_really_native(pair):
+    _python, native = pair
+    assert native.backend == "native" and native.so_path.suffix == ".so"
+    assert "tb_ingress" in native.source
+
+
+def test_second_load_uses_the_cache():
+    load(FORWARD, backend="native")
+    start = time.perf_counter()
+    again = load(FORWARD, backend="native")
+    assert again.so_path.exists()
+    # the front end dominates a cached load; a compile would add ~0.3 s
+    assert time.perf_counter() - start < 5
+
+
+METER_P4 = FORWARD.read_text().replace(
+    "control V(inout H h, inout M m) { apply {} }",
+    "control V(inout H h, inout M m) {\n  meter(4, MeterType.packets) mt;\n"
+    "  apply { mt.execute_meter(32w0, m.x); } }")
+
+
+@pytest.mark.parametrize("program, construct", [("fabric.p4", "header stacks"),
+                                                ("meter.p4", "meter")])
+def test_unsupported_construct_is_one_line(program, construct, tmp_path):
+    path = ROOT / "p4src" / program
+    if program == "meter.p4":
+        path = tmp_path / program
+        path.write_text(METER_P4)
+    with pytest.raises(NativeUnsupported) as info:
+        load(path, backend="native")
+    text = str(info.value)
+    assert "\n" not in text and construct in text and ".p4:" in text
+
+
+def test_auto_falls_back_to_python_with_one_log_line(caplog):
+    pipe = load(ROOT / "p4src" / "fabric.p4", backend="auto")
+    assert not hasattr(pipe, "so_path")
+    lines = [r.getMessage() for r in caplog.records if "Python pipeline" in r.getMessage()]
+    assert len(lines) == 1 and "headers.p4:" in lines[0] and "header stacks" in lines[0]
+
+
+def test_compile_failure_is_one_line():
+    from testbed.p4model.backend.native.build import build
+
+    with pytest.raises(NativeBuildError) as info:
+        build("int f(void) { return undeclared_name; }\n", "broken.p4")
+    text = str(info.value)
+    assert "\n" not in text and "broken.p4" in text and "undeclared_name" in text
+
+
+def test_stf_on_native_and_auto(tmp_path):
+    from testbed.p4model.stf.runner import builtin_loader, run_file
+
+    stf = tmp_path / "forward.stf"
+    # an IPv4 frame to 0.0.0.3: TTL 64 -> 63, out port 3, source MAC + 1
+    eth = "000000000001" + "00000000000a" + "0800"
+    ip_in = "45000014000000004006" + "0000" + "0a000001" + "00000003"
+    ip_out = "4500001400000000" + "3f06" + "0000" + "0a000001" + "00000003"
+    stf.write_text(f"packet 1 {eth}{ip_in}\nexpect 3 000000000001 00000000000b 0803 {ip_out}\n")
+    for backend in ("native", "auto", "python"):
+        out = io.StringIO()
+        result = run_file(builtin_loader(str(FORWARD), backend=backend), str(stf), out)
+        assert result.passed, (backend, out.getvalue(), result.problems, result.error)
+
+
+def test_p4src_basic_stf_passes_on_native():
+    from testbed.p4model.stf.runner import builtin_loader, run_file
+
+    out = io.StringIO()
+    loader = builtin_loader(str(ROOT / "p4src" / "basic.p4"), backend="native")
+    pipeline, _ = loader(ManualClock())
+    assert pipeline.backend == "native"
+    result = run_file(loader, str(ROOT / "p4src" / "tests" / "basic_forwarding.stf"), out)
+    assert result.passed, (out.getvalue(), result.problems, result.error)
