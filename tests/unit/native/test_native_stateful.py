@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from testbed.p4model.backend.native import compiler
 from testbed.p4model.pipeline import load
-from testbed.p4model.p4runtime.tables import ActionCall, TableEntry
+from testbed.p4model.runtime.tables import ActionCall, TableEntry
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) on this machine")
 

@@ -16,8 +16,8 @@ from testbed.p4model.backend.native.errors import NativeBuildError
 from testbed.p4model.backend.native.objects import NativeCounter, NativeRegister, NativeTable
 from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
-from testbed.p4model.p4runtime.externs import DigestQueue
-from testbed.p4model.p4runtime.pre import PacketReplicationEngine
+from testbed.p4model.runtime.externs import DigestQueue
+from testbed.p4model.runtime.pre import PacketReplicationEngine
 from testbed.p4model.v1model import DROP_PORT, EgressResult, QueueMeta, _queue_meta
 
 _U8P = ctypes.POINTER(ctypes.c_uint8)
@@ -144,7 +144,7 @@ def _reference(program, clock, drop_port):
     counter objects (checks, const entries, defaults) are the reference's
     own, re-bound to C memory below."""
     from testbed.p4model.backend.python import compile_program
-    from testbed.p4model.p4runtime.externs import RandomSource
+    from testbed.p4model.runtime.externs import RandomSource
 
     return compile_program(program, clock, RandomSource(0), drop_port)
 

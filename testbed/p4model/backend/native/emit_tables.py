@@ -34,7 +34,7 @@ class TableMixin:
     and actions bound to directional arguments are refused."""
 
     def table(self, t) -> None:
-        from testbed.p4model.p4runtime import tableinfo
+        from testbed.p4model.runtime import tableinfo
         if t.implementation is not None:
             raise NativeUnsupported(t.loc, f"the implementation (action profile) of table {t.name}")
         if t.counters is not None or t.meters is not None:

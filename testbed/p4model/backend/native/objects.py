@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 
-from testbed.p4model.p4runtime.externs import CounterArray, RegisterArray
-from testbed.p4model.p4runtime.tables import Table
+from testbed.p4model.runtime.externs import CounterArray, RegisterArray
+from testbed.p4model.runtime.tables import Table
 
 _MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
 
