@@ -150,6 +150,7 @@ class FaultRunner:
         self.local_down: set[tuple[str, str]] = set()  # (host, interface) inside host's namespace
         self.stalled: set[str] = set()
         self.errors: list[str] = []
+        self.applied = 0  # actions carried out (or tried), in order; the rest had not come due
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
 
@@ -163,6 +164,14 @@ class FaultRunner:
             if self._stop.wait(max(0.0, self.epoch + action.at_s - time.time())):
                 return
             self._apply(action, time.time() - self.epoch)
+            self.applied += 1
+
+    def not_executed(self, ended_s: float) -> list[dict]:
+        """The planned actions that never ran, each with why: the run ended (at `ended_s`, seconds
+        since the epoch) before its time. Call after stop()."""
+        return [{"at_s": a.at_s, "kind": a.kind, "target": a.target, "run_ended_s": round(ended_s, 3),
+                 "reason": "the run ended before its planned time"}
+                for a in self.actions[self.applied:]]
 
     def _apply(self, action: FaultAction, t_s: float) -> None:
         try:

@@ -78,6 +78,7 @@ class RunResult:
     switch_processes: dict = field(default_factory=dict)  # process -> its switches; links in memory
     restarts: list = field(default_factory=list)  # switches a fault stopped (their counters started again)
     failed: str | None = None  # why the run stopped before its traffic ended (one line), None if it did not
+    faults_not_executed: list = field(default_factory=list)  # planned faults that never ran, with why
 
 
 def _one_line(error: BaseException) -> str:
@@ -524,6 +525,7 @@ class VariantRun:
                                          f"{log_tail(process.log_file, 3)}")
         if self.faults is not None:
             self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]
+            self.result.faults_not_executed = self.faults.not_executed(time.time() - self.faults.epoch)
         if self.network is not None:
             self.network.stop()
         self.manifest.finished = True
@@ -535,5 +537,5 @@ class VariantRun:
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
             "costs": self.result.costs, "host_counters": self.result.host_counters,
             "switch_processes": self.result.switch_processes, "restarts": self.result.restarts,
-            "failed": self.result.failed},
+            "failed": self.result.failed, "faults_not_executed": self.result.faults_not_executed},
             indent=2, default=str))

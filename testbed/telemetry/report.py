@@ -422,11 +422,14 @@ def _fault_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = 
     lines = []
     for name, summary in summaries.items():
         events = summary.get("faults") or []
-        if events:
+        skipped = summary.get("faults_not_executed") or []
+        if events or skipped:
             k = stretch_of(run_dirs[name]) if run_dirs and name in run_dirs else 1.0
             lines.append(f"Faults in {name}:")
             lines += [f"- {e['kind']} {e['target']} at {e['t_s'] / k:.3f} s (planned {e['at_s'] / k:g} s)"
                       + (f": not carried out, {e['error']}" if e.get("error") else _fault_detail(e)) for e in events]
+            lines += [f"- **not executed**: {e['kind']} {e['target']} planned at {e['at_s'] / k:g} s: "
+                      f"{e['reason']} (it ended at {e['run_ended_s'] / k:.3f} s)" for e in skipped]
             lines.append("")
     return lines
 

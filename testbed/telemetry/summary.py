@@ -229,6 +229,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"),
                                    (result.get("costs") or {}).get("machine_cpu_steal_share"))
     summary["faults"] = faults(run_dir)
+    summary["faults_not_executed"] = result.get("faults_not_executed") or []
     summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     return summary

@@ -120,3 +120,19 @@ def test_a_restarted_switch_is_routed_around_configured_again_and_the_job_comple
     after = [s for s in (json.loads(line) for line in (run_dir / "telemetry.jsonl").read_text().splitlines())
              if s["switch"] == "spine2" and s["t_s"] > start["t_s"]]
     assert after and sum(p["packets"] for p in after[-1]["tx"].values()) > 50, f"spine2 idle after restart: {context}"
+
+
+def test_a_fault_after_the_traffic_ended_is_reported_as_not_executed(tmp_path, registry):
+    """The run ends when its messages are done, before the fault's time: the fault is listed as not
+    executed with why (result.json, summary.json), and nothing is carried out."""
+    text = SCENARIO.replace("""faults:
+  - {at_s: 1.0, kind: link_down, target: leaf1-spine2}
+  - {at_s: 2.5, kind: link_up, target: leaf1-spine2}""", """faults:
+  - {at_s: 13.0, kind: link_down, target: leaf1-spine2}""")
+    scenario, result, summary, run_dir, context = run_fitted(text, tmp_path / "late-fault")
+    assert summary["messages_planned"] == summary["messages_completed"], context
+    assert summary["faults"] == [], context
+    (skipped,) = summary["faults_not_executed"]
+    assert (skipped["kind"], skipped["target"]) == ("link_down", "leaf1-spine2"), context
+    assert skipped["run_ended_s"] < skipped["at_s"] and "ended before" in skipped["reason"], context
+    assert json.loads((run_dir / "result.json").read_text())["faults_not_executed"] == [skipped]
