@@ -31,6 +31,8 @@ def register(subparsers) -> None:
                     "variants) and the fabric it builds: node and link counts, every switch's port map, "
                     "host addresses and example equal-cost path sets.")
     show.add_argument("file", metavar="FILE", help="scenario YAML file")
+    show.add_argument("--variant", default=None, metavar="NAME",
+                      help="show this variant's resolved settings (e.g. load_balancing=spray) instead of the base")
     show.set_defaults(func=run_show)
 
 
@@ -88,12 +90,32 @@ def _where_set(scenario: Scenario, variant, path: tuple) -> tuple:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from testbed.errors import TestbedError
+
     scenario = load_scenario(args.file)
+    if args.variant is not None:
+        variants = {v.name: v for v in expand_variants(scenario)}
+        if args.variant not in variants:
+            raise TestbedError(f"{args.file}: no variant {args.variant}; variants: {', '.join(variants)}")
+        print(f"variant {args.variant}")
+        scenario = variants[args.variant].scenario
     print(summary(scenario))
     print(describe_placement(scenario, switch_placement(scenario)))
     print()
     print(describe(scenario.topo))
+    print()
+    print(link_names(scenario))
     return 0
+
+
+def link_names(s: Scenario) -> str:
+    """Every cable by the name faults target (`faults[].target`), with its tier's rate and delay."""
+    lines = ["links (the names fault targets use):"]
+    for link in s.topo.links:
+        params = s.links.host if link.tier == "host" else s.links.fabric
+        lines.append(f"  {link.name:<16} {link.tier:<6} {link.a}:{link.a_port} - {link.b}:{link.b_port}  "
+                     f"{params.rate_mbps:g} Mbit/s, {params.delay_us:g} us")
+    return "\n".join(lines)
 
 
 def _entropy_fit(s: Scenario) -> str:

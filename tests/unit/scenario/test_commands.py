@@ -98,3 +98,14 @@ def test_readme_documents_every_field_and_its_examples_validate(tmp_path):
             load_scenario(path)
         except Exception as error:
             pytest.fail(f"README example {i + 1} does not load: {error}")
+
+
+def test_show_lists_link_names_and_one_variant(capsys):
+    path = str(ROOT / "scenarios" / "default.yaml")
+    assert cli.main(["show", path, "--variant", "load_balancing=spray"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("variant load_balancing=spray\n") and "fabric: spray_rr_entropy" in out
+    assert "links (the names fault targets use):" in out
+    assert re.search(r"^  leaf1-spine2 +fabric +leaf1:4 - spine2:1", out, re.M)
+    assert cli.main(["show", path, "--variant", "nope"]) == 1
+    assert "no variant nope; variants: load_balancing=ecmp, load_balancing=spray" in capsys.readouterr().err
