@@ -163,13 +163,38 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
     cpu += idle
-    if costs.mode != "fabric":
+    return Demand(switch_packets, agent_datagrams, processes, cpu, memory_need(topo, costs.mode))
+
+
+def memory_need(topo, mode: str) -> int:
+    """Bytes the fabric's switch processes and host agents take (the per-process figures above)."""
+    if mode != "fabric":
         memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES
     else:
         memory = (auto_fabric_processes() * MEMORY_PER_FABRIC_PROCESS_BYTES
                   + len(topo.switches) * MEMORY_PER_SWITCH_IN_FABRIC_BYTES)
-    memory += len(topo.hosts) * MEMORY_PER_AGENT_BYTES
-    return Demand(switch_packets, agent_datagrams, processes, cpu, memory)
+    return memory + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
+
+
+def largest_fitting(scenario, mode: str, memory: int) -> str:
+    """The largest fabric of the scenario's shape that fits in `memory` bytes: a smaller k for a
+    fat-tree, fewer leaves for a leaf-spine, every other setting kept; or that none does."""
+    import dataclasses
+
+    from testbed.topo import TopoError, build_topology
+
+    spec = scenario.topology
+    field, start, step = ("k", spec.k - 2, 2) if spec.kind == "fat_tree" else ("leaves", spec.leaves - 1, 1)
+    for value in range(start, 1, -step):
+        try:
+            smaller = dataclasses.replace(spec, **{field: value})
+            topo = build_topology(smaller)
+        except (TopoError, ValueError):  # a size this shape does not allow (dual-homing, rails): the next
+            continue
+        if memory_need(topo, mode) <= memory:
+            return (f"the largest that fits is {field} {value} ({len(topo.switches)} switches, "
+                    f"{len(topo.hosts)} hosts, about {memory_need(topo, mode) / 2**30:.1f} GiB)")
+    return f"no smaller {field} of this shape fits either"
 
 
 def _idle_cpu(scenario, costs: Costs) -> float:
@@ -241,8 +266,8 @@ def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str
     if memory and need.memory_bytes > memory:
         raise CapacityError(
             f"{where}{len(scenario.topo.switches)} switches and {len(scenario.topo.hosts)} hosts need about "
-            f"{need.memory_bytes / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available: "
-            "choose a smaller fabric")
+            f"{need.memory_bytes / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available "
+            f"(memory, not CPU, decides): {largest_fitting(scenario, costs.mode, memory)}")
     if need.cpu > budget:
         fits = fitting_rate(scenario, costs, cores)
         advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits >= 0.1

@@ -79,3 +79,17 @@ workload:
     code = cli.main(["sim", str(path), "--runs-dir", str(tmp_path / "runs")])
     captured = capsys.readouterr()
     assert code == 1 and "left unfinished" in captured.err and "report:" in captured.out
+
+
+def test_a_fabric_too_large_for_memory_says_so_and_the_largest_that_fits(tmp_path, capsys, monkeypatch):
+    from testbed.scenario import capacity
+
+    monkeypatch.setattr(capacity, "machine_memory_bytes", lambda: 23 << 30)
+    path = tmp_path / "k16.yaml"
+    path.write_text("name: k16\ntopology: {kind: fat_tree, k: 16}\nlinks: {rate_mbps: 1}\nworkload:\n"
+                    "  - {kind: permutation, message_bytes: 100000}\n")
+    code, out, err = validate(path, capsys)
+    assert code == 0  # what the machine cannot hold is a note, not a refusal
+    note = next(line for line in out.splitlines() if "note:" in line)
+    assert "GiB of memory" in note and "memory, not CPU, decides" in note
+    assert "the largest that fits is k 10 (125 switches, 250 hosts" in note
