@@ -9,6 +9,7 @@ from pathlib import Path
 from testbed.emulation.runlock import hold_run_lock
 from testbed.errors import TestbedError
 from testbed.scenario import capacity
+from testbed.telemetry.rundir import keep_scenario_copy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +69,7 @@ def _run_variants(args, scenario, variants) -> Path:
             print(f"warning: --force: {variant.name or scenario.name} may exceed this machine", flush=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = Path(args.runs_dir) / scenario.name / stamp
+    keep_scenario_copy(scenario, out_dir)
     run_dirs, summaries = {}, {}
     with progress.display(len(variants), "variants") as shown:
         for number, variant in enumerate(variants, start=1):

@@ -129,6 +129,7 @@ def sim_command(args) -> int:
     from testbed.scenario import expand_variants, load_scenario
     from testbed.simulation.run import run_variant
     from testbed.telemetry.collectives import summarize_simulated, write_sim_report
+    from testbed.telemetry.rundir import keep_scenario_copy
 
     scenario = load_scenario(args.scenario)
     _refuse_faults(scenario)
@@ -153,6 +154,7 @@ def sim_command(args) -> int:
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
+    keep_scenario_copy(scenario, out_dir)
     run_dirs, summaries, unfinished = {}, {}, []
     with progress.display(len(variants), "variants") as shown:
         for number, variant in enumerate(variants, start=1):

@@ -2,8 +2,10 @@
 
 Why: the figures come from the run directory alone, so a run made before a
 fix to the report can be reported again, without running the fabric.  The
-scenario is rebuilt from the file the run names (its resolved scenario's
-`file`), so that file must still exist.
+scenario is the run's own copy (`scenario.yaml` in the run directory), so
+an edited, moved or deleted scenario file changes nothing; each variant is
+slowed by its run's time stretch as the run was. A run older than the copy
+reads the file its resolved scenario names, with a note.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ def register(subparsers) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from testbed.scenario import expand_variants, load_scenario
+    from testbed.scenario import expand_variants
     from testbed.telemetry.report import write_report
-    from testbed.telemetry.rundir import RunDirError, failure, load_json, partial_line, variant_gaps
+    from testbed.telemetry.rundir import RunDirError, failure, load_json, partial_line, run_scenario, variant_gaps
     from testbed.telemetry.summary import summarize_variant
 
     out_dir = Path(args.run)
@@ -52,12 +54,11 @@ def report_command(args: argparse.Namespace) -> int:
         raise RunDirError(f"{resolved}: missing") from None
     except yaml.YAMLError as error:
         raise RunDirError(f"{resolved}: damaged, not valid YAML ({str(error).splitlines()[0]})") from None
-    source = Path(first.get("file") or "")
-    if not source.is_file():
-        raise TestbedError(f"{out_dir}: the scenario file the run names ({source}) is not there")
-    scenario = load_scenario(str(source))
-    variants = {v.name: v for v in expand_variants(scenario)}
+    scenario, stale = run_scenario(out_dir, first.get("file"))
+    variants = {v.name: _as_run(v, dirs.get(v.name)) for v in expand_variants(scenario)}
     gaps = {name: variant_gaps(dirs[name], results[name]) for name in variants if name in dirs}
+    if stale:
+        print(f"note: {stale}")
     order = [name for name in variants if name in dirs and not failure(results[name])]
     if not order:
         raise RunDirError(f"{out_dir}: every variant's run failed, nothing to report: " + "; ".join(
@@ -77,6 +78,20 @@ def report_command(args: argparse.Namespace) -> int:
     report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
     print(f"report: {report}")
     return _html(args, report)
+
+
+def _as_run(variant, run_dir: Path | None):
+    """The variant as it ran: slowed by its run's time stretch (`--fit`, `--host-rate-mbps`), as the run
+    summarised it."""
+    import dataclasses
+
+    from testbed.scenario.timescale import slowed
+    from testbed.telemetry.clock import stretch_of
+
+    stretch = stretch_of(run_dir) if run_dir is not None else 1.0
+    if abs(stretch - 1.0) < 1e-12:
+        return variant
+    return dataclasses.replace(variant, scenario=slowed(variant.scenario, 1.0 / stretch))
 
 
 def _html(args: argparse.Namespace, report: Path) -> int:

@@ -114,3 +114,35 @@ def partial_line(gaps: dict[str, list[str]]) -> str | None:
     if not parts:
         return None
     return "**Partial report: " + " | ".join(parts) + ".**"
+
+
+SCENARIO_COPY = "scenario.yaml"  # the scenario file as the run read it, in the run directory
+
+
+def keep_scenario_copy(scenario, out_dir: Path) -> None:
+    """Keep the scenario file's text beside the run's variants, so a report rebuilt later reads the
+    scenario the run was made from, not the file as it is by then."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        text = Path(scenario.file).read_text()
+    except OSError as error:
+        raise RunDirError(f"{scenario.file}: cannot keep a copy of the scenario in {out_dir}: "
+                          f"{error.strerror}") from None
+    (out_dir / SCENARIO_COPY).write_text(text)
+
+
+def run_scenario(out_dir: Path, named_file: str | None):
+    """(the scenario the run was made from, a note or None): the run's own copy when it kept one,
+    else the file its resolved scenario names, as it is now (an older run), with a note saying so."""
+    from testbed.scenario import load_scenario
+
+    copy = Path(out_dir) / SCENARIO_COPY
+    if copy.is_file():
+        return load_scenario(str(copy)), None
+    source = Path(named_file or "")
+    if not source.is_file():
+        raise RunDirError(f"{out_dir}: the run kept no copy of its scenario ({SCENARIO_COPY}) and the file it "
+                          f"names ({source}) is not there")
+    return load_scenario(str(source)), (f"the run kept no copy of its scenario: read from {source} as it is "
+                                        "now, which may differ from what was run")

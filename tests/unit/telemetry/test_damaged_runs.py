@@ -110,3 +110,34 @@ def test_not_a_run_directory_is_one_line(tmp_path, capsys):
     assert code == 1 and "\n" not in err and "not a run directory" in err
     code, out, err = report(tmp_path / "nothere", capsys)
     assert code == 1 and "not a directory" in err
+
+
+SMALL = """name: small
+description: as run
+duration_s: 3
+topology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 2}
+links: {rate_mbps: 20, delay_us: 500}
+workload:
+  - {kind: permutation, start_s: 0.1, message_bytes: 65536, cross_tor: true}
+variants: {load_balancing: [ecmp, spray]}
+"""
+
+
+def test_a_report_rebuilt_after_the_scenario_file_changed_equals_the_original(tmp_path, capsys):
+    source = tmp_path / "small.yaml"
+    source.write_text(SMALL)
+    assert main(["sim", str(source), "--runs-dir", str(tmp_path / "runs")]) == 0
+    (run,) = (tmp_path / "runs" / "small").iterdir()
+    original = (run / "report.md").read_text()
+    source.write_text(SMALL.replace("as run", "edited since").replace("[ecmp, spray]", "[spray]"))
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.md").read_text() == original
+    source.unlink()  # moved or deleted: the run's own copy is enough
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.md").read_text() == original
+
+
+def test_a_run_without_its_copy_reads_the_named_file_and_says_so(run, capsys):
+    code, out, err = report(run, capsys)  # the fixture run kept no copy of its scenario
+    assert code == 0 and "note: the run kept no copy of its scenario" in out
