@@ -16,11 +16,16 @@ from testbed.claims.experiments import transport_label
 from testbed.host import records as host_records
 from testbed.cells import segment
 from testbed.simulation import simexp
+from testbed.telemetry.rundir import RunDirError, load_json, load_yaml
 
 
 def load(directory: Path) -> tuple[dict, list[dict]]:
-    counters = json.loads((directory / "counters.json").read_text())
-    return counters, host_records.read_jsonl(directory / "records.jsonl")
+    """An experiment's counters and records; a missing or damaged file is one line (telemetry.rundir)."""
+    counters = load_json(directory / "counters.json")
+    records = directory / "records.jsonl"
+    if not records.is_file():
+        raise RunDirError(f"{records}: missing")
+    return counters, host_records.read_jsonl(records)
 
 
 DEFINITIONS = (
@@ -128,14 +133,12 @@ SPREAD_KINDS = {"permutation": "permutation", "all_to_all": "alltoall"}  # scena
 def of_emulated(variant_dir: Path) -> dict:
     """The figures of an emulated variant: simexp's incast figures, or a permutation's efficiency
     as the simulator's is defined; with its cc, BDP, retransmissions and fidelity."""
-    import yaml
-
     from testbed.host import records as host_records
     from testbed.cells import wire
 
-    resolved = yaml.safe_load((variant_dir / "scenario.resolved.yaml").read_text())
+    resolved = load_yaml(variant_dir / "scenario.resolved.yaml")
     kinds = {phase["kind"] for phase in resolved["workload"]} - {"pingall"}
-    retransmitted = sum(json.loads(p.read_text()).get("retransmissions") or 0
+    retransmitted = sum(load_json(p).get("retransmissions") or 0
                         for p in (variant_dir / "records").glob("*.stats.json"))
     pfc = bool((resolved["fabric"].get("pfc") or {}).get("enabled"))
     summary = simexp.variant_summary(variant_dir)
@@ -242,5 +245,7 @@ def scenario_run(name: str) -> tuple[str, int]:
 
 
 def all_of(directory: Path) -> list[dict]:
-    """The figures of every simulator experiment under directory/sim/, by name."""
-    return [of_experiment(d) for d in sorted((directory / "sim").iterdir()) if (d / "counters.json").exists()]
+    """The figures of every simulator experiment under directory/sim/, by name; an experiment with one
+    of its two files (counters.json, records.jsonl) and not the other is one line (load)."""
+    return [of_experiment(d) for d in sorted((directory / "sim").iterdir())
+            if (d / "counters.json").exists() or (d / "records.jsonl").exists()]

@@ -146,3 +146,21 @@ def run_scenario(out_dir: Path, named_file: str | None):
                           f"names ({source}) is not there")
     return load_scenario(str(source)), (f"the run kept no copy of its scenario: read from {source} as it is "
                                         "now, which may differ from what was run")
+
+
+def load_yaml(path: Path) -> dict:
+    """A YAML mapping that must be there, or one line saying why it cannot be read."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: missing") from None
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot be read ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise RunDirError(f"{path}: damaged, not valid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: damaged, not a YAML mapping")
+    return data

@@ -132,6 +132,21 @@ def test_the_report_recomputes_to_the_same_results(tmp_path):
     assert "## Claims" in text and "| zero loss at high load |" in text
 
 
+def test_a_damaged_reproduce_directory_is_one_line(tmp_path, capsys):
+    from testbed.cli import main
+
+    (e,) = experiments.plan(["tita", "none"], quick=True)[:1]
+    experiments.run(e, tmp_path)
+    (counters,) = list(tmp_path.rglob("counters.json"))[:1]
+    counters.write_text('{"cut": ')
+    assert main(["reproduce", "--report", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{counters}: damaged, not valid JSON" in err
+    counters.unlink()
+    assert main(["reproduce", "--report", str(tmp_path)]) == 1
+    assert f"{counters}: missing" in capsys.readouterr().err
+
+
 def test_bad_reproduce_arguments_get_one_line(tmp_path, capsys):
     from testbed.cli import main
     from testbed.host.cc import ALGORITHMS
