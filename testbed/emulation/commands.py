@@ -94,6 +94,9 @@ FIT_MARGIN = 0.9  # run a little below the rate the check computes, not on its e
 def fit_factor(variant) -> float:
     """How much this variant's clock must slow to fit (1: not at all), by the capacity check."""
     s = variant.scenario
+    memory = capacity.memory_problem(s)
+    if memory is not None:  # no clock makes a fabric fit in memory
+        raise TestbedError(f"{s.file}: {variant.name}: {memory}")
     fits = capacity.fitting_rate(s) * FIT_MARGIN
     if fits <= 0:
         raise TestbedError(f"{s.file}: {variant.name}: even its idle processes do not fit this machine; "

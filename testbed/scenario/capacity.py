@@ -176,6 +176,18 @@ def memory_need(topo, mode: str) -> int:
     return memory + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
 
 
+def memory_problem(scenario, mode: str | None = None) -> str | None:
+    """Why the fabric does not fit in this machine's memory at any clock (None when it does)."""
+    mode = mode or scenario_mode(scenario)
+    memory = machine_memory_bytes()
+    need = memory_need(scenario.topo, mode)
+    if not memory or need <= memory:
+        return None
+    return (f"{len(scenario.topo.switches)} switches and {len(scenario.topo.hosts)} hosts need about "
+            f"{need / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available (memory, not CPU, "
+            f"decides; no slower clock helps): {largest_fitting(scenario, mode, memory)}")
+
+
 def largest_fitting(scenario, mode: str, memory: int) -> str:
     """The largest fabric of the scenario's shape that fits in `memory` bytes: a smaller k for a
     fat-tree, fewer leaves for a leaf-spine, every other setting kept; or that none does."""
@@ -260,14 +272,11 @@ def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str
     cores = cores or machine_cores()
     need = demand(scenario, costs)
     budget = cores * HEADROOM
-    memory = machine_memory_bytes()
     rate = scenario.links.host.rate_mbps
     where = f"{scenario.file}: " if scenario.file else ""
-    if memory and need.memory_bytes > memory:
-        raise CapacityError(
-            f"{where}{len(scenario.topo.switches)} switches and {len(scenario.topo.hosts)} hosts need about "
-            f"{need.memory_bytes / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available "
-            f"(memory, not CPU, decides): {largest_fitting(scenario, costs.mode, memory)}")
+    problem = memory_problem(scenario, costs.mode)
+    if problem is not None:
+        raise CapacityError(f"{where}{problem}")
     if need.cpu > budget:
         fits = fitting_rate(scenario, costs, cores)
         advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits >= 0.1

@@ -93,3 +93,17 @@ def test_a_fabric_too_large_for_memory_says_so_and_the_largest_that_fits(tmp_pat
     note = next(line for line in out.splitlines() if "note:" in line)
     assert "GiB of memory" in note and "memory, not CPU, decides" in note
     assert "the largest that fits is k 10 (125 switches, 250 hosts" in note
+
+
+def test_fit_says_memory_decides_not_idle_processes(tmp_path, monkeypatch):
+    from testbed.emulation.commands import fit_factor
+    from testbed.errors import TestbedError
+    from testbed.scenario import capacity, expand_variants, load_scenario
+
+    monkeypatch.setattr(capacity, "machine_memory_bytes", lambda: 23 << 30)
+    path = tmp_path / "k16.yaml"
+    path.write_text("name: k16\ntopology: {kind: fat_tree, k: 16}\nlinks: {rate_mbps: 1}\nworkload:\n"
+                    "  - {kind: permutation, message_bytes: 100000}\n")
+    (variant,) = expand_variants(load_scenario(str(path)))
+    with pytest.raises(TestbedError, match="memory, not CPU, decides; no slower clock helps"):
+        fit_factor(variant)
