@@ -62,7 +62,7 @@ def _run_variants(args, scenario, variants) -> Path:
     for variant in variants:  # refuse before anything is built: every variant's target and rates
         resolve_target(variant.scenario.switch.target)
         try:
-            print(capacity.check(variant.scenario), flush=True)
+            print(f"{variant.name or scenario.name}: {capacity.check(variant.scenario)}", flush=True)
         except capacity.CapacityError:
             if not args.force:
                 raise
@@ -187,6 +187,9 @@ def shell_command(args) -> int:
     # Election id above the run's controller (0, 1): the shell becomes primary so its user can
     # write entries; the run's telemetry only reads, which needs no arbitration.
     sh.setup(device_id=device_id, grpc_addr=address, election_id=(0, 2))
+    print(f"p4runtime-shell on {args.switch} (device {device_id}, {address}) as its primary controller "
+          "(election id 0,2, above the run's 0,1): your writes take effect, and the run's controller "
+          "cannot write to this switch until you leave", flush=True)
     try:
         from IPython import embed
 

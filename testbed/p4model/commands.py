@@ -14,6 +14,9 @@ drive: tm/switch_cli.py (switch-cli) and switch/commands.py (switch).
 from __future__ import annotations
 
 import argparse
+import sys
+
+from testbed.errors import TestbedError
 
 
 def _add_program_options(parser: argparse.ArgumentParser) -> None:
@@ -46,10 +49,21 @@ def _run_check(args) -> int:
     from testbed.p4model.frontend.preprocess import parse_defines
     from testbed.p4model.pipeline import load
 
-    for program in args.programs:
-        load(program, include_dirs=args.include, defines=parse_defines(args.define))
+    failed = 0
+    for program in args.programs:  # each program: a bad one is one line and the next is still checked
+        try:
+            load(program, include_dirs=args.include, defines=parse_defines(args.define))
+        except TestbedError as error:
+            print(f"testbed: {error}", file=sys.stderr)
+            failed += 1
+            continue
+        except OSError as error:
+            print(f"testbed: {getattr(error, 'filename', None) or program}: {error.strerror or error}",
+                  file=sys.stderr)
+            failed += 1
+            continue
         print(f"{program}: ok")
-    return 0
+    return 1 if failed else 0
 
 
 def register(sub) -> None:
@@ -83,8 +97,10 @@ def register(sub) -> None:
     stf.set_defaults(func=_run_stf)
 
     check = sub.add_parser(
-        "p4check", help="load P4 programs on the builtin target and report the first error",
-        description="Parse, type-check and compile each program; print 'ok' or one error line.")
+        "p4check", help="load P4 programs on the builtin target and report each one's first error",
+        description="Parse, type-check and compile each program; print 'ok' or one error line for each "
+                    "(exit 1 when any failed). A program with no main instance is an error here: a switch "
+                    "cannot run it (testbed p4info only warns, as p4c does).")
     check.add_argument("programs", nargs="+", help="P4-16 source files")
     _add_program_options(check)
     check.set_defaults(func=_run_check)

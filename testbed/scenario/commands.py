@@ -154,17 +154,27 @@ def summary(s: Scenario) -> str:
             extra = (f", Poisson arrivals for {p.arrivals_s:g} s at {p.load:g} of "
                      f"{p.link_rate_bps / 1e6:g} Mbit/s per host (seed {p.arrivals_seed})")
         elif p.kind == "permutation":
-            extra = ", " + " ".join(f"{a}->{b}" for a, b in p.pairs)
+            extra = ", " + _first(f"{a}->{b}" for a, b in p.pairs)
         elif p.kind == "collective":
             size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
             extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
-                     + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + " ".join(p.hosts))
+                     + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + _first(p.hosts))
         lines.append(f"  at {p.start_s:g} s {p.name}: {len(p.hosts)} hosts{size}{extra}")
     for fault in s.faults:
         lines.append(f"  fault at {fault.at_s:g} s: {fault.kind} {fault.target}")
     variants = expand_variants(s)
     lines.append(f"variants ({len(variants)}): " + ", ".join(v.name for v in variants))
     return "\n".join(lines)
+
+
+SHOWN = 16  # items of a long list (pairs, ranks) printed before "... and N more"
+
+
+def _first(items) -> str:
+    """Up to SHOWN items, space-separated, then how many more: a k=16 permutation stays one readable line."""
+    items = list(items)
+    more = len(items) - SHOWN
+    return " ".join(items[:SHOWN]) + (f" ... and {more} more" if more > 0 else "")
 
 
 def _link(p) -> str:

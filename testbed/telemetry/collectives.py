@@ -192,6 +192,14 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     return summary
 
 
+def _completion(summary: dict) -> str:
+    """Completion p50 / p99 in ms with the sample count (nearest rank), '-' when no message completed."""
+    if summary.get("completion_p50_ms") is None:
+        return "-"
+    return (f"{summary['completion_p50_ms']:.1f} / {summary['completion_p99_ms']:.1f} "
+            f"(n={summary.get('completion_samples')}, nearest-rank)")
+
+
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
                      partial: str | None = None) -> Path:
     """report.md, summary.json and busbw.png of a simulator run; `partial` (rundir.partial_line) opens it."""
@@ -213,15 +221,16 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
              f"fabric {scenario.links.fabric.rate_mbps:g} Mbit/s"
              + (f", local channel {scenario.links.local.rate_mbps:g} Mbit/s / {scenario.links.local.delay_us:g} us"
                 if scenario.links.local else "") + ".", "",
-             "| variant | messages planned / completed | switch queue drops (packets) | PFC pause frames, XOFF + XON | "
-             "virtual time (s) | wall time (s) |", "|---|---|---|---|---|---|"]
+             "| variant | messages planned / completed | completion p50 / p99 (ms), first DATA cell sent to last ACK | "
+             "switch queue drops (packets) | PFC pause frames, XOFF + XON | virtual time (s) | wall time (s) |",
+             "|---|---|---|---|---|---|---|"]
     clock = clock_line(run_dirs)
     if clock:
         lines[-2:-2] = [clock, ""]
     for name, s in summaries.items():
         sim = s["simulator"]
         pauses = sim.get("pause_frames")
-        lines.append(f"| {name} | {s['messages_planned']} / {s['messages_completed']} | "
+        lines.append(f"| {name} | {s['messages_planned']} / {s['messages_completed']} | {_completion(s)} | "
                      f"{sim['switch_queue_drops']} | {'off' if pauses is None else pauses} | "
                      f"{sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
     lines.append("")

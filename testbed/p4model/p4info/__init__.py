@@ -71,7 +71,8 @@ def generate_file(program_path: str | Path, include_dirs=(), defines=None) -> p4
         program = load_program(program_path, include_dirs=list(include_dirs), defines=defines)
     except P4NoMain as e:
         # p4c warns and writes an empty P4Info for a program without main
-        print(f"warning: {e}; the P4Info is empty", file=sys.stderr)
+        print(f"warning: {e}; the P4Info is empty, as p4c writes it (testbed p4check refuses such a program: "
+              "no switch can run it)", file=sys.stderr)
         return p4info_pb2.P4Info()
     try:
         return generate(program)

@@ -109,3 +109,11 @@ def test_show_lists_link_names_and_one_variant(capsys):
     assert re.search(r"^  leaf1-spine2 +fabric +leaf1:4 - spine2:1", out, re.M)
     assert cli.main(["show", path, "--variant", "nope"]) == 1
     assert "no variant nope; variants: load_balancing=ecmp, load_balancing=spray" in capsys.readouterr().err
+
+
+def test_show_keeps_a_large_permutation_readable(tmp_path, capsys):
+    path = tmp_path / "k8.yaml"
+    path.write_text("name: k8\ntopology: {kind: fat_tree, k: 8}\nworkload:\n  - {kind: permutation, message_bytes: 1000}\n")
+    assert cli.main(["show", str(path)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "permutation" in x]
+    assert line.endswith("... and 112 more") and len(line) < 400
