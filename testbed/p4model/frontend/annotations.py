@@ -101,9 +101,13 @@ def _constant(text: str):
     """The value of a constant expression of literals (int, "string",
     true/false) with + - * == != < <= > >= && || ! and parentheses; None for
     anything else."""
-    src = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", text.strip()))
-    src = src.replace("&&", " and ").replace("||", " or ")
-    src = re.sub(r"!(?!=)", " not ", src)
+    # P4's spellings -> Python's, outside string literals only
+    parts = re.split(r'("(?:\\.|[^"\\])*")', text.strip())
+    for k in range(0, len(parts), 2):
+        code = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", parts[k]))
+        code = code.replace("&&", " and ").replace("||", " or ")
+        parts[k] = re.sub(r"!(?!=)", " not ", code)
+    src = "".join(parts).strip()
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError:

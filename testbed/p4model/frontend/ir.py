@@ -306,10 +306,13 @@ class NewT(Type):
 @dataclass(eq=False)
 class ExternT(Type):
     """Type of an extern object instance, with its type arguments bound
-    (e.g. register<bit<32>> -> ExternT('register', [BitT(32)]))."""
+    (e.g. register<bit<32>> -> ExternT('register', [BitT(32)])).
+    `typedef`: the typedef name the instance's type was written with, if
+    any (p4c's P4Runtime serializer sees no extern through a typedef)."""
 
     decl: "ExternDecl"
     type_args: list[Type] = field(default_factory=list)
+    typedef: str = ""
 
     def __str__(self) -> str:
         if self.type_args and not all(isinstance(a, TypeParamT) for a in self.type_args):

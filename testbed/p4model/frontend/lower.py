@@ -328,6 +328,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             # another name for the parser/control type (no P4Info type_info entry)
             ctx.scope.declare(str(name_tok), ty, loc)
             return
+        if isinstance(ty, ir.ExternT):
+            ty = ir.ExternT(ty.decl, ty.type_args, typedef=str(name_tok))
         self.declare_type(str(name_tok), ty, ctx, loc, is_typedef=True)
 
     def _d_newtype_decl(self, t, ctx, loc):
@@ -763,7 +765,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if ctx.kind not in ("top", "control", "parser"):
                 raise P4Error(loc, f"cannot instantiate {decl.name} here")
             cp = control_plane_name(anns, name, ctx.prefix) if not anonymous else ""
-            return ir.Instance(name, ir.ExternT(decl, targs), args, anns, cp, loc)
+            return ir.Instance(name, ir.ExternT(decl, targs, typedef=ty.typedef), args, anns, cp, loc)
         if isinstance(ty, ir.PackageT):
             pkg = ty.decl
             if ctx.kind != "top":

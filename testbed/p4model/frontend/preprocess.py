@@ -10,7 +10,8 @@ the -I directories, then the package's own include directory), object-like
 and function-like `#define` (with `#` stringification and `##` pasting),
 `#undef`, `#if/#ifdef/#ifndef/#elif/#else/#endif` with integer expressions
 and `defined`, `#error`, `#warning`, `#line` (ignored), `#pragma` (ignored),
-line continuations and comments.  Include guards work because defines are
+line continuations and comments (not inside string literals, which may
+span lines).  Include guards work because defines are
 global; include cycles are detected by depth of the include stack.
 """
 
@@ -75,9 +76,17 @@ def _strip_comments(text: str, fname: str) -> str:
     while i < n:
         c = text[i]
         if c == '"':
+            # a string literal may span lines (p4c's lexer reads it so, and
+            # its cpp keeps comments): what looks like a comment inside is text
             j = i + 1
-            while j < n and text[j] != '"' and text[j] != "\n":
+            while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                # a lone quote (as cpp reads one): the lexer reports it
+                out.append(c)
+                i += 1
+                continue
+            line += text.count("\n", i, j)
             out.append(text[i:j + 1])
             i = j + 1
             continue

@@ -127,18 +127,25 @@ class TableLowering:
         hex).  p4c demands @name for any other expression; we keep its
         source text without whitespace instead of refusing it.  `e`, the
         lowered expression when known, supplies struct fields' @name
-        (p4c names a member by its field's external name)."""
+        (p4c names a member by its field's external name; a global one,
+        `@name(".x")`, is the whole name: `meta.x.f` is `x.f`)."""
         data = t.data if isinstance(t, Tree) else None
         ch = t.children if isinstance(t, Tree) else []
         if data == "member_expr":
+            given = _member_name(e)
+            if given is not None and given.startswith("."):
+                return given[1:]          # a global field name drops the left-hand side
             base = e.base if isinstance(e, ir.Member) else None
-            return f"{self.key_name(ch[0], base)}.{_member_name(e) or self.text(ch[1])}"
+            return f"{self.key_name(ch[0], base)}.{given or self.text(ch[1])}"
         if data == "index_expr":
-            return f"{self.key_name(ch[0])}[{self.key_name(ch[1])}]"
+            base = e.base if isinstance(e, ir.Index) else None
+            return f"{self.key_name(ch[0], base)}[{self.key_name(ch[1])}]"
         if data == "slice_expr":
-            return f"{self.key_name(ch[0])}[{self.key_name(ch[1])}:{self.key_name(ch[2])}]"
+            base = e.base if isinstance(e, ir.Slice) else None
+            return f"{self.key_name(ch[0], base)}[{self.key_name(ch[1])}:{self.key_name(ch[2])}]"
         if data == "b_band":
-            return f"{self.key_name(ch[0])} & {self.key_name(ch[1])}"
+            left = e.left if isinstance(e, ir.Binary) and e.op == "&" else None
+            return f"{self.key_name(ch[0], left)} & {self.key_name(ch[1])}"
         if data == "int_lit":
             return _constant_text(str(ch[0]))
         if data == "call_expr" and not ch[1].children and isinstance(ch[0], Tree) \
@@ -387,13 +394,14 @@ def _constant_text(literal: str) -> str:
 
 
 def _member_name(e) -> str | None:
-    """A struct/header field's @name, for the member expression e."""
+    """A struct/header field's @name, for the member expression e (a
+    leading '.' kept: the name is global)."""
     if not isinstance(e, ir.Member):
         return None
     bt = ir.strip_newtype(e.base.type) if e.base.type is not None else None
     f = bt.field(e.name) if isinstance(bt, ir.StructLikeT) else None
     given = name_annotation(f.annotations) if f is not None else None
-    return given.lstrip(".") if given else None
+    return given or None
 
 
 def _as_member(target, method: str):

@@ -106,7 +106,7 @@ def substitute(t: ir.Type, bindings: dict) -> ir.Type:
     if isinstance(t, ir.TupleT):
         return ir.TupleT(tuple(substitute(e, bindings) for e in t.elements))
     if isinstance(t, ir.ExternT) and t.type_args:
-        return ir.ExternT(t.decl, [substitute(a, bindings) for a in t.type_args])
+        return ir.ExternT(t.decl, [substitute(a, bindings) for a in t.type_args], typedef=t.typedef)
     return t
 
 

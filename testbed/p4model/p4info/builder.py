@@ -44,6 +44,13 @@ def _extern_name(instance: ir.Instance) -> str:
     return instance.type.decl.name if isinstance(instance.type, ir.ExternT) else ""
 
 
+def _through_typedef(instance: ir.Instance) -> bool:
+    """p4c's P4Runtime serializer resolves an instance's extern type by the
+    name it is written with: one declared through a typedef name is not an
+    extern to it (no P4Info entry, no type_info)."""
+    return isinstance(instance.type, ir.ExternT) and bool(instance.type.typedef)
+
+
 def _hidden(annotations) -> bool:
     return any(a.name == "hidden" for a in annotations)
 
@@ -115,7 +122,7 @@ class Generator:
 
     def _collect_extern(self, instance: ir.Instance) -> None:
         kind = _extern_name(instance)
-        if kind in _EXTERN_PREFIX:
+        if kind in _EXTERN_PREFIX and not _through_typedef(instance):
             self._add(_EXTERN_PREFIX[kind], instance.cp_name, instance.annotations, instance.loc)
 
     def _collect(self) -> None:
@@ -371,10 +378,12 @@ class Generator:
                 msg.sum_of_members.SetInParent()
                 if weight is not None:
                     msg.sum_of_members.max_member_weight = anno.int_arg(weight) or 0
-            elif mgs is not None or semantics is not None or weight is not None:
+            elif kind == "sum_of_weights":
                 msg.sum_of_weights.SetInParent()
 
     def _emit_extern(self, inst: ir.Instance) -> None:
+        if _through_typedef(inst):
+            return
         kind = _extern_name(inst)
         if kind not in _EXTERN_PREFIX:
             self.types.touch()

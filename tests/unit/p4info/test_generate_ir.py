@@ -146,6 +146,23 @@ def test_sub_control_is_inlined_at_its_declaration():
     assert info.tables[1].preamble.alias == "t"
 
 
+@pytest.mark.parametrize("semantics,expected", [
+    ('"sum_of_weights"', "sum_of_weights"), ('"sum_of_members"', "sum_of_members"), (None, None)])
+def test_selector_size_semantics_only_when_annotated(semantics, expected):
+    a = action("Ing.a")
+    annotations = [ann("max_group_size", "8"), ann("max_member_weight", "5")]
+    if semantics is not None:
+        annotations.append(ann("selector_size_semantics", semantics, [semantics.strip('"')]))
+    sel = instance("action_selector", "Ing.sel", [enum_const(HASH_ALGORITHM, "crc16"), const(64), const(14)],
+                   annotations=annotations)
+    t = table("Ing.t", [key("m.h", 14, "selector")], [a], None, implementation=sel)
+    profile = generate(program(control("Ing", [a, t, sel], apply_all(t)))).action_profiles[0]
+    assert profile.WhichOneof("selector_size_semantics") == expected
+    assert profile.max_group_size == 8
+    if expected == "sum_of_members":
+        assert profile.sum_of_members.max_member_weight == 5
+
+
 def test_action_profiles_declared_and_in_place():
     a = action("Ing.a")
     shared = instance("action_selector", "Ing.sel",
@@ -161,7 +178,8 @@ def test_action_profiles_declared_and_in_place():
     assert names == ["Ing.sel", "prof"]
     sel, prof = info.action_profiles
     assert sel.with_selector and sel.size == 64 and sel.max_group_size == 8
-    assert sel.HasField("sum_of_weights")
+    # @max_group_size alone names no size semantics (p4c: fabric.p4, PINS)
+    assert sel.WhichOneof("selector_size_semantics") is None
     assert list(sel.preamble.annotations) == []
     # table ids sorted by table name, not by declaration
     assert list(sel.table_ids) == [ids(nm.TABLE, "Ing.y"), ids(nm.TABLE, "Ing.z")]
