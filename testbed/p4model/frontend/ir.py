@@ -199,12 +199,15 @@ class Field:
 
 @dataclass(eq=False)
 class StructLikeT(Type):
-    """Common shape of header, header_union and struct types."""
+    """Common shape of header, header_union and struct types.  `origin`:
+    for a specialisation of a generic declaration (`struct S<T>` used as
+    `S<bit<8>>`), the declaration's template and the type arguments."""
 
     name: str
     fields: list[Field]
     annotations: list[Annotation] = field(default_factory=list)
     loc: Loc = NO_LOC
+    origin: Optional[tuple] = None
 
     def field(self, name: str) -> Optional[Field]:
         for f in self.fields:

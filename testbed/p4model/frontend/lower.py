@@ -9,6 +9,7 @@ constants, so consumers never see an unspecialised body.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from lark import Token, Tree
@@ -19,7 +20,7 @@ from testbed.p4model.frontend import types as T
 from testbed.p4model.frontend.annotations import control_plane_name, make_annotation
 from testbed.p4model.frontend.expressions import ExprLowering, tok_value
 from testbed.p4model.frontend.preprocess import Source
-from testbed.p4model.frontend.scope import BlockTemplate, Overloads, Scope
+from testbed.p4model.frontend.scope import BlockTemplate, GenericTypeTemplate, Overloads, Scope
 from testbed.p4model.frontend.statements import StatementLowering
 from testbed.p4model.frontend.tables import TableLowering
 
@@ -205,6 +206,10 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             return ent          # resolved further by instantiation / parameter code
         if isinstance(ent, ir.PackageDecl):
             return ir.PackageT(ent)
+        if isinstance(ent, GenericTypeTemplate):
+            if not args:
+                raise P4Error(loc, f"generic type {name} needs type arguments: {name}<...>")
+            return ent.specialise(args, loc)
         if isinstance(ent, ir.Type):
             if args:
                 raise P4Unsupported(loc, f"generic type {name}<...>")
@@ -234,6 +239,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
                 ok = ok or _bit_struct(st)   # P4 allows a struct of bit-strings here
+                ok = ok or isinstance(st, ir.TypeParamT)   # a generic header's parameter, bound later
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
             elif isinstance(st, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT)) or isinstance(ftype, BlockTemplate):
@@ -245,19 +251,46 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         anns, rest = self.split_annotations(t.children, ctx)
         name = str(rest[0])
         if len(rest) > 1 and isinstance(rest[1], Tree) and rest[1].data == "type_params":
-            raise P4Unsupported(loc, f"generic {cls.__name__[:-1].lower()} type {name}")
+            params = [tok_value(p.children[0] if isinstance(p, Tree) else p) for p in rest[1].children]
+            template = GenericTypeTemplate(cls, name, params, rest[2:], anns, loc)
+            template.specialise = lambda args, at: self.specialise_type(template, args, ctx.scope, at)
+            ctx.scope.declare(name, template, loc)
+            return template
         ty = cls(name, [], anns, loc)
         ctx.scope.declare(name, ty, loc)       # allow self-reference errors to be clear
         ty.fields = self.fields(rest[1:], ctx, header)
+        self._check_struct_like(ty, cls, loc)
+        if ctx.kind == "top":
+            self.declarations.append(ir.TypeDeclRef(name, ty, False, loc))
+        return ty
+
+    def specialise_type(self, template: GenericTypeTemplate, args: list, scope: Scope, loc) -> ir.StructLikeT:
+        """`S<A, B>` of a generic struct/header S: its fields with the type
+        parameters bound, one type per distinct argument list."""
+        if len(args) != len(template.type_params):
+            raise P4Error(loc, f"{template.name} takes {len(template.type_params)} type arguments, got {len(args)}")
+        for known in template.instances:
+            if all(T.same_type(a, b) for a, b in zip(known.origin[1], args)):
+                return known
+        suffix = "_".join(re.sub(r"\W", "", ir.type_str(a)) for a in args)
+        ty = template.kind(f"{template.name}_{suffix}", [], template.annotations, template.loc,
+                           origin=(template, list(args)))
+        template.instances.append(ty)
+        inner = Scope(scope)
+        for p, a in zip(template.type_params, args):
+            inner.declare(p, a, template.loc)
+        ty.fields = self.fields(template.field_trees, Ctx(inner), template.kind is ir.HeaderT)
+        self._check_struct_like(ty, template.kind, template.loc)
+        return ty
+
+    def _check_struct_like(self, ty, cls, loc):
+        name = ty.name
         if cls is ir.UnionT:
             for f in ty.fields:
                 if not isinstance(ir.strip_newtype(f.type), ir.HeaderT):
                     raise P4Error(f.loc, f"header_union member '{f.name}' must be a header")
         if cls is ir.HeaderT and sum(1 for f in ty.fields if isinstance(f.type, ir.VarbitT)) > 1:
             raise P4Error(loc, f"header {name} has more than one varbit field")
-        if ctx.kind == "top":
-            self.declarations.append(ir.TypeDeclRef(name, ty, False, loc))
-        return ty
 
     def _d_header_decl(self, t, ctx, loc):
         return self._struct_like(t, ctx, loc, ir.HeaderT, True)

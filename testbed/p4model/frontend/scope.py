@@ -9,6 +9,7 @@ declarations not yet specialised) and never reach the IR.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from testbed.p4model.errors import P4Error
 from testbed.p4model.frontend import ir
@@ -82,3 +83,20 @@ class Scope:
         while s.parent is not None:
             s = s.parent
         return s
+
+
+@dataclass(eq=False)
+class GenericTypeTemplate:
+    """A generic header, header_union or struct declaration (`struct S<T>
+    { T f; }`).  Each distinct list of type arguments is specialised once
+    (so that `S<bit<8>>` written twice is one type), named as p4c names it:
+    `S_bit8`.  `specialise` is the lowerer's function that builds one."""
+
+    kind: type                # ir.HeaderT | ir.UnionT | ir.StructT
+    name: str
+    type_params: list
+    field_trees: list
+    annotations: list
+    loc: ir.Loc
+    specialise: Callable | None = None
+    instances: list = field(default_factory=list)   # specialised types, in order

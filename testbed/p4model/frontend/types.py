@@ -107,6 +107,11 @@ def substitute(t: ir.Type, bindings: dict) -> ir.Type:
         return ir.TupleT(tuple(substitute(e, bindings) for e in t.elements))
     if isinstance(t, ir.ExternT) and t.type_args:
         return ir.ExternT(t.decl, [substitute(a, bindings) for a in t.type_args], typedef=t.typedef)
+    if isinstance(t, ir.StructLikeT) and t.origin is not None:
+        template, args = t.origin
+        bound = [substitute(a, bindings) for a in args]
+        if any(b is not a for a, b in zip(args, bound)):
+            return template.specialise(bound, t.loc)
     return t
 
 
