@@ -264,12 +264,29 @@ class ExprLowering:
         base = self.expr(t.children[0], ctx)
         return self.slice(base, t.children[1], t.children[2], ctx, loc)
 
+    def _x_part_select_expr(self, t, ctx, loc, expected):
+        base = self.expr(t.children[0], ctx)
+        return self.part_select(base, t.children[1], t.children[3], ctx, loc)
+
+    def part_select(self, base, lo_tree, width_tree, ctx, loc):
+        """`e[lo +: w]`: the w bits from bit lo up, i.e. `e[lo + w - 1 : lo]`."""
+        lo = self.expr(lo_tree, ctx)
+        width = self.expr(width_tree, ctx)
+        if not isinstance(lo, ir.Const) or not isinstance(width, ir.Const):
+            raise P4Unsupported(loc, "an indexed part-select [lo +: w] with a bound that is not a "
+                                     "compile-time constant")
+        if int(width.value) < 1:
+            raise P4Error(loc, f"the width of [lo +: w] must be positive, not {width.value}")
+        return self.slice_at(base, int(lo.value) + int(width.value) - 1, int(lo.value), loc)
+
     def slice(self, base, hi_tree, lo_tree, ctx, loc):
         hi = self.expr(hi_tree, ctx)
         lo = self.expr(lo_tree, ctx)
         if not isinstance(hi, ir.Const) or not isinstance(lo, ir.Const):
             raise P4Error(loc, "slice bounds must be compile-time constants")
-        h, l = int(hi.value), int(lo.value)
+        return self.slice_at(base, int(hi.value), int(lo.value), loc)
+
+    def slice_at(self, base, h: int, l: int, loc):
         vt = T.value_type(base.type)
         if not isinstance(vt, (ir.BitT, ir.IntLitT)):
             raise P4Error(loc, f"cannot slice a value of type {ir.type_str(base.type)}")
@@ -862,6 +879,9 @@ class ExprLowering:
             return self.index(self.lvalue_any(tree.children[0], ctx), tree.children[1], ctx, loc)
         if data == "lv_slice":
             return self.slice(self.lvalue_any(tree.children[0], ctx), tree.children[1], tree.children[2], ctx, loc)
+        if data == "lv_part_select":
+            return self.part_select(self.lvalue_any(tree.children[0], ctx), tree.children[1], tree.children[3],
+                                    ctx, loc)
         return self._expr(tree, ctx)
 
     def lvalue(self, tree, ctx) -> ir.Expr:

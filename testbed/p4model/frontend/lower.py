@@ -163,6 +163,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if not isinstance(se, (ir.HeaderT, ir.UnionT)):
                 raise P4Error(loc, f"stack elements must be headers, not {ir.type_str(elem)}")
             return ir.StackT(elem, size.value)
+        if data == "array_type":
+            raise P4Unsupported(loc, f"array type {self.text(t)} (arrays of other than headers)")
         if data in ("tuple_type", "list_type"):
             return ir.TupleT(tuple(self.type_arg(a, ctx) for a in t.children[0].children))
         if data == "void_type":
@@ -227,6 +229,11 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         result = []
         names = set()
         for f in children:
+            if isinstance(f, Tree) and f.data == "array_field":
+                _, (ftype, fname, size) = self.split_annotations(f.children, ctx)
+                raise P4Unsupported(self.loc(f, ctx), f"array field '{tok_value(fname)}' of type "
+                                                      f"{self.text(ftype)}[{self.text(size)}] "
+                                                      "(arrays of other than headers)")
             anns, rest = self.split_annotations(f.children, ctx)
             ftype = self.resolve_type(rest[0], ctx)
             fname = tok_value(rest[1])
