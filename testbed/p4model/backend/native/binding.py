@@ -46,7 +46,7 @@ class NativePipeline:
         self.so_path = build(self.c_source, name, program.main.loc)
         try:
             lib = ctypes.CDLL(str(self.so_path))
-            lib.tb_ingress, lib.tb_egress, lib.tb_new  # noqa: B018 - every entry point is there
+            lib.tb_ingress, lib.tb_egress, lib.tb_new, lib.tb_priority  # noqa: B018 - every entry point is there
         except (OSError, AttributeError) as exc:
             raise NativeBuildError(program.main.loc, name, f"cannot load {self.so_path}: {exc}") from None
         lib.tb_new.restype = ctypes.c_void_p
@@ -60,6 +60,8 @@ class NativePipeline:
         lib.tb_table_default.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]
         lib.tb_state_size.restype = ctypes.c_uint32
         lib.tb_max_header_bytes.restype = ctypes.c_uint32
+        lib.tb_priority.restype = ctypes.c_uint32
+        lib.tb_priority.argtypes = [ctypes.c_void_p]
         lib.tb_ingress.restype = ctypes.c_int64
         lib.tb_ingress.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
                                    ctypes.c_uint64, ctypes.c_uint32]
@@ -106,7 +108,9 @@ class NativePipeline:
         if out < 0:
             self.stats["dropped"] += 1
             return []
-        return [NativeJob(out, state, data)]
+        job = NativeJob(out, state, data)
+        job.priority = self.lib.tb_priority(state)
+        return [job]
 
     def egress(self, job: NativeJob, queue_meta=None) -> EgressResult:
         q = queue_meta if hasattr(queue_meta, "enq_ts_us") else _queue_meta(queue_meta)

@@ -22,9 +22,8 @@ from testbed.p4model.frontend import ir
 PARSER_STATE_LIMIT = 10000
 BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++"}
 # standard_metadata fields whose writes ask the architecture for work the
-# native driver does not do yet (the PRE, queue priority)
-SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)",
-               "priority": "queue priority (standard_metadata.priority)"}
+# native driver does not do yet (the PRE)
+SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)"}
 
 
 class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):

@@ -17,6 +17,8 @@ C ABI (no Python needed to call it):
       Writes the packet to out (at least tb_max_header_bytes() + len bytes)
       and returns its length, or -1 when egress dropped it.
   uint32_t tb_max_header_bytes(void)
+  uint32_t tb_priority(const tb_state *s)
+      standard_metadata.priority after ingress: the queue the TM puts it in
   uint64_t *tb_register(inst, id), *tb_counter(inst, id, bytes)
       a register's values / a counter's packet or byte counts, in place
   int tb_table_set(void *inst, uint32_t id, uint32_t n, const uint64_t *rows)
@@ -184,6 +186,7 @@ void tb_table_default(void *inst, uint32_t id, const uint64_t *act) {
 
 uint32_t tb_state_size(void) { return (uint32_t)sizeof(tb_state); }
 uint32_t tb_max_header_bytes(void) { return MAX_HDR; }
+uint32_t tb_priority(const tb_state *s) { return (uint32_t)s->sm.f_priority; }
 
 int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
                    uint64_t now_us, uint32_t drop_port) {

@@ -1,0 +1,215 @@
+"""NativeFabric: the C fabric engine (engine.c) from Python.
+
+Model: each switch is a NativePipeline (its tables stay in the pipeline's C
+memory and the control plane writes them as before) plus the settings of a
+testbed.p4model.tm TrafficManager, which stays the one place the TM's text
+commands and the controller's plan configure.  `add_switch` copies a TM's
+settings into the engine and `sync_tm` copies them again after a change;
+from then on the engine holds that switch's queued packets.  Cables join
+two switch ports, host ports deliver to numbered hosts.  Time is model time
+in integer nanoseconds: `inject` puts a frame on a port at a time, `run`
+handles every event up to a time.  Everything the Python switch counts
+per switch, port and queue is read back with `switch_stats`, `port_stats`
+and `queue_stats`.
+
+The engine's link loss draws from its own seeded generator (splitmix64 per
+switch), not Python's: a lossy link loses the same share of packets, not
+the same packets as the Python traffic manager."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import struct
+from pathlib import Path
+
+from testbed.p4model.backend.native.build import build
+from testbed.p4model.backend.native.errors import NativeBuildError
+from testbed.p4model.tm.model import CLASSES, MAX_PORT
+
+ENGINE_SOURCE = Path(__file__).with_name("engine.c")
+SWITCH_STATS = ("rx", "tx", "ingress_drops", "tm_drops", "drop_port", "egress_drops", "pfc_frames_rx",
+                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors")
+QUEUE_STATS = ("depth", "bytes", "limit", "byte_limit", "max_depth", "enqueued", "dequeued", "dropped_full",
+               "enq_bytes", "deq_bytes", "drop_bytes", "passed", "passed_bytes")
+PORT_STATS = ("rx", "tx", "dropped_priority", "dropped_priority_bytes", "pauses_received", "resumes_received",
+              "paused_ns", "paused", "pfc_xoff_sent", "pfc_xon_sent")
+_RECORD = struct.Struct("<qII")
+
+_c = ctypes
+_SIGNATURES = {
+    "eng_new": (_c.c_void_p, [_c.c_uint64, _c.c_uint32]),
+    "eng_free": (None, [_c.c_void_p]),
+    "eng_add_switch": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_uint32] * 4),
+    "eng_defaults": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint64, _c.c_int64, _c.c_int64,
+                                _c.c_int64, _c.c_double]),
+    "eng_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_int64, _c.c_int64, _c.c_double]),
+    "eng_queue": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint64,
+                             _c.c_int64]),
+    "eng_pfc": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_int, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
+    "eng_cable": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
+    "eng_host_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
+    "eng_inject": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32, _c.c_int64]),
+    "eng_run": (_c.c_int64, [_c.c_void_p, _c.c_int64]),
+    "eng_next": (_c.c_int64, [_c.c_void_p]),
+    "eng_keep": (None, [_c.c_void_p, _c.c_int]),
+    "eng_kept": (_c.c_uint64, [_c.c_void_p, _c.POINTER(_c.c_void_p)]),
+    "eng_clear_kept": (None, [_c.c_void_p]),
+    "eng_delivered": (_c.c_uint64, [_c.c_void_p, _c.c_uint32]),
+    "eng_host_pause": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+    "eng_totals": (None, [_c.c_void_p, _c.POINTER(_c.c_uint64)]),
+    "eng_switch_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+    "eng_queue_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+    "eng_port_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def engine_library() -> ctypes.CDLL:
+    """engine.c built (or found in the native back end's cache) and loaded, its signatures set."""
+    so = build(ENGINE_SOURCE.read_text(), "engine.c")
+    try:
+        lib = ctypes.CDLL(str(so))
+    except OSError as exc:
+        raise NativeBuildError(None, "engine.c", f"cannot load {so}: {exc}") from None
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+def _address(fn) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+class NativeFabric:
+    """Switches of native pipelines in one C engine (see the module docstring)."""
+
+    def __init__(self, seed: int = 1, hosts: int = 0) -> None:
+        self.lib = engine_library()
+        self.hosts = hosts
+        self._e = self.lib.eng_new(seed, hosts)
+        if not self._e:
+            raise MemoryError("native fabric engine: no memory")
+        self.pipelines: list = []  # kept alive: the engine calls into their C instances
+
+    def __del__(self) -> None:
+        e, self._e = getattr(self, "_e", None), None
+        if e:
+            self.lib.eng_free(e)
+
+    def add_switch(self, pipeline, tm) -> int:
+        """A switch running `pipeline` (a NativePipeline) with `tm`'s settings; its index."""
+        lib = pipeline.lib
+        index = self.lib.eng_add_switch(self._e, pipeline._inst, _address(lib.tb_ingress), _address(lib.tb_egress),
+                                        _address(lib.tb_priority), lib.tb_state_size(),
+                                        lib.tb_max_header_bytes(), pipeline.drop_port, tm.priority_queues)
+        if index < 0:
+            raise MemoryError("native fabric engine: cannot add a switch")
+        self.pipelines.append(pipeline)
+        self.sync_tm(index, tm)
+        return index
+
+    def sync_tm(self, index: int, tm) -> None:
+        """Copy a TrafficManager's settings (defaults, every port and queue, PFC) into switch `index`."""
+        d = tm._default
+        lib, e = self.lib, self._e
+        lib.eng_defaults(e, index, d["limit"], d["byte_limit"], _interval(d["rate_pps"]), d["rate_bps"],
+                         d["delay_ns"], float(d.get("loss", 0.0)))
+        for number, port in tm._ports.items():
+            lib.eng_port(e, index, number, port.rate_bps, port.delay_ns, port.loss)
+            for prio, q in enumerate(port.queues):
+                lib.eng_queue(e, index, number, prio, q.limit, q.byte_limit, q.interval_ns)
+        if tm.pfc_priority is not None:
+            if lib.eng_pfc(e, index, tm.pfc_priority, tm.pfc_xoff, tm.pfc_xon, tm.pfc_pool) != 0:
+                raise ValueError("PFC cannot be changed while packets of its priority are queued")
+        else:
+            lib.eng_pfc(e, index, -1, 0, 0, 0)
+
+    def cable(self, a: int, a_port: int, b: int, b_port: int) -> None:
+        if self.lib.eng_cable(self._e, a, a_port, b, b_port) != 0:
+            raise ValueError(f"no cable between switch {a} port {a_port} and switch {b} port {b_port}")
+
+    def host_port(self, switch: int, port: int, host: int) -> None:
+        if self.lib.eng_host_port(self._e, switch, port, host) != 0:
+            raise ValueError(f"switch {switch} port {port} cannot be host {host}'s port")
+
+    def inject(self, switch: int, port: int, frame: bytes, at_ns: int) -> None:
+        """`frame` reaches `port` of `switch` at `at_ns`."""
+        if not 0 <= port <= MAX_PORT or self.lib.eng_inject(self._e, switch, port, frame, len(frame), at_ns) != 0:
+            raise ValueError(f"cannot put a frame on switch {switch} port {port}")
+
+    def run(self, until_ns: int) -> int | None:
+        """Every event up to `until_ns`; the next event's time, None when none is left."""
+        nxt = self.lib.eng_run(self._e, until_ns)
+        return None if nxt < 0 else nxt
+
+    def next_ns(self) -> int | None:
+        nxt = self.lib.eng_next(self._e)
+        return None if nxt < 0 else nxt
+
+    def keep(self, on: bool = True) -> None:
+        """Keep every frame a host port delivers (for `take`), not only count it."""
+        self.lib.eng_keep(self._e, int(on))
+
+    def take(self) -> list[tuple[int, int, bytes]]:
+        """(time_ns, host, frame) of each kept delivery, in delivery order; then forgets them."""
+        ptr = ctypes.c_void_p()
+        n = self.lib.eng_kept(self._e, ctypes.byref(ptr))
+        raw = ctypes.string_at(ptr, n) if n else b""
+        out, off = [], 0
+        while off < n:
+            at, host, length = _RECORD.unpack_from(raw, off)
+            out.append((at, host, raw[off + 16:off + 16 + length]))
+            off += 16 + ((length + 7) & ~7)
+        self.lib.eng_clear_kept(self._e)
+        return out
+
+    def delivered(self, host: int) -> int:
+        return self.lib.eng_delivered(self._e, host)
+
+    def host_pause(self, host: int) -> tuple[bool, int]:
+        """(paused on priority 0, pause frames received) of a host port's far end."""
+        frames = ctypes.c_uint64()
+        paused = self.lib.eng_host_pause(self._e, host, ctypes.byref(frames))
+        return paused > 0, frames.value
+
+    def totals(self) -> dict:
+        out = (ctypes.c_uint64 * 2)()
+        self.lib.eng_totals(self._e, out)
+        return {"events": out[0], "cell_hops": out[1]}
+
+    def switch_stats(self, switch: int) -> dict:
+        out = (ctypes.c_uint64 * len(SWITCH_STATS))()
+        if self.lib.eng_switch_stats(self._e, switch, out) < 0:
+            raise ValueError(f"no switch {switch}")
+        return dict(zip(SWITCH_STATS, out))
+
+    def queue_stats(self, switch: int, port: int, priority: int) -> dict | None:
+        out = (ctypes.c_uint64 * (len(QUEUE_STATS) + 3 * CLASSES))()
+        n = self.lib.eng_queue_stats(self._e, switch, port, priority, out)
+        if n < 0:
+            raise ValueError(f"no queue {switch}/{port}/{priority}")
+        if n == 0:
+            return None
+        k = len(QUEUE_STATS)
+        stats = dict(zip(QUEUE_STATS, out[:k]))
+        stats["class_packets"] = list(out[k:k + CLASSES])
+        stats["class_bytes"] = list(out[k + CLASSES:k + 2 * CLASSES])
+        stats["class_drops"] = list(out[k + 2 * CLASSES:k + 3 * CLASSES])
+        return stats
+
+    def port_stats(self, switch: int, port: int) -> dict | None:
+        out = (ctypes.c_uint64 * (len(PORT_STATS) + CLASSES))()
+        n = self.lib.eng_port_stats(self._e, switch, port, out)
+        if n < 0:
+            raise ValueError(f"no port {switch}/{port}")
+        if n == 0:
+            return None
+        stats = dict(zip(PORT_STATS, out[:len(PORT_STATS)]))
+        stats["lost_by_class"] = list(out[len(PORT_STATS):])
+        return stats
+
+
+def _interval(rate_pps: float) -> int:
+    return 0 if rate_pps == 0 else max(1, round(1e9 / rate_pps))

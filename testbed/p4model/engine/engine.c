@@ -1,0 +1,816 @@
+/* The native fabric engine: switches, their traffic managers and the cables
+ * between them, driven by one event heap with no Python on the packet path.
+ *
+ * Model.  Time is integer nanoseconds (model time).  Each switch runs a
+ * program of the native back end through its C ABI (tb_ingress, tb_egress,
+ * tb_priority; see testbed/p4model/backend/native/program.py).  Its traffic
+ * manager is testbed/p4model/tm/model.py's, rule for rule: one FIFO per
+ * (port, priority) with a packet and a byte limit and a pps rate fixed at
+ * enqueue; a non-preemptive port serving the highest eligible priority; a
+ * link of rate R and delay D (transmit_at = dequeue + ceil(L*8/R) + D, never
+ * decreasing per port); a packet whose link is idle departs at its arrival
+ * (the switch's depart_now fast path, with queue metadata 0); link loss
+ * drawn per packet offered to a lossy port; PFC (XOFF/XON per source port,
+ * one buffer pool for the lossless priority, pause frames obeyed per
+ * priority).  Events at one instant: arrivals before departures.
+ *
+ * Ports are of three kinds: a cable to a port of another switch of this
+ * engine (the frame arrives there at its transmit time), a host port (the
+ * frame is counted and, when asked, kept for the caller with its time), or
+ * none (counted as no_interface, as the Python switch does).
+ *
+ * Not thread-safe by itself: one thread drives it (eng_run); a caller that
+ * changes tables from another thread holds eng_lock around the change.
+ */
+
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PORT 510            /* egress_port is 9 bits and 511 is the drop port */
+#define NPORT 512
+#define MAX_PRIO 8
+#define CLASSES 16
+#define OTHER (CLASSES - 2)
+#define UNCLASSIFIED (CLASSES - 1)
+#define NEVER (-(INT64_C(1) << 62))
+#define FOREVER (INT64_C(1) << 62)
+#define CELL_UDP_PORT 4791
+#define FRAME_OVERHEAD 42       /* Ethernet 14 + IPv4 20 + UDP 8 before the cell header */
+#define PFC_FRAME_LEN 60
+#define MAX_FRAME 16384
+
+typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_t, uint64_t, uint32_t);
+typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
+typedef uint32_t (*priority_fn)(const void *);
+
+enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2 };
+enum { EV_ARRIVAL = 0, EV_SERVICE = 1 };
+
+typedef struct pkt {
+    struct pkt *next;
+    int64_t eligible, enq_ns;
+    uint32_t enq_depth, length, data_len;
+    int32_t source;
+    uint8_t *state, *data;     /* both inside this allocation */
+} pkt;
+
+typedef struct {
+    pkt *head, *tail;
+    uint32_t depth, limit, max_depth;
+    uint64_t bytes, byte_limit;
+    int64_t interval_ns, last_ns;
+    uint64_t enqueued, dequeued, dropped_full, enq_bytes, deq_bytes, drop_bytes, passed, passed_bytes;
+    uint64_t class_packets[CLASSES], class_bytes[CLASSES], class_drops[CLASSES];
+} queue;
+
+typedef struct {
+    int kind, peer_sw, peer_port, host;
+    int busy;                   /* something queued: next_ns is valid */
+    int64_t rate_bps, delay_ns, free_ns, last_tx_ns, next_ns, armed_ns;
+    int64_t host_last_ns;       /* a host port's frames leave in order: none before the previous one */
+    double loss;
+    int paused;
+    int64_t pause_until[MAX_PRIO];
+    int64_t paused_since, paused_ns;
+    uint64_t pauses_received, resumes_received, dropped_priority, dropped_priority_bytes;
+    uint64_t lost_by_class[CLASSES];
+    uint64_t rx, tx;
+    queue q[MAX_PRIO];
+} port;
+
+typedef struct {
+    void *inst;
+    ingress_fn ingress;
+    egress_fn egress;
+    priority_fn priority;
+    uint32_t state_size, max_hdr, drop_port, nprio;
+    /* defaults of ports made later (the TM's _default) */
+    uint32_t d_limit;
+    uint64_t d_byte_limit;
+    int64_t d_interval_ns, d_rate_bps, d_delay_ns;
+    double d_loss;
+    port *ports[NPORT];
+    uint8_t *scratch, *out;
+    uint64_t rng;
+    /* PFC */
+    int pfc_priority;           /* -1: off */
+    uint32_t pfc_xoff, pfc_xon, pfc_pool, pfc_queued;
+    uint32_t pfc_held[NPORT];
+    uint8_t pfc_off[NPORT];
+    uint64_t pfc_sent[NPORT][2];
+    uint64_t stats[16];
+} sw_t;
+
+/* switch counters, in this order (the binding names them) */
+enum { S_RX, S_TX, S_INGRESS_DROPS, S_TM_DROPS, S_DROP_PORT, S_EGRESS_DROPS, S_PFC_RX, S_PFC_TX,
+       S_PFC_MALFORMED, S_NO_INTERFACE, S_PIPELINE_ERRORS, S_NSTATS };
+
+typedef struct {
+    int64_t t;
+    uint32_t kind, sw, port, len;
+    uint64_t seq;
+    uint8_t *frame;
+} event;
+
+typedef struct {
+    sw_t **sw;
+    uint32_t nsw, capsw;
+    event *heap;
+    uint64_t nheap, capheap, seq;
+    int64_t now;
+    uint64_t seed;
+    /* host deliveries */
+    uint64_t *delivered, *host_pause_frames;
+    uint8_t *host_paused;
+    uint32_t nhost;
+    int keep;
+    uint8_t *kept;
+    uint64_t nkept, capkept;
+    uint64_t events, cell_hops;
+    pthread_mutex_t lock;
+} engine;
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {      /* splitmix64 */
+    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static int64_t ser_ns(int64_t rate_bps, uint64_t length) {
+    return rate_bps ? ((int64_t)length * INT64_C(8000000000) + rate_bps - 1) / rate_bps : 0;
+}
+
+/* cells/classify.py: the cell type of an IPv4 (no options) UDP frame to the cell port, else OTHER */
+static int cell_class(const uint8_t *f, uint32_t n) {
+    if (n >= FRAME_OVERHEAD + 1 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17 &&
+        f[36] == (CELL_UDP_PORT >> 8) && f[37] == (CELL_UDP_PORT & 0xFF))
+        return f[42] & 0x0F;
+    return OTHER;
+}
+
+/* Python's round() of a non-negative float */
+static int64_t round_half_even(double x) {
+    int64_t fl = (int64_t)x;
+    double diff = x - (double)fl;
+    if (diff > 0.5 || (diff == 0.5 && (fl & 1))) fl++;
+    return fl;
+}
+
+static int is_mac_control(const uint8_t *f, uint32_t n) { return n >= 14 && f[12] == 0x88 && f[13] == 0x08; }
+
+/* ---- the event heap: (t, kind, seq) ------------------------------------ */
+
+static int ev_less(const event *a, const event *b) {
+    if (a->t != b->t) return a->t < b->t;
+    if (a->kind != b->kind) return a->kind < b->kind;
+    return a->seq < b->seq;
+}
+
+static int push(engine *e, int64_t t, uint32_t kind, uint32_t sw, uint32_t port, uint8_t *frame, uint32_t len) {
+    if (e->nheap == e->capheap) {
+        uint64_t cap = e->capheap ? e->capheap * 2 : 1024;
+        event *h = realloc(e->heap, cap * sizeof *h);
+        if (!h) return -1;
+        e->heap = h, e->capheap = cap;
+    }
+    event ev = {t, kind, sw, port, len, e->seq++, frame};
+    uint64_t i = e->nheap++;
+    while (i) {
+        uint64_t up = (i - 1) / 2;
+        if (!ev_less(&ev, &e->heap[up])) break;
+        e->heap[i] = e->heap[up];
+        i = up;
+    }
+    e->heap[i] = ev;
+    return 0;
+}
+
+static event pop(engine *e) {
+    event top = e->heap[0], last = e->heap[--e->nheap];
+    uint64_t i = 0, n = e->nheap;
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && ev_less(&e->heap[c + 1], &e->heap[c])) c++;
+        if (!ev_less(&e->heap[c], &last)) break;
+        e->heap[i] = e->heap[c];
+        i = c;
+    }
+    if (n) e->heap[i] = last;
+    return top;
+}
+
+/* ---- ports ------------------------------------------------------------ */
+
+static port *get_port(sw_t *s, uint32_t number) {
+    if (number > MAX_PORT) return 0;
+    port *p = s->ports[number];
+    if (p) return p;
+    p = calloc(1, sizeof *p);
+    if (!p) return 0;
+    p->rate_bps = s->d_rate_bps;
+    p->delay_ns = s->d_delay_ns;
+    p->loss = s->d_loss;
+    p->peer_sw = p->peer_port = p->host = -1;
+    p->armed_ns = -1;
+    p->paused_since = -1;
+    for (uint32_t i = 0; i < MAX_PRIO; i++) {
+        p->q[i].limit = s->d_limit;
+        p->q[i].byte_limit = s->d_byte_limit;
+        p->q[i].interval_ns = s->d_interval_ns;
+        p->q[i].last_ns = NEVER;
+    }
+    s->ports[number] = p;
+    return p;
+}
+
+static void arm(engine *e, uint32_t swi, uint32_t number, port *p) {
+    if (!p->busy) return;
+    if (p->armed_ns >= 0 && p->armed_ns <= p->next_ns) return;   /* an earlier or equal wake-up is pending */
+    p->armed_ns = p->next_ns;
+    push(e, p->next_ns, EV_SERVICE, swi, number, 0, 0);
+}
+
+/* ---- output: a frame leaves `port` of switch `swi`, reaching its far end at `at` ---- */
+
+static void host_receives(engine *e, int host, int64_t at, const uint8_t *f, uint32_t n) {
+    if (host < 0 || (uint32_t)host >= e->nhost) return;
+    if (is_mac_control(f, n)) {
+        e->host_pause_frames[host]++;
+        if (n >= 14 + 20 && f[14] == 0x01 && f[15] == 0x01) {   /* PFC: priority 0's time */
+            if (f[17] & 1) e->host_paused[host] = (f[18] | f[19]) != 0;
+        }
+    } else {
+        e->delivered[host]++;
+    }
+    if (!e->keep) return;
+    uint64_t need = 16 + ((n + 7) & ~7u);
+    if (e->nkept + need > e->capkept) {
+        uint64_t cap = e->capkept ? e->capkept * 2 : 1 << 20;
+        while (cap < e->nkept + need) cap *= 2;
+        uint8_t *k = realloc(e->kept, cap);
+        if (!k) return;
+        e->kept = k, e->capkept = cap;
+    }
+    uint8_t *r = e->kept + e->nkept;
+    int64_t t = at;
+    uint32_t h = (uint32_t)host;
+    memcpy(r, &t, 8);
+    memcpy(r + 8, &h, 4);
+    memcpy(r + 12, &n, 4);
+    memcpy(r + 16, f, n);
+    e->nkept += need;
+}
+
+static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint8_t *f, uint32_t n) {
+    port *p = s->ports[number];
+    if (!p || p->kind == PORT_NONE) {
+        s->stats[S_NO_INTERFACE]++;
+        return;
+    }
+    p->tx++;
+    s->stats[S_TX]++;
+    if (p->kind == PORT_HOST) {
+        if (at < p->host_last_ns) at = p->host_last_ns;
+        p->host_last_ns = at;
+        host_receives(e, p->host, at, f, n);
+        return;
+    }
+    uint8_t *copy = malloc(n ? n : 1);
+    if (!copy) return;
+    memcpy(copy, f, n);
+    push(e, at, EV_ARRIVAL, (uint32_t)p->peer_sw, (uint32_t)p->peer_port, copy, n);
+}
+
+/* ---- PFC ---------------------------------------------------------------- */
+
+static void send_pause(engine *e, sw_t *s, uint32_t source, int pause, int64_t at) {
+    uint8_t f[PFC_FRAME_LEN] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01,
+                                0x02, 0, 0, 0, (uint8_t)(source >> 8), (uint8_t)source, 0x88, 0x08, 0x01, 0x01};
+    int prio = s->pfc_priority;
+    f[16] = 0;
+    f[17] = (uint8_t)(1u << prio);
+    if (pause) f[18 + 2 * prio] = 0xFF, f[19 + 2 * prio] = 0xFF;
+    port *p = get_port(s, source);
+    if (!p) return;
+    s->stats[S_PFC_TX]++;
+    transmit(e, s, source, at + ser_ns(p->rate_bps, PFC_FRAME_LEN) + p->delay_ns, f, PFC_FRAME_LEN);
+}
+
+static void pfc_charge(engine *e, sw_t *s, int32_t source, int64_t now) {
+    s->pfc_queued++;
+    if (source < 0) return;
+    uint32_t held = ++s->pfc_held[source];
+    if (held >= s->pfc_xoff && !s->pfc_off[source]) {
+        s->pfc_off[source] = 1;
+        s->pfc_sent[source][0]++;
+        send_pause(e, s, (uint32_t)source, 1, now);
+    }
+}
+
+static void pfc_release(engine *e, sw_t *s, int32_t source, int64_t at) {
+    s->pfc_queued--;
+    if (source < 0) return;
+    uint32_t held = --s->pfc_held[source];
+    if (held <= s->pfc_xon && s->pfc_off[source]) {
+        s->pfc_off[source] = 0;
+        s->pfc_sent[source][1]++;
+        send_pause(e, s, (uint32_t)source, 0, at);
+    }
+}
+
+/* ---- the traffic manager ------------------------------------------------ */
+
+static void depart(engine *e, sw_t *s, uint32_t number, uint32_t prio, pkt *k, int64_t t, uint32_t deq_depth,
+                   int64_t at) {
+    uint64_t q5[5];
+    uint64_t enq_us = (uint64_t)(k->enq_ns / 1000), deq_us = (uint64_t)(t / 1000);
+    q5[0] = enq_us, q5[1] = k->enq_depth, q5[2] = deq_us - enq_us, q5[3] = deq_depth, q5[4] = deq_us;
+    (void)prio;
+    int64_t n = s->egress(k->state, k->data, k->data_len, number, q5, s->drop_port, s->out);
+    if (n < 0) {
+        s->stats[S_EGRESS_DROPS]++;
+        return;
+    }
+    transmit(e, s, number, at, s->out, (uint32_t)n);
+}
+
+/* serve port p up to `until` in model time (tm/model.py _run_port) */
+static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until) {
+    int64_t free_ns = p->free_ns, last_tx = p->last_tx_ns;
+    uint32_t nq = s->nprio;
+    p->busy = 0;
+    for (;;) {
+        int64_t head = -1;
+        for (uint32_t i = 0; i < nq; i++) {
+            queue *q = &p->q[i];
+            if (!q->head) continue;
+            int64_t el = q->head->eligible;
+            if (p->pause_until[i] > el) el = p->pause_until[i];
+            if (head < 0 || el < head) head = el;
+        }
+        if (head < 0) break;
+        int64_t t = free_ns > head ? free_ns : head;
+        if (t > until) {
+            p->busy = 1;
+            p->next_ns = t;
+            break;
+        }
+        int prio = (int)nq - 1;
+        for (; prio > 0; prio--) {
+            queue *q = &p->q[prio];
+            if (q->head && q->head->eligible <= t && p->pause_until[prio] <= t) break;
+        }
+        queue *q = &p->q[prio];
+        pkt *k = q->head;
+        q->head = k->next;
+        if (!q->head) q->tail = 0;
+        q->depth--;
+        if (prio == s->pfc_priority) pfc_release(e, s, k->source, t);
+        q->bytes -= k->length;
+        q->dequeued++;
+        q->deq_bytes += k->length;
+        free_ns = t + ser_ns(p->rate_bps, k->length);
+        int64_t at = free_ns + p->delay_ns;
+        if (at < last_tx) at = last_tx;
+        last_tx = at;
+        p->free_ns = free_ns, p->last_tx_ns = last_tx;
+        e->cell_hops++;
+        depart(e, s, number, (uint32_t)prio, k, t, q->depth, at);
+        free(k);
+    }
+    p->free_ns = free_ns;
+    p->last_tx_ns = last_tx;
+}
+
+/* tm/model.py offer(): queue a packet (its state and data) or drop it */
+static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, const uint8_t *state,
+                  const uint8_t *data, uint32_t data_len, uint32_t length, int cls, int32_t source, int64_t now) {
+    if (p->busy && p->next_ns < now) run_port(e, s, number, p, now - 1);
+    if (prio >= s->nprio) {
+        p->dropped_priority++;
+        p->dropped_priority_bytes += length;
+        s->stats[S_TM_DROPS]++;
+        return;
+    }
+    if (p->loss > 0 && rng_uniform(&s->rng) < p->loss) {
+        p->lost_by_class[cls]++;
+        s->stats[S_TM_DROPS]++;
+        return;
+    }
+    queue *q = &p->q[prio];
+    int lossless = (int)prio == s->pfc_priority;
+    if ((lossless ? s->pfc_queued >= s->pfc_pool : q->depth >= q->limit) ||
+        (q->byte_limit && q->bytes + length > q->byte_limit)) {
+        q->dropped_full++;
+        q->drop_bytes += length;
+        q->class_drops[cls]++;
+        s->stats[S_TM_DROPS]++;
+        return;
+    }
+    uint32_t ss = (s->state_size + 15) & ~15u;
+    pkt *k = malloc(sizeof *k + ss + data_len);
+    if (!k) {
+        s->stats[S_PIPELINE_ERRORS]++;
+        return;
+    }
+    k->state = (uint8_t *)(k + 1);
+    k->data = k->state + ss;
+    memcpy(k->state, state, s->state_size);
+    memcpy(k->data, data, data_len);
+    int64_t eligible = q->last_ns + q->interval_ns;
+    if (eligible < now) eligible = now;
+    q->last_ns = eligible;
+    if (lossless)
+        pfc_charge(e, s, source, now);
+    else
+        source = -1;
+    k->next = 0, k->eligible = eligible, k->enq_ns = now, k->enq_depth = q->depth;
+    k->length = length, k->data_len = data_len, k->source = source;
+    if (q->tail) q->tail->next = k; else q->head = k;
+    q->tail = k;
+    if (q->depth >= q->max_depth) q->max_depth = q->depth + 1;
+    q->depth++;
+    q->bytes += length;
+    q->enqueued++;
+    q->enq_bytes += length;
+    q->class_packets[cls]++;
+    q->class_bytes[cls] += length;
+    int64_t start = p->free_ns > eligible ? p->free_ns : eligible;
+    if (p->paused && p->pause_until[prio] > start) start = p->pause_until[prio];
+    if (!p->busy) {
+        p->busy = 1;
+        p->next_ns = start;
+    } else if (start < p->next_ns) {
+        p->next_ns = start;
+    }
+}
+
+/* tm/model.py depart_now(): the transmit time when the link is idle, else -1 */
+static int64_t depart_now(sw_t *s, port *p, uint32_t prio, int64_t now, uint32_t length, int cls) {
+    if (p->busy || p->free_ns > now || p->loss > 0 || p->paused || prio >= s->nprio) return -1;
+    queue *q = &p->q[prio];
+    if (q->last_ns + q->interval_ns > now || !q->limit || (q->byte_limit && length > q->byte_limit)) return -1;
+    q->last_ns = now;
+    q->passed++;
+    q->passed_bytes += length;
+    q->class_packets[cls]++;
+    q->class_bytes[cls] += length;
+    if (!q->max_depth) q->max_depth = 1;
+    int64_t t = now + ser_ns(p->rate_bps, length);
+    p->free_ns = t;
+    int64_t at = t + p->delay_ns;
+    if (at < p->last_tx_ns) return p->last_tx_ns;
+    p->last_tx_ns = at;
+    return at;
+}
+
+/* a PFC frame arrived on `number` at `at` (tm/model.py pause() and the switch's _on_pause_frame) */
+static void on_pause_frame(engine *e, sw_t *s, uint32_t number, const uint8_t *f, uint32_t n, int64_t at) {
+    if (n < 14 + 20 || f[14] != 0x01 || f[15] != 0x01) {
+        s->stats[S_PFC_MALFORMED]++;
+        return;
+    }
+    s->stats[S_PFC_RX]++;
+    port *p = get_port(s, number);
+    if (!p) return;
+    uint32_t enabled = ((uint32_t)f[16] << 8) | f[17];
+    for (uint32_t prio = 0; prio < 8; prio++) {
+        if (!(enabled >> prio & 1)) continue;
+        uint32_t quanta = ((uint32_t)f[18 + 2 * prio] << 8) | f[19 + 2 * prio];
+        int64_t until = 0;
+        if (quanta) until = p->rate_bps ? at + round_half_even((double)quanta * 512.0 / (double)p->rate_bps * 1e9)
+                                        : FOREVER;
+        if (prio >= s->nprio) continue;
+        if (p->busy && p->next_ns < at) run_port(e, s, number, p, at - 1);
+        if (p->free_ns < at) p->free_ns = at;
+        int was = p->pause_until[prio] > at, now_paused = until > at;
+        p->pause_until[prio] = now_paused ? until : 0;
+        if (now_paused && !was) {
+            p->pauses_received++;
+            if (p->paused_since < 0) p->paused_since = at;
+        } else if (!now_paused) {
+            p->resumes_received++;
+        }
+        int any = 0;
+        for (uint32_t i = 0; i < s->nprio; i++) any |= p->pause_until[i] > at;
+        p->paused = any;
+        if (!any && p->paused_since >= 0) {
+            p->paused_ns += at - p->paused_since;
+            p->paused_since = -1;
+        }
+        int64_t nxt = -1;
+        for (uint32_t i = 0; i < s->nprio; i++) {
+            if (!p->q[i].head) continue;
+            int64_t el = p->q[i].head->eligible;
+            if (p->pause_until[i] > el) el = p->pause_until[i];
+            if (nxt < 0 || el < nxt) nxt = el;
+        }
+        if (nxt >= 0) {
+            if (p->free_ns > nxt) nxt = p->free_ns;
+            p->next_ns = nxt;
+            p->busy = 1;
+            p->armed_ns = -1;   /* the pending wake-up may now be late: arm anew */
+        }
+    }
+}
+
+/* one frame arrives at port `number` of switch `swi` at `now` (the switch's receive_frames) */
+static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, uint32_t n, int64_t now) {
+    sw_t *s = e->sw[swi];
+    s->stats[S_RX]++;
+    port *in = s->ports[number];
+    if (in) in->rx++;
+    if (is_mac_control(f, n)) {
+        on_pause_frame(e, s, number, f, n, now);
+        if (in) arm(e, swi, number, in);
+        return;
+    }
+    if (n > MAX_FRAME) {
+        s->stats[S_PIPELINE_ERRORS]++;
+        return;
+    }
+    int cls = cell_class(f, n);
+    uint64_t now_us = (uint64_t)(now / 1000);
+    int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
+    if (out < 0) {
+        s->stats[S_INGRESS_DROPS]++;
+        return;
+    }
+    if ((uint32_t)out == s->drop_port) {
+        s->stats[S_DROP_PORT]++;
+        return;
+    }
+    port *p = get_port(s, (uint32_t)out);
+    if (!p) {
+        s->stats[S_PIPELINE_ERRORS]++;
+        return;
+    }
+    uint32_t prio = s->priority ? s->priority(s->scratch) : 0;
+    int64_t at = depart_now(s, p, prio, now, n, cls);
+    if (at >= 0) {
+        uint64_t q5[5] = {now_us, 0, 0, 0, now_us};
+        e->cell_hops++;
+        int64_t m = s->egress(s->scratch, f, n, (uint32_t)out, q5, s->drop_port, s->out);
+        if (m < 0)
+            s->stats[S_EGRESS_DROPS]++;
+        else
+            transmit(e, s, (uint32_t)out, at, s->out, (uint32_t)m);
+        return;
+    }
+    offer(e, s, (uint32_t)out, p, prio, s->scratch, f, n, n, cls, (int32_t)number, now);
+    arm(e, swi, (uint32_t)out, p);
+}
+
+/* ---- the C API ------------------------------------------------------------ */
+
+void *eng_new(uint64_t seed, uint32_t hosts) {
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return 0;
+    e->seed = seed;
+    e->nhost = hosts;
+    e->delivered = calloc(hosts + 1, 8);
+    e->host_pause_frames = calloc(hosts + 1, 8);
+    e->host_paused = calloc(hosts + 1, 1);
+    pthread_mutex_init(&e->lock, 0);
+    if (!e->delivered || !e->host_pause_frames || !e->host_paused) {
+        free(e->delivered), free(e->host_pause_frames), free(e->host_paused), free(e);
+        return 0;
+    }
+    return e;
+}
+
+void eng_free(void *ep) {
+    engine *e = ep;
+    if (!e) return;
+    for (uint64_t i = 0; i < e->nheap; i++) free(e->heap[i].frame);
+    for (uint32_t i = 0; i < e->nsw; i++) {
+        sw_t *s = e->sw[i];
+        for (uint32_t n = 0; n < NPORT; n++) {
+            port *p = s->ports[n];
+            if (!p) continue;
+            for (uint32_t q = 0; q < MAX_PRIO; q++)
+                for (pkt *k = p->q[q].head, *nx; k; k = nx) nx = k->next, free(k);
+            free(p);
+        }
+        free(s->scratch), free(s->out), free(s);
+    }
+    free(e->sw), free(e->heap), free(e->delivered), free(e->host_pause_frames), free(e->host_paused);
+    free(e->kept);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+/* a switch running a native program instance; returns its index, or -1 */
+int eng_add_switch(void *ep, void *inst, void *ingress, void *egress, void *priority, uint32_t state_size,
+                   uint32_t max_hdr, uint32_t drop_port, uint32_t nprio) {
+    engine *e = ep;
+    if (nprio < 1 || nprio > MAX_PRIO || !ingress || !egress) return -1;
+    if (e->nsw == e->capsw) {
+        uint32_t cap = e->capsw ? e->capsw * 2 : 16;
+        sw_t **a = realloc(e->sw, cap * sizeof *a);
+        if (!a) return -1;
+        e->sw = a, e->capsw = cap;
+    }
+    sw_t *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
+    s->priority = (priority_fn)priority;
+    s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port, s->nprio = nprio;
+    s->d_limit = 64;
+    s->pfc_priority = -1;
+    s->rng = e->seed * UINT64_C(1000003) + e->nsw + 1;
+    s->scratch = calloc(1, state_size + 16);
+    s->out = malloc(max_hdr + MAX_FRAME + 64);
+    if (!s->scratch || !s->out) {
+        free(s->scratch), free(s->out), free(s);
+        return -1;
+    }
+    e->sw[e->nsw] = s;
+    return (int)e->nsw++;
+}
+
+/* the defaults of ports made later: queue limit, byte limit, pps interval, link rate and delay, loss */
+int eng_defaults(void *ep, uint32_t swi, uint32_t limit, uint64_t byte_limit, int64_t interval_ns, int64_t rate_bps,
+                 int64_t delay_ns, double loss) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    s->d_limit = limit, s->d_byte_limit = byte_limit, s->d_interval_ns = interval_ns;
+    s->d_rate_bps = rate_bps, s->d_delay_ns = delay_ns, s->d_loss = loss;
+    return 0;
+}
+
+int eng_port(void *ep, uint32_t swi, uint32_t number, int64_t rate_bps, int64_t delay_ns, double loss) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -1;
+    p->rate_bps = rate_bps, p->delay_ns = delay_ns, p->loss = loss;
+    return 0;
+}
+
+int eng_queue(void *ep, uint32_t swi, uint32_t number, uint32_t prio, uint32_t limit, uint64_t byte_limit,
+              int64_t interval_ns) {
+    engine *e = ep;
+    if (swi >= e->nsw || prio >= MAX_PRIO) return -1;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -1;
+    p->q[prio].limit = limit, p->q[prio].byte_limit = byte_limit, p->q[prio].interval_ns = interval_ns;
+    return 0;
+}
+
+int eng_pfc(void *ep, uint32_t swi, int priority, uint32_t xoff, uint32_t xon, uint32_t pool) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    if (s->pfc_queued) return -2;
+    s->pfc_priority = xoff ? priority : -1;
+    s->pfc_xoff = xoff, s->pfc_xon = xon, s->pfc_pool = pool;
+    return 0;
+}
+
+int eng_cable(void *ep, uint32_t a, uint32_t a_port, uint32_t b, uint32_t b_port) {
+    engine *e = ep;
+    if (a >= e->nsw || b >= e->nsw) return -1;
+    port *pa = get_port(e->sw[a], a_port), *pb = get_port(e->sw[b], b_port);
+    if (!pa || !pb) return -1;
+    pa->kind = pb->kind = PORT_CABLE;
+    pa->peer_sw = (int)b, pa->peer_port = (int)b_port;
+    pb->peer_sw = (int)a, pb->peer_port = (int)a_port;
+    return 0;
+}
+
+int eng_host_port(void *ep, uint32_t swi, uint32_t number, uint32_t host) {
+    engine *e = ep;
+    if (swi >= e->nsw || host >= e->nhost) return -1;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -1;
+    p->kind = PORT_HOST, p->host = (int)host;
+    return 0;
+}
+
+/* a frame reaches port `number` of switch `swi` at `at_ns` (a host puts it on its link) */
+int eng_inject(void *ep, uint32_t swi, uint32_t number, const uint8_t *frame, uint32_t len, int64_t at_ns) {
+    engine *e = ep;
+    if (swi >= e->nsw || number > MAX_PORT) return -1;
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy) return -1;
+    memcpy(copy, frame, len);
+    return push(e, at_ns, EV_ARRIVAL, swi, number, copy, len);
+}
+
+/* every event with time <= until_ns, in order; returns the next event's time or -1 */
+int64_t eng_run(void *ep, int64_t until_ns) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    while (e->nheap && e->heap[0].t <= until_ns) {
+        event ev = pop(e);
+        e->events++;
+        if (ev.t > e->now) e->now = ev.t;
+        if (ev.kind == EV_ARRIVAL) {
+            arrive(e, ev.sw, ev.port, ev.frame, ev.len, ev.t);
+            free(ev.frame);
+        } else {
+            sw_t *s = e->sw[ev.sw];
+            port *p = s->ports[ev.port];
+            if (!p) continue;
+            if (p->armed_ns == ev.t) p->armed_ns = -1;
+            if (!p->busy || p->next_ns > ev.t) {  /* stale: re-arm at the real time */
+                arm(e, ev.sw, ev.port, p);
+                continue;
+            }
+            run_port(e, s, ev.port, p, ev.t);
+            arm(e, ev.sw, ev.port, p);
+        }
+    }
+    int64_t nxt = e->nheap ? e->heap[0].t : -1;
+    pthread_mutex_unlock(&e->lock);
+    return nxt;
+}
+
+int64_t eng_next(void *ep) {
+    engine *e = ep;
+    return e->nheap ? e->heap[0].t : -1;
+}
+
+void eng_lock(void *ep) { pthread_mutex_lock(&((engine *)ep)->lock); }
+void eng_unlock(void *ep) { pthread_mutex_unlock(&((engine *)ep)->lock); }
+
+void eng_keep(void *ep, int on) { ((engine *)ep)->keep = on; }
+
+/* the kept host deliveries: records (int64 t, uint32 host, uint32 len, frame padded to 8) */
+uint64_t eng_kept(void *ep, const uint8_t **records) {
+    engine *e = ep;
+    *records = e->kept;
+    return e->nkept;
+}
+
+void eng_clear_kept(void *ep) { ((engine *)ep)->nkept = 0; }
+
+uint64_t eng_delivered(void *ep, uint32_t host) {
+    engine *e = ep;
+    return host < e->nhost ? e->delivered[host] : 0;
+}
+
+int eng_host_pause(void *ep, uint32_t host, uint64_t *frames) {
+    engine *e = ep;
+    if (host >= e->nhost) return -1;
+    *frames = e->host_pause_frames[host];
+    return e->host_paused[host];
+}
+
+/* engine totals: events, cell-hops (packets the TMs took: queued or passed) */
+void eng_totals(void *ep, uint64_t out[2]) {
+    engine *e = ep;
+    out[0] = e->events, out[1] = e->cell_hops;
+}
+
+/* a switch's counters (S_NSTATS values, in the enum's order) */
+int eng_switch_stats(void *ep, uint32_t swi, uint64_t *out) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    memcpy(out, e->sw[swi]->stats, S_NSTATS * sizeof(uint64_t));
+    return S_NSTATS;
+}
+
+/* one queue: depth, bytes, limit, byte_limit, max_depth, enqueued, dequeued, dropped_full, enq_bytes,
+ * deq_bytes, drop_bytes, passed, passed_bytes, then class_packets[16], class_bytes[16], class_drops[16] */
+int eng_queue_stats(void *ep, uint32_t swi, uint32_t number, uint32_t prio, uint64_t *out) {
+    engine *e = ep;
+    if (swi >= e->nsw || number >= NPORT || prio >= MAX_PRIO) return -1;
+    port *p = e->sw[swi]->ports[number];
+    if (!p) return 0;
+    queue *q = &p->q[prio];
+    uint64_t head[13] = {q->depth, q->bytes, q->limit, q->byte_limit, q->max_depth, q->enqueued, q->dequeued,
+                         q->dropped_full, q->enq_bytes, q->deq_bytes, q->drop_bytes, q->passed, q->passed_bytes};
+    memcpy(out, head, sizeof head);
+    memcpy(out + 13, q->class_packets, sizeof q->class_packets);
+    memcpy(out + 13 + CLASSES, q->class_bytes, sizeof q->class_bytes);
+    memcpy(out + 13 + 2 * CLASSES, q->class_drops, sizeof q->class_drops);
+    return 13 + 3 * CLASSES;
+}
+
+/* one port: rx, tx, dropped_priority, dropped_priority_bytes, pauses_received, resumes_received, paused_ns,
+ * paused, pfc xoff sent, pfc xon sent (as a source), then lost_by_class[16] */
+int eng_port_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
+    engine *e = ep;
+    if (swi >= e->nsw || number >= NPORT) return -1;
+    sw_t *s = e->sw[swi];
+    port *p = s->ports[number];
+    if (!p) return 0;
+    uint64_t head[10] = {p->rx, p->tx, p->dropped_priority, p->dropped_priority_bytes, p->pauses_received,
+                         p->resumes_received, (uint64_t)p->paused_ns, (uint64_t)p->paused,
+                         s->pfc_sent[number][0], s->pfc_sent[number][1]};
+    memcpy(out, head, sizeof head);
+    memcpy(out + 10, p->lost_by_class, sizeof p->lost_by_class);
+    return 10 + CLASSES;
+}
