@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from testbed.p4model.backend.native import compiler
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,10 +180,10 @@ def _measure(veths: _Veths, flows: list[tuple[int, int]], forwarder_pid: int) ->
     return Sample(forwarded / WINDOW_S, _cpu_s(forwarder_pid) - cpu, usage.ru_utime + usage.ru_stime)
 
 
-def _start_builtin(veths: _Veths) -> subprocess.Popen:
+def _start_builtin(veths: _Veths, backend: str) -> subprocess.Popen:
     import p4runtime_sh.shell as sh
 
-    argv = [sys.executable, "-m", "testbed.p4model.switch"]
+    argv = [sys.executable, "-m", "testbed.p4model.switch", "--backend", backend]
     for i in range(1, SWITCH_PORTS + 1):
         argv += ["-i", f"{i}@{veths.sw(i)}"]
     argv += ["--thrift-port", "0", str(PROGRAM), "--", "--grpc-server-addr", "127.0.0.1:0"]
@@ -279,32 +281,40 @@ def run() -> list[str]:
         try:
             floor_proc = _start_floor(veths)
             native_proc = _start_native_floor(veths, workdir)
-            switch = _start_builtin(veths)
-            floor, native, one = [], [], []
-            for _ in range(ROUNDS):  # alternate, so background load hits all alike
-                floor.append(_measure(veths, [FLOOR_PORTS], floor_proc.pid))
-                if native_proc is not None:
-                    native.append(_measure(veths, [NATIVE_FLOOR_PORTS], native_proc.pid))
-                one.append(_measure(veths, [(1, 2)], switch.pid))
-            flows = [(i, i % SWITCH_PORTS + 1) for i in range(1, SWITCH_PORTS + 1)]
-            eight = _measure(veths, flows, switch.pid)
-            _stop(switch)
-            switch = None
-            ratios = [o.pps / f.pps if f.pps else 0.0 for f, o in zip(floor, one)]
-            cpu_ratio = statistics.median(f.us_per_packet / o.us_per_packet for f, o in zip(floor, one))
+            floor, native = [], []
+            backends = ("python", "native") if compiler() else ("python",)
+            one: dict[str, list[Sample]] = {b: [] for b in backends}
+            eight: dict[str, Sample] = {}
+            for backend in backends:  # each back end's switch alone on the ports, floors alongside
+                switch = _start_builtin(veths, backend)
+                for _ in range(ROUNDS):  # alternate, so background load hits all alike
+                    floor.append(_measure(veths, [FLOOR_PORTS], floor_proc.pid))
+                    if native_proc is not None:
+                        native.append(_measure(veths, [NATIVE_FLOOR_PORTS], native_proc.pid))
+                    one[backend].append(_measure(veths, [(1, 2)], switch.pid))
+                flows = [(i, i % SWITCH_PORTS + 1) for i in range(1, SWITCH_PORTS + 1)]
+                eight[backend] = _measure(veths, flows, switch.pid)
+                _stop(switch)
+                switch = None
             lines.append(_line("raw AF_PACKET forwarder (floor)", floor))
-            lines.append(_line("builtin switch, basic_ipv4, 2 ports", one))
-            lines.append(f"builtin / floor, same run: {100 * statistics.median(ratios):.0f}% of the floor's "
-                         f"packets/s (rounds: {', '.join(f'{100 * r:.0f}%' for r in ratios)}; target >= 50%); "
-                         f"{100 * cpu_ratio:.0f}% of its packets per CPU-second")
             if native:
-                native_ratio = statistics.median(n.us_per_packet / o.us_per_packet for n, o in zip(native, one))
                 lines.append(_line("native AF_PACKET forwarder, C, recvmmsg/sendmmsg (native floor)", native))
-                lines.append(f"builtin / native floor, same run: {100 * native_ratio:.1f}% of its packets per "
-                             "CPU-second (target >= 50%)")
             else:
                 lines.append("native floor: no C compiler (cc or gcc) found, not measured")
-            lines.append(_line("builtin switch, basic_ipv4, 8 ports busy", [eight]))
+            for backend in backends:
+                runs = one[backend]
+                lines.append(_line(f"builtin switch, {backend} packet path, basic_ipv4, 2 ports", runs))
+                floors = floor[-ROUNDS:] if backend == backends[-1] else floor[:ROUNDS]
+                cpu_ratio = statistics.median(f.us_per_packet / o.us_per_packet for f, o in zip(floors, runs))
+                lines.append(f"  {backend} / floor: {100 * cpu_ratio:.0f}% of the Python floor's packets per CPU-second")
+                if native:
+                    natives = native[-ROUNDS:] if backend == backends[-1] else native[:ROUNDS]
+                    ratio = statistics.median(n.us_per_packet / o.us_per_packet for n, o in zip(natives, runs))
+                    lines.append(f"  {backend} / native floor, same rounds: {100 * ratio:.1f}% of its packets per "
+                                 "CPU-second (target >= 50%)")
+                lines.append(_line(f"builtin switch, {backend} packet path, basic_ipv4, 8 ports busy",
+                                   [eight[backend]]))
+            one = one["python"]
             if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"):
                 bmv2 = _bmv2(veths, [(1, 2)], workdir)
                 lines.append(_line("simple_switch_grpc, basic_ipv4, 2 ports", [bmv2]))

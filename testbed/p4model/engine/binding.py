@@ -29,7 +29,9 @@ from testbed.p4model.tm.model import CLASSES, MAX_PORT
 
 ENGINE_SOURCE = Path(__file__).with_name("engine.c")
 SWITCH_STATS = ("rx", "tx", "ingress_drops", "tm_drops", "drop_port", "egress_drops", "pfc_frames_rx",
-                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors")
+                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors", "no_pipeline")
+WIRE_STATS = ("rx_frames", "rx_truncated", "tx_frames", "tx_errors")
+FINE_US = 16384  # tm/lag.py's histogram, as engine.c keeps it
 QUEUE_STATS = ("depth", "bytes", "limit", "byte_limit", "max_depth", "enqueued", "dequeued", "dropped_full",
                "enq_bytes", "deq_bytes", "drop_bytes", "passed", "passed_bytes")
 PORT_STATS = ("rx", "tx", "dropped_priority", "dropped_priority_bytes", "pauses_received", "resumes_received",
@@ -40,7 +42,20 @@ _c = ctypes
 _SIGNATURES = {
     "eng_new": (_c.c_void_p, [_c.c_uint64, _c.c_uint32]),
     "eng_free": (None, [_c.c_void_p]),
-    "eng_add_switch": (_c.c_int, [_c.c_void_p] * 5 + [_c.c_uint32] * 4),
+    "eng_add_switch": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
+    "eng_set_pipeline": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 4 + [_c.c_uint32] * 3),
+    "eng_wire_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p]),
+    "eng_cpu_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
+    "eng_notify_fd": (_c.c_int, [_c.c_void_p]),
+    "eng_take_cpu": (_c.c_uint64, [_c.c_void_p, _c.c_void_p, _c.c_uint64]),
+    "eng_inject_now": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32]),
+    "eng_lag": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_int, _c.POINTER(_c.c_uint64)]),
+    "eng_wire_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+    "eng_run_realtime": (_c.c_int, [_c.c_void_p, _c.c_int64]),
+    "eng_prepare_realtime": (_c.c_int, [_c.c_void_p]),
+    "eng_stop": (None, [_c.c_void_p]),
+    "eng_lock": (None, [_c.c_void_p]),
+    "eng_unlock": (None, [_c.c_void_p]),
     "eng_defaults": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint64, _c.c_int64, _c.c_int64,
                                 _c.c_int64, _c.c_double]),
     "eng_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_int64, _c.c_int64, _c.c_double]),
@@ -98,17 +113,32 @@ class NativeFabric:
         if e:
             self.lib.eng_free(e)
 
-    def add_switch(self, pipeline, tm) -> int:
-        """A switch running `pipeline` (a NativePipeline) with `tm`'s settings; its index."""
-        lib = pipeline.lib
-        index = self.lib.eng_add_switch(self._e, pipeline._inst, _address(lib.tb_ingress), _address(lib.tb_egress),
-                                        _address(lib.tb_priority), lib.tb_state_size(),
-                                        lib.tb_max_header_bytes(), pipeline.drop_port, tm.priority_queues)
+    def add_switch(self, pipeline, tm, drop_port: int | None = None) -> int:
+        """A switch running `pipeline` (a NativePipeline, or None: no program yet, it drops what
+        arrives) with `tm`'s settings; its index."""
+        if drop_port is None:
+            drop_port = pipeline.drop_port if pipeline is not None else 511
+        index = self.lib.eng_add_switch(self._e, drop_port, tm.priority_queues)
         if index < 0:
             raise MemoryError("native fabric engine: cannot add a switch")
-        self.pipelines.append(pipeline)
+        self.set_pipeline(index, pipeline, drop_port)
         self.sync_tm(index, tm)
         return index
+
+    def set_pipeline(self, index: int, pipeline, drop_port: int | None = None) -> None:
+        """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
+        previous program finish with it (it is kept alive here)."""
+        if pipeline is None:
+            self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
+            return
+        lib = pipeline.lib
+        rc = self.lib.eng_set_pipeline(self._e, index, pipeline._inst, _address(lib.tb_ingress),
+                                       _address(lib.tb_egress), _address(lib.tb_priority), lib.tb_state_size(),
+                                       lib.tb_max_header_bytes(),
+                                       pipeline.drop_port if drop_port is None else drop_port)
+        if rc != 0:
+            raise MemoryError("native fabric engine: cannot set a pipeline")
+        self.pipelines.append(pipeline)
 
     def sync_tm(self, index: int, tm) -> None:
         """Copy a TrafficManager's settings (defaults, every port and queue, PFC) into switch `index`."""
@@ -125,6 +155,79 @@ class NativeFabric:
                 raise ValueError("PFC cannot be changed while packets of its priority are queued")
         else:
             lib.eng_pfc(e, index, -1, 0, 0, 0)
+
+    # ---- real time (testbed/p4model/engine/realtime.py drives these) ----
+
+    def wire_port(self, switch: int, port: int, iface: str) -> None:
+        """Port `port` of `switch` is the network interface `iface` (an AF_PACKET socket)."""
+        import os
+
+        rc = self.lib.eng_wire_port(self._e, switch, port, iface.encode())
+        if rc < 0:
+            raise OSError(-rc, f"port {port}@{iface}: {os.strerror(-rc)}")
+
+    def cpu_port(self, switch: int, port: int) -> None:
+        """Frames the program sends to `port` are kept for take_cpu (PacketIn)."""
+        self.lib.eng_cpu_port(self._e, switch, port)
+
+    def notify_fd(self) -> int:
+        """Readable when frames for a CPU port wait (take_cpu)."""
+        return self.lib.eng_notify_fd(self._e)
+
+    def take_cpu(self) -> list[tuple[int, bytes]]:
+        """(switch, frame) of each frame a program sent to its CPU port since the last call."""
+        out = []
+        buf = ctypes.create_string_buffer(1 << 20)
+        with self.locked():
+            n = self.lib.eng_take_cpu(self._e, buf, len(buf))
+        raw, off = buf.raw[:n], 0
+        while off < n:
+            switch, length = struct.unpack_from("<II", raw, off)
+            out.append((switch, raw[off + 8:off + 8 + length]))
+            off += 8 + ((length + 7) & ~7)
+        return out
+
+    def inject_now(self, switch: int, port: int, frame: bytes) -> None:
+        """A frame enters `switch` on `port` at the clock's now (PacketOut); the caller holds the lock."""
+        if self.lib.eng_inject_now(self._e, switch, port, frame, len(frame)) != 0:
+            raise ValueError(f"cannot put a frame on switch {switch} port {port}")
+
+    def run_realtime(self, epoch_ns: int) -> None:
+        """Forward in real time until stop() (blocks; ctypes lets other Python threads run)."""
+        rc = self.lib.eng_run_realtime(self._e, epoch_ns)
+        if rc < 0:
+            import os
+
+            raise OSError(-rc, f"the native engine cannot start: {os.strerror(-rc)}")
+
+    def prepare_realtime(self) -> None:
+        self.lib.eng_prepare_realtime(self._e)
+
+    def stop(self) -> None:
+        self.lib.eng_stop(self._e)
+
+    def locked(self):
+        """A context manager holding the engine's lock (no packet moves meanwhile)."""
+        return _Locked(self.lib, self._e)
+
+    def lag(self, switch: int, which: str):
+        """The switch's dequeue or transmit lag as a tm.lag.LagStats (empty before real time)."""
+        from testbed.p4model.tm.lag import LagStats
+
+        size = 4 + FINE_US + 64
+        out = (ctypes.c_uint64 * size)()
+        stats = LagStats()
+        if self.lib.eng_lag(self._e, switch, 0 if which == "dequeue" else 1, out) > 0:
+            stats.recorded, stats.on_time, stats.total_ns, stats.max_ns = out[0], out[1], out[2], out[3]
+            stats._fine = list(out[4:4 + FINE_US])
+            stats._coarse = list(out[4 + FINE_US:size])
+        return stats
+
+    def wire_stats(self, switch: int, port: int) -> dict:
+        out = (ctypes.c_uint64 * len(WIRE_STATS))()
+        if self.lib.eng_wire_stats(self._e, switch, port, out) < 0:
+            raise ValueError(f"no port {switch}/{port}")
+        return dict(zip(WIRE_STATS, out))
 
     def cable(self, a: int, a_port: int, b: int, b_port: int) -> None:
         if self.lib.eng_cable(self._e, a, a_port, b, b_port) != 0:
@@ -209,6 +312,20 @@ class NativeFabric:
         stats = dict(zip(PORT_STATS, out[:len(PORT_STATS)]))
         stats["lost_by_class"] = list(out[len(PORT_STATS):])
         return stats
+
+
+class _Locked:
+    __slots__ = ("lib", "e")
+
+    def __init__(self, lib, e) -> None:
+        self.lib, self.e = lib, e
+
+    def __enter__(self):
+        self.lib.eng_lock(self.e)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lib.eng_unlock(self.e)
 
 
 def _interval(rate_pps: float) -> int:

@@ -24,7 +24,19 @@
  */
 
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +58,32 @@ typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
 typedef uint32_t (*priority_fn)(const void *);
 
-enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2 };
-enum { EV_ARRIVAL = 0, EV_SERVICE = 1 };
+enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2, PORT_WIRE = 3, PORT_CPU = 4 };
+enum { EV_ARRIVAL = 0, EV_SERVICE = 1, EV_TRANSMIT = 2 };
+#define FINE_US 16384
+#define RX_BATCH 64
+#define PACKET_IGNORE_OUTGOING_OPT 23
+
+/* tm/lag.py LagStats: lag samples in ns, a 1-us histogram below FINE_US, powers of two above */
+typedef struct {
+    uint64_t recorded, on_time, total_ns, max_ns;
+    uint32_t fine[FINE_US], coarse[64];
+} lag_t;
+
+/* a frame a wire port holds until its transmit time (tm/transmit.py) */
+typedef struct hold {
+    struct hold *next;
+    int64_t at;
+    uint32_t len;
+    uint8_t data[];
+} hold;
 
 typedef struct pkt {
     struct pkt *next;
     int64_t eligible, enq_ns;
     uint32_t enq_depth, length, data_len;
     int32_t source;
+    egress_fn egress;          /* the program it was queued under */
     uint8_t *state, *data;     /* both inside this allocation */
 } pkt;
 
@@ -71,6 +101,9 @@ typedef struct {
     int busy;                   /* something queued: next_ns is valid */
     int64_t rate_bps, delay_ns, free_ns, last_tx_ns, next_ns, armed_ns;
     int64_t host_last_ns;       /* a host port's frames leave in order: none before the previous one */
+    int fd;                     /* a wire port's AF_PACKET socket */
+    hold *hh, *ht;              /* a wire port's held frames, in transmit order */
+    uint64_t tx_frames, tx_errors, rx_frames, rx_truncated;
     double loss;
     int paused;
     int64_t pause_until[MAX_PRIO];
@@ -86,7 +119,7 @@ typedef struct {
     ingress_fn ingress;
     egress_fn egress;
     priority_fn priority;
-    uint32_t state_size, max_hdr, drop_port, nprio;
+    uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
     uint32_t d_limit;
     uint64_t d_byte_limit;
@@ -102,11 +135,12 @@ typedef struct {
     uint8_t pfc_off[NPORT];
     uint64_t pfc_sent[NPORT][2];
     uint64_t stats[16];
+    lag_t *deq_lag, *tx_lag;    /* real time only */
 } sw_t;
 
 /* switch counters, in this order (the binding names them) */
 enum { S_RX, S_TX, S_INGRESS_DROPS, S_TM_DROPS, S_DROP_PORT, S_EGRESS_DROPS, S_PFC_RX, S_PFC_TX,
-       S_PFC_MALFORMED, S_NO_INTERFACE, S_PIPELINE_ERRORS, S_NSTATS };
+       S_PFC_MALFORMED, S_NO_INTERFACE, S_PIPELINE_ERRORS, S_NO_PIPELINE, S_NSTATS };
 
 typedef struct {
     int64_t t;
@@ -131,6 +165,12 @@ typedef struct {
     uint64_t nkept, capkept;
     uint64_t events, cell_hops;
     pthread_mutex_t lock;
+    /* real time */
+    int rt, epfd, evfd, tfd, notify_fd;
+    int64_t epoch_ns, timer_ns;
+    volatile int stop;
+    uint8_t *cpu_frames;        /* frames for the CPU port: (uint32 switch, uint32 len, frame padded to 8) */
+    uint64_t ncpu, capcpu;
 } engine;
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -146,6 +186,31 @@ static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1
 
 static int64_t ser_ns(int64_t rate_bps, uint64_t length) {
     return rate_bps ? ((int64_t)length * INT64_C(8000000000) + rate_bps - 1) / rate_bps : 0;
+}
+
+static void lag_record(lag_t *l, int64_t lag) {
+    if (!l) return;
+    if (lag <= 0) {
+        l->on_time++;
+        return;
+    }
+    l->recorded++;
+    l->total_ns += (uint64_t)lag;
+    if ((uint64_t)lag > l->max_ns) l->max_ns = (uint64_t)lag;
+    uint64_t us = (uint64_t)lag / 1000;
+    if (us < FINE_US) {
+        l->fine[us]++;
+    } else {
+        int bits = 0;
+        while (us) bits++, us >>= 1;
+        l->coarse[bits]++;
+    }
+}
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* cells/classify.py: the cell type of an IPv4 (no options) UDP frame to the cell port, else OTHER */
@@ -219,7 +284,7 @@ static port *get_port(sw_t *s, uint32_t number) {
     p->rate_bps = s->d_rate_bps;
     p->delay_ns = s->d_delay_ns;
     p->loss = s->d_loss;
-    p->peer_sw = p->peer_port = p->host = -1;
+    p->peer_sw = p->peer_port = p->host = p->fd = -1;
     p->armed_ns = -1;
     p->paused_since = -1;
     for (uint32_t i = 0; i < MAX_PRIO; i++) {
@@ -270,6 +335,79 @@ static void host_receives(engine *e, int host, int64_t at, const uint8_t *f, uin
     e->nkept += need;
 }
 
+static uint32_t sw_index(engine *e, sw_t *s) {
+    (void)e;
+    return s->index;
+}
+
+static void wire_send(port *p, const uint8_t *f, uint32_t n) {
+    if (send(p->fd, f, n, MSG_DONTWAIT) == (ssize_t)n)
+        p->tx_frames++;
+    else
+        p->tx_errors++;
+}
+
+/* tm/transmit.py and the switch's _release: out now when due and nothing of the port is held,
+ * else held (never before the port's previous held frame) until `at` */
+static void wire_transmit(engine *e, sw_t *s, uint32_t number, port *p, int64_t at, const uint8_t *f, uint32_t n) {
+    if (!p->hh && at <= e->now) {
+        lag_record(s->tx_lag, e->now - at);
+        wire_send(p, f, n);
+        return;
+    }
+    hold *h = malloc(sizeof *h + n);
+    if (!h) {
+        p->tx_errors++;
+        return;
+    }
+    if (p->ht && at < p->ht->at) at = p->ht->at;
+    h->next = 0, h->at = at, h->len = n;
+    memcpy(h->data, f, n);
+    if (p->ht) {
+        p->ht->next = h;
+    } else {
+        p->hh = h;
+        push(e, at, EV_TRANSMIT, sw_index(e, s), number, 0, 0);
+    }
+    p->ht = h;
+}
+
+/* every held frame of a wire port due by `now` goes out; the next one is armed */
+static void wire_release(engine *e, uint32_t swi, uint32_t number, int64_t now) {
+    sw_t *s = e->sw[swi];
+    port *p = s->ports[number];
+    if (!p) return;
+    while (p->hh && p->hh->at <= now) {
+        hold *h = p->hh;
+        p->hh = h->next;
+        if (!p->hh) p->ht = 0;
+        lag_record(s->tx_lag, now - h->at);
+        wire_send(p, h->data, h->len);
+        free(h);
+    }
+    if (p->hh) push(e, p->hh->at, EV_TRANSMIT, swi, number, 0, 0);
+}
+
+static void cpu_receives(engine *e, sw_t *s, const uint8_t *f, uint32_t n) {
+    uint64_t need = 8 + ((n + 7) & ~7u);
+    if (e->ncpu + need > e->capcpu) {
+        uint64_t cap = e->capcpu ? e->capcpu * 2 : 1 << 16;
+        while (cap < e->ncpu + need) cap *= 2;
+        uint8_t *c = realloc(e->cpu_frames, cap);
+        if (!c) return;
+        e->cpu_frames = c, e->capcpu = cap;
+    }
+    uint32_t swi = sw_index(e, s);
+    memcpy(e->cpu_frames + e->ncpu, &swi, 4);
+    memcpy(e->cpu_frames + e->ncpu + 4, &n, 4);
+    memcpy(e->cpu_frames + e->ncpu + 8, f, n);
+    e->ncpu += need;
+    if (e->notify_fd >= 0) {   /* the control side (Python) waits on it */
+        uint64_t one = 1;
+        (void)!write(e->notify_fd, &one, 8);
+    }
+}
+
 static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint8_t *f, uint32_t n) {
     port *p = s->ports[number];
     if (!p || p->kind == PORT_NONE) {
@@ -278,6 +416,14 @@ static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint
     }
     p->tx++;
     s->stats[S_TX]++;
+    if (p->kind == PORT_WIRE) {
+        wire_transmit(e, s, number, p, at, f, n);
+        return;
+    }
+    if (p->kind == PORT_CPU) {
+        cpu_receives(e, s, f, n);
+        return;
+    }
     if (p->kind == PORT_HOST) {
         if (at < p->host_last_ns) at = p->host_last_ns;
         p->host_last_ns = at;
@@ -335,7 +481,7 @@ static void depart(engine *e, sw_t *s, uint32_t number, uint32_t prio, pkt *k, i
     uint64_t enq_us = (uint64_t)(k->enq_ns / 1000), deq_us = (uint64_t)(t / 1000);
     q5[0] = enq_us, q5[1] = k->enq_depth, q5[2] = deq_us - enq_us, q5[3] = deq_depth, q5[4] = deq_us;
     (void)prio;
-    int64_t n = s->egress(k->state, k->data, k->data_len, number, q5, s->drop_port, s->out);
+    int64_t n = k->egress(k->state, k->data, k->data_len, number, q5, s->drop_port, s->out);
     if (n < 0) {
         s->stats[S_EGRESS_DROPS]++;
         return;
@@ -384,6 +530,7 @@ static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until
         last_tx = at;
         p->free_ns = free_ns, p->last_tx_ns = last_tx;
         e->cell_hops++;
+        if (e->rt) lag_record(s->deq_lag, e->now - t);
         depart(e, s, number, (uint32_t)prio, k, t, q->depth, at);
         free(k);
     }
@@ -433,7 +580,7 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
         pfc_charge(e, s, source, now);
     else
         source = -1;
-    k->next = 0, k->eligible = eligible, k->enq_ns = now, k->enq_depth = q->depth;
+    k->next = 0, k->eligible = eligible, k->enq_ns = now, k->enq_depth = q->depth, k->egress = s->egress;
     k->length = length, k->data_len = data_len, k->source = source;
     if (q->tail) q->tail->next = k; else q->head = k;
     q->tail = k;
@@ -534,6 +681,10 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
         if (in) arm(e, swi, number, in);
         return;
     }
+    if (!s->ingress) {
+        s->stats[S_NO_PIPELINE]++;
+        return;
+    }
     if (n > MAX_FRAME) {
         s->stats[S_PIPELINE_ERRORS]++;
         return;
@@ -559,6 +710,7 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     if (at >= 0) {
         uint64_t q5[5] = {now_us, 0, 0, 0, now_us};
         e->cell_hops++;
+        if (e->rt) lag_record(s->deq_lag, 0);
         int64_t m = s->egress(s->scratch, f, n, (uint32_t)out, q5, s->drop_port, s->out);
         if (m < 0)
             s->stats[S_EGRESS_DROPS]++;
@@ -581,6 +733,7 @@ void *eng_new(uint64_t seed, uint32_t hosts) {
     e->host_pause_frames = calloc(hosts + 1, 8);
     e->host_paused = calloc(hosts + 1, 1);
     pthread_mutex_init(&e->lock, 0);
+    e->epfd = e->evfd = e->tfd = e->notify_fd = -1;
     if (!e->delivered || !e->host_pause_frames || !e->host_paused) {
         free(e->delivered), free(e->host_pause_frames), free(e->host_paused), free(e);
         return 0;
@@ -599,21 +752,26 @@ void eng_free(void *ep) {
             if (!p) continue;
             for (uint32_t q = 0; q < MAX_PRIO; q++)
                 for (pkt *k = p->q[q].head, *nx; k; k = nx) nx = k->next, free(k);
+            for (hold *h = p->hh, *nx; h; h = nx) nx = h->next, free(h);
+            if (p->kind == PORT_WIRE && p->fd >= 0) close(p->fd);
             free(p);
         }
-        free(s->scratch), free(s->out), free(s);
+        free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s);
     }
     free(e->sw), free(e->heap), free(e->delivered), free(e->host_pause_frames), free(e->host_paused);
-    free(e->kept);
+    free(e->kept), free(e->cpu_frames);
+    if (e->epfd >= 0) close(e->epfd);
+    if (e->evfd >= 0) close(e->evfd);
+    if (e->tfd >= 0) close(e->tfd);
+    if (e->notify_fd >= 0) close(e->notify_fd);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
-/* a switch running a native program instance; returns its index, or -1 */
-int eng_add_switch(void *ep, void *inst, void *ingress, void *egress, void *priority, uint32_t state_size,
-                   uint32_t max_hdr, uint32_t drop_port, uint32_t nprio) {
+/* a switch with `nprio` priority queues and no program yet (it drops what arrives); its index or -1 */
+int eng_add_switch(void *ep, uint32_t drop_port, uint32_t nprio) {
     engine *e = ep;
-    if (nprio < 1 || nprio > MAX_PRIO || !ingress || !egress) return -1;
+    if (nprio < 1 || nprio > MAX_PRIO) return -1;
     if (e->nsw == e->capsw) {
         uint32_t cap = e->capsw ? e->capsw * 2 : 16;
         sw_t **a = realloc(e->sw, cap * sizeof *a);
@@ -622,20 +780,38 @@ int eng_add_switch(void *ep, void *inst, void *ingress, void *egress, void *prio
     }
     sw_t *s = calloc(1, sizeof *s);
     if (!s) return -1;
-    s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
-    s->priority = (priority_fn)priority;
-    s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port, s->nprio = nprio;
+    s->drop_port = drop_port, s->nprio = nprio;
     s->d_limit = 64;
     s->pfc_priority = -1;
     s->rng = e->seed * UINT64_C(1000003) + e->nsw + 1;
-    s->scratch = calloc(1, state_size + 16);
-    s->out = malloc(max_hdr + MAX_FRAME + 64);
-    if (!s->scratch || !s->out) {
-        free(s->scratch), free(s->out), free(s);
-        return -1;
-    }
+    s->index = e->nsw;
     e->sw[e->nsw] = s;
     return (int)e->nsw++;
+}
+
+/* switch `swi` runs a native program instance from now on (packets queued under the previous one
+ * finish their egress with it: the caller keeps it alive); 0, or -1 */
+int eng_set_pipeline(void *ep, uint32_t swi, void *inst, void *ingress, void *egress, void *priority,
+                     uint32_t state_size, uint32_t max_hdr, uint32_t drop_port) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    if (!ingress) {   /* no program: drop what arrives */
+        s->ingress = 0;
+        return 0;
+    }
+    if (max_hdr < s->max_hdr) max_hdr = s->max_hdr;   /* packets queued under the previous program */
+    uint8_t *scratch = calloc(1, state_size + 16), *out = malloc(max_hdr + MAX_FRAME + 64);
+    if (!scratch || !out) {
+        free(scratch), free(out);
+        return -1;
+    }
+    free(s->scratch), free(s->out);
+    s->scratch = scratch, s->out = out;
+    s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
+    s->priority = (priority_fn)priority;
+    s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port;
+    return 0;
 }
 
 /* the defaults of ports made later: queue limit, byte limit, pps interval, link rate and delay, loss */
@@ -708,17 +884,18 @@ int eng_inject(void *ep, uint32_t swi, uint32_t number, const uint8_t *frame, ui
     return push(e, at_ns, EV_ARRIVAL, swi, number, copy, len);
 }
 
-/* every event with time <= until_ns, in order; returns the next event's time or -1 */
-int64_t eng_run(void *ep, int64_t until_ns) {
-    engine *e = ep;
-    pthread_mutex_lock(&e->lock);
-    while (e->nheap && e->heap[0].t <= until_ns) {
+/* every event with time <= until, in order (the caller holds the lock); in real time e->now is the
+ * clock's reading, set by the caller, and events keep their model times */
+static void process_until(engine *e, int64_t until) {
+    while (e->nheap && e->heap[0].t <= until) {
         event ev = pop(e);
         e->events++;
-        if (ev.t > e->now) e->now = ev.t;
+        if (!e->rt && ev.t > e->now) e->now = ev.t;
         if (ev.kind == EV_ARRIVAL) {
             arrive(e, ev.sw, ev.port, ev.frame, ev.len, ev.t);
             free(ev.frame);
+        } else if (ev.kind == EV_TRANSMIT) {
+            wire_release(e, ev.sw, ev.port, e->rt ? e->now : ev.t);
         } else {
             sw_t *s = e->sw[ev.sw];
             port *p = s->ports[ev.port];
@@ -732,9 +909,239 @@ int64_t eng_run(void *ep, int64_t until_ns) {
             arm(e, ev.sw, ev.port, p);
         }
     }
+}
+
+/* every event with time <= until_ns, in order (model time); returns the next event's time or -1 */
+int64_t eng_run(void *ep, int64_t until_ns) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    process_until(e, until_ns);
     int64_t nxt = e->nheap ? e->heap[0].t : -1;
     pthread_mutex_unlock(&e->lock);
     return nxt;
+}
+
+/* ---- real time ------------------------------------------------------------ */
+
+/* A wire port: an AF_PACKET socket on `iface` (switch/ports.py's settings: every frame of the
+ * interface, none the engine sent itself, promiscuous, 4 MiB buffers, non-blocking).  Returns its
+ * fd, or -errno. */
+int eng_wire_port(void *ep, uint32_t swi, uint32_t number, const char *iface) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -EINVAL;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -EINVAL;
+    unsigned idx = if_nametoindex(iface);
+    if (!idx) return -ENODEV;
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1, buf = 4 << 20;
+    if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING_OPT, &one, sizeof one) != 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf);
+    struct packet_mreq mr = {0};
+    mr.mr_ifindex = (int)idx;
+    mr.mr_type = PACKET_MR_PROMISC;
+    setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr);
+    struct sockaddr_ll sll = {0};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = (int)idx;
+    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) != 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    p->kind = PORT_WIRE;
+    p->fd = fd;
+    return fd;
+}
+
+/* frames the program sends to `number` (the CPU port) are kept for the control side */
+int eng_cpu_port(void *ep, uint32_t swi, uint32_t number) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -1;
+    p->kind = PORT_CPU;
+    return 0;
+}
+
+/* an eventfd the engine writes when it has frames for the CPU port (made once) */
+int eng_notify_fd(void *ep) {
+    engine *e = ep;
+    if (e->notify_fd < 0) e->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return e->notify_fd;
+}
+
+/* the CPU port's frames since the last call: records (uint32 switch, uint32 len, frame padded to 8),
+ * copied into buf (at most cap bytes, whole records); returns the bytes copied (caller holds the lock) */
+uint64_t eng_take_cpu(void *ep, uint8_t *buf, uint64_t cap) {
+    engine *e = ep;
+    uint64_t off = 0;
+    while (off < e->ncpu) {
+        uint32_t n;
+        memcpy(&n, e->cpu_frames + off + 4, 4);
+        uint64_t rec = 8 + ((n + 7) & ~7u);
+        if (off + rec > cap) break;
+        off += rec;
+    }
+    memcpy(buf, e->cpu_frames, off);
+    memmove(e->cpu_frames, e->cpu_frames + off, e->ncpu - off);
+    e->ncpu -= off;
+    return off;
+}
+
+/* a frame from the control side (PacketOut) enters switch `swi` on `number` now (caller holds the lock) */
+int eng_inject_now(void *ep, uint32_t swi, uint32_t number, const uint8_t *frame, uint32_t len) {
+    engine *e = ep;
+    int64_t now = e->rt ? mono_ns() - e->epoch_ns : e->now;
+    int rc = eng_inject(ep, swi, number, frame, len, now);
+    if (rc == 0 && e->evfd >= 0) {
+        uint64_t one = 1;
+        (void)!write(e->evfd, &one, 8);
+    }
+    return rc;
+}
+
+/* the lag measures of switch `swi`: which 0 dequeue, 1 transmit; out = recorded, on_time, total_ns,
+ * max_ns, then FINE_US fine and 64 coarse bucket counts */
+int eng_lag(void *ep, uint32_t swi, int which, uint64_t *out) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    lag_t *l = which ? e->sw[swi]->tx_lag : e->sw[swi]->deq_lag;
+    if (!l) return 0;
+    out[0] = l->recorded, out[1] = l->on_time, out[2] = l->total_ns, out[3] = l->max_ns;
+    for (uint32_t i = 0; i < FINE_US; i++) out[4 + i] = l->fine[i];
+    for (uint32_t i = 0; i < 64; i++) out[4 + FINE_US + i] = l->coarse[i];
+    return 4 + FINE_US + 64;
+}
+
+/* one wire port's socket counters: rx frames, rx truncated, tx frames, tx errors */
+int eng_wire_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
+    engine *e = ep;
+    if (swi >= e->nsw || number >= NPORT || !e->sw[swi]->ports[number]) return -1;
+    port *p = e->sw[swi]->ports[number];
+    out[0] = p->rx_frames, out[1] = p->rx_truncated, out[2] = p->tx_frames, out[3] = p->tx_errors;
+    return 4;
+}
+
+static void set_timer(engine *e) {
+    int64_t next = e->nheap ? e->heap[0].t : -1;
+    if (next == e->timer_ns) return;
+    e->timer_ns = next;
+    struct itimerspec its = {0};
+    if (next >= 0) {
+        int64_t abs_ns = e->epoch_ns + next;
+        if (abs_ns <= 0) abs_ns = 1;
+        its.it_value.tv_sec = abs_ns / 1000000000;
+        its.it_value.tv_nsec = abs_ns % 1000000000;
+    }
+    timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, 0);
+}
+
+/* Run in real time until eng_stop: one thread owns every packet.
+ *   wait(epoll: every wire port, the wake-up eventfd, a timerfd at the heap's earliest event)
+ *   then, holding the lock: every event due by now; each readable port drained (up to RX_BATCH
+ *   frames a turn, recvmmsg), each frame arriving at its own clock reading.
+ * `epoch_ns`: CLOCK_MONOTONIC's reading at the switch clock's zero (its metadata timestamps).
+ * Returns 0 when stopped, -errno when it could not start. */
+int eng_run_realtime(void *ep, int64_t epoch_ns) {
+    engine *e = ep;
+    e->epoch_ns = epoch_ns;
+    e->timer_ns = -2;
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (e->evfd < 0) e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (e->epfd < 0 || e->evfd < 0 || e->tfd < 0) return -errno;
+    struct epoll_event ev = {0};
+    ev.events = EPOLLIN;
+    ev.data.u64 = UINT64_MAX;
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->evfd, &ev);
+    ev.data.u64 = UINT64_MAX - 1;
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev);
+    for (uint32_t i = 0; i < e->nsw; i++) {
+        sw_t *s = e->sw[i];
+        if (!s->deq_lag) s->deq_lag = calloc(1, sizeof(lag_t));
+        if (!s->tx_lag) s->tx_lag = calloc(1, sizeof(lag_t));
+        for (uint32_t n = 0; n < NPORT; n++) {
+            port *p = s->ports[n];
+            if (!p || p->kind != PORT_WIRE) continue;
+            ev.data.u64 = ((uint64_t)i << 16) | n;
+            epoll_ctl(e->epfd, EPOLL_CTL_ADD, p->fd, &ev);
+        }
+    }
+    uint8_t (*bufs)[MAX_FRAME] = malloc(sizeof(uint8_t[RX_BATCH][MAX_FRAME]));
+    if (!bufs) return -ENOMEM;
+    struct mmsghdr msgs[RX_BATCH];
+    struct iovec iov[RX_BATCH];
+    for (int i = 0; i < RX_BATCH; i++) {
+        iov[i].iov_base = bufs[i], iov[i].iov_len = MAX_FRAME;
+        memset(&msgs[i], 0, sizeof msgs[i]);
+        msgs[i].msg_hdr.msg_iov = &iov[i], msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    struct epoll_event ready[64];
+    e->rt = 1;
+    pthread_mutex_lock(&e->lock);
+    while (!e->stop) {
+        e->now = mono_ns() - e->epoch_ns;
+        process_until(e, e->now);
+        set_timer(e);
+        pthread_mutex_unlock(&e->lock);
+        int n = epoll_wait(e->epfd, ready, 64, -1);
+        pthread_mutex_lock(&e->lock);
+        if (n < 0) continue;   /* EINTR */
+        for (int k = 0; k < n && !e->stop; k++) {
+            uint64_t tag = ready[k].data.u64;
+            if (tag >= UINT64_MAX - 1) {
+                uint64_t v;
+                (void)!read(tag == UINT64_MAX ? e->evfd : e->tfd, &v, 8);
+                if (tag == UINT64_MAX - 1) e->timer_ns = -2;  /* fired: set it anew */
+                continue;
+            }
+            uint32_t swi = (uint32_t)(tag >> 16), number = (uint32_t)(tag & 0xFFFF);
+            port *p = e->sw[swi]->ports[number];
+            int got = recvmmsg(p->fd, msgs, RX_BATCH, MSG_DONTWAIT, 0);
+            if (got <= 0) continue;
+            e->now = mono_ns() - e->epoch_ns;
+            process_until(e, e->now);
+            for (int i = 0; i < got; i++) {
+                uint32_t len = msgs[i].msg_len;
+                p->rx_frames++;
+                if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+                    p->rx_truncated++;
+                    continue;
+                }
+                e->now = mono_ns() - e->epoch_ns;
+                arrive(e, swi, number, bufs[i], len, e->now);
+            }
+        }
+    }
+    e->rt = 0;
+    pthread_mutex_unlock(&e->lock);
+    free(bufs);
+    return 0;
+}
+
+/* ask eng_run_realtime to return (safe from any thread) */
+void eng_stop(void *ep) {
+    engine *e = ep;
+    e->stop = 1;
+    if (e->evfd >= 0) {
+        uint64_t one = 1;
+        (void)!write(e->evfd, &one, 8);
+    }
+}
+
+/* the wake-up eventfd made before the loop runs, so eng_stop works before it starts */
+int eng_prepare_realtime(void *ep) {
+    engine *e = ep;
+    if (e->evfd < 0) e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return e->evfd;
 }
 
 int64_t eng_next(void *ep) {

@@ -81,8 +81,9 @@ class _ProgramCache:
 _programs = _ProgramCache()
 
 
-def compile_source(source: bytes, clock=None, include_dirs=(), drop_port: int = 511):
-    """P4 source bytes -> (Pipeline, generated P4Info); RpcError INVALID_ARGUMENT on any error."""
+def compile_source(source: bytes, clock=None, include_dirs=(), drop_port: int = 511, backend: str = "python"):
+    """P4 source bytes -> (Pipeline, generated P4Info); RpcError INVALID_ARGUMENT on any error.
+    backend "native": a NativePipeline, and a program the native back end refuses is refused."""
     from testbed.p4model.pipeline import Pipeline
 
     try:
@@ -93,6 +94,8 @@ def compile_source(source: bytes, clock=None, include_dirs=(), drop_port: int = 
     if not text.strip():
         raise RpcError("INVALID_ARGUMENT", "p4_device_config is empty: send the P4-16 program source")
     program, p4info = _programs.get(text, tuple(include_dirs), lambda: _load_text(text, include_dirs))
+    if backend == "native":
+        return _native(program, clock, drop_port), p4info
     try:
         pipeline = Pipeline(program, clock=clock, drop_port=drop_port)
     except TestbedError as error:
@@ -100,6 +103,18 @@ def compile_source(source: bytes, clock=None, include_dirs=(), drop_port: int = 
     except RecursionError:
         raise RpcError("INVALID_ARGUMENT", "the P4 program does not load: nesting too deep") from None
     return pipeline, p4info
+
+
+def _native(program, clock, drop_port: int):
+    """A NativePipeline of `program`, or RpcError naming what the native back end cannot do."""
+    from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported
+    from testbed.p4model.backend.native.binding import NativePipeline
+
+    try:
+        return NativePipeline(program, clock=clock, drop_port=drop_port)
+    except (NativeUnsupported, NativeBuildError) as error:
+        raise RpcError("INVALID_ARGUMENT", f"this switch runs the native back end: {error}; start it with "
+                                           "--backend python to run this program") from None
 
 
 def _load_text(text: str, include_dirs) -> tuple:

@@ -275,7 +275,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise RpcError("INVALID_ARGUMENT", "config.p4info is empty")
         pipeline, ours = compile_source(config.p4_device_config, clock=self.device.clock,
                                         include_dirs=self.include_dirs,
-                                        drop_port=getattr(self.device, "drop_port", 511))
+                                        drop_port=getattr(self.device, "drop_port", 511),
+                                        backend=getattr(self.device, "backend", "python"))
         difference = first_difference(ours, config.p4info)
         if difference:
             raise RpcError("INVALID_ARGUMENT", f"the P4Info does not match the program: {difference}")

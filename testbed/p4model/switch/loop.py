@@ -113,10 +113,19 @@ class Switch(Device):
                       "tm_drops": 0, "no_interface": 0, "drop_port": 0, "packet_in": 0, "loop_errors": 0,
                       "pfc_frames_rx": 0, "pfc_frames_tx": 0, "pfc_malformed": 0}
         self._warned: set[str] = set()
+        # set by testbed/p4model/engine/realtime.py when the native engine moves the packets:
+        # calls run under its lock, installs and PacketOut go to it, its counters are read there
+        self.backend = "python"
+        self.guard: Callable[[Callable[[], Any]], Any] | None = None
+        self.on_install: Callable[[Any], None] | None = None
+        self.on_inject: Callable[[bytes], None] | None = None
+        self.engine_stats: Callable[[], dict] | None = None
 
     # ---- Device (for the P4Runtime server) ----------------------------
 
     def call(self, fn: Callable[[], Any]) -> Any:
+        if self.guard is not None:
+            return self.guard(fn)
         if self._loop_thread is None or self._loop_thread == threading.get_ident():
             return fn()
         if self._stop:
@@ -132,6 +141,8 @@ class Switch(Device):
 
     def install(self, config) -> None:
         pipeline = config.pipeline if config is not None else None
+        if self.on_install is not None:
+            self.on_install(pipeline)
         if pipeline is None:
             self.datapath = None
             return
@@ -142,6 +153,9 @@ class Switch(Device):
         self.log.info("pipeline installed (%s)", self.datapath.mode)
 
     def inject(self, data: bytes) -> None:
+        if self.on_inject is not None and self.cpu_port is not None:
+            self.on_inject(data)
+            return
         if self.cpu_port is not None:
             self.receive(self.cpu_port, data, self.clock.now_ns())
             self.service(self.clock.now_ns())

@@ -4,7 +4,7 @@ Start-up order (each failure is one sentence on stderr, exit code 1):
 logging, TM configuration (`--tm`, `--tm-file`), the program if given,
 ports, the TM control server (`--thrift-port`), the P4Runtime server; then
 once a TCP connect to the gRPC port succeeds, one line on stdout (and in
-the log):  `switch ready: grpc HOST:PORT, control PORT, N ports`.
+the log):  `switch ready: grpc HOST:PORT, control PORT, N ports, BACKEND packet path`.
 SIGTERM/SIGINT stop the loop; pcaps are flushed and closed, servers stopped,
 exit code 0.
 """
@@ -17,6 +17,7 @@ import sys
 import time
 
 from testbed.errors import TestbedError
+from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
 from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.switch import logs
 from testbed.p4model.switch.options import OptionsError, SwitchOptions, parse_args
@@ -51,6 +52,38 @@ def _tm_lines(opts: SwitchOptions) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _load(opts: SwitchOptions, clock):
+    """The program given at start on the back end --backend asks for (auto: native when it lowers)."""
+    from testbed.p4model.pipeline import load
+
+    backend = opts.backend
+    if backend != "python" and compiler() is None:
+        if backend == "native":
+            raise TestbedError("--backend native needs a C compiler (cc or gcc) and this machine has none")
+        backend = "python"
+    if backend == "auto" and opts.pcap_dir is not None:
+        backend = "python"
+    try:
+        return load(opts.program, clock=clock, include_dirs=opts.include_dirs, drop_port=opts.drop_port,
+                    backend=backend)
+    except (NativeUnsupported, NativeBuildError) as error:  # --backend native only: auto falls back
+        raise TestbedError(f"--backend native: {error}") from None
+
+
+def _engine_mode(opts: SwitchOptions, pipeline) -> bool:
+    """Whether the native engine moves the packets: the program given at start is native, or none is
+    given and --backend native asks for it (programs sent later must then lower to C)."""
+    if pipeline is not None:
+        return getattr(pipeline, "backend", "python") == "native"
+    if opts.backend == "native":
+        if compiler() is None:
+            raise TestbedError("--backend native needs a C compiler (cc or gcc) and this machine has none")
+        return True
+    if opts.backend == "auto":
+        log.info("no program at start: the Python loop (--backend native runs the native engine)")
+    return False
+
+
 def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None = None,
           logger: logging.Logger | None = None, grpc_workers: int = 32, control_poll_s: float = 0.05):
     """Everything but the loop: (switch, grpc server, control server). Raises TestbedError.
@@ -71,22 +104,29 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
                 source = f.read()
         except OSError as error:
             raise TestbedError(f"cannot read the program {opts.program}: {error.strerror}") from None
-        pipeline = load(opts.program, clock=clock, include_dirs=opts.include_dirs, drop_port=opts.drop_port)
+        pipeline = _load(opts, clock)
         initial = (source, pipeline, generate(pipeline.program))
-    ports: dict[int, RawPort] = {}
-    try:
-        for number, iface in sorted(opts.interfaces.items()):
-            ports[number] = RawPort(number, iface)
-    except PortError as error:
-        for p in ports.values():
-            p.close()
-        raise TestbedError(str(error)) from None
-    plain = [p.iface for p in ports.values() if not p.rings]
-    if plain:  # works, but each frame then costs a recv()/send() syscall
-        log.warning("no PACKET_MMAP rings on %s: plain recv()/send() per frame", ", ".join(plain))
+    native = _engine_mode(opts, initial[1] if initial else None)
+    ports: dict = {}
+    if native:
+        from testbed.p4model.engine.realtime import EnginePort
+
+        ports = {number: EnginePort(number, iface) for number, iface in sorted(opts.interfaces.items())}
+    else:
+        try:
+            for number, iface in sorted(opts.interfaces.items()):
+                ports[number] = RawPort(number, iface)
+        except PortError as error:
+            for p in ports.values():
+                p.close()
+            raise TestbedError(str(error)) from None
+        plain = [p.iface for p in ports.values() if not p.rings]
+        if plain:  # works, but each frame then costs a recv()/send() syscall
+            log.warning("no PACKET_MMAP rings on %s: plain recv()/send() per frame", ", ".join(plain))
     switch = Switch(ports, clock=clock, cpu_port=opts.cpu_port, drop_port=opts.drop_port,
                     priority_queues=opts.priority_queues, pcap_dir=opts.pcap_dir,
                     memory_ports=memory_ports, logger=logger)
+    switch.backend = "native" if native else "python"
     control = grpc_server = None
     try:
         for source_name, lines in _tm_lines(opts):
@@ -127,18 +167,31 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
     except TestbedError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 1
-    previous = handle_signals(switch.stop, log)
+    loop = switch
+    if switch.backend == "native":
+        from testbed.p4model.engine.realtime import EngineLoop
+
+        try:
+            loop = EngineLoop({"switch": switch}, switch.clock)
+        except OSError as error:
+            print(f"{prog}: {error}", file=sys.stderr)
+            grpc_server.stop(0.2)
+            control.stop()
+            switch.close()
+            return 1
+    previous = handle_signals(loop.stop, log)
     try:
         if not wait_accepting(opts.grpc_host, grpc_server.port):
             print(f"{prog}: the P4Runtime server on port {grpc_server.port} does not accept connections",
                   file=sys.stderr)
             return 1
         host = opts.grpc_host
-        line = f"switch ready: grpc {host}:{grpc_server.port}, control {control.address[1]}, {len(switch.ports)} ports"
+        line = (f"switch ready: grpc {host}:{grpc_server.port}, control {control.address[1]}, "
+                f"{len(switch.ports)} ports, {switch.backend} packet path")
         print(line, flush=True)
         log.info(line)
-        switch.run()
-        log.info("stopped: %s", switch.stats)
+        loop.run()
+        log.info("stopped: %s", switch.engine_stats() if switch.engine_stats else switch.stats)
         log.info("ports: %s", list(switch.port_stats().values()))
         return 0
     finally:

@@ -55,6 +55,7 @@ class SwitchOptions:
     tm_commands: list[str] = field(default_factory=list)
     tm_file: str | None = None
     include_dirs: list[str] = field(default_factory=list)
+    backend: str = "auto"  # auto, native or python: see testbed/p4model/switch/backend.py
 
     @property
     def grpc_addr(self) -> str:
@@ -104,6 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tm", action="append", default=[], metavar="CMD",
                         help="traffic-manager command at start-up, e.g. 'set_queue_rate 1000 1' (repeatable)")
     parser.add_argument("--tm-file", metavar="FILE", help="traffic-manager commands, one per line")
+    parser.add_argument("--backend", choices=("auto", "native", "python"), default="auto",
+                        help="packet path: native (the program compiled to C and the native engine: "
+                             "needs a C compiler and a program the native back end supports), python "
+                             "(the reference pipeline and loop), or auto (native when the program given "
+                             "at start lowers to C and no --pcap is asked, else python; default)")
     parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="extra #include directory for the program")
 
@@ -173,6 +179,9 @@ def from_namespace(ns: argparse.Namespace) -> SwitchOptions:
     opts.tm_commands = list(ns.tm)
     opts.tm_file = ns.tm_file
     opts.include_dirs = list(ns.include)
+    opts.backend = ns.backend
+    if opts.backend == "native" and opts.pcap_dir is not None:
+        raise OptionsError("--pcap needs --backend python (the native engine captures no pcap)")
     return opts
 
 

@@ -1,0 +1,274 @@
+"""Switches on the native engine in real time: the packet path in C, the control side in Python.
+
+Model.  Each testbed.p4model.switch.loop.Switch keeps its identity and its
+control side (P4Runtime server, the TM's text commands, logs); its packets
+move in engine.c's own thread:
+
+    engine thread (C)   epoll over every wire port, a wake-up eventfd and a
+                        timerfd at the earliest event; each pass, holding
+                        the engine's lock: every event due, every readable
+                        port drained (recvmmsg), frames sent when due
+    main thread         select() over the switches' TM command queues, the
+                        engine's CPU-port eventfd and a stop pipe, at least
+                        every CONTROL_TICK_S: TM commands run holding the
+                        lock (settings copied into the engine at once),
+                        PacketIn frames go to each switch's server, digests
+                        and idle timeouts are polled
+    gRPC threads        a P4Runtime call runs holding the lock (Switch.call's
+                        guard): a table write waits for at most one pass of
+                        the engine and never interleaves with a packet
+
+Rules.  Every switch's program must be on the native back end: a
+SetForwardingPipelineConfig whose program the native back end refuses is
+refused in one line (start the switch with --backend python for it).  The
+traffic manager's settings live in the Python TrafficManager (its commands,
+the controller's plan); its packets and counters live in the engine, and
+EngineTrafficManager reads them from there.  Ports capture no pcap here
+(a switch asked for --pcap runs on the Python loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+
+from testbed.p4model.engine.binding import NativeFabric
+from testbed.p4model.p4runtime.status import RpcError
+from testbed.p4model.tm.model import CLASSES, TMConfigError, TrafficManager, _check_port
+
+log = logging.getLogger("testbed.p4model.engine")
+
+CONTROL_TICK_S = 0.05  # digests and idle timeouts are polled at least this often
+
+
+class EnginePort:
+    """A switch port whose socket lives in the engine: its name and counters, as RawPort shows them."""
+
+    def __init__(self, number: int, iface: str) -> None:
+        self.number, self.iface, self.fd = number, iface, None
+        self.engine: NativeFabric | None = None
+        self.index = -1
+
+    def stats(self) -> dict:
+        wire = self.engine.wire_stats(self.index, self.number) if self.engine is not None else {}
+        return {"port": self.number, "iface": self.iface, "rx_frames": wire.get("rx_frames", 0),
+                "tx_frames": wire.get("tx_frames", 0), "tx_errors": wire.get("tx_errors", 0),
+                "rx_truncated": wire.get("rx_truncated", 0)}
+
+    def send(self, data: bytes) -> bool:  # the Python loop never runs on these ports
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+class EngineTrafficManager(TrafficManager):
+    """A TrafficManager whose settings are copied into the engine and whose counters come from it."""
+
+    _engine: NativeFabric
+    _index: int
+
+    def bind(self, engine: NativeFabric, index: int) -> None:
+        self._engine, self._index = engine, index
+
+    def _sync(self) -> None:
+        self._engine.sync_tm(self._index, self)
+
+    def _advance(self) -> None:  # the engine holds the packets: nothing to advance here
+        pass
+
+    def _on_queues(self, setting, value, port, priority) -> int:
+        n = super()._on_queues(setting, value, port, priority)
+        self._sync()
+        return n
+
+    def _on_ports(self, setting, value, port) -> int:
+        n = super()._on_ports(setting, value, port)
+        self._sync()
+        return n
+
+    def set_pfc(self, xoff, xon, priority=0, pool=None) -> dict:
+        result = super().set_pfc(xoff, xon, priority, pool)
+        try:
+            self._sync()
+        except ValueError as error:
+            raise TMConfigError(str(error)) from None
+        return result
+
+    def queue_stats(self, port: int | None = None) -> list[dict]:
+        if port is not None:
+            _check_port(port)
+        rows = []
+        for number in sorted(self._ports):
+            if port is not None and number != port:
+                continue
+            for prio, q in enumerate(self._ports[number].queues):
+                e = self._engine.queue_stats(self._index, number, prio) or {}
+                get = e.get
+                rows.append({
+                    "port": number, "priority": prio, "depth": get("depth", 0), "bytes": get("bytes", 0),
+                    "max_depth": get("max_depth", 0), "limit_packets": q.limit, "limit_bytes": q.byte_limit,
+                    "rate_pps": q.rate_pps,
+                    "enqueued": get("enqueued", 0) + get("passed", 0),
+                    "dequeued": get("dequeued", 0) + get("passed", 0),
+                    "dropped_full": get("dropped_full", 0),
+                    "enqueued_bytes": get("enq_bytes", 0) + get("passed_bytes", 0),
+                    "dequeued_bytes": get("deq_bytes", 0) + get("passed_bytes", 0),
+                    "dropped_bytes": get("drop_bytes", 0),
+                    "by_class": {str(c): {"packets": e["class_packets"][c], "bytes": e["class_bytes"][c],
+                                          "dropped": e["class_drops"][c]}
+                                 for c in range(CLASSES) if e and (e["class_packets"][c] or e["class_drops"][c])},
+                })
+        return rows
+
+    def port_stats(self, port: int | None = None) -> list[dict]:
+        if port is not None:
+            _check_port(port)
+        rows = []
+        for n, p in sorted(self._ports.items()):
+            if port is not None and n != port:
+                continue
+            e = self._engine.port_stats(self._index, n) or {}
+            depth = sum((self._engine.queue_stats(self._index, n, prio) or {}).get("depth", 0)
+                        for prio in range(len(p.queues)))
+            rows.append({
+                "port": n, "rate_bps": p.rate_bps, "delay_us": p.delay_ns / 1000, "depth": depth,
+                "dropped_priority": e.get("dropped_priority", 0),
+                "dropped_priority_bytes": e.get("dropped_priority_bytes", 0), "loss": p.loss,
+                "lost_link_by_class": {str(c): k for c, k in enumerate(e.get("lost_by_class", ())) if k},
+                "pfc_pauses_received": e.get("pauses_received", 0),
+                "pfc_resumes_received": e.get("resumes_received", 0),
+                "pfc_paused_us": e.get("paused_ns", 0) / 1000,
+            })
+        return rows
+
+    def pfc_stats(self) -> dict | None:
+        self.pfc_sent = {}
+        for n in self._ports:
+            e = self._engine.port_stats(self._index, n) or {}
+            if e.get("pfc_xoff_sent") or e.get("pfc_xon_sent"):
+                self.pfc_sent[n] = [e["pfc_xoff_sent"], e["pfc_xon_sent"]]
+        return super().pfc_stats()
+
+    def stats(self) -> dict:
+        self.dequeue_lag = self._engine.lag(self._index, "dequeue")
+        return super().stats()
+
+
+class EngineLoop:
+    """Runs `switches` (name -> Switch built with EnginePort ports) on one native engine until stop()."""
+
+    def __init__(self, switches: dict, clock, seed: int = 1) -> None:
+        self.switches = switches
+        self.clock = clock
+        self.engine = NativeFabric(seed=seed)
+        self.engine.prepare_realtime()
+        self.index: dict[str, int] = {}
+        self._stop_r, self._stop_w = os.pipe()
+        self._stopping = False
+        self.stats = {"engine": "native"}
+        for name, switch in switches.items():
+            self._attach(name, switch)
+
+    def _attach(self, name: str, switch) -> None:
+        engine = self.engine
+        pipeline = switch.datapath.pipeline if switch.datapath is not None else None
+        _require_native(pipeline)
+        index = engine.add_switch(pipeline, switch.tm, switch.drop_port)
+        self.index[name] = index
+        switch.tm.__class__ = EngineTrafficManager
+        switch.tm.bind(engine, index)
+        for number, port in switch.ports.items():
+            port.engine, port.index = engine, index
+            engine.wire_port(index, number, port.iface)
+        if switch.cpu_port is not None:
+            engine.cpu_port(index, switch.cpu_port)
+        switch.guard = self._guarded
+        switch.on_install = lambda pipeline, i=index, s=switch: self._install(i, pipeline, s.drop_port)
+        switch.on_inject = lambda data, i=index, s=switch: engine.inject_now(i, s.cpu_port, data)
+        switch.engine_stats = lambda i=index: engine.switch_stats(i)
+
+    def _guarded(self, fn):
+        with self.engine.locked():
+            return fn()
+
+    def _install(self, index: int, pipeline, drop_port: int) -> None:
+        _require_native(pipeline)
+        self.engine.set_pipeline(index, pipeline, drop_port)
+
+    def connect(self, a: str, a_port: int, b: str, b_port: int) -> None:
+        """A cable between two switches of this engine, both directions."""
+        self.engine.cable(self.index[a], a_port, self.index[b], b_port)
+
+    def stop(self) -> None:
+        """Ask the loop to end (safe from signal handlers)."""
+        self._stopping = True
+        self.engine.stop()
+        try:
+            os.write(self._stop_w, b"!")
+        except OSError:
+            pass
+
+    def run(self) -> None:
+        """The engine in its own thread; this thread serves TM commands, PacketIn and digests."""
+        failure: list[BaseException] = []
+
+        def forward() -> None:
+            try:
+                self.engine.run_realtime(self.clock.reading()[1])
+            except BaseException as error:  # reported by run()
+                failure.append(error)
+            finally:
+                self.stop()
+
+        thread = threading.Thread(target=forward, name="native-engine", daemon=True)
+        thread.start()
+        switches = list(self.switches.values())
+        commands = {s.command_queue.fileno(): s for s in switches}
+        notify = self.engine.notify_fd()
+        fds = [*commands, notify, self._stop_r]
+        by_index = {self.index[name]: s for name, s in self.switches.items()}
+        try:
+            while not self._stopping:
+                try:
+                    ready = select.select(fds, (), (), CONTROL_TICK_S)[0]
+                except InterruptedError:
+                    continue
+                for fd in ready:
+                    switch = commands.get(fd)
+                    if switch is not None:
+                        with self.engine.locked():
+                            switch.command_queue.drain()
+                    elif fd == notify:
+                        _drain_eventfd(notify)
+                        for index, frame in self.engine.take_cpu():
+                            server = by_index[index].server
+                            if server is not None:
+                                server.packet_in(frame)
+                now = self.clock.now_ns()
+                for switch in switches:
+                    if switch.server is not None and switch.datapath is not None:
+                        with self.engine.locked():
+                            switch.server.after_packets(now)
+        finally:
+            self.engine.stop()
+            thread.join(5.0)
+            for switch in switches:
+                switch.fail_pending_calls()
+        if failure:
+            raise failure[0]
+
+
+def _require_native(pipeline) -> None:
+    if pipeline is not None and getattr(pipeline, "backend", "python") != "native":
+        raise RpcError("INVALID_ARGUMENT", "this switch runs the native engine and the program is on the Python "
+                                           "pipeline; start it with --backend python to run such a program")
+
+
+def _drain_eventfd(fd: int) -> None:
+    try:
+        os.read(fd, 8)
+    except (BlockingIOError, OSError):
+        pass
