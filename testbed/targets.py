@@ -14,6 +14,7 @@ then has no `--thrift-port`, before any switch is started.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 
@@ -47,6 +48,27 @@ def bmv2_problem() -> str | None:
         return (f"{shutil.which(BMV2_CLI)} does not run ({last[0]}); it needs a python3 with the "
                 "'thrift' module first on PATH")
     return None
+
+
+def c_compiler() -> str | None:
+    """The C compiler the native back end uses ($CC, else cc, else gcc), or None when there is none."""
+    for name in (os.environ.get("CC"), "cc", "gcc"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def packet_path(target: str, backend: str, pcap: bool) -> str:
+    """How builtin switches move packets, as far as the scenario and the machine decide it:
+    "native" (the program in C on the native engine) for backend native, and for auto when a C
+    compiler is present and no pcap is asked; "python" otherwise (and for bmv2, which has its own).
+    A program the native back end cannot lower still runs on the Python path under auto: the run
+    says so in its notes (testbed/emulation/packet_path.py)."""
+    if effective_target(target) != "builtin" or backend == "python":
+        return "python"
+    if backend == "native":
+        return "native"
+    return "native" if c_compiler() is not None and not pcap else "python"
 
 
 def bmv2_available() -> bool:

@@ -30,6 +30,7 @@ from testbed.telemetry import host_counters
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
+from testbed.emulation.packet_path import choose as choose_packet_path
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, run_in, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
 from testbed.emulation.reroute import RerouteController
@@ -67,6 +68,7 @@ class RunResult:
     variant: str
     run_dir: Path
     target: str
+    packet_path: str = "python"  # builtin target: native (the native engine) or python
     pingall: dict = field(default_factory=dict)
     agents: dict = field(default_factory=dict)  # host -> exit code
     notes: list[str] = field(default_factory=list)
@@ -112,6 +114,7 @@ class VariantRun:
         self.reroute: RerouteController | None = None
         self.plans: dict = {}
         self.pipeline_config = None
+        self.packet_path = "python"  # builtin switches: native or python (emulation/packet_path.py)
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
         self._traffic_started = 0.0  # time.monotonic() then
@@ -152,6 +155,11 @@ class VariantRun:
             problem = bmv2_problem()
             if problem:
                 self.result.notes.append(f"switch.target auto chose builtin: bmv2 is on PATH, but {problem}")
+        if self.result.target == "builtin":
+            self.packet_path, note = choose_packet_path(self.scenario)
+            self.result.packet_path = self.packet_path
+            if note:
+                self.result.notes.append(note)
         topology = self.scenario.topo
         self.placement = self._place()
         self.manifest.plan_interfaces(interface_names(topology, self._in_memory()))
@@ -168,7 +176,8 @@ class VariantRun:
         """The capacity check's name for how these switches ran (scenario.capacity.scenario_mode)."""
         if self.result.target == "bmv2":
             return "bmv2"
-        return "per_switch" if self.placement is None else "fabric"
+        mode = "per_switch" if self.placement is None else "fabric"
+        return mode + "/native" if self.packet_path == "native" else mode
 
     def _in_memory(self) -> frozenset[str]:
         return self.placement.in_memory if self.placement is not None else frozenset()
@@ -196,6 +205,7 @@ class VariantRun:
             log_file=self.run_dir / "logs" / f"{name}.log", cpu_port=CPU_PORT,
             priority_queues=switch.priority_queues,
             pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level,
+            backend=self.packet_path,
             memory_links={p.number: (p.peer, p.peer_port, switch_interface(name, p.number))
                           for p in topology.ports(name) if p.link in in_memory})
 
@@ -532,7 +542,9 @@ class VariantRun:
         self.manifest.save()
         self.manifest.unregister()
         (self.run_dir / "result.json").write_text(json.dumps({
-            "variant": self.result.variant, "target": self.result.target, "pingall": self.result.pingall,
+            "variant": self.result.variant, "target": self.result.target,
+            "packet_path": self.result.packet_path if self.result.target == "builtin" else None,
+            "pingall": self.result.pingall,
             "agents": self.result.agents, "notes": self.result.notes, "tm_stats": self.result.tm_stats,
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
             "costs": self.result.costs, "host_counters": self.result.host_counters,

@@ -67,6 +67,7 @@ class SwitchConfig:
     pcap_dir: Path | None = None
     log_level: str = "info"
     tm_commands: list[str] = field(default_factory=list)
+    backend: str = "python"  # the builtin target's packet path (emulation/packet_path.py)
     # fabric process only: port -> (peer switch, peer port, the name its pcap files take)
     memory_links: dict[int, tuple[str, int, str]] = field(default_factory=dict)
 
@@ -96,6 +97,7 @@ class SwitchConfig:
         if self.cpu_port is not None:
             target += ["--cpu-port", str(self.cpu_port)]
         if self.target == "builtin":
+            target += ["--backend", self.backend]
             for command in self.tm_commands:
                 target += ["--tm", command]
         return common + ["--"] + target

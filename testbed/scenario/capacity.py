@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import TestbedError
-from testbed.targets import effective_target, process_mode
+from testbed.targets import effective_target, packet_path, process_mode
 
 # Share of the cores a run may plan to use: the rest is slack for bursts,
 # the kernel's veth work and the controller, so that departures stay on time.
@@ -34,7 +34,8 @@ HEADROOM = 0.6
 # fabric: see docs/architecture.md.  bmv2 (one process per switch) starts from the builtin per-switch
 # figure until runs on it measure their own (switch CPU over the packets its program's tx counters
 # saw), kept apart from the builtin runs under their own mode.
-DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 210.0}
+DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 210.0,
+                                "per_switch/native": 210.0, "fabric/native": 125.0}
 DEFAULT_AGENT_US_PER_DATAGRAM = 96.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
 # A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
@@ -98,10 +99,20 @@ def _recent(mode: str) -> list[dict]:
 
 def scenario_mode(scenario) -> str:
     """How this scenario's switches will run, as the costs are kept: "fabric" or "per_switch"
-    (testbed.targets.process_mode) for the builtin target, "bmv2" for bmv2."""
-    if effective_target(scenario.switch.target) == "bmv2":
+    (testbed.targets.process_mode) for the builtin target, with "/native" when the native engine
+    moves the packets (testbed.targets.packet_path); "bmv2" for bmv2."""
+    switch = scenario.switch
+    if effective_target(switch.target) == "bmv2":
         return "bmv2"
-    return process_mode(scenario.switch.target, scenario.switch.processes)
+    mode = process_mode(switch.target, switch.processes)
+    if packet_path(switch.target, getattr(switch, "backend", "auto"), switch.pcap) == "native":
+        mode += "/native"
+    return mode
+
+
+def in_fabric_processes(mode: str) -> bool:
+    """Whether `mode` runs the switches in fabric processes."""
+    return mode.split("/")[0] == "fabric"
 
 
 def load_costs(mode: str = "per_switch") -> Costs:
@@ -159,7 +170,7 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
         # rate, with the ACKs back; no switch sees these
         local_cells = scenario.links.local.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
         agent_datagrams += 2 * busy * local_cells * 1.25
-    processes = len(topo.hosts) + (len(topo.switches) if costs.mode != "fabric" else auto_fabric_processes())
+    processes = len(topo.hosts) + (auto_fabric_processes() if in_fabric_processes(costs.mode) else len(topo.switches))
     idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
     cpu += idle
@@ -168,7 +179,7 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
 
 def memory_need(topo, mode: str) -> int:
     """Bytes the fabric's switch processes and host agents take (the per-process figures above)."""
-    if mode != "fabric":
+    if not in_fabric_processes(mode):
         memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES
     else:
         memory = (auto_fabric_processes() * MEMORY_PER_FABRIC_PROCESS_BYTES

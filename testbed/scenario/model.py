@@ -51,6 +51,8 @@ class Switch:
     log_level: str
     # builtin target: "per_switch" (one process each), or N fabric processes ("auto": one per two cores)
     processes: str | int = "auto"
+    # builtin target's packet path: auto (native when a C compiler is present), native or python
+    backend: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ pair even inside a process, since faults act on interfaces.
 
 from __future__ import annotations
 
-from testbed.scenario.capacity import auto_fabric_processes, scenario_mode
+from testbed.scenario.capacity import auto_fabric_processes, in_fabric_processes, scenario_mode
 from testbed.topo.partition import Placement, place
 
 
 def switch_placement(scenario, cores: int | None = None) -> Placement | None:
-    if scenario_mode(scenario) != "fabric":
+    if not in_fabric_processes(scenario_mode(scenario)):
         return None
     processes = scenario.switch.processes
     count = auto_fabric_processes(cores) if processes == "auto" else int(processes)

@@ -216,9 +216,15 @@ class _Resolver:
         if not (REPO_ROOT / program).is_file():
             raise self.fail(("switch", "program"), f"{program} does not exist (a path relative to the "
                             f"repository root, {REPO_ROOT})")
-        return Switch(target, program, queues,
-                      self.get(("switch", "pcap"), False),
-                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes)
+        backend = self.get(("switch", "backend"), "auto")
+        pcap = self.get(("switch", "pcap"), False)
+        if backend == "native" and pcap:
+            raise self.fail(("switch", "backend"), "native captures no pcap; use backend python or auto "
+                            "(auto runs the Python packet path when pcap is on)")
+        if backend == "native" and target == "bmv2":
+            raise self.fail(("switch", "backend"), "native is the builtin target's packet path; bmv2 has its own")
+        return Switch(target, program, queues, pcap,
+                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes, backend)
 
     def transport(self, cc: str, derived: Derived) -> Transport:
         low = self.get(("transport", "rto_low_rtt"), d.RTO_LOW_RTT)

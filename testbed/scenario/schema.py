@@ -142,6 +142,7 @@ SCHEMA = {
             "pcap": BOOL,
             "log_level": {"enum": LOG_LEVELS},
             "processes": {"oneOf": [{"enum": ["auto", "per_switch"]}, _int(1, 64)]},
+            "backend": {"enum": ["auto", "native", "python"]},
         }),
         "fabric": _obj({
             "load_balancing": {"enum": LOAD_BALANCING},

@@ -51,9 +51,13 @@ class Fabric:
         self.spec = spec
         self.clock = MonotonicClock()
         self.parts: dict[str, tuple] = {}  # name -> (switch, grpc server, control server)
-        self.loop: FabricLoop | None = None
+        self.loop = None  # a FabricLoop, or an EngineLoop when the native engine moves the packets
 
     def build(self) -> None:
+        backends = {s.options.backend for s in self.spec.switches}
+        if len(backends) > 1:
+            raise TestbedError(f"the switches of one fabric process must share one --backend, got "
+                               f"{', '.join(sorted(backends))}")
         for s in self.spec.switches:
             memory = {port: link.name for port, link in s.links.items()}
             try:
@@ -62,7 +66,16 @@ class Fabric:
                                            control_poll_s=CONTROL_POLL_S)
             except TestbedError as error:
                 raise TestbedError(f"switch {s.name}: {error}") from None
-        self.loop = FabricLoop({name: part[0] for name, part in self.parts.items()}, self.clock)
+        switches = {name: part[0] for name, part in self.parts.items()}
+        if {sw.backend for sw in switches.values()} == {"native"}:
+            from testbed.p4model.engine.realtime import EngineLoop
+
+            try:
+                self.loop = EngineLoop(switches, self.clock)
+            except OSError as error:
+                raise TestbedError(f"the native engine: {error}") from None
+        else:
+            self.loop = FabricLoop(switches, self.clock)
         for s in self.spec.switches:
             for port, link in s.links.items():
                 if (s.name, port) < (link.peer, link.peer_port):  # each cable once
@@ -116,8 +129,9 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
                 return 1
         grpc = sorted(part[1].port for part in fabric.parts.values())
         links = sum(len(s.links) for s in spec.switches) // 2
+        backend = next(iter(fabric.parts.values()))[0].backend if fabric.parts else "python"
         line = (f"fabric ready: {len(fabric.parts)} switches, {links} links in memory, "
-                f"grpc {grpc[0]}..{grpc[-1]}")
+                f"grpc {grpc[0]}..{grpc[-1]}, {backend} packet path")
         print(line, flush=True)
         log.info(line)
         loop.run()

@@ -124,8 +124,8 @@ def test_fabric_and_per_switch_runs_calibrate_apart(tmp_path, monkeypatch):
     s = parse_scenario("topology: {kind: fat_tree, k: 4}\nworkload: [{kind: permutation}]\n", "t.yaml")
     per_switch = parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {target: builtin, processes: per_switch}\n"
                                 "workload: [{kind: permutation}]\n", "t.yaml")
-    assert capacity.scenario_mode(s) in ("fabric", "per_switch")  # auto: bmv2 where installed
-    assert capacity.scenario_mode(per_switch) == "per_switch"
+    assert capacity.scenario_mode(s).split("/")[0] in ("fabric", "per_switch")  # auto: bmv2 where installed
+    assert capacity.scenario_mode(per_switch).split("/")[0] == "per_switch"
     assert capacity.fitting_rate(per_switch, cores=2) < capacity.fitting_rate(
         per_switch, capacity.load_costs("fabric"), cores=2)
 
@@ -133,4 +133,30 @@ def test_fabric_and_per_switch_runs_calibrate_apart(tmp_path, monkeypatch):
 def test_bmv2_cannot_be_given_fabric_processes():
     with pytest.raises(Exception, match="switch.processes.*bmv2 runs one process per switch"):
         parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {target: bmv2, processes: 2}\n"
+                       "workload: [{kind: pingall}]\n", "t.yaml")
+
+
+def test_native_and_python_packet_paths_calibrate_apart(tmp_path, monkeypatch):
+    """The native engine costs a fraction of the Python loop per packet: each path keeps its own
+    figures, and a scenario is checked with the costs of the path it will take."""
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    capacity.save_costs(120.0, 90.0, "python fabric run", mode="fabric")
+    capacity.save_costs(6.0, 90.0, "native fabric run", mode="fabric/native")
+    assert capacity.load_costs("fabric").switch_us_per_packet == 120.0
+    assert capacity.load_costs("fabric/native").switch_us_per_packet == 6.0
+    text = "topology: {kind: fat_tree, k: 4}\nswitch: {target: builtin, backend: %s}\nworkload: [{kind: permutation}]\n"
+    python = parse_scenario(text % "python", "t.yaml")
+    native = parse_scenario(text % "native", "t.yaml")
+    assert capacity.scenario_mode(python) == "fabric"
+    assert capacity.scenario_mode(native) == "fabric/native"
+    monkeypatch.setattr(capacity, "packet_path", lambda target, backend, pcap: "python")
+    assert capacity.scenario_mode(native) == "fabric"  # what the machine decides is what is planned
+
+
+def test_native_packet_path_refuses_pcap_and_bmv2():
+    with pytest.raises(Exception, match="switch.backend.*captures no pcap"):
+        parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {backend: native, pcap: true}\n"
+                       "workload: [{kind: pingall}]\n", "t.yaml")
+    with pytest.raises(Exception, match="switch.backend.*bmv2 has its own"):
+        parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {backend: native, target: bmv2}\n"
                        "workload: [{kind: pingall}]\n", "t.yaml")

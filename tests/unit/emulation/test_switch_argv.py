@@ -19,8 +19,9 @@ def test_builtin_and_bmv2_share_the_argv_shape():
     builtin, bmv2 = config("builtin").argv(), config("bmv2").argv()
     assert builtin[:3] == [sys.executable, "-m", "testbed.p4model.switch"]
     assert bmv2[0] == "simple_switch_grpc"
-    # everything but the executable and our TM extras is identical
-    assert builtin[3:builtin.index("--tm")] == bmv2[1:]
+    # everything but the executable and our extras (packet path, TM commands) is identical
+    assert builtin[3:builtin.index("--backend")] == bmv2[1:]
+    assert builtin[builtin.index("--backend") + 1] == "python"
     common, target = bmv2[1:bmv2.index("--")], bmv2[bmv2.index("--") + 1:]
     assert common[:4] == ["-i", "1@leaf1-eth1", "-i", "2@leaf1-eth2"], "ports in ascending order"
     assert "--no-p4" in common and "--device-id" in common and "--thrift-port" in common

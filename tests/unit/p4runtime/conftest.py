@@ -112,7 +112,7 @@ def compiled(monkeypatch):
     """Replace the compiler: any source compiles to the toy (the config check still runs)."""
     built = []
 
-    def fake_compile(source, clock=None, include_dirs=(), drop_port=511):
+    def fake_compile(source, clock=None, include_dirs=(), drop_port=511, backend="python"):
         if b"syntax error" in source:
             from testbed.p4model.p4runtime.status import RpcError
             raise RpcError("INVALID_ARGUMENT", "the P4 program does not load: program.p4:1:1: syntax error")

@@ -19,16 +19,14 @@ import tempfile
 from pathlib import Path
 
 from testbed.p4model.backend.native.errors import NativeBuildError
+from testbed.targets import c_compiler
 
 FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-w")
 
 
 def compiler() -> str | None:
-    """The C compiler to use, or None when the machine has none."""
-    for name in (os.environ.get("CC"), "cc", "gcc"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
+    """The C compiler to use, or None when the machine has none (testbed.targets.c_compiler)."""
+    return c_compiler()
 
 
 @functools.lru_cache(maxsize=None)
