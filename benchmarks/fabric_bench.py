@@ -26,11 +26,10 @@ RATE_MBPS = 20
 MODEL_TIME_S = 0.5
 
 
-def build(rate_mbps: float):
+def build(rate_mbps: float, backend: str = "python"):
     from testbed.emulation.model_fabric import build as build_model
 
-    fabric = build_model(SCENARIO % rate_mbps, "fabric_bench.yaml")
-    return fabric.scenario, fabric.topology, fabric.switches, fabric.loop, fabric.clock
+    return build_model(SCENARIO % rate_mbps, "fabric_bench.yaml", backend=backend)
 
 
 def senders(scenario, topology, fabric=None):
@@ -47,50 +46,48 @@ def senders(scenario, topology, fabric=None):
     return out
 
 
-def drive(rate_mbps: float = RATE_MBPS, model_time_s: float = MODEL_TIME_S) -> dict:
-    scenario, topology, switches, loop, clock = build(rate_mbps)
-    flows = senders(scenario, topology)
+def drive(rate_mbps: float = RATE_MBPS, model_time_s: float = MODEL_TIME_S, backend: str = "python") -> dict:
+    fabric = build(rate_mbps, backend)
+    flows = senders(fabric.scenario, fabric.topology)
+    hosts = fabric.topology.hosts
     gap_ns = int(len(flows[0][2][0]) * 8e3 / rate_mbps)  # one cell's time on the host link
     end_ns = int(model_time_s * 1e9)
     sent = 0
     started = time.process_time()
     now = 0
     while now < end_ns:
-        for k, (edge, port, frames) in enumerate(flows):
-            switch = switches[edge]
-            switch.receive_frames(port, (frames[sent // len(flows) % len(frames)],), now)
-            loop.touched.add(switch)
+        for k, (_, _, frames) in enumerate(flows):
+            fabric.inject(hosts[k], frames[sent // len(flows) % len(frames)], now)
             sent += 1
-        nxt = now + gap_ns
-        while True:  # every event before the next injection, in model time
-            loop.deliver_due(now)
-            loop.service_touched(now)
-            heap_next = loop.next_due_ns()
-            if heap_next is None or heap_next >= nxt:
-                break
-            now = max(now, heap_next)
-            clock.set_ns(now)
-        now = nxt
-        clock.set_ns(now)
+        now = fabric.run_until(now + gap_ns - 1, now) + 1  # every event before the next injection
     drain_until = now + 200_000_000
-    while loop.next_due_ns() is not None and now < drain_until:
-        now = max(now, loop.next_due_ns())
-        clock.set_ns(now)
-        loop.deliver_due(now)
-        loop.service_touched(now)
+    while fabric.next_due_ns() is not None and now < drain_until:
+        now = fabric.run_until(min(fabric.next_due_ns(), drain_until), now)
     cpu = time.process_time() - started
-    hops = sum(s.tm.stats()["totals"]["enqueued"] for s in switches.values())
-    delivered = sum(p.delivered for s in switches.values() for p in s.ports.values())
+    hops = fabric.tm_totals()["enqueued"]
+    delivered = fabric.delivered()
     return {"sent": sent, "delivered": delivered, "cell_hops": hops, "cpu_s": cpu,
             "us_per_cell_hop": cpu * 1e6 / hops if hops else None}
 
 
 def run() -> list[str]:
-    r = drive()
-    if r["delivered"] != r["sent"]:
-        raise AssertionError(f"{r['sent']} cells sent but {r['delivered']} delivered")
-    return [f"k=4 fat-tree, 20 switches in one fabric loop, spray_rr_entropy, 16 hosts at {RATE_MBPS} Mbit/s "
-            f"for {MODEL_TIME_S} s of model time: {r['cell_hops']:,} cell-hops, every one of {r['sent']:,} "
-            f"cells delivered",
-            f"fabric loop CPU per cell-hop (pipeline, traffic manager, hand-off; no ports, no wake-ups): "
-            f"{r['us_per_cell_hop']:.1f} us"]
+    from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
+
+    lines = []
+    for backend in ("python", "native"):
+        if backend == "native" and compiler() is None:
+            lines.append("native engine: no C compiler (cc or gcc), not measured")
+            continue
+        try:
+            r = drive(backend=backend)
+        except (NativeUnsupported, NativeBuildError) as error:
+            lines.append(f"native engine: not measured: {error}")
+            continue
+        if r["delivered"] != r["sent"]:
+            raise AssertionError(f"{backend}: {r['sent']} cells sent but {r['delivered']} delivered")
+        lines.append(f"{backend}: k=4 fat-tree, 20 switches in one fabric loop, spray_rr_entropy, 16 hosts at "
+                     f"{RATE_MBPS} Mbit/s for {MODEL_TIME_S} s of model time: {r['cell_hops']:,} cell-hops, every "
+                     f"one of {r['sent']:,} cells delivered")
+        lines.append(f"{backend}: CPU per cell-hop (pipeline, traffic manager, hand-off; no ports, no wake-ups): "
+                     f"{r['us_per_cell_hop']:.2f} us")
+    return lines

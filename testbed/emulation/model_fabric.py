@@ -66,6 +66,10 @@ class ModelFabric:
         clock.set_ns(max(now_ns, end_ns))
         return max(now_ns, end_ns)
 
+    def next_due_ns(self) -> int | None:
+        """The earliest pending event (a frame in flight or a switch's own), None when idle."""
+        return self.loop.next_due_ns()
+
     def inject(self, host: str, frame: bytes, now_ns: int) -> None:
         """`host` puts `frame` on its link; it reaches the ToR now (the caller models the wire)."""
         switch_name, port = self.tor_of(host)
@@ -84,9 +88,54 @@ class ModelFabric:
         return totals
 
 
-def build(scenario_text: str, name: str = "model_fabric.yaml") -> ModelFabric:
+@dataclass
+class NativeModelFabric:
+    """The same fabric on the native engine: every switch's pipeline in C and every packet moved by
+    engine.c (testbed/p4model/engine); the Switch objects keep the configuration they were given."""
+
+    scenario: object
+    topology: object
+    switches: dict
+    engine: object
+    index: dict  # switch name -> its index in the engine
+    hosts: dict  # host name -> its index in the engine
+
+    def tor_of(self, host: str) -> tuple[str, int]:
+        port = self.topology.ports(host)[0]
+        return port.peer, port.peer_port
+
+    def run_until(self, end_ns: int, now_ns: int) -> int:
+        self.engine.run(end_ns)
+        return max(now_ns, end_ns)
+
+    def next_due_ns(self) -> int | None:
+        return self.engine.next_ns()
+
+    def inject(self, host: str, frame: bytes, now_ns: int) -> None:
+        switch_name, port = self.tor_of(host)
+        self.engine.inject(self.index[switch_name], port, frame, now_ns)
+
+    def delivered(self) -> int:
+        return sum(self.engine.delivered(i) for i in self.hosts.values())
+
+    def tm_totals(self) -> dict:
+        totals = {"enqueued": 0, "dequeued": 0, "dropped_full": 0}
+        for name, index in self.index.items():
+            for number, port in self.switches[name].tm._ports.items():
+                for prio in range(len(port.queues)):
+                    q = self.engine.queue_stats(index, number, prio) or {}
+                    totals["enqueued"] += q.get("enqueued", 0) + q.get("passed", 0)
+                    totals["dequeued"] += q.get("dequeued", 0) + q.get("passed", 0)
+                    totals["dropped_full"] += q.get("dropped_full", 0)
+        return totals
+
+
+def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "python"):
     """Every switch of the scenario's topology with fabric.p4, the controller's plan pushed over
-    the control plane's own write path, and every fabric cable in memory, on a manual clock."""
+    the control plane's own write path, and every fabric cable in memory, on a manual clock.
+    backend "native": the pipelines on the native back end and the packets in the native engine
+    (a NativeModelFabric); raises NativeUnsupported / NativeBuildError in one line when the program
+    does not lower."""
     from p4.v1 import p4runtime_pb2
 
     from testbed.control.p4info_index import P4InfoIndex
@@ -106,6 +155,11 @@ def build(scenario_text: str, name: str = "model_fabric.yaml") -> ModelFabric:
     plans = plan_fabric(topology, scenario)
     ir = load_program(REPO / scenario.switch.program)
     p4info = generate(ir)
+    if backend == "native":
+        from testbed.p4model.backend.native.binding import NativePipeline
+        new_pipeline = lambda: NativePipeline(ir, clock=clock, seed=1)  # noqa: E731
+    else:
+        new_pipeline = lambda: Pipeline(ir, clock=clock, seed=1)  # noqa: E731
     index = P4InfoIndex(p4info)
     clock = ManualClock()
     switches, host_ports = {}, {}
@@ -117,7 +171,7 @@ def build(scenario_text: str, name: str = "model_fabric.yaml") -> ModelFabric:
         memory = {p.number: f"{switch_name}-eth{p.number}" for p in topology.ports(switch_name) if p.tier != "host"}
         switch = Switch(ports, clock=clock, cpu_port=255, memory_ports=memory,
                         priority_queues=scenario.switch.priority_queues)
-        pipeline = Pipeline(ir, clock=clock, seed=1)
+        pipeline = new_pipeline()
         control = ControlPlane(pipeline, p4info)
         for spec in plans[switch_name].entries:
             update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
@@ -127,11 +181,29 @@ def build(scenario_text: str, name: str = "model_fabric.yaml") -> ModelFabric:
         switch.install(SimpleNamespace(pipeline=pipeline))
         switch.tm_commands.apply_all(plans[switch_name].tm_commands)
         switches[switch_name] = switch
+    if backend == "native":
+        return _native(scenario, topology, switches)
     loop = FabricLoop(switches, clock)
     for link in topology.links:
         if link.tier != "host":
             loop.connect(link.a, link.a_port, link.b, link.b_port)
     return ModelFabric(scenario, topology, switches, loop, clock, host_ports)
+
+
+def _native(scenario, topology, switches: dict) -> NativeModelFabric:
+    from testbed.p4model.engine import NativeFabric
+
+    engine = NativeFabric(seed=1, hosts=len(topology.hosts))
+    index = {name: engine.add_switch(s.datapath.pipeline, s.tm, s.drop_port) for name, s in switches.items()}
+    hosts = {}
+    for i, host in enumerate(topology.hosts):
+        hosts[host] = i
+        port = topology.ports(host)[0]
+        engine.host_port(index[port.peer], port.peer_port, i)
+    for link in topology.links:
+        if link.tier != "host":
+            engine.cable(index[link.a], link.a_port, index[link.b], link.b_port)
+    return NativeModelFabric(scenario, topology, switches, engine, index, hosts)
 
 
 def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int | None = None) -> list[bytes]:

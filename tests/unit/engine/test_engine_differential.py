@@ -162,13 +162,6 @@ def run_native(program, sends, pfc: bool):
     return engine.take(), engine, index
 
 
-@pytest.fixture(scope="module")
-def program():
-    from testbed.p4model.frontend import load_program
-
-    return load_program(PROGRAM)
-
-
 QUEUE_FIELDS = ("enqueued", "dequeued", "dropped_full", "passed", "max_depth", "enq_bytes", "drop_bytes")
 
 
