@@ -66,11 +66,18 @@ def pings(net):
     return net.exec(1, "ping", "-c", "3", "-i", "0.2", "-W", "1", "10.0.2.1", check=False).returncode == 0
 
 
-@pytest.fixture
-def net(tmp_path):
+@pytest.fixture(params=["python", "native"])
+def net(tmp_path, request):
+    """The Python packet path (switch_l3_cpu.p4) and the native engine (basic_ipv4.p4, which the
+    native back end lowers)."""
+    from testbed.p4model.backend.native import compiler
+
+    if request.param == "native" and compiler() is None:
+        pytest.skip("no C compiler: no native engine")
+    program = "switch_l3_cpu.p4" if request.param == "python" else "basic_ipv4.p4"
     net = SwitchNet(hosts=2, tag=f"r{__import__('os').getpid() % 1000}")
     try:
-        net.start_switch(tmp_path, program=PROGRAMS / "switch_l3_cpu.p4")
+        net.start_switch(tmp_path, extra=["--backend", request.param], program=PROGRAMS / program)
         routes(net)
         yield net
     finally:
