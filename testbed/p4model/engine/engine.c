@@ -62,6 +62,8 @@ enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2, PORT_WIRE = 3, PORT_CPU = 4
 enum { EV_ARRIVAL = 0, EV_SERVICE = 1, EV_TRANSMIT = 2 };
 #define FINE_US 16384
 #define RX_BATCH 64
+#define TX_BATCH 32
+#define TX_BYTES (4 * MAX_FRAME)
 #define PACKET_IGNORE_OUTGOING_OPT 23
 
 /* tm/lag.py LagStats: lag samples in ns, a 1-us histogram below FINE_US, powers of two above */
@@ -96,7 +98,7 @@ typedef struct {
     uint64_t class_packets[CLASSES], class_bytes[CLASSES], class_drops[CLASSES];
 } queue;
 
-typedef struct {
+typedef struct port_s {
     int kind, peer_sw, peer_port, host;
     int busy;                   /* something queued: next_ns is valid */
     int64_t rate_bps, delay_ns, free_ns, last_tx_ns, next_ns, armed_ns;
@@ -104,6 +106,9 @@ typedef struct {
     int fd;                     /* a wire port's AF_PACKET socket */
     hold *hh, *ht;              /* a wire port's held frames, in transmit order */
     uint64_t tx_frames, tx_errors, rx_frames, rx_truncated;
+    uint8_t *txbuf;             /* frames batched for sendmmsg, back to back (TX_BYTES) */
+    uint32_t txoff[TX_BATCH], txlen[TX_BATCH], ntx, txused;
+    struct port_s *flush_next;  /* the ports with batched frames, a list through the engine */
     double loss;
     int paused;
     int64_t pause_until[MAX_PRIO];
@@ -167,6 +172,7 @@ typedef struct {
     pthread_mutex_t lock;
     /* real time */
     int rt, epfd, evfd, tfd, notify_fd;
+    port *flush_head;           /* wire ports with batched frames, flushed at the end of each pass */
     int64_t epoch_ns, timer_ns;
     volatile int stop;
     uint8_t *cpu_frames;        /* frames for the CPU port: (uint32 switch, uint32 len, frame padded to 8) */
@@ -340,11 +346,61 @@ static uint32_t sw_index(engine *e, sw_t *s) {
     return s->index;
 }
 
-static void wire_send(port *p, const uint8_t *f, uint32_t n) {
-    if (send(p->fd, f, n, MSG_DONTWAIT) == (ssize_t)n)
-        p->tx_frames++;
-    else
-        p->tx_errors++;
+/* A wire port's frames due now are batched and handed to the kernel with one sendmmsg per port at
+ * the end of each pass (wire_flush), in order; a full batch goes at once. */
+static void wire_flush_port(port *p) {
+    uint32_t done = 0;
+    while (done < p->ntx) {
+        struct mmsghdr msgs[TX_BATCH];
+        struct iovec iov[TX_BATCH];
+        uint32_t n = p->ntx - done;
+        for (uint32_t i = 0; i < n; i++) {
+            iov[i].iov_base = p->txbuf + p->txoff[done + i], iov[i].iov_len = p->txlen[done + i];
+            memset(&msgs[i], 0, sizeof msgs[i]);
+            msgs[i].msg_hdr.msg_iov = &iov[i], msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int sent = sendmmsg(p->fd, msgs, n, MSG_DONTWAIT);
+        if (sent <= 0) {   /* the first frame was refused (EMSGSIZE, ENOBUFS, link down): count it, go on */
+            p->tx_errors++;
+            done++;
+            continue;
+        }
+        p->tx_frames += (uint64_t)sent;
+        done += (uint32_t)sent;
+    }
+    p->ntx = 0;
+    p->txused = 0;
+}
+
+static void wire_send(engine *e, port *p, const uint8_t *f, uint32_t n) {
+    if (!p->txbuf) {
+        p->txbuf = malloc(TX_BYTES);
+        if (!p->txbuf) {
+            p->tx_errors++;
+            return;
+        }
+    }
+    if (p->ntx == TX_BATCH || p->txused + n > TX_BYTES) wire_flush_port(p);
+    memcpy(p->txbuf + p->txused, f, n);
+    p->txoff[p->ntx] = p->txused;
+    p->txlen[p->ntx++] = n;
+    p->txused += n;
+    if (!p->flush_next && e->flush_head != p) {   /* remember the port for the end of the pass */
+        p->flush_next = e->flush_head ? e->flush_head : p;
+        e->flush_head = p;
+    }
+}
+
+/* every wire port's batched frames out (end of a pass) */
+static void wire_flush(engine *e) {
+    port *p = e->flush_head;
+    while (p) {
+        port *next = p->flush_next == p ? 0 : p->flush_next;
+        if (p->ntx) wire_flush_port(p);
+        p->flush_next = 0;
+        p = next;
+    }
+    e->flush_head = 0;
 }
 
 /* tm/transmit.py and the switch's _release: out now when due and nothing of the port is held,
@@ -352,7 +408,7 @@ static void wire_send(port *p, const uint8_t *f, uint32_t n) {
 static void wire_transmit(engine *e, sw_t *s, uint32_t number, port *p, int64_t at, const uint8_t *f, uint32_t n) {
     if (!p->hh && at <= e->now) {
         lag_record(s->tx_lag, e->now - at);
-        wire_send(p, f, n);
+        wire_send(e, p, f, n);
         return;
     }
     hold *h = malloc(sizeof *h + n);
@@ -382,7 +438,7 @@ static void wire_release(engine *e, uint32_t swi, uint32_t number, int64_t now) 
         p->hh = h->next;
         if (!p->hh) p->ht = 0;
         lag_record(s->tx_lag, now - h->at);
-        wire_send(p, h->data, h->len);
+        wire_send(e, p, h->data, h->len);
         free(h);
     }
     if (p->hh) push(e, p->hh->at, EV_TRANSMIT, swi, number, 0, 0);
@@ -754,6 +810,7 @@ void eng_free(void *ep) {
                 for (pkt *k = p->q[q].head, *nx; k; k = nx) nx = k->next, free(k);
             for (hold *h = p->hh, *nx; h; h = nx) nx = h->next, free(h);
             if (p->kind == PORT_WIRE && p->fd >= 0) close(p->fd);
+            free(p->txbuf);
             free(p);
         }
         free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s);
@@ -1090,6 +1147,7 @@ int eng_run_realtime(void *ep, int64_t epoch_ns) {
     while (!e->stop) {
         e->now = mono_ns() - e->epoch_ns;
         process_until(e, e->now);
+        wire_flush(e);
         set_timer(e);
         pthread_mutex_unlock(&e->lock);
         int n = epoll_wait(e->epfd, ready, 64, -1);
