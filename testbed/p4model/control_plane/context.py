@@ -30,7 +30,7 @@ class Context:
 def cells(entry, size: int, what: str) -> range:
     """The cells of an indexed extern (counter, meter, register) an entry's
     index selects: one, or all when it is unset.  A negative index is
-    INVALID_ARGUMENT, one past the end OUT_OF_RANGE."""
+    INVALID_ARGUMENT, one at or past the size OUT_OF_RANGE."""
     if not entry.HasField("index"):
         return range(size)
     index = entry.index.index

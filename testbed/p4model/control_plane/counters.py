@@ -12,8 +12,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.control_plane.context import Context, cells
-from testbed.p4model.control_plane.direct import direct_read_entries, direct_target
-from testbed.p4model.control_plane.matches import match_protos
+from testbed.p4model.control_plane.direct import direct_read_entries, direct_target, entry_key
 from testbed.p4model.control_plane.p4info_index import INSERT, MODIFY, Index, error
 
 
@@ -98,9 +97,7 @@ class DirectCounters:
         for e in entries:
             entity = p4runtime_pb2.Entity()
             dce = entity.direct_counter_entry
-            dce.table_entry.table_id = table.id
-            dce.table_entry.match.extend(match_protos(table, e.match))
-            dce.table_entry.priority = e.priority
+            entry_key(table, e, dce.table_entry)
             counter_data(self.ctx.info, dce.data, table.direct_counter_id, e.counter_packets,
                          e.counter_bytes, direct=True)
             out.append(entity)

@@ -8,7 +8,7 @@ UNIMPLEMENTED, as is a read over every table at once.
 from __future__ import annotations
 
 from testbed.p4model.control_plane.context import Context
-from testbed.p4model.control_plane.matches import match_key
+from testbed.p4model.control_plane.matches import match_key, match_protos
 from testbed.p4model.control_plane.p4info_index import Index, error
 
 
@@ -54,3 +54,10 @@ def direct_read_entries(ctx: Context, request, kind: str) -> tuple:
     if not _resource(table, kind):
         raise error("INVALID_ARGUMENT", f"table {table.name}: Table has no direct {kind.lower()}s")
     return table, ctx.runtime("tables", table.name).entries()
+
+
+def entry_key(table, e, te) -> None:
+    """Fill a Direct*Entry's table_entry with the key of runtime entry `e`: table, match, priority."""
+    te.table_id = table.id
+    te.match.extend(match_protos(table, e.match))
+    te.priority = e.priority

@@ -11,8 +11,7 @@ from __future__ import annotations
 from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.control_plane.context import Context, cells
-from testbed.p4model.control_plane.direct import direct_read_entries, direct_target
-from testbed.p4model.control_plane.matches import match_protos
+from testbed.p4model.control_plane.direct import direct_read_entries, direct_target, entry_key
 from testbed.p4model.control_plane.p4info_index import MODIFY, Index, error, kind_name
 
 
@@ -108,9 +107,7 @@ class DirectMeters:
         for e in entries:
             entity = p4runtime_pb2.Entity()
             dme = entity.direct_meter_entry
-            dme.table_entry.table_id = table.id
-            dme.table_entry.match.extend(match_protos(table, e.match))
-            dme.table_entry.priority = e.priority
+            entry_key(table, e, dme.table_entry)
             config = e.meter.get_config() if e.meter is not None else None
             if config is not None:
                 set_meter_proto(dme.config, config)
