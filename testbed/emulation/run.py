@@ -26,7 +26,7 @@ from testbed import progress
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
-from testbed.telemetry import host_counters
+from testbed.telemetry.live import host_readings
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
@@ -41,7 +41,7 @@ from testbed.scenario.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
 from testbed.targets import BMV2_BINARY, bmv2_problem
-from testbed.telemetry.collector import Collector
+from testbed.telemetry.live.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
 from testbed.topo.entropy import layout_of
 from testbed.topo.partition import Placement
@@ -462,12 +462,12 @@ class VariantRun:
                 time.sleep(0.02)
 
     def _read_host_counters(self, hosts: list[str]) -> dict:
-        """Each host's qdisc and UDP drop counters (emulation.host_counters); a failed read is a note."""
+        """Each host's qdisc and UDP drop counters (telemetry.live.host_readings); a failed read is a note."""
         out = {}
         for host in hosts:
             interfaces = [host_interface(host, p.number) for p in self.scenario.topo.ports(host)]
             try:
-                out[host] = host_counters.read_host(self.network.host(host), interfaces, run_in)
+                out[host] = host_readings.read_host(self.network.host(host), interfaces, run_in)
             except TestbedError as error:
                 self.result.notes.append(f"{host}: qdisc/UDP counters unavailable ({error})")
         return out

@@ -1,7 +1,7 @@
 """The scenario `testbed plan` writes for a 100K-GPU fabric runs on the emulated fabric.
 
 The planned file is run as written but for its message size (128 KiB instead of
-1 MiB, so that the k=4 fat-tree finishes in CI's time at the fitted clock):
+1 MiB, so that the k=4 fat-tree finishes in a test's time at the fitted clock):
 every message of the permutation arrives and is verified.
 """
 

@@ -139,14 +139,16 @@ def test_a_cycle_is_found(tmp_path):
 
 # The layer order across testbed/: docs/architecture.md's "## Layers" block lists
 # every top-level module and package of testbed/ from the bottom up; a module
-# may import only from its own layer or one listed above it in that block.
+# may import only from its own layer or one listed above it in that block.  A
+# sub-package listed there by its path (`telemetry/live/`) is a layer of its own:
+# its package (`telemetry`) is below it, so the rest of the package never imports it.
 
 ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 TESTBED_ROOT = ROOT.parent
 
 
 def documented_layers(text: str) -> list[str]:
-    """The top-level names (`cells`, `errors`, ...) in the order the Layers block lists them."""
+    """The layers (`cells`, `errors`, `telemetry.live`, ...) in the order the Layers block lists them."""
     section = text.split("## Layers", 1)[1]
     block = section.split("```", 2)[1]
     names = []
@@ -154,13 +156,18 @@ def documented_layers(text: str) -> list[str]:
         if line.startswith("  ") and not line.startswith("   ") and line.strip():
             entry = line.split()[0]
             if entry.endswith("/") or entry.endswith(".py"):
-                names.append(entry.rstrip("/").removesuffix(".py"))
+                names.append(entry.rstrip("/").removesuffix(".py").replace("/", "."))
     return names
 
 
-def layer_of(module: str, package: str = "testbed") -> str:
-    """testbed.cells.wire -> cells; the package's own __init__ is the bottom ('')."""
-    return module[len(package) + 1:].split(".", 1)[0] if module != package else ""
+def layer_of(module: str, package: str = "testbed", layers=()) -> str:
+    """testbed.cells.wire -> cells; testbed.telemetry.live.collector -> telemetry.live when that
+    sub-package is one of `layers`; the package's own __init__ is the bottom ('')."""
+    if module == package:
+        return ""
+    name = module[len(package) + 1:]
+    nested = [layer for layer in layers if "." in layer and (name + ".").startswith(layer + ".")]
+    return max(nested, key=len) if nested else name.split(".", 1)[0]
 
 
 def upward_imports(graph: nx.DiGraph, order: list[str], package: str = "testbed") -> list[str]:
@@ -169,14 +176,20 @@ def upward_imports(graph: nx.DiGraph, order: list[str], package: str = "testbed"
     rank[""] = -1
     found = []
     for a, b, data in graph.edges(data=True):
-        la, lb = layer_of(a, package), layer_of(b, package)
+        la, lb = layer_of(a, package, order), layer_of(b, package, order)
         if la != lb and rank[lb] > rank[la]:
             found.append(f"{a} ({la}) -> {b} ({lb})  ({data['line']})")
     return sorted(found)
 
 
 def test_every_top_level_module_is_in_the_documented_order():
-    order = documented_layers(ARCHITECTURE.read_text())
+    layers = documented_layers(ARCHITECTURE.read_text())
+    order = [name for name in layers if "." not in name]
+    for sub in set(layers) - set(order):
+        assert (TESTBED_ROOT / sub.replace(".", "/") / "__init__.py").exists(), (
+            f"docs/architecture.md's Layers block lists {sub.replace('.', '/')}/, not a package")
+        assert layers.index(sub) > layers.index(sub.split(".")[0]), (
+            f"{sub.replace('.', '/')}/ must be listed above its package {sub.split('.')[0]}/")
     present = {p.stem if p.suffix == ".py" else p.name for p in TESTBED_ROOT.iterdir()
                if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()}
     assert len(order) == len(set(order)), f"a layer listed twice in docs/architecture.md: {order}"
@@ -209,3 +222,24 @@ def test_a_reversed_import_is_found(tmp_path):
     assert down.startswith("pkg.high.a (high) -> pkg.low.b (low)") and down.endswith("pkg/high/a.py:1)")
     text = "## Layers\n\n```\ntestbed/\n  low/     the bottom\n             more words/ here\n  high.py  the top\n```\n"
     assert documented_layers(text) == ["low", "high"]
+
+
+def test_a_sub_layer_is_kept_apart_from_its_package(tmp_path):
+    """The check itself: a listed sub-package is above its package, so the package's other
+    modules may not import it (the offline analysis never imports live telemetry)."""
+    package = tmp_path / "pkg"
+    (package / "tel" / "live").mkdir(parents=True)
+    for init in (package, package / "tel", package / "tel" / "live"):
+        (init / "__init__.py").write_text("")
+    (package / "tel" / "live" / "poll.py").write_text("from pkg.tel import summary\n")
+    (package / "tel" / "summary.py").write_text("def f():\n    from pkg.tel.live.poll import g\n")
+    graph = import_graph(package, "pkg")
+    text = "## Layers\n\n```\n  tel/   offline\n  tel/live/  polling\n```\n"
+    order = documented_layers(text)
+    assert order == ["tel", "tel.live"]
+    assert layer_of("pkg.tel.live.poll", "pkg", order) == "tel.live"
+    assert layer_of("pkg.tel.summary", "pkg", order) == "tel"
+    [up] = upward_imports(graph, order, "pkg")
+    assert up.startswith("pkg.tel.summary (tel) -> pkg.tel.live.poll (tel.live)")
+    assert up.endswith("pkg/tel/summary.py:2)")
+    assert upward_imports(graph, ["tel"], "pkg") == []   # unlisted, it is all one layer

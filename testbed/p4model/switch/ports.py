@@ -1,52 +1,33 @@
 """Switch ports as AF_PACKET raw sockets bound to network interfaces.
 
 The switch runs in the root namespace and owns the switch-side end of each
-veth, as bmv2 does in Mininet.  Per socket:
+veth, as bmv2 does in Mininet.  Each port's socket is bound to one interface
+with ETH_P_ALL (bound last, so no other interface's frame is queued first),
+promiscuous, non-blocking, with 4 MiB buffers, and PACKET_IGNORE_OUTGOING so
+the switch never receives its own frames (on kernels before 4.20 the receive
+path checks PACKET_OUTGOING instead).
 
-* bound to one interface and ETH_P_ALL, so it sees every frame arriving on it
-  (created with protocol 0 and bound last, so no frame of another interface
-  is queued before the bind);
-* PACKET_IGNORE_OUTGOING (Linux >= 4.20) so frames the switch itself sends
-  are never delivered back to it; on older kernels the receive path checks
-  the packet type (PACKET_OUTGOING) instead, at the cost of recvfrom();
-* promiscuous membership, so frames for other MAC addresses arrive too;
-* 4 MiB send and receive buffers (SO_*BUFFORCE as root), so a burst from a
-  host does not overflow while the event loop is busy;
-* non-blocking; the event loop drains a port until EAGAIN (bounded per turn).
+By default a port has PACKET_MMAP rings (TPACKET_V2, RX and TX in one mmap):
+receive() copies frames out of the RX ring without a syscall, send() writes
+into the next TX slot, and flush() hands every queued frame to the kernel
+with one send().  When the ring setup fails the port uses plain recv() and
+send() (`rings` is False; `RawPort(..., rings=False)` forces it).
 
-Rings.  A recv() and a send() per frame from Python is the port's main cost,
-so by default the socket gets PACKET_MMAP rings (TPACKET_V2, an RX and a TX
-ring in one mmap): receive() copies frames out of the RX ring without a
-syscall, send() only writes the frame into the next TX slot, and flush() (the
-event loop calls it on every port after each service pass) hands every queued
-frame to the kernel with one send().  Frames the ring cannot carry take the
-plain path *after* a flush, so a port's frame order never changes:
+The rules:
 
-* RX: a frame longer than a slot is also queued whole on the socket
-  (PACKET_COPY_THRESH, ring status TP_STATUS_COPY) and read with recv();
-  when the port is readable but its slot is empty, reading resumes at the
-  oldest frame the kernel wrote elsewhere in the ring (`rx_resyncs`), as a
-  flood of random jumbo frames once left the two out of step;
-* TX: a frame shorter than 14 bytes, longer than a slot or than MTU + 14, or
-  one that finds the next slot still in the kernel's hands after a flush, is
-  sent with send() on a second, ring-less socket (a socket with a TX ring
-  ignores send()'s data: it only transmits its ring), so the kernel's verdict
-  (EMSGSIZE, ENOBUFS, ...) is counted in tx_errors exactly as without rings.
-  PACKET_LOSS makes the kernel skip, not stall on, a ring frame it refuses.
+* A port's frame order never changes.  A frame the ring cannot carry (too
+  short, longer than a slot or MTU + 14, or its slot still held by the
+  kernel) goes out after a flush, on a second ring-less socket.  An RX frame
+  longer than a slot is read with recv(); an empty slot on a readable port
+  resumes at the oldest frame the kernel wrote (`rx_resyncs`).
+* A send the kernel refuses (EMSGSIZE, ENOBUFS, interface down) is counted in
+  tx_errors, never raised: one bad frame must not stop the switch.  Frames a
+  flush finds queued on a down link are dropped into tx_errors, as a wire
+  would lose them.
+* The ring protocol relies on x86 store/load order: Python has no memory
+  barriers (the kernel's side has its own).
 
-The rings need PACKET_IGNORE_OUTGOING; when any of their setup fails (old
-kernel, not permitted) the port silently uses plain recv()/send() (`rings` is
-then False; `RawPort(..., rings=False)` forces that mode).  A ring frame is
-counted in tx_frames when queued; when a flush finds the link down, the
-frames still queued are dropped and moved to tx_errors (the kernel would
-keep them and send them, stale, when the link comes back).  Python has no memory barriers: the ring protocol
-relies on the x86 store/load order (the kernel's own side has its barriers).
-
-Frames shorter than 14 bytes cannot reach a port from the wire (the kernel
-refuses or pads such AF_PACKET sends), and sends that the kernel refuses
-(EMSGSIZE above the interface MTU, ENOBUFS when the buffer is full, the
-interface going down) are counted as tx_errors, never raised: one bad frame
-must not stop the switch.
+docs/p4model-switch.md ("Ports") gives the sizes and the details.
 """
 
 from __future__ import annotations

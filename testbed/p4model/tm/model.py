@@ -1,80 +1,28 @@
 """The traffic manager: egress queues, link rate and link delay of one switch.
 
-Why it exists: the builtin switch must queue packets exactly as bmv2's
-simple_switch does (so P4 programs that read enq_qdepth or deq_timedelta
-behave the same on both targets), and, because this kernel has no netem, it
-is also where each link's rate, buffer and propagation delay are modelled.
+It queues packets exactly as bmv2's simple_switch does (QueueingLogicPriRL),
+so P4 programs that read enq_qdepth or deq_timedelta behave the same on
+both targets.  It also models each link's rate, buffer and propagation
+delay, since this kernel has no netem.  docs/p4model-switch.md ("The
+traffic manager") gives the whole model; in short:
 
-Model (all times are integer nanoseconds from the switch's Clock; metadata
-timestamps are microseconds since switch start, i.e. ``ns // 1000``):
+* Queues: one FIFO per (egress port, priority), with a depth limit (tail
+  drop) and a packets/s rate.  A packet's eligible time is fixed at enqueue:
+  ``eligible = max(now, last + 1/rate)``, as in bmv2.
+* Port: one non-preemptive server per port at R bits/s.  When free, it takes
+  the head of the highest-priority queue that is eligible.  A packet leaves
+  at ``transmit_at = dequeue + L*8/R + delay``, never earlier than the port's
+  previous one, so a delay change never reorders packets.
+* Loss (``set_port_loss``) and PFC (``set_pfc``): a seeded draw per packet;
+  per-priority pauses obeyed, XOFF/XON decisions per ingress link queued in
+  ``pfc_events`` for the switch to send (the frame is cells/pfc.py).
 
-Stage 1, queues (bmv2 QueueingLogicPriRL, reproduced):
-  * one FIFO per (egress port, priority), priorities 0..N-1 (N =
-    ``priority_queues``, default 1); a packet whose priority is >= N is
-    dropped and counted in the port's ``dropped_priority``;
-  * depth limit in packets (default 64) and optionally in bytes; a packet
-    that does not fit is tail-dropped (``dropped_full``);
-  * per-queue rate in packets/s (default 0 = unlimited).  The packet's
-    *eligible* time is fixed at enqueue: ``eligible = max(now, last + 1/rate)``
-    where ``last`` is the previous eligible time of that queue.  Changing a
-    rate therefore affects packets enqueued afterwards, as in bmv2.
-    ``set_queue_rate <pps> <port>`` sets every priority queue of the port to
-    that rate (bmv2 does the same), so it is not a port total.
-
-Stage 2, the port (the link, a shared non-preemptive server):
-  * the port serves one packet at a time.  When it is free at time t, it
-    takes the head of the *highest-priority* queue whose head is eligible at
-    t; that moment is the packet's dequeue time (deq_timedelta,
-    egress_global_timestamp, deq_qdepth all refer to it).  If no head is
-    eligible the port idles until the earliest eligible head.
-  * with a port rate of R bits/s (default 0 = unlimited) a packet of L
-    bytes occupies the port for ceil(L*8/R) seconds; the next dequeue on
-    that port is no earlier.  A high-priority packet that arrives while
-    lower-priority packets wait is served next (after the packet already on
-    the wire): priority decides at service time, while per-queue pps
-    shaping stays fixed at enqueue, which is exactly where bmv2 fixes it.
-    With an unlimited port rate the port is infinitely fast and every packet
-    leaves at its eligible time, the bmv2 behaviour.
-  * the packet reaches the far end of the link, and should be written to
-    the wire by the switch, at ``transmit_at = dequeue + L*8/R + delay``
-    (serialisation then propagation).  ``transmit_at`` never decreases per
-    port, so a delay change can never reorder packets.
-
-The model is evaluated lazily but exactly: ``enqueue`` first advances its
-port to just before ``now`` in model time (departures strictly earlier than
-the arrival happen first; at equal times the arrival is counted first, so a
-burst at one instant sees enq_qdepth 0, 1, 2, ...), and ``dequeue_ready``
-serves every port up to and including ``now`` (a port's choice made then is
-final: an arrival later in the same nanosecond waits for the next one).  The times and depths reported therefore
-do not depend on how late the event loop calls in.  How late
-it did call in is measured separately (``fidelity``: dequeue lag = call time
-minus scheduled dequeue time).
-
-Link loss (a degraded link, `set_port_loss`): each packet offered to a
-port with loss probability P is lost on the link with that probability,
-drawn from the TM's own seeded generator (reproducible per switch); it
-never enters a queue, and is counted per class in the port's `lost_link`.
-Priority flow control (`set_pfc`, off by default; cells/pfc.py is the frame):
-  * obeying: `pause(port, priority, until_ns, at_ns)` stops that queue of the
-    port from being served from `at_ns` until `until_ns` (0: resumed); the
-    packet already on the wire finishes, other priorities go on;
-  * sending: each packet of the PFC priority is charged to the port it came
-    in on (offer's `source`); when one source has XOFF packets queued in this
-    switch a pause for it is due, when it falls back to XON a resume.  They are
-    queued as (source, priority, pause, at_ns) in `pfc_events` for the switch
-    to send (the TM has no wire).  With PFC on, that priority's queues share
-    one buffer of `pool` packets instead of each tail-dropping at its own limit.
-
-Packets are opaque; only their length in bytes is used (the length at
-enqueue; egress may change it afterwards, which the TM does not see).
-The caller may name a packet's class (a small integer, 0..CLASSES-1; the
-switch passes the cell type, `cells/classify.py`): each queue then counts what
-it accepted and what it tail-dropped per class, so a run's report can say
-which kind of packet a full queue lost and what share of a link's bytes
-was data.  Two list increments per packet; UNCLASSIFIED when not given.
-Metadata widths (enq_timestamp 32 bits, etc.) are applied by the v1model
-layer when it assigns these values.  Not thread-safe: one thread (the
-switch's event loop) owns it; see tm.control for the control path.
+The rule: the model is evaluated lazily but exactly.  Every time and depth it
+reports depends only on the arrival times, never on how late the event loop
+calls in; that lateness is measured apart (``fidelity``).  Times are integer
+nanoseconds from the switch's Clock.  Packets are opaque: only their length
+at enqueue and an optional class (the cell type) are used.  One thread (the
+switch's event loop) owns it; tm.control is the control path.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Parsing the hosts' qdisc and UDP counters, and subtracting the two readings."""
+"""Parsing the hosts' qdisc and UDP counters (live), and subtracting the two readings (offline)."""
 
 from testbed.telemetry import host_counters
+from testbed.telemetry.live import host_readings
 
 SNMP = """Ip: Forwarding DefaultTTL
 Ip: 1 64
@@ -15,13 +16,13 @@ QDISC = ('[{"kind":"tbf","handle":"8001:","root":true,"refcnt":2,"options":{},"b
 
 
 def test_parse_snmp_takes_the_udp_line_only():
-    udp = host_counters.parse_snmp_udp(SNMP)
+    udp = host_readings.parse_snmp_udp(SNMP)
     assert udp["InErrors"] == 7 and udp["RcvbufErrors"] == 5 and udp["InDatagrams"] == 3218
     assert "IgnoredMulti" not in udp
 
 
 def test_parse_qdisc_and_difference():
-    q = host_counters.parse_qdisc(QDISC)
+    q = host_readings.parse_qdisc(QDISC)
     assert q == {"kind": "tbf", "packets": 100, "bytes": 90000, "drops": 3, "backlog_packets": 0}
     before = {"h1": {"qdisc": {"h1-eth0": {"kind": "tbf", "packets": 10, "bytes": 900, "drops": 1,
                                            "backlog_packets": 0}},
