@@ -1,8 +1,7 @@
 """Which packet path a run's builtin switches take, decided once at the run's start.
 
 Rule: the scenario and the machine propose one (testbed.targets.packet_path:
-native for `switch.backend: native`, and for auto when a C compiler is there
-and no pcap is asked).  A native proposal is then held against the program:
+native for `switch.backend: native`, and for auto when a C compiler is there).  A native proposal is then held against the program:
 its front end runs and the native back end lowers and builds it (cached, so
 the switches load it in milliseconds).  When it cannot, auto runs the Python
 path and the run's notes say why in one line; an explicit native stops the
@@ -41,10 +40,8 @@ def choose(scenario) -> tuple[str, str | None]:
     """(the packet path, a note for the run or None); raises TestbedError for a native path the
     program cannot take when the scenario asked for native."""
     switch = scenario.switch
-    proposed = packet_path(switch.target, switch.backend, switch.pcap)
+    proposed = packet_path(switch.target, switch.backend)
     if proposed != "native":
-        if switch.backend == "auto" and switch.pcap:
-            return "python", "switch.backend auto ran the Python packet path: switch.pcap is on"
         return proposed, None
     problem = native_problem(REPO / switch.program)
     if problem is None:

@@ -218,9 +218,6 @@ class _Resolver:
                             f"repository root, {REPO_ROOT})")
         backend = self.get(("switch", "backend"), "auto")
         pcap = self.get(("switch", "pcap"), False)
-        if backend == "native" and pcap:
-            raise self.fail(("switch", "backend"), "native captures no pcap; use backend python or auto "
-                            "(auto runs the Python packet path when pcap is on)")
         if backend == "native" and target == "bmv2":
             raise self.fail(("switch", "backend"), "native is the builtin target's packet path; bmv2 has its own")
         return Switch(target, program, queues, pcap,

@@ -46,6 +46,8 @@ _SIGNATURES = {
     "eng_set_pipeline": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 4 + [_c.c_uint32] * 3),
     "eng_wire_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p]),
     "eng_cpu_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
+    "eng_pcap": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_char_p]),
+    "eng_pcap_flush": (None, [_c.c_void_p]),
     "eng_notify_fd": (_c.c_int, [_c.c_void_p]),
     "eng_take_cpu": (_c.c_uint64, [_c.c_void_p, _c.c_void_p, _c.c_uint64]),
     "eng_inject_now": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32]),
@@ -165,6 +167,19 @@ class NativeFabric:
         rc = self.lib.eng_wire_port(self._e, switch, port, iface.encode())
         if rc < 0:
             raise OSError(-rc, f"port {port}@{iface}: {os.strerror(-rc)}")
+
+    def pcap(self, switch: int, port: int, in_path: str, out_path: str) -> None:
+        """Port `port` of `switch` writes what it receives and sends to these pcap files."""
+        import os
+
+        rc = self.lib.eng_pcap(self._e, switch, port, os.fsencode(in_path), os.fsencode(out_path))
+        if rc < 0:
+            raise OSError(-rc, f"pcap {in_path}: {os.strerror(-rc)}")
+
+    def pcap_flush(self) -> None:
+        """Every pcap buffer to disk (holding the lock)."""
+        with self.locked():
+            self.lib.eng_pcap_flush(self._e)
 
     def cpu_port(self, switch: int, port: int) -> None:
         """Frames the program sends to `port` are kept for take_cpu (PacketIn)."""

@@ -30,6 +30,7 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -109,6 +110,7 @@ typedef struct port_s {
     uint8_t *txbuf;             /* frames batched for sendmmsg, back to back (TX_BYTES) */
     uint32_t txoff[TX_BATCH], txlen[TX_BATCH], ntx, txused;
     struct port_s *flush_next;  /* the ports with batched frames, a list through the engine */
+    FILE *pcap_in, *pcap_out;   /* switch/pcap.py's files: every frame received and sent */
     double loss;
     int paused;
     int64_t pause_until[MAX_PRIO];
@@ -346,6 +348,26 @@ static uint32_t sw_index(engine *e, sw_t *s) {
     return s->index;
 }
 
+/* ---- pcap (switch/pcap.py's format: classic libpcap, microseconds, Ethernet) ---- */
+
+static FILE *pcap_open(const char *path) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    setvbuf(f, 0, _IOFBF, 1 << 16);
+    uint32_t h[6] = {0xA1B2C3D4u, 2u | (4u << 16), 0, 0, 262144, 1};
+    fwrite(h, 4, 6, f);
+    return f;
+}
+
+static void pcap_write(FILE *f, const uint8_t *d, uint32_t n) {
+    if (!f) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint32_t r[4] = {(uint32_t)ts.tv_sec, (uint32_t)(ts.tv_nsec / 1000), n, n};
+    fwrite(r, 4, 4, f);
+    fwrite(d, 1, n, f);
+}
+
 /* A wire port's frames due now are batched and handed to the kernel with one sendmmsg per port at
  * the end of each pass (wire_flush), in order; a full batch goes at once. */
 static void wire_flush_port(port *p) {
@@ -380,6 +402,7 @@ static void wire_send(engine *e, port *p, const uint8_t *f, uint32_t n) {
             return;
         }
     }
+    pcap_write(p->pcap_out, f, n);
     if (p->ntx == TX_BATCH || p->txused + n > TX_BYTES) wire_flush_port(p);
     memcpy(p->txbuf + p->txused, f, n);
     p->txoff[p->ntx] = p->txused;
@@ -486,6 +509,7 @@ static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint
         host_receives(e, p->host, at, f, n);
         return;
     }
+    pcap_write(p->pcap_out, f, n);
     uint8_t *copy = malloc(n ? n : 1);
     if (!copy) return;
     memcpy(copy, f, n);
@@ -731,7 +755,10 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     sw_t *s = e->sw[swi];
     s->stats[S_RX]++;
     port *in = s->ports[number];
-    if (in) in->rx++;
+    if (in) {
+        in->rx++;
+        pcap_write(in->pcap_in, f, n);
+    }
     if (is_mac_control(f, n)) {
         on_pause_frame(e, s, number, f, n, now);
         if (in) arm(e, swi, number, in);
@@ -810,6 +837,8 @@ void eng_free(void *ep) {
                 for (pkt *k = p->q[q].head, *nx; k; k = nx) nx = k->next, free(k);
             for (hold *h = p->hh, *nx; h; h = nx) nx = h->next, free(h);
             if (p->kind == PORT_WIRE && p->fd >= 0) close(p->fd);
+            if (p->pcap_in) fclose(p->pcap_in);
+            if (p->pcap_out) fclose(p->pcap_out);
             free(p->txbuf);
             free(p);
         }
@@ -1016,6 +1045,28 @@ int eng_wire_port(void *ep, uint32_t swi, uint32_t number, const char *iface) {
     p->kind = PORT_WIRE;
     p->fd = fd;
     return fd;
+}
+
+/* port `number` of switch `swi` writes every frame it receives and sends to these pcap files
+ * (switch/pcap.py's names and format); 0, or -errno */
+int eng_pcap(void *ep, uint32_t swi, uint32_t number, const char *in_path, const char *out_path) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -EINVAL;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -EINVAL;
+    p->pcap_in = pcap_open(in_path);
+    p->pcap_out = p->pcap_in ? pcap_open(out_path) : 0;
+    return p->pcap_out ? 0 : -errno;
+}
+
+/* every pcap file's buffer to disk (the caller holds the lock or the engine is stopped) */
+void eng_pcap_flush(void *ep) {
+    engine *e = ep;
+    for (uint32_t i = 0; i < e->nsw; i++)
+        for (uint32_t n = 0; n < NPORT; n++) {
+            port *p = e->sw[i]->ports[n];
+            if (p && p->pcap_in) fflush(p->pcap_in), fflush(p->pcap_out);
+        }
 }
 
 /* frames the program sends to `number` (the CPU port) are kept for the control side */

@@ -23,8 +23,8 @@ SetForwardingPipelineConfig whose program the native back end refuses is
 refused in one line (start the switch with --backend python for it).  The
 traffic manager's settings live in the Python TrafficManager (its commands,
 the controller's plan); its packets and counters live in the engine, and
-EngineTrafficManager reads them from there.  Ports capture no pcap here
-(a switch asked for --pcap runs on the Python loop).
+EngineTrafficManager reads them from there.  Pcap files (--pcap) are
+written by the engine, in the Python switch's names and format.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from testbed.p4model.tm.model import CLASSES, TMConfigError, TrafficManager, _ch
 log = logging.getLogger("testbed.p4model.engine")
 
 CONTROL_TICK_S = 0.05  # digests and idle timeouts are polled at least this often
+PCAP_FLUSH_NS = 1_000_000_000
 
 
 class EnginePort:
@@ -185,6 +186,10 @@ class EngineLoop:
             engine.wire_port(index, number, port.iface)
         if switch.cpu_port is not None:
             engine.cpu_port(index, switch.cpu_port)
+        for number, capture in list(switch.captures.items()):  # the engine writes the same files
+            capture.close()
+            engine.pcap(index, number, capture.rx.path, capture.tx.path)
+        switch.captures = {}
         switch.guard = self._guarded
         switch.on_install = lambda pipeline, i=index, s=switch: self._install(i, pipeline, s.drop_port)
         switch.on_inject = lambda data, i=index, s=switch: engine.inject_now(i, s.cpu_port, data)
@@ -230,6 +235,7 @@ class EngineLoop:
         notify = self.engine.notify_fd()
         fds = [*commands, notify, self._stop_r]
         by_index = {self.index[name]: s for name, s in self.switches.items()}
+        next_flush = self.clock.now_ns() + PCAP_FLUSH_NS
         try:
             while not self._stopping:
                 try:
@@ -248,6 +254,9 @@ class EngineLoop:
                             if server is not None:
                                 server.packet_in(frame)
                 now = self.clock.now_ns()
+                if now >= next_flush:  # a crash loses at most a second of pcap
+                    next_flush = now + PCAP_FLUSH_NS
+                    self.engine.pcap_flush()
                 for switch in switches:
                     if switch.server is not None and switch.datapath is not None:
                         with self.engine.locked():
@@ -255,6 +264,7 @@ class EngineLoop:
         finally:
             self.engine.stop()
             thread.join(5.0)
+            self.engine.pcap_flush()
             for switch in switches:
                 switch.fail_pending_calls()
         if failure:

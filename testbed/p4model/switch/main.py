@@ -61,8 +61,6 @@ def _load(opts: SwitchOptions, clock):
         if backend == "native":
             raise TestbedError("--backend native needs a C compiler (cc or gcc) and this machine has none")
         backend = "python"
-    if backend == "auto" and opts.pcap_dir is not None:
-        backend = "python"
     try:
         return load(opts.program, clock=clock, include_dirs=opts.include_dirs, drop_port=opts.drop_port,
                     backend=backend)

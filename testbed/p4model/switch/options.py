@@ -109,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="packet path: native (the program compiled to C and the native engine: "
                              "needs a C compiler and a program the native back end supports), python "
                              "(the reference pipeline and loop), or auto (native when the program given "
-                             "at start lowers to C and no --pcap is asked, else python; default)")
+                             "at start lowers to C, else python; default)")
     parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="extra #include directory for the program")
 
@@ -180,8 +180,6 @@ def from_namespace(ns: argparse.Namespace) -> SwitchOptions:
     opts.tm_file = ns.tm_file
     opts.include_dirs = list(ns.include)
     opts.backend = ns.backend
-    if opts.backend == "native" and opts.pcap_dir is not None:
-        raise OptionsError("--pcap needs --backend python (the native engine captures no pcap)")
     return opts
 
 

@@ -149,14 +149,11 @@ def test_native_and_python_packet_paths_calibrate_apart(tmp_path, monkeypatch):
     native = parse_scenario(text % "native", "t.yaml")
     assert capacity.scenario_mode(python) == "fabric"
     assert capacity.scenario_mode(native) == "fabric/native"
-    monkeypatch.setattr(capacity, "packet_path", lambda target, backend, pcap: "python")
+    monkeypatch.setattr(capacity, "packet_path", lambda target, backend: "python")
     assert capacity.scenario_mode(native) == "fabric"  # what the machine decides is what is planned
 
 
-def test_native_packet_path_refuses_pcap_and_bmv2():
-    with pytest.raises(Exception, match="switch.backend.*captures no pcap"):
-        parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {backend: native, pcap: true}\n"
-                       "workload: [{kind: pingall}]\n", "t.yaml")
+def test_native_packet_path_refuses_bmv2():
     with pytest.raises(Exception, match="switch.backend.*bmv2 has its own"):
         parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {backend: native, target: bmv2}\n"
                        "workload: [{kind: pingall}]\n", "t.yaml")
