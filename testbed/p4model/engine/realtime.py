@@ -14,9 +14,11 @@ move in engine.c's own thread:
                         lock (settings copied into the engine at once),
                         PacketIn frames go to each switch's server, digests
                         and idle timeouts are polled
-    gRPC threads        a P4Runtime call runs holding the lock (Switch.call's
-                        guard): a table write waits for at most one pass of
-                        the engine and never interleaves with a packet
+    gRPC threads        P4Runtime calls run one at a time (Switch.call's guard,
+                        a lock of the control side); only the moment a table's
+                        rows are handed to C, a pipeline is swapped or a
+                        PacketOut enters takes the engine's lock, so a write
+                        holds the packets up for one copy of the rows
 
 Rules.  Every switch's program must be on the native back end: a
 SetForwardingPipelineConfig whose program the native back end refuses is
@@ -169,6 +171,7 @@ class EngineLoop:
         self.index: dict[str, int] = {}
         self._stop_r, self._stop_w = os.pipe()
         self._stopping = False
+        self._control = threading.RLock()  # one P4Runtime call at a time, as the Python loop has it
         self.stats = {"engine": "native"}
         for name, switch in switches.items():
             self._attach(name, switch)
@@ -190,18 +193,29 @@ class EngineLoop:
             capture.close()
             engine.pcap(index, number, capture.rx.path, capture.tx.path)
         switch.captures = {}
+        self._lock_tables(pipeline)
         switch.guard = self._guarded
         switch.on_install = lambda pipeline, i=index, s=switch: self._install(i, pipeline, s.drop_port)
-        switch.on_inject = lambda data, i=index, s=switch: engine.inject_now(i, s.cpu_port, data)
+        switch.on_inject = lambda data, i=index, s=switch: self._inject(i, s.cpu_port, data)
         switch.engine_stats = lambda i=index: engine.switch_stats(i)
 
     def _guarded(self, fn):
-        with self.engine.locked():
+        with self._control:
             return fn()
+
+    def _lock_tables(self, pipeline) -> None:
+        for table in getattr(pipeline, "tables", {}).values():
+            table._c_lock = self.engine.locked
 
     def _install(self, index: int, pipeline, drop_port: int) -> None:
         _require_native(pipeline)
-        self.engine.set_pipeline(index, pipeline, drop_port)
+        self._lock_tables(pipeline)
+        with self.engine.locked():
+            self.engine.set_pipeline(index, pipeline, drop_port)
+
+    def _inject(self, index: int, port: int, data: bytes) -> None:
+        with self.engine.locked():
+            self.engine.inject_now(index, port, data)
 
     def connect(self, a: str, a_port: int, b: str, b_port: int) -> None:
         """A cable between two switches of this engine, both directions."""
@@ -259,7 +273,7 @@ class EngineLoop:
                     self.engine.pcap_flush()
                 for switch in switches:
                     if switch.server is not None and switch.datapath is not None:
-                        with self.engine.locked():
+                        with self._control:
                             switch.server.after_packets(now)
         finally:
             self.engine.stop()

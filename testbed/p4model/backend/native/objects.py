@@ -9,6 +9,7 @@ larger priority first, then for LPM longer prefix first, then older first."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 
 from testbed.p4model.runtime.externs import CounterArray, RegisterArray
@@ -18,7 +19,12 @@ _MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_defaul
 
 
 class NativeTable(Table):
-    """A Table whose every write is mirrored into C memory."""
+    """A Table whose every write is mirrored into C memory.  The rows are built first; only
+    handing them to C runs under `_c_lock` (the native engine's lock when an engine moves this
+    table's packets: a write holds the packets up for one copy of the rows, not for the Python
+    work around it)."""
+
+    _c_lock = staticmethod(contextlib.nullcontext)
 
     def _native_bind(self, lib, inst, info) -> None:
         self._lib, self._inst, self._info = lib, inst, info
@@ -58,10 +64,13 @@ class NativeTable(Table):
             rows += self._row_keys(entry) + self._action_row(entry.action)
         n = len(rows) // self._info.stride if self._info.stride else 0
         buf = (ctypes.c_uint64 * max(len(rows), 1))(*rows)
-        if self._lib.tb_table_set(self._inst, self._info.tid, n, buf) != 0:
-            raise MemoryError(f"table {self.name}: no memory for {n} rows")
         act = self._action_row(self.default)
-        self._lib.tb_table_default(self._inst, self._info.tid, (ctypes.c_uint64 * len(act))(*act))
+        default = (ctypes.c_uint64 * len(act))(*act)
+        with self._c_lock():
+            failed = self._lib.tb_table_set(self._inst, self._info.tid, n, buf) != 0
+            self._lib.tb_table_default(self._inst, self._info.tid, default)
+        if failed:
+            raise MemoryError(f"table {self.name}: no memory for {n} rows")
 
 
 def _mirrored(name):
