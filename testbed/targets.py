@@ -58,17 +58,21 @@ def c_compiler() -> str | None:
     return None
 
 
-def packet_path(target: str, backend: str) -> str:
+PER_PACKET_LOG_LEVELS = ("debug", "trace")  # levels at which the Python path logs every packet
+
+
+def packet_path(target: str, backend: str, log_level: str = "warn") -> str:
     """How builtin switches move packets, as far as the scenario and the machine decide it:
     "native" (the program in C on the native engine) for backend native, and for auto when a C
-    compiler is present; "python" otherwise (and for bmv2, which has its own).
+    compiler is present and the switches are not asked to log every packet (debug, trace: only
+    the Python path does); "python" otherwise (and for bmv2, which has its own).
     A program the native back end cannot lower still runs on the Python path under auto: the run
     says so in its notes (testbed/emulation/packet_path.py)."""
     if effective_target(target) != "builtin" or backend == "python":
         return "python"
     if backend == "native":
         return "native"
-    return "native" if c_compiler() is not None else "python"
+    return "native" if c_compiler() is not None and log_level not in PER_PACKET_LOG_LEVELS else "python"
 
 
 def bmv2_available() -> bool:

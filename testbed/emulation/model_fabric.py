@@ -88,6 +88,25 @@ class ModelFabric:
         return totals
 
 
+class EngineHostPort:
+    """A host's end of its ToR port on the native engine: what HostPort counts, read from it."""
+
+    def __init__(self, engine, host: int) -> None:
+        self.engine, self.host = engine, host
+
+    @property
+    def delivered(self) -> int:
+        return self.engine.delivered(self.host)
+
+    @property
+    def paused(self) -> bool:
+        return self.engine.host_pause(self.host)[0]
+
+    @property
+    def pause_frames(self) -> int:
+        return self.engine.host_pause(self.host)[1]
+
+
 @dataclass
 class NativeModelFabric:
     """The same fabric on the native engine: every switch's pipeline in C and every packet moved by
@@ -99,6 +118,7 @@ class NativeModelFabric:
     engine: object
     index: dict  # switch name -> its index in the engine
     hosts: dict  # host name -> its index in the engine
+    host_ports: dict = field(default_factory=dict)  # host name -> EngineHostPort
 
     def tor_of(self, host: str) -> tuple[str, int]:
         port = self.topology.ports(host)[0]
@@ -119,14 +139,10 @@ class NativeModelFabric:
         return sum(self.engine.delivered(i) for i in self.hosts.values())
 
     def tm_totals(self) -> dict:
-        totals = {"enqueued": 0, "dequeued": 0, "dropped_full": 0}
-        for name, index in self.index.items():
-            for number, port in self.switches[name].tm._ports.items():
-                for prio in range(len(port.queues)):
-                    q = self.engine.queue_stats(index, number, prio) or {}
-                    totals["enqueued"] += q.get("enqueued", 0) + q.get("passed", 0)
-                    totals["dequeued"] += q.get("dequeued", 0) + q.get("passed", 0)
-                    totals["dropped_full"] += q.get("dropped_full", 0)
+        totals: dict = {}
+        for s in self.switches.values():  # their TMs read the engine (EngineTrafficManager)
+            for key, value in s.tm.stats()["totals"].items():
+                totals[key] = totals.get(key, 0) + value
         return totals
 
 
@@ -192,9 +208,15 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
 
 def _native(scenario, topology, switches: dict) -> NativeModelFabric:
     from testbed.p4model.engine import NativeFabric
+    from testbed.p4model.engine.binding import SwitchStats
+    from testbed.p4model.engine.traffic_manager import EngineTrafficManager
 
     engine = NativeFabric(seed=1, hosts=len(topology.hosts))
     index = {name: engine.add_switch(s.datapath.pipeline, s.tm, s.drop_port) for name, s in switches.items()}
+    for name, s in switches.items():
+        s.tm.__class__ = EngineTrafficManager
+        s.tm.bind(engine, index[name])
+        s.stats = SwitchStats(engine, index[name])
     hosts = {}
     for i, host in enumerate(topology.hosts):
         hosts[host] = i
@@ -203,7 +225,8 @@ def _native(scenario, topology, switches: dict) -> NativeModelFabric:
     for link in topology.links:
         if link.tier != "host":
             engine.cable(index[link.a], link.a_port, index[link.b], link.b_port)
-    return NativeModelFabric(scenario, topology, switches, engine, index, hosts)
+    return NativeModelFabric(scenario, topology, switches, engine, index, hosts,
+                             {host: EngineHostPort(engine, i) for host, i in hosts.items()})
 
 
 def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int | None = None) -> list[bytes]:

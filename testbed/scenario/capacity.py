@@ -105,7 +105,7 @@ def scenario_mode(scenario) -> str:
     if effective_target(switch.target) == "bmv2":
         return "bmv2"
     mode = process_mode(switch.target, switch.processes)
-    if packet_path(switch.target, switch.backend) == "native":
+    if packet_path(switch.target, switch.backend, switch.log_level) == "native":
         mode += "/native"
     return mode
 

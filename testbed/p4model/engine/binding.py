@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+from collections.abc import Mapping
 from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
@@ -327,6 +328,34 @@ class NativeFabric:
         stats = dict(zip(PORT_STATS, out[:len(PORT_STATS)]))
         stats["lost_by_class"] = list(out[len(PORT_STATS):])
         return stats
+
+
+class SwitchStats(Mapping):
+    """A switch's counters as testbed.p4model.switch.loop.Switch.stats names them, read live from
+    the engine (engine-only counters such as egress_drops included); packet_in and loop_errors
+    are the control side's own."""
+
+    def __init__(self, engine: NativeFabric, index: int) -> None:
+        self.engine, self.index = engine, index
+        self.own = {"packet_in": 0, "loop_errors": 0}
+
+    def _all(self) -> dict:
+        return {**self.engine.switch_stats(self.index), **self.own}
+
+    def __getitem__(self, key: str) -> int:
+        return self._all()[key]
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self.own[key] = value
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
 
 
 class _Locked:

@@ -114,12 +114,11 @@ class Switch(Device):
                       "pfc_frames_rx": 0, "pfc_frames_tx": 0, "pfc_malformed": 0}
         self._warned: set[str] = set()
         # set by testbed/p4model/engine/realtime.py when the native engine moves the packets:
-        # calls run under its lock, installs and PacketOut go to it, its counters are read there
+        # calls run under its guard, installs and PacketOut go to it, `stats` and the TM read it
         self.backend = "python"
         self.guard: Callable[[Callable[[], Any]], Any] | None = None
         self.on_install: Callable[[Any], None] | None = None
         self.on_inject: Callable[[bytes], None] | None = None
-        self.engine_stats: Callable[[], dict] | None = None
 
     # ---- Device (for the P4Runtime server) ----------------------------
 

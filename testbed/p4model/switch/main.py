@@ -23,6 +23,7 @@ from testbed.p4model.switch import logs
 from testbed.p4model.switch.options import OptionsError, SwitchOptions, parse_args
 from testbed.p4model.switch.ports import PortError, RawPort
 from testbed.p4model.switch.signals import handle_signals, restore
+from testbed.targets import PER_PACKET_LOG_LEVELS
 
 log = logging.getLogger("testbed.p4model.switch")
 
@@ -57,6 +58,9 @@ def _load(opts: SwitchOptions, clock):
     from testbed.p4model.pipeline import load
 
     backend = opts.backend
+    if backend == "auto" and opts.log_level in PER_PACKET_LOG_LEVELS:
+        log.info("--log-level %s logs every packet: the Python packet path", opts.log_level)
+        backend = "python"
     if backend != "python" and compiler() is None:
         if backend == "native":
             raise TestbedError("--backend native needs a C compiler (cc or gcc) and this machine has none")
@@ -189,7 +193,7 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
         print(line, flush=True)
         log.info(line)
         loop.run()
-        log.info("stopped: %s", switch.engine_stats() if switch.engine_stats else switch.stats)
+        log.info("stopped: %s", dict(switch.stats))
         log.info("ports: %s", list(switch.port_stats().values()))
         return 0
     finally:

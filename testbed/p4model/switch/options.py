@@ -109,7 +109,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="packet path: native (the program compiled to C and the native engine: "
                              "needs a C compiler and a program the native back end supports), python "
                              "(the reference pipeline and loop), or auto (native when the program given "
-                             "at start lowers to C, else python; default)")
+                             "at start lowers to C and the log level is not debug or trace, else python; "
+                             "default)")
     parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="extra #include directory for the program")
 

@@ -149,7 +149,7 @@ def test_native_and_python_packet_paths_calibrate_apart(tmp_path, monkeypatch):
     native = parse_scenario(text % "native", "t.yaml")
     assert capacity.scenario_mode(python) == "fabric"
     assert capacity.scenario_mode(native) == "fabric/native"
-    monkeypatch.setattr(capacity, "packet_path", lambda target, backend: "python")
+    monkeypatch.setattr(capacity, "packet_path", lambda target, backend, log_level: "python")
     assert capacity.scenario_mode(native) == "fabric"  # what the machine decides is what is planned
 
 

@@ -14,10 +14,14 @@ workload: [{kind: pingall}]
 CELLS_PER_SENDER = 60
 
 
-def incast(pfc: bool):
+BACKENDS = ["python", pytest.param("native", marks=pytest.mark.skipif(
+    __import__("testbed.targets", fromlist=["c_compiler"]).c_compiler() is None, reason="no C compiler"))]
+
+
+def incast(pfc: bool, backend: str = "python"):
     """h5..h8 (leaf2) each send CELLS_PER_SENDER DATA cells to h1 (leaf1) at their link's rate,
-    a NIC that holds its cells while its ToR has it paused."""
-    fabric = build(SCENARIO % ("true" if pfc else "false"))
+    a NIC that holds its cells while its ToR has it paused; on the Python loop or the native engine."""
+    fabric = build(SCENARIO % ("true" if pfc else "false"), backend=backend)
     senders = ["h5", "h6", "h7", "h8"]
     queues = {h: data_cells(fabric, h, "h1", i + 1, CELLS_PER_SENDER) for i, h in enumerate(senders)}
     gap_ns = int(len(queues["h5"][0]) * 8e3 / 10)  # a cell's time on a 10 Mbit/s link
@@ -31,15 +35,16 @@ def incast(pfc: bool):
     return fabric
 
 
-def test_the_lossy_fabric_drops_in_this_incast():
-    fabric = incast(pfc=False)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_lossy_fabric_drops_in_this_incast(backend):
+    fabric = incast(pfc=False, backend=backend)
     assert fabric.tm_totals()["dropped_full"] > 0
     assert fabric.host_ports["h1"].delivered < 4 * CELLS_PER_SENDER
 
 
-@pytest.fixture(scope="module")
-def lossless():
-    return incast(pfc=True)
+@pytest.fixture(scope="module", params=BACKENDS)
+def lossless(request):
+    return incast(pfc=True, backend=request.param)
 
 
 def test_with_pfc_nothing_is_dropped_and_every_cell_arrives(lossless):

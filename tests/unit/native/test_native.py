@@ -62,30 +62,41 @@ def test_second_load_uses_the_cache():
     assert time.perf_counter() - start < 5
 
 
-METER_P4 = FORWARD.read_text().replace(
-    "control V(inout H h, inout M m) { apply {} }",
-    "control V(inout H h, inout M m) {\n  meter(4, MeterType.packets) mt;\n"
-    "  apply { mt.execute_meter(32w0, m.x); } }")
+DIRECT_METER_P4 = FORWARD.read_text().replace(
+    "control E(inout H h, inout M m, inout standard_metadata_t sm) { apply {",
+    "control E(inout H h, inout M m, inout standard_metadata_t sm) {\n"
+    "  direct_meter<bit<8>>(MeterType.packets) dm;\n"
+    "  action a() { dm.read(m.x); }\n"
+    "  table t { key = { h.eth.type: exact; } actions = { a; } meters = dm; }\n"
+    "  apply { t.apply();")
+UNION_P4 = FORWARD.read_text().replace(
+    "struct H { eth_t eth; ip_t ip; }",
+    "header_union u_t { eth_t a; ip_t b; }\nstruct H { eth_t eth; ip_t ip; u_t u; }")
 
 
-@pytest.mark.parametrize("program, construct", [("fabric.p4", "header stacks"),
-                                                ("meter.p4", "meter")])
+@pytest.mark.parametrize("program, construct", [("union.p4", "header unions"),
+                                                ("direct_meter.p4", "direct_meter")])
 def test_unsupported_construct_is_one_line(program, construct, tmp_path):
-    path = ROOT / "p4src" / program
-    if program == "meter.p4":
-        path = tmp_path / program
-        path.write_text(METER_P4)
+    path = tmp_path / program
+    path.write_text(UNION_P4 if program == "union.p4" else DIRECT_METER_P4)
     with pytest.raises(NativeUnsupported) as info:
         load(path, backend="native")
     text = str(info.value)
     assert "\n" not in text and construct in text and ".p4:" in text
 
 
-def test_auto_falls_back_to_python_with_one_log_line(caplog):
-    pipe = load(ROOT / "p4src" / "fabric.p4", backend="auto")
+def test_auto_falls_back_to_python_with_one_log_line(caplog, tmp_path):
+    path = tmp_path / "union.p4"
+    path.write_text(UNION_P4)
+    pipe = load(path, backend="auto")
     assert not hasattr(pipe, "so_path")
     lines = [r.getMessage() for r in caplog.records if "Python pipeline" in r.getMessage()]
-    assert len(lines) == 1 and "headers.p4:" in lines[0] and "header stacks" in lines[0]
+    assert len(lines) == 1 and "union.p4:" in lines[0] and "header unions" in lines[0]
+
+
+def test_fabric_p4_runs_native():
+    pipe = load(ROOT / "p4src" / "fabric.p4", backend="auto")
+    assert pipe.backend == "native"
 
 
 def test_compile_failure_is_one_line():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
 from testbed.p4model.backend.native.errors import NativeBuildError
-from testbed.p4model.backend.native.objects import NativeCounter, NativeRegister, NativeTable
+from testbed.p4model.backend.native.objects import NativeCounter, NativeMeterArray, NativeRegister, NativeTable
 from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.runtime.externs import DigestQueue
@@ -80,7 +80,9 @@ class NativePipeline:
         self.tables = _tables(compiled, lib, self._inst, infos)
         self.registers = _externs(compiled.registers, NativeRegister, lib, self._inst, externs, "register")
         self.counters = _externs(compiled.counters, NativeCounter, lib, self._inst, externs, "counter")
-        self.meters = {}
+        self.meters = _externs(compiled.meters, NativeMeterArray, lib, self._inst, externs, "meter")
+        lib.tb_seed.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+        lib.tb_seed(self._inst, 0x5EED if seed is None else seed)
         self.action_profiles, self.direct_counters, self.direct_meters = {}, {}, {}
         self.value_sets, self.hashers = {}, []
         self.pre = PacketReplicationEngine()

@@ -74,8 +74,33 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             bt = e.base.type
             if isinstance(bt, (ir.HeaderT, ir.StructT)):
                 return f"{self.lvalue(e.base)}.f_{e.name}"
+            if isinstance(bt, ir.StackT) and e.name in ("next", "last"):
+                if self.ctx != "parser":
+                    raise NativeUnsupported(e.loc, f"stack.{e.name} outside a parser")
+                b = self.lvalue(e.base)
+                # the parser statement checked the index first (stack_guards)
+                return f"{b}.elem[{b}.next]" if e.name == "next" else f"{b}.elem[{b}.next - 1]"
             raise NativeUnsupported(e.loc, f"member .{e.name} of {type(bt).__name__}")
+        if isinstance(e, ir.Index) and isinstance(e.base.type, ir.StackT):
+            b, size = self.lvalue(e.base), e.base.type.size
+            if isinstance(e.index, ir.Const):
+                if not 0 <= e.index.value < size:
+                    raise NativeUnsupported(e.loc, f"index {e.index.value} of a stack of {size}")
+                return f"{b}.elem[{e.index.value}]"
+            # out of range: a detached invalid header, fresh each time (as the Python target)
+            elem = self.types.stack_elems[id(e.base.type.element)]
+            i = self.ex(e.index)
+            return f"(*(({i}) < {size} ? &{b}.elem[{i}] : TB_OOB(s, oob_{elem})))"
         raise NativeUnsupported(e.loc, f"{type(e).__name__} as an lvalue")
+
+    def stack_guards(self, node) -> None:
+        """In a parser: before a statement or select that reads stack.next or stack.last, the
+        StackOutOfBounds check (the parse ends with that error, as the Python target)."""
+        oob = self.error_code("StackOutOfBounds")
+        for m in _stack_refs(node):
+            b, size = self.lvalue(m.base), m.base.type.size
+            bad = f"{b}.next >= {size}" if m.name == "next" else f"{b}.next == 0 || {b}.next > {size}"
+            self.emit(f"if ({bad}) {{ s->sm.f_parser_error = {oob}; goto done; }}")
 
     def ex(self, e) -> str:
         """C for a scalar expression (value masked to its width)."""
@@ -126,6 +151,15 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         raise NativeUnsupported(e.loc, f"the constant {v!r}")
 
     def _const_member(self, e) -> str:
+        bt = e.base.type
+        if isinstance(bt, ir.StackT):
+            b = self.lvalue(e.base)
+            if e.name == "size":
+                return f"UINT64_C({bt.size})"
+            if e.name == "lastIndex":
+                return f"(({b}.next - 1) & UINT64_C(0xffffffff))"
+            if e.name == "nextIndex":
+                return f"{b}.next"
         raise NativeUnsupported(e.loc, f"member .{e.name} of {type(e.base.type).__name__}")
 
     def _binary(self, e) -> str:
@@ -305,8 +339,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             m = f"(({mask(w)}) << {lhs.lo})"
             self.emit(f"{target} = ({target} & ~{m}) | ((({self.ex(rhs)}) << {lhs.lo}) & {m});")
             return
-        if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.VarRef, ir.Member)) \
-                and rhs.type is lhs.type:
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.StackT)) \
+                and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and rhs.type is lhs.type:
             self.types.c_type(lhs.type, loc)
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
             return
@@ -321,7 +355,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name in ("verify_checksum", "update_checksum"):
             self.checksum(c, c.decl.name == "verify_checksum")
             return
-        if self.extern_call(c):
+        if isinstance(c, ir.BuiltinCall) and c.name in ("setValid", "setInvalid", "push_front", "pop_front"):
+            self.builtin(c)
+            return
+        if self.extern_call(c) or self.extern_function(c):
             return
         if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
             self.sub_control(c)
@@ -346,11 +383,55 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                     self.call(ir.ExternMethodCall(c.target, c.method, [ir.Member(arg, f.name, type=f.type, loc=c.loc)],
                                                   type=c.type, loc=c.loc))
                 return
+            if c.method.name == "emit" and isinstance(arg.type, ir.StackT):
+                for k in range(arg.type.size):
+                    self._emit(ir.Index(arg, ir.Const(k, type=ir.IntLitT(), loc=c.loc), type=arg.type.element,
+                                        loc=c.loc))
+                return
             if not isinstance(arg.type, ir.HeaderT):
                 raise NativeUnsupported(c.loc, f"{c.method.name} of a {type(arg.type).__name__}")
+            if c.method.name == "extract" and isinstance(arg, ir.Member) and isinstance(arg.base.type, ir.StackT) \
+                    and arg.name == "next":
+                b, size = self.lvalue(arg.base), arg.base.type.size
+                self.emit(f"if ({b}.next >= {size}) {{ s->sm.f_parser_error = "
+                          f"{self.error_code('StackOutOfBounds')}; goto done; }}")
+                self._extract(arg)
+                self.emit(f"{b}.next++;")
+                return
             getattr(self, f"_{c.method.name}")(arg)
             return
         raise NativeUnsupported(c.loc, _construct(c))
+
+    def builtin(self, c) -> None:
+        """setValid/setInvalid on a header (zeroed when it becomes valid; the packet's length, what
+        egress reads as packet_length, follows), push_front/pop_front on a stack."""
+        t = c.target.type
+        if c.name in ("setValid", "setInvalid"):
+            if not isinstance(t, ir.HeaderT):
+                raise NativeUnsupported(c.loc, f"{c.name} of a {type(t).__name__}")
+            h, nbytes = self.lvalue(c.target), header_bits(t, c.loc) // 8
+            if c.name == "setValid":
+                self.emit(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; s->length += {nbytes}; }}")
+            else:
+                self.emit(f"if ({h}.valid) {{ {h}.valid = 0; s->length -= {nbytes}; }}")
+            return
+        if not isinstance(t, ir.StackT):
+            raise NativeUnsupported(c.loc, f"{c.name} of a {type(t).__name__}")
+        count = c.args[0].value if c.args else 1
+        b, size = self.lvalue(c.target), t.size
+        i = self.fresh("i")
+        if c.name == "push_front":
+            self.emit(f"for (int {i} = {size - 1}; {i} >= 0; {i}--) {{")
+            self.emit(f"    if ({i} >= {count}) {b}.elem[{i}] = {b}.elem[{i} - {count}];")
+            self.emit(f"    else memset(&{b}.elem[{i}], 0, sizeof {b}.elem[{i}]);")
+            self.emit("}")
+            self.emit(f"{b}.next = {b}.next + {count} < {size} ? {b}.next + {count} : {size};")
+        else:
+            self.emit(f"for (int {i} = 0; {i} < {size}; {i}++) {{")
+            self.emit(f"    if ({i} + {count} < {size}) {b}.elem[{i}] = {b}.elem[{i} + {count}];")
+            self.emit(f"    else memset(&{b}.elem[{i}], 0, sizeof {b}.elem[{i}]);")
+            self.emit("}")
+            self.emit(f"{b}.next = {b}.next > {count} ? {b}.next - {count} : 0;")
 
     def _extract(self, arg) -> None:
         h = self.lvalue(arg)
@@ -403,7 +484,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             elif isinstance(local, ir.TableDecl):
                 self.table(local)
             elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ExternT) and \
-                    local.type.decl.name in ("register", "counter"):
+                    local.type.decl.name in ("register", "counter", "meter"):
                 continue   # its arrays live in tb_inst (emit_externs)
             elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ControlT):
                 continue   # inlined where it is applied (sub_control)
@@ -481,7 +562,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.lines.append(f"st_{st.name}:")
             self.emit(f"if (++steps > {PARSER_STATE_LIMIT}) goto done;")
             for x in st.stmts:
+                self.stack_guards(x)
                 self.stmt(x)
+            if st.transition is not None and not isinstance(st.transition, str):
+                self.stack_guards(st.transition)
             self.transition(st.transition, st.loc)
         self.lines.append("st_accept:")
         self.lines.append("st_reject:")
@@ -522,6 +606,36 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(ks, ir.KeysetValueSet):
             raise NativeUnsupported(ks.loc, "a value_set in select")
         return f"({key} == {self.ex(ks)})"
+
+
+def _stack_refs(node) -> list:
+    """Every stack.next / stack.last read in an IR subtree (an extract's own argument excluded:
+    extract checks and advances it itself)."""
+    import dataclasses
+
+    out: list = []
+
+    def walk(x, skip=None) -> None:
+        if isinstance(x, ir.Member) and isinstance(x.base.type, ir.StackT) and x.name in ("next", "last") \
+                and x is not skip:
+            out.append(x)
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y, skip)
+            return
+        if not dataclasses.is_dataclass(x) or isinstance(x, (ir.Type, ir.Var, ir.Param, ir.Instance)) \
+                or type(x).__name__.endswith("Decl"):
+            return
+        own = None
+        if isinstance(x, ir.ExternMethodCall) and x.method.name == "extract" and x.args:
+            own = x.args[0]
+        for f in dataclasses.fields(x):
+            if f.name in ("type", "loc"):
+                continue
+            walk(getattr(x, f.name), own)
+
+    walk(node)
+    return out
 
 
 def _is_sm(t) -> bool:

@@ -6,7 +6,16 @@ Rule (bmv2, as the Python target): register.read leaves its destination
 unchanged when the index is out of range, register.write stores the value
 wrapped to the register's width and ignores an index out of range;
 counter.count adds one packet and the packet's received length to the
-index, ignoring one out of range."""
+index, ignoring one out of range; meter.execute_meter runs runtime/meters.py's
+two-rate three-colour rule on the packet's received length at the pass's
+time (ingress: its arrival; egress: its dequeue), GREEN for an index out of
+range or an unconfigured cell.  hash() packs the data list as the checksum
+does (fields of invalid headers left out) and runs bmv2's algorithm
+(runtime/hashing.py: crc16, crc32, csum16, xor16, identity), then
+(H mod max) + base in 64 bits, max 0 taken as 1.  random() draws from the
+switch's own generator (splitmix64, seeded per instance): uniform on
+[lo, hi], lo when hi <= lo; the same law as the Python target's, not the
+same values."""
 
 from __future__ import annotations
 
@@ -32,12 +41,16 @@ class ExternMixin:
         if got is not None:
             return got
         kind = inst.type.decl.name
-        if kind not in ("register", "counter") or not inst.args or not isinstance(inst.args[0], ir.Const):
+        if kind not in ("register", "counter", "meter") or not inst.args or not isinstance(inst.args[0], ir.Const):
             raise NativeUnsupported(inst.loc, f"the instance {inst.name} ({kind})")
         size = int(inst.args[0].value)
         if kind == "register":
             vt = inst.type.type_args[0] if inst.type.type_args else ir.BitT(32)
             width = scalar_width(vt, inst.loc)
+        elif kind == "meter":
+            from testbed.p4model.backend.python.externs import enum_member
+
+            width = 0 if enum_member(inst.args[1]) == "packets" else 1   # meter kind: 0 packets, 1 bytes
         else:
             width = 64
         cid = sum(1 for x in self.externs.values() if x.kind == kind)
@@ -50,9 +63,15 @@ class ExternMixin:
         if not isinstance(c, ir.ExternMethodCall) or not isinstance(c.target.type, ir.ExternT):
             return False
         kind, method = c.target.type.decl.name, c.method.name
-        if (kind, method) not in (("register", "read"), ("register", "write"), ("counter", "count")):
+        if (kind, method) not in (("register", "read"), ("register", "write"), ("counter", "count"),
+                                  ("meter", "execute_meter")):
             return False
         x = self.extern_of(c.target, c.loc)
+        if kind == "meter":
+            when = "s->now_us"
+            self.emit(f"{self.lvalue(c.args[1])} = tb_meter_execute(s->inst->mtr[{x.cid}], {x.size}, "
+                      f"{self.ex(c.args[0])}, {x.width}, s->ingress_length, {when}) & {mask(self.width(c.args[1]))};")
+            return True
         if kind == "register":
             arr = f"s->inst->reg[{x.cid}]"
             if method == "read":
@@ -69,3 +88,106 @@ class ExternMixin:
             self.emit(f"  if ({i} < {x.size}) {{ s->inst->cnt_p[{x.cid}][{i}] += 1; "
                       f"s->inst->cnt_b[{x.cid}][{i}] += s->ingress_length; }} }}")
         return True
+
+    def extern_function(self, c) -> bool:
+        """C for hash() and random(); False if `c` is neither."""
+        if not isinstance(c, ir.ExternFunctionCall) or c.decl.name not in ("hash", "random"):
+            return False
+        if c.decl.name == "random":
+            result, lo, hi = c.args
+            self.emit(f"{self.lvalue(result)} = tb_random(s->inst, {self.ex(lo)}, {self.ex(hi)}) "
+                      f"& {mask(self.width(result))};")
+            return True
+        from testbed.p4model.backend.python.externs import enum_member
+
+        result, algo, base, data, max_ = c.args
+        name = enum_member(algo)
+        if name not in HASHES:
+            raise NativeUnsupported(algo.loc or c.loc, f"hash algorithm {name}")
+        leaves = self._leaves(data)
+        bits = sum(w for _, _, w in leaves)
+        buf = self.fresh("hb")
+        self.emit("{")
+        self.depth += 1
+        self.emit(f"uint8_t {buf}[{max((bits + 7) // 8 + 1, 1)}] = {{0}}; uint32_t {buf}_n = 0;")
+        for code, valid, w in leaves:
+            put = f"tb_put({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
+            self.emit(f"if ({valid}) {{ {put} }}" if valid else put)
+        self.emit(f"{self.lvalue(result)} = tb_hash_reduce({HASHES[name]}({buf}, ({buf}_n + 7) / 8), "
+                  f"{self.ex(base)}, {self.ex(max_)}) & {mask(self.width(result))};")
+        self.depth -= 1
+        self.emit("}")
+        return True
+
+
+HASHES = {"crc32": "tb_crc32", "crc16": "tb_crc16", "csum16": "tb_hash_csum16", "xor16": "tb_xor16",
+          "identity": "tb_identity"}
+
+C_EXTERNS = r"""
+/* runtime/meters.py MeterState: two rates (peak first), integer tokens capped at the burst,
+ * refilled from the clock's zero; unconfigured: GREEN */
+typedef struct { double rate_us[2]; int64_t burst[2], tokens[2], last[2]; uint8_t configured; } tb_meter;
+
+static uint64_t tb_meter_execute(tb_meter *m, uint32_t size, uint64_t index, int bytes, uint32_t len,
+                                 uint64_t now_us) {
+    if (index >= size || !m[index].configured) return 0;
+    tb_meter *c = &m[index];
+    int64_t need = bytes ? (int64_t)len : 1;
+    for (int r = 0; r < 2; r++) {
+        int64_t since = (int64_t)((double)now_us * c->rate_us[r]);
+        int64_t tokens = c->tokens[r] + (since - c->last[r]);
+        c->last[r] = since;
+        if (tokens > c->burst[r]) tokens = c->burst[r];
+        if (tokens < need) {
+            c->tokens[r] = tokens;
+            return r == 0 ? 2 : 1;   /* RED when the peak bucket is short, YELLOW the committed one */
+        }
+        c->tokens[r] = tokens - need;
+    }
+    return 0;
+}
+
+static uint64_t tb_crc32(const uint8_t *p, uint32_t n) {
+    uint32_t crc = 0xFFFFFFFFu;
+    for (uint32_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return crc ^ 0xFFFFFFFFu;
+}
+
+static uint64_t tb_crc16(const uint8_t *p, uint32_t n) {   /* CRC-16/ARC */
+    uint32_t crc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xA001u & (0u - (crc & 1u)));
+    }
+    return crc & 0xFFFF;
+}
+
+static uint64_t tb_hash_csum16(const uint8_t *p, uint32_t n) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2) sum += ((uint32_t)p[i] << 8) | p[i + 1];
+    if (n & 1) sum += (uint32_t)p[n - 1] << 8;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return (~sum) & 0xFFFF;
+}
+
+static uint64_t tb_xor16(const uint8_t *p, uint32_t n) {
+    uint64_t x = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2) x ^= ((uint32_t)p[i] << 8) | p[i + 1];
+    if (n & 1) x ^= (uint32_t)p[n - 1] << 8;
+    return x;
+}
+
+static uint64_t tb_identity(const uint8_t *p, uint32_t n) {   /* the first 8 bytes, big-endian */
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < n && i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t tb_hash_reduce(uint64_t h, uint64_t base, uint64_t max) {
+    if (!max) max = 1;
+    return h % max + base;
+}
+"""

@@ -3,9 +3,10 @@
 Model: every scalar (bit<W> with W <= 64, bool, error, serializable enum,
 type/newtype of those) is one uint64_t holding the value masked to its
 width; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
-a struct of its members.  Wider fields, varbit, header stacks, unions,
-signed int<W> and tuples are refused with NativeUnsupported (the Python
-pipeline runs them)."""
+a struct of its members; a header stack H[N] is a struct {H elem[N];
+uint64_t next;} (next: P4's nextIndex).  Wider fields, varbit, unions,
+stacks of unions, signed int<W> and tuples are refused with
+NativeUnsupported (the Python pipeline runs them)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class TypeEmitter:
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
+        self.stack_elems: dict[int, str] = {}  # header types held in stacks: C name (tb_state's scratch)
 
     def c_type(self, t, loc) -> str:
         """The C type name for a P4 type (declares structs on first use)."""
@@ -59,12 +61,25 @@ class TypeEmitter:
         if isinstance(t, (ir.HeaderT, ir.StructT)):
             return self._struct(t, loc)
         if isinstance(t, ir.StackT):
-            raise NativeUnsupported(loc, "header stacks")
+            return self._stack(t, loc)
         if isinstance(t, ir.UnionT):
             raise NativeUnsupported(loc, "header unions")
         if isinstance(t, ir.VarbitT):
             raise NativeUnsupported(loc, "varbit fields")
         raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
+
+    def _stack(self, t, loc) -> str:
+        key = id(t)
+        if key in self.names:
+            return self.names[key]
+        if not isinstance(t.element, ir.HeaderT):
+            raise NativeUnsupported(loc, "stacks of header unions")
+        elem = self._struct(t.element, loc)
+        self.stack_elems[id(t.element)] = elem
+        name = f"K{len(self.names)}_{t.element.name}_{t.size}"
+        self.names[key] = name
+        self.lines.append(f"typedef struct {{ /* {t} */\n    {elem} elem[{t.size}];\n    uint64_t next;\n}} {name};")
+        return name
 
     def _struct(self, t, loc) -> str:
         key = id(t)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
-from testbed.p4model.runtime.externs import CounterArray, RegisterArray
+from testbed.p4model.runtime.externs import CounterArray, MeterArray, RegisterArray
 from testbed.p4model.runtime.tables import Table
 
 _MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
@@ -114,3 +114,27 @@ class NativeCounter(CounterArray):
     def reset(self) -> None:
         ctypes.memset(self.packets, 0, ctypes.sizeof(self.packets))
         ctypes.memset(self.bytes, 0, ctypes.sizeof(self.bytes))
+
+
+class NativeMeterArray(MeterArray):
+    """A MeterArray whose cells run in C: configuration is checked and kept here (reads answer
+    from it) and every change is copied to the C cell (tb_meter_set), which the packets use."""
+
+    def _native_bind(self, lib, inst, info) -> None:
+        self._lib, self._inst, self._cid = lib, inst, info.cid
+        lib.tb_meter_set.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                     ctypes.c_int] + [ctypes.c_uint64] * 4
+        for index in range(self.size):
+            self._push(index)
+
+    def _push(self, index: int) -> None:
+        config = self.cells[index].get_config()
+        self._lib.tb_meter_set(self._inst, self._cid, index, self.size, int(config is not None), *(config or (0,) * 4))
+
+    def set_config(self, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        super().set_config(index, cir, cburst, pir, pburst)
+        self._push(index)
+
+    def reset_config(self, index: int) -> None:
+        super().reset_config(index)
+        self._push(index)
