@@ -34,6 +34,11 @@ port takes the frames (EtherType 0x8808), and while a port is paused the
 priority-0 cells the pacer releases for it (all but CREDIT and CNP) wait in
 that port's queue, in order; from XON or the guard's end they leave one after
 the other at the port's rate, and a new pause holds those that have not begun.
+
+A run's host_slow fault reaches the agent as a command file and SIGUSR1
+(`testbed.host.slow`): from its next wake-up the application starts each
+message later and the NIC sends at the command's rate; `slow_changes` in
+its stats says when each command took effect.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from testbed.host import nic_native
 from testbed.host.nic import NicPorts
 from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
+from testbed.host.slow import SlowCommandError, SlowCommands
 from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
 from testbed.cells import pfc as pause_frame
@@ -136,8 +142,12 @@ class Agent:
                  link_delay_s: float = 0.0, realtime_priority: int = 0,
                  local: tuple[list[str], float, float] | None = None,
                  nic_interfaces: list[str] | None = None, nic_choice: str = "flow", pfc: bool = False,
-                 progress_file: Path | None = None, native_nic: bool = True) -> None:
+                 progress_file: Path | None = None, native_nic: bool = True,
+                 command_file: Path | None = None) -> None:
         self.name = name
+        # host_slow commands from the run (testbed.host.slow); each applied one is kept with its time
+        self.commands = SlowCommands(command_file) if command_file is not None else None
+        self.slow_changes: list[dict] = []
         self.progress_file = progress_file  # PROGRESS_PERIOD_S: "messages cells" (report_progress)
         self.addr = addr
         self.port = port
@@ -301,6 +311,22 @@ class Agent:
             changed |= self.nic_ports.set_carrier(name, up, now)
         if changed:
             self.ep.set_link_rate(self.nic_ports.rate_bps())
+
+    def apply_slow_command(self, now: float) -> None:
+        """The run's host_slow command (testbed.host.slow): the application's delay before each
+        message and the NIC's rate cap, applied at `now` and recorded; a bad file is recorded too."""
+        try:
+            command = self.commands.take()
+        except SlowCommandError as error:
+            self.slow_changes.append({"t_s": round(now, 6), "error": str(error)})
+            return
+        if command is None:
+            return
+        self.runner.set_slow(command.delay_ms / 1e3)
+        self.nic_ports.rate_cap_bps = None if command.rate_mbps is None else command.rate_mbps * 1e6
+        self.ep.set_link_rate(self.nic_ports.rate_bps())
+        self.slow_changes.append({"t_s": round(now, 6), **command.to_json(),
+                                  "nic_rate_mbps": round(self.nic_ports.rate_bps() / 1e6, 6)})
 
     def _sample(self, now: float) -> None:
         s = self.series
@@ -486,6 +512,8 @@ class Agent:
         try:
             while not self.stop:
                 now = self.now()
+                if self.commands is not None and self.commands.pending:
+                    self.apply_slow_command(now)
                 if now >= next_sample:
                     self._sample(now)
                     next_sample = now + self.sample_s
@@ -578,6 +606,7 @@ class Agent:
                 "dropped_at_stop": self.nic_dropped},
             "pfc": None if self.pause_gates is None else summed(
                 {port.name: gate.stats(self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
+            "slow_changes": self.slow_changes,
             "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
                                  for t, name, up, why in self.nic_ports.changes],
             "series": dict(self.series, period_s=self.sample_s,
