@@ -111,11 +111,19 @@ class Sim:
         self.tick_at = self._observers[0][0] if self._observers else float("inf")
 
     def run(self, until: float, stop: Callable[[], bool] | None = None) -> None:
+        """Events up to `until`, or until `stop()` (asked every 64 events, and when only observers
+        are left: a stalled host's resume is an observer, and a run waiting for it is not over)."""
         heap = self._heap
-        while heap and heap[0][0] <= until:
-            if heap[0][0] >= self.tick_at:
-                self._observe()
+        while True:
+            if heap and heap[0][0] <= until:
+                if heap[0][0] >= self.tick_at:
+                    self._observe()
+                    continue
+            elif self.tick_at <= until and stop is not None and not stop():
+                self._observe()  # nothing else can happen before it
                 continue
+            else:
+                return
             t, _, fn, args = heapq.heappop(heap)
             self.now = t
             fn(*args)

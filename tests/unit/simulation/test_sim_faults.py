@@ -182,3 +182,25 @@ def test_a_fault_after_the_run_ended_is_listed_not_executed(tmp_path):
     assert skipped["kind"] == "link_down" and skipped["run_ended_s"] < 25
     assert skipped["reason"] == "the run ended before its planned time"
     assert not (tmp_path / "faults.jsonl").exists() or not (tmp_path / "faults.jsonl").read_text()
+
+
+def test_a_run_waits_for_a_stalled_host_even_when_nothing_else_is_left_to_happen():
+    text = FABRIC.format(duration=10, workload="  - {kind: incast, start_s: 0.1, receiver: h3, senders: [h1], "
+                                                "message_bytes: 300000}")
+    text = text.replace("cc: tita", "cc: none") + "faults:\n  - {at_s: 0.2, kind: agent_stall, target: h1, duration_s: 2}\n"
+    net, info = simulate(parse_scenario(text, "s.yaml"))
+    assert info["finished"] and info["faults_carried_out"] == 2 and not info["faults_not_executed"]
+    (done,) = delivered(net)
+    assert done["delivered_us"] / 1e6 > 2.2  # the rest of the message left once h1 went on
+
+
+def test_observers_run_at_their_times_and_never_move_the_end_of_a_run():
+    from testbed.simulation.sim import Sim
+
+    sim, seen = Sim(), []
+    sim.at(1.0, lambda: seen.append(("event", sim.now)))
+    sim.every(0.5, lambda: seen.append(("tick", sim.now)) or (sim.now + 0.5 if sim.now < 3 else None))
+    sim.run(10.0, stop=lambda: True)
+    assert seen == [("tick", 0.5), ("tick", 1.0), ("event", 1.0)] and sim.now == 1.0
+    sim.run(10.0, stop=lambda: False)  # not over: the observers go on alone
+    assert [t for kind, t in seen[3:]] == [1.5, 2.0, 2.5, 3.0]
