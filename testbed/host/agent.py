@@ -25,8 +25,9 @@ arrived on, so a port that stops hearing back goes silent and is left too
 (`NicPorts.check_silence`, every sample).  The NIC's rate follows the ports
 still up, each change is recorded with its time, and cells lost on a dead
 port are recovered by the transport's retransmissions.  Every few cell
-times the agent samples its in-order DATA cells and each port's sends: the
-report's goodput over time.
+times the agent samples its in-order DATA cells and each port's sends (the
+report's goodput over time), the bytes its NIC sent and received and its
+messages delivered and acknowledged (the simulator's series have the same).
 
 With `pfc` the NIC obeys its ToR's PFC pause frames (`testbed.host.pfc`), as a
 RoCE NIC does, so a fabric with PFC is lossless end to end: a raw socket per
@@ -233,7 +234,14 @@ class Agent:
         self.link_events: LinkEvents | None = None
         # Goodput over time: in-order DATA cells received and datagrams sent per port, sampled.
         self.sample_s = max(0.01, 8 * cfg.data_wire_bytes * 8 / self.nic_ports.port_rate_bps)
-        self.series: dict[str, list] = {"t_s": [], "in_order_cells": [], "port_tx": []}
+        # ... and, as the simulator's series have them, frames (bytes on the wire) through its NIC
+        # ports both ways and its messages delivered and acknowledged so far.
+        self.series: dict[str, list] = {"t_s": [], "in_order_cells": [], "port_tx": [], "tx_bytes": [],
+                                        "rx_bytes": [], "messages_delivered": [], "messages_acked": []}
+        self.nic_tx_bytes = 0
+        self.nic_rx_bytes = 0
+        self._records_seen = 0
+        self._acked = 0
 
     def _open(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -333,6 +341,13 @@ class Agent:
         s["t_s"].append(round(now, 6))
         s["in_order_cells"].append(self.ep.in_order_cells)
         s["port_tx"].append([p.tx for p in self.nic_ports.ports])
+        s["tx_bytes"].append(self.nic_tx_bytes)
+        s["rx_bytes"].append(self.nic_rx_bytes)
+        s["messages_delivered"].append(len(self.runner.received))
+        recs = self.runner.records
+        self._acked += sum(1 for r in recs[self._records_seen:] if r["kind"] == "message_sent")
+        self._records_seen = len(recs)
+        s["messages_acked"].append(self._acked)
 
     def report_progress(self, fd: int) -> None:
         """Messages delivered and DATA cells passed on in order (local channel included), as one
@@ -372,7 +387,11 @@ class Agent:
                     port = self._port_of_ifindex.get(int.from_bytes(value[:4], sys.byteorder))
                     if port is not None:
                         self.nic_ports.heard(port, self.now())
-            ep = self.local_ep if src[0] in self.local_addrs else self.ep
+            if src[0] in self.local_addrs:
+                ep = self.local_ep
+            else:
+                ep = self.ep
+                self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
             ep.receive(self.now(), src[0], data, tos, arrived)
         return count
 
@@ -390,7 +409,11 @@ class Agent:
                 if src not in by_addr or src == me:
                     self.unknown_peer += 1
                     continue
-                ep = self.local_ep if src in local_addrs else self.ep
+                if src in local_addrs:
+                    ep = self.local_ep
+                else:
+                    ep = self.ep
+                    self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
                 ep.receive(self.now(), src, data, tos, arrived)
         self.rx_datagrams += count
         return count
@@ -470,6 +493,7 @@ class Agent:
         sent = 0 if gates is None else self._release_held(now)
         for tx in self.ep.poll(now):
             port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
+            self.nic_tx_bytes += len(data) + FRAME_OVERHEAD
             if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start, (tx.dst, data, tx.ect), now):
                 continue
             if self.link_delay_s:

@@ -92,7 +92,12 @@ def test_the_runner_signals_a_live_agent_which_delays_its_messages_and_caps_its_
     logged = [json.loads(line) for line in (tmp_path / "faults.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["delay_ms"], r["rate_mbps"]) for r in logged] == [("host_slow", 150, 4),
                                                                             ("host_restore", 0, None)]
-    changes = json.loads((tmp_path / "rec" / "h1.stats.json").read_text())["slow_changes"]
+    stats = json.loads((tmp_path / "rec" / "h1.stats.json").read_text())
+    series = stats["series"]  # the simulator's keys too
+    assert series["messages_delivered"][-1] == 20 and series["messages_acked"][-1] == 20
+    assert series["tx_bytes"][-1] > 20 * 2000 and series["rx_bytes"][-1] > 20 * 2000
+    assert len(series["tx_bytes"]) == len(series["t_s"])
+    changes = stats["slow_changes"]
     assert [(c["delay_ms"], c["nic_rate_mbps"]) for c in changes] == [(150, 4.0), (0, 20.0)]
     assert abs(changes[0]["t_s"] - 0.3) < 0.1 and abs(changes[1]["t_s"] - 1.5) < 0.1
     recs = {n: records.read_jsonl(tmp_path / "rec" / f"{n}.jsonl") for n in hosts}
