@@ -240,6 +240,11 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     from testbed.telemetry.report import _fault_lines
 
     lines += _fault_lines(summaries, run_dirs)
+    if any(s.get("faults") for s in summaries.values()):
+        from testbed.telemetry.recovery import plot_goodput
+
+        if plot_goodput(run_dirs, out_dir / "goodput.png"):
+            lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

@@ -36,7 +36,8 @@ def test_sim_with_faults_writes_the_emulated_files_and_reports_them(tmp_path, ca
     report = next((tmp_path / "runs" / "simfaults").glob("*-sim/report.md")).read_text()
     assert "Faults in base:" in report and "- link_degrade leaf1-spine1 at 0.300 s" in report
     assert "**not executed**: link_down leaf2-spine2 planned at 19 s" in report
-    assert "report:" in out
+    assert "report:" in out and "](goodput.png)" in report
+    assert next((tmp_path / "runs" / "simfaults").glob("*-sim/goodput.png")).stat().st_size > 1000
     run_dir = next((tmp_path / "runs" / "simfaults").glob("*-sim/base"))
     faults = [json.loads(x) for x in (run_dir / "faults.jsonl").read_text().splitlines()]
     assert [f["kind"] for f in faults] == ["link_degrade", "host_slow", "link_restore", "host_restore"]
