@@ -97,7 +97,8 @@ class Sim:
         heapq.heappush(self._heap, (t, self._seq, fn, args))
 
     def every(self, first: float, fn: Callable[[], float | None]) -> None:
-        """Call `fn` at `first`, then at each time it returns, until it returns None."""
+        """Call `fn` at `first`, then at each time it returns, until it returns None (it may
+        schedule events, at or after its own time)."""
         self._seq += 1
         heapq.heappush(self._observers, (first, self._seq, fn))
         self.tick_at = self._observers[0][0]
@@ -292,10 +293,7 @@ class Port:
             return
         self.stats.delivered_packets += 1
         self.stats.delivered_bytes += pkt.size
-        if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
-            self.peer.receive(pkt, self)
-        else:
-            self.peer.receive(pkt)
+        self.peer.receive(pkt, self)  # a switch learns the ingress link (PFC counts per ingress)
 
     def set_down(self, down: bool) -> None:
         """Cut the cable's direction (what is on it is lost) or mend it."""
@@ -408,6 +406,7 @@ class SimHost:
         self.uplinks: list[Port] = []
         self.nic: NicPorts | None = None
         self._flow_ports: dict[str, int] = {}
+        self._port_index: dict[Port, int] = {}  # dual-homed: the link a frame arrives by -> NIC port
         self._wake_at: float | None = None
         self.rx_data_bytes: Counter[str] = Counter()
         self.stalls = 0
@@ -415,7 +414,11 @@ class SimHost:
         self.stalled = False
         self.held: list[tuple[SimPacket, float]] = []
 
-    def receive(self, pkt: SimPacket) -> None:
+    def receive(self, pkt: SimPacket, via: "Port | None" = None) -> None:
+        if self.nic is not None and via is not None:  # the agent hears each port (IP_PKTINFO)
+            index = self._port_index.get(via)
+            if index is not None:
+                self.nic.heard(index, self.net.sim.now)
         if self.stalled:
             self.held.append((pkt, self.net.sim.now))
             return
@@ -467,6 +470,7 @@ class SimHost:
                     sport = self._flow_ports[tx.dst] = flow_source_port(self.net.seed, self.name, tx.dst)
                 index, data = self.nic.choose(data, sport, channel_of_datagram(data))
                 uplink = self.uplinks[index]
+                self.nic.sent(index, now, data[0] & 0x0F)
             pkt = SimPacket(self.name, tx.dst, data, tx.ect)
             head = pkt.header()
             uplink.enqueue(pkt, head[0] if head else None)
@@ -490,6 +494,15 @@ class SimHost:
             return
         self._wake_at = t
         self.net.sim.at(t, self._wake, t)
+
+    def check_ports(self) -> float:
+        """A dual-homed NIC's periodic look at its ports, as the agent's sample does: one silent
+        for `silence_s` while sending is left (its ToR may have died with carrier still up), and
+        tried again later; the NIC's rate follows. Returns the next look's time (Sim.every)."""
+        if not self.stalled and self.nic.check_silence(self.net.sim.now):
+            self.ep.set_link_rate(self.nic.rate_bps())
+            self.kick()
+        return self.net.sim.now + self.nic_sample_s
 
     def _wake(self, t: float) -> None:
         if self._wake_at != t or self.stalled:
@@ -692,7 +705,8 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
     port sends on it; a dual-homed host, given `nic_cfg(ports)` (its transport
     at both ports' rate, as the agent's), sends on both, each cell by the
     port `NicPorts.choose` gives it (`nic_choice`: `entropy` digit, or `flow`:
-    the flow's source port and channel), and receives on both; without
+    the flow's source port and channel), and receives on both, leaving a
+    port that goes silent as the agent does (`SimHost.check_ports`); without
     `nic_cfg` it uses its first port only. The GPUs of a server are joined
     by direct links of `local` driven by a second endpoint configured with
     `local_cfg` (its rate and RTT).
@@ -716,8 +730,14 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
         h.uplink = port_of[(name, nic[0].number)]
         if len(nic) > 1 and nic_cfg is not None:
             h.uplinks = [port_of[(name, p.number)] for p in nic]
-            h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice)
-            h.ep = Endpoint(name, nic_cfg(len(nic)), wire_from_schedule=False)
+            both = nic_cfg(len(nic))
+            h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice,
+                             silence_s=4 * both.rtt_s)  # as the agent's
+            h.ep = Endpoint(name, both, wire_from_schedule=False)
+            h._port_index = {port.reverse: i for i, port in enumerate(h.uplinks)}
+            if h.nic.silence_s is not None:
+                h.nic_sample_s = max(0.01, 8 * both.data_wire_bytes * 8 / host.rate_bps)  # the agent's period
+                net.sim.every(h.nic_sample_s, h.check_ports)
     layout = layout_of(topo)
     for sw in topo.switches:
         for dst in topo.hosts:

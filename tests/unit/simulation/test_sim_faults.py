@@ -204,3 +204,30 @@ def test_observers_run_at_their_times_and_never_move_the_end_of_a_run():
     assert seen == [("tick", 0.5), ("tick", 1.0), ("event", 1.0)] and sim.now == 1.0
     sim.run(10.0, stop=lambda: False)  # not over: the observers go on alone
     assert [t for kind, t in seen[3:]] == [1.5, 2.0, 2.5, 3.0]
+
+
+DUAL = """
+duration_s: 20
+topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 2, dual_homed: true}
+links: {rate_mbps: 5, delay_us: 1000}
+fabric: {load_balancing: spray_rr_entropy}
+transport: {cc: tita}
+workload:
+  - {kind: permutation, start_s: 0.5, message_bytes: 1500000, cross_tor: true}
+faults:
+  - {at_s: 1.0, kind: switch_restart, target: leaf1, duration_s: 1.5}
+"""
+
+
+def test_dual_homed_hosts_leave_a_crashed_tors_silent_ports_as_the_agent_does():
+    scenario = parse_scenario(DUAL, "d.yaml")
+    net, info = simulate(scenario, sampler=lambda n: Sampler(n, 0.1))
+    sampler = info["sampler"]
+    assert info["finished"] and all(r["verified"] for r in delivered(net))
+    tor_hosts = [p.peer for p in scenario.topo.ports("leaf1") if p.tier == "host"]
+    for host in tor_hosts:
+        rx = dict(zip(sampler.series[host]["t_s"], sampler.series[host]["rx_bytes"]))
+        # the crash keeps carrier; silence moves the host to its other ToR, at about one port's rate
+        assert rx[2.4] - rx[1.4] > 0.5 * 5e6 / 8 * 1.0 * 0.5
+        changes = net.hosts[host].nic.changes
+        assert any(not up and why == "silence" and 1.0 < t < 1.4 for t, _, up, why in changes)
