@@ -42,7 +42,7 @@ from pathlib import Path
 
 from testbed.control.reroute import updown_distances, updown_next_hops
 from testbed.emulation.faults import FaultAction, plan_faults
-from testbed.simulation.sim import Network, Port
+from testbed.simulation.sim import Network
 from testbed.topo.entropy import group_choice, layout_of
 
 # The emulated controller's reaction to a port change (seen to every switch written): tens of
@@ -88,7 +88,9 @@ class SimFaults:
         self.applied = 0
         self.links_down: set[str] = set()
         self.switches_down: set[str] = set()
-        self.routes = fabric_routes(self.topo, frozenset())  # what each switch routes on now
+        # what each switch routes on now (the plan's, until a fault moves them); only with faults
+        self.intact = fabric_routes(self.topo, frozenset()) if self.actions else {}
+        self.routes = {switch: dict(routes) for switch, routes in self.intact.items()}
         self.dead: frozenset[str] = frozenset()
         self.links_of = {s: {p.link for p in self.topo.ports(s)} for s in self.topo.switches}
         for path in (self.log, self.reroute_log):
@@ -181,7 +183,7 @@ class SimFaults:
             self.switches_down.add(name)
         else:
             switch.down = False
-            self._install(name, fabric_routes(self.topo, frozenset())[name])  # its plan, reinstalled
+            self._install(name, self.intact[name])  # its plan, reinstalled
             for port in egress:
                 port.freeze(False)
             self.switches_down.discard(name)
@@ -255,8 +257,3 @@ class SimFaults:
         if switch in self.routes:
             self.routes[switch].update(routes)
 
-
-def ports_of_link(net: Network, name: str) -> tuple[Port, Port]:
-    """The two egress directions of a cable (a_port's, b_port's)."""
-    link = net.topo.link(name)
-    return net.port_of[(link.a, link.a_port)], net.port_of[(link.b, link.b_port)]
