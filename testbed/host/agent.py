@@ -525,6 +525,8 @@ class Agent:
             sel.register(pause_sock, selectors.EVENT_READ, index)
             self._receive_pause_frames(index)  # a pause that came first holds the first cell too
         self._watch_carrier(sel)
+        if self.commands is not None and self.commands.wakeup is not None:
+            sel.register(self.commands.wakeup, selectors.EVENT_READ)  # a host_slow command wakes the loop
         finished_at = None
         reason = "timeout"
         due_s = None
@@ -572,6 +574,8 @@ class Agent:
                         self._receive_batch()
                     elif key.fileobj is self.link_events:
                         self._on_link_events()
+                    elif self.commands is not None and key.fileobj is self.commands.wakeup:
+                        self.commands.drain()  # the command itself is applied at the top of the loop
                     else:
                         self._receive_pause_frames(key.data)
             else:

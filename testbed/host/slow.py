@@ -4,8 +4,8 @@ The run (`testbed.emulation.faults`) writes the command file (JSON
 `{"delay_ms": D, "rate_mbps": R}`, R null for the NIC's own rate, both 0/null
 to end the slow-down) in one rename, so the agent never reads half of it, and
 sends the agent SIGUSR1, as agent_stall reaches the agent with SIGSTOP. The
-agent's handler only raises a flag; its packet loop reads the file at its next
-wake-up (at most `agent.MAX_SLEEP_S` later) and applies it: the application
+agent's handler only raises a flag, and the signal wakes its packet loop's
+select (`signal.set_wakeup_fd`), which then reads the file and applies it: the application
 starts each message `delay_ms` after its turn (`WorkloadRunner.set_slow`) and
 the NIC sends at `rate_mbps` (`NicPorts.rate_cap_bps`, then the endpoint's
 pacer, credit gate and flows through `Endpoint.set_link_rate`).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +65,35 @@ class SlowCommands:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.pending = False
+        self.wakeup: socket.socket | None = None  # readable after any signal: the loop's select wakes
 
     def install(self) -> None:
+        """The handler, and a wake-up socket the interpreter writes to on each signal (so the
+        agent's select returns at once instead of at its next timeout)."""
         signal.signal(COMMAND_SIGNAL, self._on_signal)
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        self.wakeup, self._writer = reader, writer
+
+    def close(self) -> None:
+        """Undo install(): the signal's default action and no wake-up socket."""
+        if self.wakeup is None:
+            return
+        signal.set_wakeup_fd(-1)
+        signal.signal(COMMAND_SIGNAL, signal.SIG_DFL)
+        self.wakeup.close()
+        self._writer.close()
+        self.wakeup = None
+
+    def drain(self) -> None:
+        """Empty the wake-up socket (its bytes only say that a signal came)."""
+        try:
+            while self.wakeup.recv(512):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
 
     def _on_signal(self, signum, frame) -> None:
         self.pending = True

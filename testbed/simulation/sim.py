@@ -293,7 +293,12 @@ class Port:
             return
         self.stats.delivered_packets += 1
         self.stats.delivered_bytes += pkt.size
-        self.peer.receive(pkt, self)  # a switch learns the ingress link (PFC counts per ingress)
+        if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
+            self.peer.receive(pkt, self)
+        else:
+            if self.peer.nic is not None:  # a dual-homed host hears which port it came by
+                self.peer.heard(self)
+            self.peer.receive(pkt)
 
     def set_down(self, down: bool) -> None:
         """Cut the cable's direction (what is on it is lost) or mend it."""
@@ -414,11 +419,13 @@ class SimHost:
         self.stalled = False
         self.held: list[tuple[SimPacket, float]] = []
 
-    def receive(self, pkt: SimPacket, via: "Port | None" = None) -> None:
-        if self.nic is not None and via is not None:  # the agent hears each port (IP_PKTINFO)
-            index = self._port_index.get(via)
-            if index is not None:
-                self.nic.heard(index, self.net.sim.now)
+    def heard(self, via: Port) -> None:
+        """A frame arrived by the link `via` (the agent knows the port from IP_PKTINFO)."""
+        index = self._port_index.get(via)
+        if index is not None:
+            self.nic.heard(index, self.net.sim.now)
+
+    def receive(self, pkt: SimPacket) -> None:
         if self.stalled:
             self.held.append((pkt, self.net.sim.now))
             return
