@@ -73,7 +73,7 @@ class SimFaults:
     """Schedules the scenario's fault actions on `net` (built by sim.from_topology) and records them."""
 
     def __init__(self, scenario, net: Network, run_dir: Path | None = None, reaction_s: float = REACTION_S,
-                 on_restart=None) -> None:
+                 on_restart=None, agents: set[str] | None = None) -> None:
         if net.topo is None:
             raise ValueError("faults need a network built from a topology (sim.from_topology)")
         self.net = net
@@ -83,6 +83,9 @@ class SimFaults:
         self.log = None if run_dir is None else Path(run_dir) / "faults.jsonl"
         self.reroute_log = None if run_dir is None else Path(run_dir) / "reroute.jsonl"
         self.on_restart = on_restart  # called with a switch's name when it starts again (telemetry)
+        # the hosts an emulated run starts agents on (those with messages; None: all): a stall or a
+        # slow-down of another host fails there with a recorded error, and so it does here
+        self.agents = agents
         self.records: list[dict] = []
         self.reactions: list[dict] = []
         self.applied = 0
@@ -117,7 +120,12 @@ class SimFaults:
         if action.local:
             record["local_interfaces"] = [f"{host}:{interface}" for host, interface in action.local]
         kind = action.kind
-        if kind in ("link_down", "link_up", "host_down"):
+        idle = (action.agent or (action.target if action.slow is not None else None))
+        if idle is not None and self.agents is not None and idle not in self.agents:
+            what = "that takes commands " if action.slow is not None else ""
+            record = {"at_s": action.at_s, "t_s": round(now, 6), "kind": kind, "target": action.target,
+                      "error": f"{idle} runs no agent {what}in this run"}
+        elif kind in ("link_down", "link_up", "host_down"):
             links = ([p.link for p in self.topo.ports(action.target)] if kind == "host_down" else [action.target])
             for name in links:
                 self._cable(name, down=kind != "link_up")

@@ -98,7 +98,8 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
     net.load(messages, scenario.seed)
     taken = sampler(net).start() if sampler is not None else None
     planned = SimFaults(scenario if faults else dataclasses.replace(scenario, faults=()), net, run_dir,
-                        on_restart=taken.restarted if taken else None).start()
+                        on_restart=taken.restarted if taken else None,
+                        agents={m.src for m in messages} | {m.dst for m in messages}).start()
     started = time.monotonic()
     with progress.task(label or scenario.name, len(messages),
                        progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
@@ -115,7 +116,7 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
             "lost_on_lossy_links": sum(p.stats.loss_drops for p in net.ports),
             "dropped_by_stopped_switches": sum(s.down_drops for s in net.switches.values())
             + sum(p.stats.flushed for p in net.ports),
-            "faults_carried_out": len(planned.records), "faults_not_executed": planned.not_executed(net.sim.now),
+            "faults_carried_out": sum(1 for r in planned.records if "error" not in r), "faults_not_executed": planned.not_executed(net.sim.now),
             "sampler": taken}
     return net, info
 

@@ -231,3 +231,14 @@ def test_dual_homed_hosts_leave_a_crashed_tors_silent_ports_as_the_agent_does():
         assert rx[2.4] - rx[1.4] > 0.5 * 5e6 / 8 * 1.0 * 0.5
         changes = net.hosts[host].nic.changes
         assert any(not up and why == "silence" and 1.0 < t < 1.4 for t, _, up, why in changes)
+
+
+def test_stalling_or_slowing_a_host_without_traffic_fails_as_on_the_emulated_fabric(tmp_path):
+    workload = "  - {kind: incast, start_s: 0.1, receiver: h3, senders: [h1], message_bytes: 600000}"
+    faults = ("  - {at_s: 0.2, kind: agent_stall, target: h2, duration_s: 0.1}\n"
+              "  - {at_s: 0.2, kind: host_slow, target: h4, duration_s: 0.1, delay_ms: 5}")
+    _, _, info, _ = run(faults, workload, tmp_path=tmp_path)
+    records = [json.loads(x) for x in (tmp_path / "faults.jsonl").read_text().splitlines()]
+    assert {r["error"] for r in records} == {"h2 runs no agent in this run",
+                                             "h4 runs no agent that takes commands in this run"}
+    assert info["faults_carried_out"] == 0
