@@ -20,7 +20,8 @@ then one every `period_s` of the run's clock (observed between events, so
 sampling changes nothing of the run) and a last one at the end.
 
 Host series go in `records/<host>.stats.json` under "series", with the
-agent's keys (`t_s`, `in_order_cells`, `port_tx` packets per NIC port,
+agent's keys (`t_s`, `in_order_cells` through the NIC (a local channel's
+not counted), `port_tx` packets per NIC port,
 `period_s`, `data_cell_payload_bytes`) and the simulator's own: `tx_bytes`
 and `rx_bytes` (frames on the host's NIC ports, cumulative),
 `messages_delivered` (to the host) and `messages_acked` (its own, fully
@@ -134,7 +135,7 @@ class Sampler:
         for host, ports in self.host_ports.items():
             h, s = self.net.hosts[host], self.series[host]
             s["t_s"].append(round(now, 6))
-            s["in_order_cells"].append(h.ep.in_order_cells + (h.local.in_order_cells if h.local else 0))
+            s["in_order_cells"].append(h.ep.in_order_cells)  # the NIC's, as the agent's series has it
             s["port_tx"].append([p.stats.tx_packets for p in ports])
             s["tx_bytes"].append(sum(p.stats.tx_bytes for p in ports))
             s["rx_bytes"].append(sum(p.reverse.stats.delivered_bytes for p in ports))
