@@ -18,6 +18,10 @@ neighbours keep sending into it until the controller reroutes) and
 `switch_start` starts it again, after which the run re-installs its
 pipeline, its table entries and its traffic-manager settings (the
 run's `switches(name, up)` does both; the switch has a process of its own).
+`host_slow` writes the host's command file and signals its agent
+(SIGUSR1, `testbed.host.slow`): its application starts each message
+`delay_ms` later and its NIC sends at `rate_mbps`; `host_restore` writes
+the command that ends it.
 Each event is recorded when it happens (`faults.jsonl`: planned and
 actual time on the run's clock, what it touched) and undone at teardown,
 so a run leaves every link and agent as it found them. After `kill -9`
@@ -38,6 +42,7 @@ from typing import Callable
 
 from testbed.emulation.network import local_interface, switch_interface
 from testbed.errors import TestbedError
+from testbed.host.slow import COMMAND_SIGNAL, SlowCommand, write_command
 
 
 class FaultError(TestbedError):
@@ -55,6 +60,7 @@ class FaultAction:
     tm_lines: tuple[tuple[str, str], ...] = ()  # link_degrade / link_restore: (switch, TM command)
     agent: str | None = None  # agent_stall / agent_resume: the host
     switch: str | None = None  # switch_stop / switch_start
+    slow: SlowCommand | None = None  # host_slow / host_restore: the command for the host's agent
 
 
 def _degrade_lines(scenario, fault, kind: str) -> tuple[tuple[str, str], ...]:
@@ -89,6 +95,9 @@ def plan_faults(scenario) -> list[FaultAction]:
                 actions.append(FaultAction(at_s, kind, fault.target, tm_lines=_degrade_lines(scenario, fault, kind)))
             elif kind in ("agent_stall", "agent_resume"):
                 actions.append(FaultAction(at_s, kind, fault.target, agent=fault.target))
+            elif kind in ("host_slow", "host_restore"):
+                command = (SlowCommand(fault.delay_ms, fault.rate_mbps) if kind == "host_slow" else SlowCommand())
+                actions.append(FaultAction(at_s, kind, fault.target, slow=command))
             elif kind in ("switch_stop", "switch_start"):
                 actions.append(FaultAction(at_s, kind, fault.target, switch=fault.target))
             else:
@@ -133,13 +142,15 @@ class FaultRunner:
 
     `tm(switch, line)` sends a traffic-manager command (raises FaultError when refused);
     `agents` maps a host to its agent's pid; `switches(name, up)` stops or restarts a switch;
-    `namespaces` maps a host to a pid in its network namespace (its shell), for local channels."""
+    `namespaces` maps a host to a pid in its network namespace (its shell), for local channels;
+    `commands` maps a host to its agent's command file (host_slow, testbed.host.slow)."""
 
     def __init__(self, actions: list[FaultAction], epoch: float, log: Path,
                  tm: Callable[[str, str], None] | None = None, agents: dict[str, int] | None = None,
                  switches: Callable[[str, bool], dict | None] | None = None,
-                 namespaces: dict[str, int] | None = None) -> None:
+                 namespaces: dict[str, int] | None = None, commands: dict[str, Path] | None = None) -> None:
         self.actions = actions
+        self.commands = commands or {}
         self.epoch = epoch
         self.log = log
         self.tm = tm
@@ -191,7 +202,9 @@ class FaultRunner:
                 self.tm(switch, line)
             if action.agent is not None:
                 self._signal_agent(action.agent, stop=action.kind == "agent_stall")
-            extra = None
+            if action.slow is not None:
+                self._command_agent(action.target, action.slow)
+            extra = action.slow.to_json() if action.slow is not None else None
             if action.switch is not None:
                 if self.switches is None:
                     raise FaultError(f"{action.kind} {action.switch}: no switch supervisor here")
@@ -220,6 +233,20 @@ class FaultRunner:
         except ProcessLookupError:
             raise FaultError(f"the agent of {host} (pid {pid}) has already ended") from None
         (self.stalled.add if stop else self.stalled.discard)(host)
+
+    def _command_agent(self, host: str, command: SlowCommand) -> None:
+        """Write `host`'s command file, then tell its agent (SIGUSR1) to read it."""
+        pid, path = self.agents.get(host), self.commands.get(host)
+        if pid is None or path is None:
+            raise FaultError(f"{host} runs no agent that takes commands in this run")
+        try:
+            write_command(path, command)
+        except OSError as error:
+            raise FaultError(f"cannot write the command file of {host}'s agent {path}: {error.strerror}") from None
+        try:
+            os.kill(pid, COMMAND_SIGNAL)
+        except ProcessLookupError:
+            raise FaultError(f"the agent of {host} (pid {pid}) has already ended") from None
 
     def stop(self) -> None:
         """Stop what has not happened yet and let every stalled agent go on (before the run

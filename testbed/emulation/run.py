@@ -335,6 +335,7 @@ class VariantRun:
                     "--nic-choice", "entropy" if lb in ENTROPY_SCHEMES else "flow",
                     "--records", str(records), "--epoch-file", str(epoch_file),
                     "--progress-file", str(agent_dir / f"{host}.progress"),
+                    "--command-file", str(agent_dir / f"{host}.command.json"),
                     "--timeout-s", str(scenario.duration_s + AGENT_MARGIN_S)]
             if scenario.fabric.pfc.enabled:
                 argv.append("--pfc")  # the NIC obeys its ToR's pause frames
@@ -362,7 +363,8 @@ class VariantRun:
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl", tm=self._tm_command,
                                   agents={host: p.pid for host, p in self.agents.items()},
                                   switches=self._switch_fault,
-                                  namespaces={h: self.network.host(h).pid for h in topology.hosts}).start()
+                                  namespaces={h: self.network.host(h).pid for h in topology.hosts},
+                                  commands={h: agent_dir / f"{h}.command.json" for h in busy}).start()
         with progress.task(self.variant.name or scenario.name, len(messages),
                            progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
             poller = (progress.FilePoller(shown, [agent_dir / f"{h}.progress" for h in busy]).start()

@@ -25,8 +25,9 @@ arrived on, so a port that stops hearing back goes silent and is left too
 (`NicPorts.check_silence`, every sample).  The NIC's rate follows the ports
 still up, each change is recorded with its time, and cells lost on a dead
 port are recovered by the transport's retransmissions.  Every few cell
-times the agent samples its in-order DATA cells and each port's sends: the
-report's goodput over time.
+times the agent samples its in-order DATA cells and each port's sends (the
+report's goodput over time), the bytes its NIC sent and received and its
+messages delivered and acknowledged (the simulator's series have the same).
 
 With `pfc` the NIC obeys its ToR's PFC pause frames (`testbed.host.pfc`), as a
 RoCE NIC does, so a fabric with PFC is lossless end to end: a raw socket per
@@ -34,6 +35,8 @@ port takes the frames (EtherType 0x8808), and while a port is paused the
 priority-0 cells the pacer releases for it (all but CREDIT and CNP) wait in
 that port's queue, in order; from XON or the guard's end they leave one after
 the other at the port's rate, and a new pause holds those that have not begun.
+
+A run's host_slow fault arrives as a command file and SIGUSR1 (`testbed.host.slow`).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from testbed.host import nic_native
 from testbed.host.nic import NicPorts
 from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
+from testbed.host.slow import SlowCommandError, SlowCommands
 from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
 from testbed.host.workloads import MessageSpec
 from testbed.cells import pfc as pause_frame
@@ -136,8 +140,12 @@ class Agent:
                  link_delay_s: float = 0.0, realtime_priority: int = 0,
                  local: tuple[list[str], float, float] | None = None,
                  nic_interfaces: list[str] | None = None, nic_choice: str = "flow", pfc: bool = False,
-                 progress_file: Path | None = None, native_nic: bool = True) -> None:
+                 progress_file: Path | None = None, native_nic: bool = True,
+                 command_file: Path | None = None) -> None:
         self.name = name
+        # host_slow commands from the run (testbed.host.slow); each applied one is kept with its time
+        self.commands = SlowCommands(command_file) if command_file is not None else None
+        self.slow_changes: list[dict] = []
         self.progress_file = progress_file  # PROGRESS_PERIOD_S: "messages cells" (report_progress)
         self.addr = addr
         self.port = port
@@ -223,7 +231,14 @@ class Agent:
         self.link_events: LinkEvents | None = None
         # Goodput over time: in-order DATA cells received and datagrams sent per port, sampled.
         self.sample_s = max(0.01, 8 * cfg.data_wire_bytes * 8 / self.nic_ports.port_rate_bps)
-        self.series: dict[str, list] = {"t_s": [], "in_order_cells": [], "port_tx": []}
+        # ... and, as the simulator's series have them, frames (bytes on the wire) through its NIC
+        # ports both ways and its messages delivered and acknowledged so far.
+        self.series: dict[str, list] = {"t_s": [], "in_order_cells": [], "port_tx": [], "tx_bytes": [],
+                                        "rx_bytes": [], "messages_delivered": [], "messages_acked": []}
+        self.nic_tx_bytes = 0
+        self.nic_rx_bytes = 0
+        self._records_seen = 0
+        self._acked = 0
 
     def _open(self) -> socket.socket:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -302,11 +317,34 @@ class Agent:
         if changed:
             self.ep.set_link_rate(self.nic_ports.rate_bps())
 
+    def apply_slow_command(self, now: float) -> None:
+        """The run's host_slow command (testbed.host.slow): the application's delay before each
+        message and the NIC's rate cap, applied at `now` and recorded; a bad file is recorded too."""
+        try:
+            command = self.commands.take()
+        except SlowCommandError as error:
+            self.slow_changes.append({"t_s": round(now, 6), "error": str(error)})
+            return
+        if command is None:
+            return
+        self.runner.set_slow(command.delay_ms / 1e3)
+        self.nic_ports.rate_cap_bps = None if command.rate_mbps is None else command.rate_mbps * 1e6
+        self.ep.set_link_rate(self.nic_ports.rate_bps())
+        self.slow_changes.append({"t_s": round(now, 6), **command.to_json(),
+                                  "nic_rate_mbps": round(self.nic_ports.rate_bps() / 1e6, 6)})
+
     def _sample(self, now: float) -> None:
         s = self.series
         s["t_s"].append(round(now, 6))
         s["in_order_cells"].append(self.ep.in_order_cells)
         s["port_tx"].append([p.tx for p in self.nic_ports.ports])
+        s["tx_bytes"].append(self.nic_tx_bytes)
+        s["rx_bytes"].append(self.nic_rx_bytes)
+        s["messages_delivered"].append(len(self.runner.received))
+        recs = self.runner.records
+        self._acked += sum(1 for r in recs[self._records_seen:] if r["kind"] == "message_sent")
+        self._records_seen = len(recs)
+        s["messages_acked"].append(self._acked)
 
     def report_progress(self, fd: int) -> None:
         """Messages delivered and DATA cells passed on in order (local channel included), as one
@@ -346,7 +384,11 @@ class Agent:
                     port = self._port_of_ifindex.get(int.from_bytes(value[:4], sys.byteorder))
                     if port is not None:
                         self.nic_ports.heard(port, self.now())
-            ep = self.local_ep if src[0] in self.local_addrs else self.ep
+            if src[0] in self.local_addrs:
+                ep = self.local_ep
+            else:
+                ep = self.ep
+                self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
             ep.receive(self.now(), src[0], data, tos, arrived)
         return count
 
@@ -364,7 +406,11 @@ class Agent:
                 if src not in by_addr or src == me:
                     self.unknown_peer += 1
                     continue
-                ep = self.local_ep if src in local_addrs else self.ep
+                if src in local_addrs:
+                    ep = self.local_ep
+                else:
+                    ep = self.ep
+                    self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
                 ep.receive(self.now(), src, data, tos, arrived)
         self.rx_datagrams += count
         return count
@@ -444,6 +490,7 @@ class Agent:
         sent = 0 if gates is None else self._release_held(now)
         for tx in self.ep.poll(now):
             port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
+            self.nic_tx_bytes += len(data) + FRAME_OVERHEAD
             if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start, (tx.dst, data, tx.ect), now):
                 continue
             if self.link_delay_s:
@@ -475,6 +522,8 @@ class Agent:
             sel.register(pause_sock, selectors.EVENT_READ, index)
             self._receive_pause_frames(index)  # a pause that came first holds the first cell too
         self._watch_carrier(sel)
+        if self.commands is not None and self.commands.wakeup is not None:
+            sel.register(self.commands.wakeup, selectors.EVENT_READ)  # a host_slow command wakes the loop
         finished_at = None
         reason = "timeout"
         due_s = None
@@ -486,6 +535,8 @@ class Agent:
         try:
             while not self.stop:
                 now = self.now()
+                if self.commands is not None and self.commands.pending:
+                    self.apply_slow_command(now)
                 if now >= next_sample:
                     self._sample(now)
                     next_sample = now + self.sample_s
@@ -520,6 +571,8 @@ class Agent:
                         self._receive_batch()
                     elif key.fileobj is self.link_events:
                         self._on_link_events()
+                    elif self.commands is not None and key.fileobj is self.commands.wakeup:
+                        self.commands.drain()  # the command itself is applied at the top of the loop
                     else:
                         self._receive_pause_frames(key.data)
             else:
@@ -578,6 +631,7 @@ class Agent:
                 "dropped_at_stop": self.nic_dropped},
             "pfc": None if self.pause_gates is None else summed(
                 {port.name: gate.stats(self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
+            "slow_changes": self.slow_changes,
             "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
                                  for t, name, up, why in self.nic_ports.changes],
             "series": dict(self.series, period_s=self.sample_s,

@@ -2,7 +2,8 @@
 
 Shared by the simulator and the UDP agent. A message starts at its start
 time once every message it depends on has been delivered here (ring
-all-reduce steps). Payloads are generated deterministically from the seed,
+all-reduce steps); while the host is slowed (`set_slow`, the host_slow
+fault) it starts that much later again. Payloads are generated deterministically from the seed,
 so the receiver checks delivered bytes against an independent copy, not
 only against the transport's own checksum.
 
@@ -47,6 +48,10 @@ class WorkloadRunner:
         self.name_of = name_of
         self._specs = sorted((s for s in specs if s.src == name), key=lambda s: s.start_us)
         self._sent: set[int] = set()
+        # A host_slow fault: each message whose turn comes while this is above 0 starts that much
+        # later (seconds); `_delayed` holds those already put off, so none is put off twice.
+        self.slow_delay_s = 0.0
+        self._delayed: set[int] = set()
         self._index()
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
@@ -195,6 +200,10 @@ class WorkloadRunner:
         # 4060000.0, and a message polled at its own start time waited for the next wake-up
         while ready and ready[0][0] / 1e6 <= now:
             _, i = heapq.heappop(ready)
+            if self.slow_delay_s > 0 and i not in self._delayed:  # its turn came now: it starts later
+                self._delayed.add(i)
+                heapq.heappush(ready, ((now + self.slow_delay_s) * 1e6, i))
+                continue
             spec = self._specs[i]
             self._sent.add(i)
             if spec.op:
@@ -205,6 +214,12 @@ class WorkloadRunner:
                 data = workloads.payload(self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
             self.by_key[(spec.dst, spec.msg_id)] = spec
             self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
+
+    def set_slow(self, delay_s: float) -> None:
+        """A straggler's application (host_slow): from now on, each message whose turn comes (its
+        start time reached and its dependencies met) starts `delay_s` later; 0 ends it (messages
+        already put off keep their later start)."""
+        self.slow_delay_s = max(0.0, delay_s)
 
     def next_deadline(self, now: float) -> float | None:
         if self._ready and self._ready[0][0] / 1e6 > now:

@@ -65,6 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--progress-file", type=Path, default=None,
                    help="keep 'messages-delivered in-order-cells' in this file, rewritten in place about "
                         "every second (a run's progress display reads it)")
+    p.add_argument("--command-file", type=Path, default=None,
+                   help="host_slow commands: on SIGUSR1 the agent reads this JSON file "
+                        "({\"delay_ms\": D, \"rate_mbps\": R or null}) and applies it (testbed.host.slow)")
     p.add_argument("--grace-s", type=float, default=1.0)
     p.add_argument("--timeout-s", type=float, default=600.0)
     p.set_defaults(func=run)
@@ -147,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
                   link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
                   local=load_local(args.peers_file, args.name),
                   nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc,
-                  progress_file=args.progress_file)
+                  progress_file=args.progress_file, command_file=args.command_file)
     install_sigterm(agent)
+    if agent.commands is not None:  # before 'agent ready': a run may signal it from then on
+        agent.commands.install()
     if args.epoch_file is not None:
         epoch = wait_for_epoch(args.epoch_file, args.timeout_s, stopped=lambda: agent.stop)
         if epoch is None:  # SIGTERM while waiting (the run ended or `testbed clean`)

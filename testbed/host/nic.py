@@ -62,6 +62,8 @@ class NicPorts:
             raise ValueError(f"NIC port choice {choice!r} is not one of {', '.join(CHOICES)}")
         self.ports = [NicPort(n) for n in names]
         self.port_rate_bps = port_rate_bps
+        # A host_slow fault's NIC rate (bit/s, all ports together); None: the ports' own rates.
+        self.rate_cap_bps: float | None = None
         self.choice = choice
         # Silence means something only where answers come back by the port their cell left by.
         self.silence_s = silence_s if choice == "entropy" and len(names) > 1 else None
@@ -74,8 +76,16 @@ class NicPorts:
 
     def rate_bps(self) -> float:
         """What the NIC can send: every live port at its link's rate (at least one port's,
-        so a host whose ports are all down still paces as if one came back)."""
-        return max(1, self.live) * self.port_rate_bps
+        so a host whose ports are all down still paces as if one came back), at most the
+        slow-down's cap."""
+        rate = max(1, self.live) * self.port_rate_bps
+        return rate if self.rate_cap_bps is None else min(rate, self.rate_cap_bps)
+
+    def wire_rate_bps(self) -> float:
+        """One port's serialisation rate: its link's, or its share of the slow-down's cap."""
+        if self.rate_cap_bps is None:
+            return self.port_rate_bps
+        return min(self.port_rate_bps, self.rate_cap_bps / max(1, self.live))
 
     def set_carrier(self, name: str, up: bool, now: float) -> bool:
         """Record a port's carrier; True if that changed whether it is used."""
@@ -143,7 +153,7 @@ class NicPorts:
         """A datagram the pacer released at `start` goes on port `index`'s wire: when it reaches the ToR."""
         port = self.ports[index]
         begin = start if start > port.next_free else port.next_free
-        port.next_free = begin + wire_bytes * 8 / self.port_rate_bps
+        port.next_free = begin + wire_bytes * 8 / self.wire_rate_bps()
         self.sent(index, start, cell_type)
         return port.next_free + delay_s
 

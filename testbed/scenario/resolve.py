@@ -451,10 +451,11 @@ class _Resolver:
                             f"(duration_s {duration:g})")
         target, kind = raw["target"], raw["kind"]
         used_by = {"period_s": ("link_flap",), "count": ("link_flap",),
-                   "duration_s": ("link_degrade", "agent_stall", "switch_restart"), "rate_mbps": ("link_degrade",),
-                   "extra_delay_us": ("link_degrade",), "loss": ("link_degrade",)}
+                   "duration_s": ("link_degrade", "agent_stall", "switch_restart", "host_slow"),
+                   "rate_mbps": ("link_degrade", "host_slow"), "extra_delay_us": ("link_degrade",),
+                   "loss": ("link_degrade",), "delay_ms": ("host_slow",)}
         needs = {"link_flap": ("period_s", "count"), "agent_stall": ("duration_s",),
-                 "switch_restart": ("duration_s",)}.get(kind, ())
+                 "switch_restart": ("duration_s",), "host_slow": ("duration_s",)}.get(kind, ())
         for key, kinds in used_by.items():
             if key in needs and key not in raw:
                 raise self.fail(at + ("kind",), f"{kind} needs {key}")
@@ -465,10 +466,12 @@ class _Resolver:
                             f"{raw['at_s']:g} s end after the run (duration_s {duration:g})")
         if kind == "link_degrade" and not any(k in raw for k in ("rate_mbps", "extra_delay_us", "loss")):
             raise self.fail(at + ("kind",), "link_degrade needs at least one of rate_mbps, extra_delay_us, loss")
+        if kind == "host_slow" and not any(k in raw for k in ("delay_ms", "rate_mbps")):
+            raise self.fail(at + ("kind",), "host_slow needs delay_ms or rate_mbps (or both)")
         if "duration_s" in raw and raw["at_s"] + raw["duration_s"] > duration:
             raise self.fail(at + ("duration_s",), f"{raw['duration_s']:g} s from {raw['at_s']:g} s ends after "
                             f"the run (duration_s {duration:g})")
-        if kind in ("host_down", "agent_stall"):
+        if kind in ("host_down", "agent_stall", "host_slow"):
             self.known_host(at + ("target",), target, topo)
         elif kind == "switch_restart":
             if target not in topo.switches:
@@ -484,7 +487,8 @@ class _Resolver:
         return Fault(float(raw["at_s"]), kind, target, float(raw.get("period_s", 0.0)), int(raw.get("count", 0)),
                      duration_s=float(raw["duration_s"]) if "duration_s" in raw else None,
                      rate_mbps=float(raw["rate_mbps"]) if "rate_mbps" in raw else None,
-                     extra_delay_us=float(raw.get("extra_delay_us", 0.0)), loss=float(raw.get("loss", 0.0)))
+                     extra_delay_us=float(raw.get("extra_delay_us", 0.0)), loss=float(raw.get("loss", 0.0)),
+                     delay_ms=float(raw.get("delay_ms", 0.0)))
 
 
 def _default_name(file: str) -> str:

@@ -19,7 +19,8 @@ PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce
                "stream"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
-FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart"]
+FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart",
+               "host_slow"]
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict:
@@ -206,7 +207,7 @@ SCHEMA = {
             {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT,
              "period_s": _num(0), "count": _int(1, 10_000), "duration_s": _num(0),
              "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
-             "loss": _num(0, 1, exclusive=False)},
+             "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000)},
             required=["at_s", "kind", "target"])},
         "variants": {
             "type": "object",

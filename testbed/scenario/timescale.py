@@ -38,7 +38,8 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
             f, at_s=round(f.at_s * stretch, 3), period_s=round(f.period_s * stretch, 3),
             duration_s=None if f.duration_s is None else round(f.duration_s * stretch, 3),
             rate_mbps=None if f.rate_mbps is None else round(f.rate_mbps * factor, 6),
-            extra_delay_us=round(f.extra_delay_us * stretch, 3)) for f in scenario.faults),
+            extra_delay_us=round(f.extra_delay_us * stretch, 3),
+            delay_ms=round(f.delay_ms * stretch, 6)) for f in scenario.faults),
         derived=dataclasses.replace(scenario.derived, base_rtt_us=round(scenario.derived.base_rtt_us * stretch, 3)),
         time_stretch=scenario.time_stretch * stretch,
     )

@@ -109,20 +109,6 @@ def tune_command(args) -> int:
     return 0
 
 
-def _refuse_faults(scenario) -> None:
-    """The simulator models no fault yet: a scenario with faults is refused, each kind named, never run
-    as if its faults were not there."""
-    from testbed.errors import TestbedError
-
-    if not scenario.faults:
-        return
-    line = scenario._origin.smap.line(("faults",)) if scenario._origin is not None else None
-    kinds = ", ".join(sorted({f.kind for f in scenario.faults}))
-    where = f"{scenario.file}:{line}" if line else str(scenario.file)
-    raise TestbedError(f"{where}: faults: the simulator does not model {kinds}; `testbed run` carries them "
-                       "out on the emulated fabric, or remove the faults section to simulate the healthy fabric")
-
-
 def sim_command(args) -> int:
     from testbed import progress
     from testbed.errors import TestbedError
@@ -132,7 +118,6 @@ def sim_command(args) -> int:
     from testbed.telemetry.rundir import keep_scenario_copy
 
     scenario = load_scenario(args.scenario)
-    _refuse_faults(scenario)
     variants = expand_variants(scenario)
     if args.variant:
         unknown = sorted(set(args.variant) - {v.name for v in variants})

@@ -10,10 +10,18 @@ ECMP, and each server's GPU pairs joined by direct local channels at
 only queue).  Each host runs the real Endpoint and WorkloadRunner; a GPU's
 messages to the GPUs of its own server go through a second endpoint, the
 local channel's NIC.
+
+The scenario's faults happen on the virtual clock as the emulation carries
+them out (`testbed.simulation.faults`: `faults.jsonl`, `reroute.jsonl`, and
+`faults_not_executed` in result.json for those the run ended before), and
+the run keeps the emulated run's telemetry every 100 ms of the scenario's
+clock (`testbed.simulation.telemetry`: `telemetry.jsonl`, each host's
+"series" in its stats file).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -24,6 +32,8 @@ from testbed import progress
 from testbed.scenario.workload import scenario_messages
 from testbed.host import records as host_records
 from testbed.simulation import sim
+from testbed.simulation.faults import SimFaults
+from testbed.simulation.telemetry import PERIOD_S, Sampler
 from testbed.host.config import TransportConfig
 from testbed.topo.entropy import layout_of
 
@@ -75,24 +85,39 @@ def build_network(scenario) -> sim.Network:
                              nic_choice="entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
 
 
-def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None
-             ) -> tuple[sim.Network, dict]:
-    """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time; the
-    current progress display (testbed.progress), if any, gets a task named `label` (default: the
-    scenario's name) fed the simulator's delivered messages and cells."""
+def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None,
+             run_dir: Path | None = None, sampler=None, faults: bool = True) -> tuple[sim.Network, dict]:
+    """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time, with
+    its faults (testbed.simulation.faults; their records in `run_dir` when given); the current
+    progress display (testbed.progress), if any, gets a task named `label` (default: the scenario's
+    name) fed the simulator's delivered messages and cells. `sampler(net)`, if given, makes the
+    telemetry sampler that runs beside it (returned in info["sampler"]); `faults=False` leaves the
+    scenario's faults out (testbed tune measures the healthy fabric)."""
     messages = scenario_messages(scenario) if messages is None else messages
     net = build_network(scenario)
     net.load(messages, scenario.seed)
+    taken = sampler(net).start() if sampler is not None else None
+    planned = SimFaults(scenario if faults else dataclasses.replace(scenario, faults=()), net, run_dir,
+                        on_restart=taken.restarted if taken else None,
+                        agents={m.src for m in messages} | {m.dst for m in messages}).start()
     started = time.monotonic()
     with progress.task(label or scenario.name, len(messages),
                        progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
         net.run(scenario.duration_s if until_s is None else until_s,
                 on_progress=shown.update if shown is not None else None)
+    if taken is not None:
+        taken.finish()
     info = {"driver": "simulator", "target": "simulator", "virtual_end_s": net.sim.now,
             "wall_s": round(time.monotonic() - started, 3), "events": net.sim.events,
             "finished": net.finished(), "switch_queue_drops": net.drops(), "switch_data_drops": net.data_drops(),
             "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0,
-            "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None}
+            "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None,
+            "lost_on_cut_links": sum(p.stats.down_losses for p in net.ports),
+            "lost_on_lossy_links": sum(p.stats.loss_drops for p in net.ports),
+            "dropped_by_stopped_switches": sum(s.down_drops for s in net.switches.values())
+            + sum(p.stats.flushed for p in net.ports),
+            "faults_carried_out": sum(1 for r in planned.records if "error" not in r), "faults_not_executed": planned.not_executed(net.sim.now),
+            "sampler": taken}
     return net, info
 
 
@@ -106,7 +131,11 @@ def run_variant(variant, run_dir: Path) -> dict:
     agents.mkdir(exist_ok=True)
     (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
                                                       "messages": [m.to_json() for m in messages]}))
-    net, info = simulate(scenario, messages, label=variant.name or scenario.name)
+    period = PERIOD_S * scenario.time_stretch  # 100 ms of the scenario's clock
+    net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
+                         sampler=lambda n: Sampler(n, period))
+    sampler = info.pop("sampler")
+    sampler.write(run_dir / "telemetry.jsonl")
     recs = run_dir / "records"
     recs.mkdir(exist_ok=True)
     for name, host in net.hosts.items():
@@ -115,7 +144,8 @@ def run_variant(variant, run_dir: Path) -> dict:
         stats = host.ep.stats()
         stats.update({"host": name, "end_reason": "done" if runner.finished() else "timeout",
                       "verify_failures": runner.verify_failures, "messages_pending": len(runner.pending),
-                      "local_channel": host.local.stats() if host.local is not None else None})
+                      "local_channel": host.local.stats() if host.local is not None else None,
+                      "series": sampler.host_series(name, scenario.fabric.cell_size)})
         (recs / f"{name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True, default=str))
     result = {"variant": variant.name, **info}
     (run_dir / "result.json").write_text(json.dumps(result, indent=1))

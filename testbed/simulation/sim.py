@@ -48,6 +48,7 @@ class SimPacket:
     ect: bool
     ce: bool = False
     ingress: "Port | None" = None  # PFC: the link it entered the switch queueing it on
+    kind: int | None = None  # its cell type, as the port that queued it read it (None: not a cell)
 
     @property
     def size(self) -> int:
@@ -85,14 +86,46 @@ class Sim:
         self._heap: list = []
         self._seq = 0
         self.events = 0
+        # Observers (telemetry samples, fault actions): each runs at its time, before any event at
+        # or after it, and returns its next time (None: done). They are not events: one runs only
+        # while the run goes on past its time, so none keeps a finished run going or moves its end.
+        self._observers: list = []
+        self.tick_at = float("inf")
 
     def at(self, t: float, fn: Callable, *args) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, fn, args))
 
+    def every(self, first: float, fn: Callable[[], float | None]) -> None:
+        """Call `fn` at `first`, then at each time it returns, until it returns None (it may
+        schedule events, at or after its own time)."""
+        self._seq += 1
+        heapq.heappush(self._observers, (first, self._seq, fn))
+        self.tick_at = self._observers[0][0]
+
+    def _observe(self) -> None:
+        t, seq, fn = heapq.heappop(self._observers)
+        self.now = t
+        following = fn()
+        if following is not None:
+            heapq.heappush(self._observers, (following, seq, fn))
+        self.tick_at = self._observers[0][0] if self._observers else float("inf")
+
     def run(self, until: float, stop: Callable[[], bool] | None = None) -> None:
-        while self._heap and self._heap[0][0] <= until:
-            t, _, fn, args = heapq.heappop(self._heap)
+        """Events up to `until`, or until `stop()` (asked every 64 events, and when only observers
+        are left: a stalled host's resume is an observer, and a run waiting for it is not over)."""
+        heap = self._heap
+        while True:
+            if heap and heap[0][0] <= until:
+                if heap[0][0] >= self.tick_at:
+                    self._observe()
+                    continue
+            elif self.tick_at <= until and stop is not None and not stop():
+                self._observe()  # nothing else can happen before it
+                continue
+            else:
+                return
+            t, _, fn, args = heapq.heappop(heap)
             self.now = t
             fn(*args)
             self.events += 1
@@ -113,6 +146,11 @@ class PortStats:
     credits_forwarded: int = 0
     pauses_received: int = 0  # PFC XOFF frames that reached this port's sender
     paused_s: float = 0.0  # time this port held its DATA because of PFC
+    delivered_packets: int = 0  # what reached the far end (the peer's receive counters)
+    delivered_bytes: int = 0
+    down_losses: int = 0  # sent into the cable while it was down, or on it when it went down
+    loss_drops: int = 0  # lost on the cable to a degraded link's random loss
+    flushed: int = 0  # queued here when its switch stopped (switch_restart)
 
 
 class Port:
@@ -144,6 +182,20 @@ class Port:
         self.busy = False
         self.wake_pending = False
         self.stats = PortStats()
+        # Faults (testbed.simulation.faults): the cable's rate, delay and loss now (link_degrade, a
+        # host_slow NIC), whether it is down (a cut cable: what is sent, or on it, is lost; `epoch`
+        # counts the cuts so a frame on the cable when it went down never arrives), and whether
+        # its sender is frozen (a stalled host's NIC, a stopped switch: nothing leaves).
+        self.rate_bps = spec.rate_bps
+        self.delay_s = spec.delay_s
+        self.loss = 0.0
+        self.down = False
+        self.epoch = 0
+        self.frozen = False
+        self.reverse: Port | None = None  # the other direction of the same cable
+        self.number: int | None = None  # the owner's port number (topology built networks)
+        self.peak_packets = 0  # deepest data queue since the telemetry's last sample
+        self.tx_types: dict[int | None, list[int]] = {}  # cell type -> [packets, bytes] sent
 
     def enqueue(self, pkt: SimPacket, kind: int | None) -> None:
         if self.limit and kind == wire.CREDIT:
@@ -174,12 +226,15 @@ class Port:
                 if p and self.net.rng.random() < p:
                     pkt.ce = True
                     self.stats.ce_marks += 1
+            pkt.kind = kind
             self.data_q.append(pkt)
             self.queued_bytes += pkt.size
             if self.owner is not None:
                 self.owner.queued += 1
             st = self.stats
             st.max_queue_packets = max(st.max_queue_packets, len(self.data_q))
+            if len(self.data_q) > self.peak_packets:
+                self.peak_packets = len(self.data_q)
             st.max_queue_bytes = max(st.max_queue_bytes, self.queued_bytes)
         if not self.busy:
             self._start()
@@ -189,6 +244,8 @@ class Port:
         self.refilled = now
 
     def _start(self) -> None:
+        if self.frozen:
+            return
         now = self.net.sim.now
         pkt = self.prio_q.popleft() if self.prio_q else None
         if pkt is None and self.credit_q:
@@ -196,6 +253,7 @@ class Port:
             if self.tokens >= 1.0 - 1e-9:  # float refill must not leave a token short forever
                 self.tokens = max(0.0, self.tokens - 1.0)
                 pkt = self.credit_q.popleft()
+                pkt.kind = wire.CREDIT
                 self.stats.credits_forwarded += 1
         if pkt is None and self.data_q and not self.paused:
             pkt = self.data_q.popleft()
@@ -211,14 +269,65 @@ class Port:
                 self.net.sim.at(now + wait, self._token_wake)
             return
         self.busy = True
+        size = pkt.size
         self.stats.tx_packets += 1
-        self.stats.tx_bytes += pkt.size
-        done = now + pkt.size * 8 / self.spec.rate_bps
+        self.stats.tx_bytes += size
+        counts = self.tx_types.get(pkt.kind)
+        if counts is None:
+            counts = self.tx_types[pkt.kind] = [0, 0]
+        counts[0] += 1
+        counts[1] += size
+        done = now + size * 8 / self.rate_bps
         self.net.sim.at(done, self._done)
-        if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
-            self.net.sim.at(done + self.spec.delay_s, self.peer.receive, pkt, self)
+        if self.down:
+            self.stats.down_losses += 1
+        elif self.loss and self.net.rng.random() < self.loss:
+            self.stats.loss_drops += 1
         else:
-            self.net.sim.at(done + self.spec.delay_s, self.peer.receive, pkt)
+            self.net.sim.at(done + self.delay_s, self._arrive, pkt, self.epoch)
+
+    def _arrive(self, pkt: SimPacket, epoch: int) -> None:
+        """The frame's last bit reached the far end, unless the cable was cut meanwhile."""
+        if self.down or epoch != self.epoch:
+            self.stats.down_losses += 1
+            return
+        self.stats.delivered_packets += 1
+        self.stats.delivered_bytes += pkt.size
+        if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
+            self.peer.receive(pkt, self)
+        else:
+            if self.peer.nic is not None:  # a dual-homed host hears which port it came by
+                self.peer.heard(self)
+            self.peer.receive(pkt)
+
+    def set_down(self, down: bool) -> None:
+        """Cut the cable's direction (what is on it is lost) or mend it."""
+        if down and not self.down:
+            self.epoch += 1
+        self.down = down
+
+    def freeze(self, frozen: bool) -> None:
+        """Stop sending (the sender hangs or is gone) or go on."""
+        self.frozen = frozen
+        if not frozen and not self.busy:
+            self._start()
+
+    def flush(self) -> int:
+        """Drop everything queued here (its switch stopped); how many packets that was."""
+        n = 0
+        for q in (self.prio_q, self.credit_q, self.data_q):
+            while q:
+                pkt = q.popleft()
+                n += 1
+                if q is self.data_q:
+                    self.queued_bytes -= pkt.size
+                    if self.owner is not None:
+                        self.owner.queued -= 1
+                if pkt.ingress is not None:
+                    self.net.pfc_dequeued(pkt)
+        self.stats.flushed += n
+        self.epoch += 1  # what it had on the cable is lost with the switch
+        return n
 
     def pause(self, on: bool) -> None:
         """A PFC frame from the peer arrived: hold (or release) DATA."""
@@ -252,6 +361,9 @@ class Switch:
         self.divisors: dict[str, int] = {}
         self.queued = 0  # DATA cells in all its egress queues
         self.ports = 0
+        self.down = False  # stopped (switch_restart): it drops every frame that reaches it
+        self.down_drops = 0  # frames that reached it while stopped
+        self.no_route = 0  # frames it had no route for
 
     @property
     def shared_cells(self) -> int:
@@ -259,9 +371,13 @@ class Switch:
         return self.ports * self.net.cfg_buffer
 
     def receive(self, pkt: SimPacket, via: Port | None = None) -> None:
+        if self.down:
+            self.down_drops += 1
+            return
         ports = self.routes.get(pkt.dst)
         if not ports:
             self.net.unroutable += 1
+            self.no_route += 1
             return
         head = pkt.header()
         kind = head[0] if head else None
@@ -295,18 +411,52 @@ class SimHost:
         self.uplinks: list[Port] = []
         self.nic: NicPorts | None = None
         self._flow_ports: dict[str, int] = {}
+        self._port_index: dict[Port, int] = {}  # dual-homed: the link a frame arrives by -> NIC port
         self._wake_at: float | None = None
         self.rx_data_bytes: Counter[str] = Counter()
         self.stalls = 0
+        # agent_stall: the host hangs; what arrives waits (its socket's buffer) with its arrival time
+        self.stalled = False
+        self.held: list[tuple[SimPacket, float]] = []
+
+    def heard(self, via: Port) -> None:
+        """A frame arrived by the link `via` (the agent knows the port from IP_PKTINFO)."""
+        index = self._port_index.get(via)
+        if index is not None:
+            self.nic.heard(index, self.net.sim.now)
 
     def receive(self, pkt: SimPacket) -> None:
+        if self.stalled:
+            self.held.append((pkt, self.net.sim.now))
+            return
+        self._take(pkt, None)
+        self.kick()
+
+    def _take(self, pkt: SimPacket, arrived: float | None) -> None:
         head = pkt.header()
         if head and head[0] == wire.DATA:
             self.rx_data_bytes[pkt.src] += pkt.size
         tos = 3 if pkt.ce else 2 if pkt.ect else 0
         ep = self.local if pkt.src in self.local_ports else self.ep
-        ep.receive(self.net.sim.now, pkt.src, pkt.data, tos)
-        self.kick()
+        ep.receive(self.net.sim.now, pkt.src, pkt.data, tos, arrived)
+
+    def stall(self, stalled: bool) -> None:
+        """agent_stall: the whole host stops (its application, transport, timers and NIC), as SIGSTOP
+        stops the agent; on resume it reads what arrived meanwhile, each with its arrival time (the
+        kernel's receive timestamp), and its late timers fire."""
+        self.stalled = stalled
+        for port in self.ports():
+            port.freeze(stalled)
+        if not stalled:
+            held, self.held = self.held, []
+            for pkt, arrived in held:
+                self._take(pkt, arrived)
+            self.kick()
+
+    def ports(self) -> list[Port]:
+        """Every port this host sends on: its NIC ports and its local channels."""
+        ports = list(self.uplinks) or ([self.uplink] if self.uplink is not None else [])
+        return ports + list(self.local_ports.values())
 
     def inject(self, src: str, data: bytes, tos: int = 0) -> None:
         """Hand the endpoint an arbitrary datagram as if it came from `src` (tests)."""
@@ -314,6 +464,8 @@ class SimHost:
         self.kick()
 
     def kick(self) -> None:
+        if self.stalled:
+            return
         now = self.net.sim.now
         if self.runner is not None:
             self.runner.poll(now)
@@ -325,6 +477,7 @@ class SimHost:
                     sport = self._flow_ports[tx.dst] = flow_source_port(self.net.seed, self.name, tx.dst)
                 index, data = self.nic.choose(data, sport, channel_of_datagram(data))
                 uplink = self.uplinks[index]
+                self.nic.sent(index, now, data[0] & 0x0F)
             pkt = SimPacket(self.name, tx.dst, data, tx.ect)
             head = pkt.header()
             uplink.enqueue(pkt, head[0] if head else None)
@@ -349,8 +502,17 @@ class SimHost:
         self._wake_at = t
         self.net.sim.at(t, self._wake, t)
 
+    def check_ports(self) -> float:
+        """A dual-homed NIC's periodic look at its ports, as the agent's sample does: one silent
+        for `silence_s` while sending is left (its ToR may have died with carrier still up), and
+        tried again later; the NIC's rate follows. Returns the next look's time (Sim.every)."""
+        if not self.stalled and self.nic.check_silence(self.net.sim.now):
+            self.ep.set_link_rate(self.nic.rate_bps())
+            self.kick()
+        return self.net.sim.now + self.nic_sample_s
+
     def _wake(self, t: float) -> None:
-        if self._wake_at != t:
+        if self._wake_at != t or self.stalled:
             return
         self._wake_at = None
         self.kick()
@@ -378,6 +540,8 @@ class Network:
         self._pfc_off: set = set()  # ingress ports whose sender is paused (or a pause is on its way)
         self.pause_frames = 0  # XOFF + XON frames sent
         self.cfg_buffer = 0  # per-port buffer (cells) of the links; PFC pools it per switch
+        self.topo = None  # from_topology: the Topology and (node, port number) -> its egress Port
+        self.port_of: dict[tuple[str, int], Port] = {}
 
     # -- PFC ----------------------------------------------------------------------
     def pfc_queued(self, pkt: SimPacket) -> None:
@@ -408,6 +572,7 @@ class Network:
     def link(self, a, b, spec: LinkSpec) -> tuple[Port, Port]:
         pa = Port(self, f"{a.name}->{b.name}", b, spec, isinstance(a, Switch))
         pb = Port(self, f"{b.name}->{a.name}", a, spec, isinstance(b, Switch))
+        pa.reverse, pb.reverse = pb, pa
         self.ports += [pa, pb]
         for node, port in ((a, pa), (b, pb)):
             if isinstance(node, Switch):
@@ -424,6 +589,7 @@ class Network:
         """A direct GPU-GPU channel inside a server; each end gets the local endpoint of `cfg`."""
         pa = Port(self, f"{a.name}->{b.name}", b, spec, False)
         pb = Port(self, f"{b.name}->{a.name}", a, spec, False)
+        pa.reverse, pb.reverse = pb, pa
         self.ports += [pa, pb]
         for host, peer, port in ((a, b, pa), (b, a, pb)):
             if host.local is None:
@@ -546,7 +712,8 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
     port sends on it; a dual-homed host, given `nic_cfg(ports)` (its transport
     at both ports' rate, as the agent's), sends on both, each cell by the
     port `NicPorts.choose` gives it (`nic_choice`: `entropy` digit, or `flow`:
-    the flow's source port and channel), and receives on both; without
+    the flow's source port and channel), and receives on both, leaving a
+    port that goes silent as the agent does (`SimHost.check_ports`); without
     `nic_cfg` it uses its first port only. The GPUs of a server are joined
     by direct links of `local` driven by a second endpoint configured with
     `local_cfg` (its rate and RTT).
@@ -563,14 +730,21 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
         pa, pb = net.link(a, b, host if link.tier == "host" else fabric)
         port_of[(link.a, link.a_port)] = pa
         port_of[(link.b, link.b_port)] = pb
+        pa.number, pb.number = link.a_port, link.b_port
     for name in topo.hosts:
         h = net.hosts[name]
         nic = topo.ports(name)
         h.uplink = port_of[(name, nic[0].number)]
         if len(nic) > 1 and nic_cfg is not None:
             h.uplinks = [port_of[(name, p.number)] for p in nic]
-            h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice)
-            h.ep = Endpoint(name, nic_cfg(len(nic)), wire_from_schedule=False)
+            both = nic_cfg(len(nic))
+            h.nic = NicPorts([f"{name}-eth{p.number - 1}" for p in nic], host.rate_bps, nic_choice,
+                             silence_s=4 * both.rtt_s)  # as the agent's
+            h.ep = Endpoint(name, both, wire_from_schedule=False)
+            h._port_index = {port.reverse: i for i, port in enumerate(h.uplinks)}
+            if h.nic.silence_s is not None:
+                h.nic_sample_s = max(0.01, 8 * both.data_wire_bytes * 8 / host.rate_bps)  # the agent's period
+                net.sim.every(h.nic_sample_s, h.check_ports)
     layout = layout_of(topo)
     for sw in topo.switches:
         for dst in topo.hosts:
@@ -579,6 +753,7 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
                 divisor, ordered = group_choice(topo, layout, sw, hops)
                 net.switches[sw].routes[dst] = [port_of[(sw, p)] for p in ordered]
                 net.switches[sw].divisors[dst] = divisor
+    net.topo, net.port_of = topo, port_of
     if topo.local_links:
         if local is None or local_cfg is None:
             raise ValueError("a topology with servers needs the local channel's LinkSpec and config")

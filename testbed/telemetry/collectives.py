@@ -189,6 +189,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
                                                        "switch_queue_drops", "switch_data_drops", "max_queue_cells",
                                                        "pause_frames")}
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
+    path = run_dir / "faults.jsonl"
+    summary["faults"] = read_jsonl(path) if path.exists() else []
+    summary["faults_not_executed"] = result.get("faults_not_executed") or []
     return summary
 
 
@@ -234,6 +237,14 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
                      f"{sim['switch_queue_drops']} | {'off' if pauses is None else pauses} | "
                      f"{sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
     lines.append("")
+    from testbed.telemetry.report import _fault_lines
+
+    lines += _fault_lines(summaries, run_dirs)
+    if any(s.get("faults") for s in summaries.values()):
+        from testbed.telemetry.recovery import plot_goodput
+
+        if plot_goodput(run_dirs, out_dir / "goodput.png"):
+            lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

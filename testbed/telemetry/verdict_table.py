@@ -11,8 +11,8 @@ One row per variant, from its summary alone:
 * fidelity: "kept" or "LOST" (switches or hosts behind real time at p99, telemetry.summary), or
   "virtual clock" for a simulator run, which cannot fall behind;
 * faults: how many fault events (a flap's downs and ups, a restart's stop and start) were carried out of
-  those the scenario plans, naming any that failed; a run that ended before a fault's time, or a
-  simulator run (it models no faults), shows fewer carried out than planned.
+  those the scenario plans, naming any that failed; a run that ended before a fault's time shows
+  fewer carried out than planned.
 """
 
 from __future__ import annotations
