@@ -6,7 +6,8 @@ run late by tens of milliseconds. Under SCHED_FIFO a switch runs as soon
 as a packet or a departure is due. Only the thread that runs the packet
 loop is raised (for the builtin target the process's main thread, after
 its pipeline is configured, so compiling and P4Runtime threads stay
-ordinary; bmv2's every thread, as it has no single loop thread).
+ordinary; on the native packet path the engine's thread, named ENGINE_THREAD;
+bmv2's every thread, as it has no single loop thread).
 
 The guard: RLIMIT_RTTIME bounds the CPU time a real-time thread may use
 without blocking (SIGXCPU at the soft limit, SIGKILL at the hard one), so a
@@ -27,12 +28,19 @@ AGENT_RT_PRIORITY = 40  # below the switches: a host waits for the fabric, not t
 RTTIME_SOFT_US, RTTIME_HARD_US = 200_000, 1_000_000
 
 
-def make_realtime(pid: int, all_threads: bool = False, priority: int = SWITCH_RT_PRIORITY) -> str | None:
-    """Raise `pid` (its main thread, or every thread) to SCHED_FIFO; None when
-    done, else the reason it could not be (not root, no such process)."""
+ENGINE_THREAD = "tb-engine"  # the native engine's packet thread names itself so (engine.c)
+
+
+def make_realtime(pid: int, all_threads: bool = False, priority: int = SWITCH_RT_PRIORITY,
+                  thread: str | None = None) -> str | None:
+    """Raise `pid` (its main thread, every thread, or its threads named `thread`: the main thread
+    when none is) to SCHED_FIFO; None when done, else the reason it could not be (not root, no
+    such process)."""
     try:
         resource.prlimit(pid, resource.RLIMIT_RTTIME, (RTTIME_SOFT_US, RTTIME_HARD_US))
         threads = _threads(pid) if all_threads else [pid]
+        if thread is not None:
+            threads = [t for t in _threads(pid) if _comm(pid, t) == thread] or [pid]
         for tid in threads:
             os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
     except PermissionError:
@@ -49,6 +57,13 @@ def _threads(pid: int) -> list[int]:
         return [int(t) for t in os.listdir(Path("/proc") / str(pid) / "task")]
     except OSError:
         return [pid]
+
+
+def _comm(pid: int, tid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "task" / str(tid) / "comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def scheduling_of(pid: int) -> str:

@@ -32,7 +32,7 @@ from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.packet_path import choose as choose_packet_path
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, run_in, switch_interface
-from testbed.emulation.realtime import AGENT_RT_PRIORITY, make_realtime
+from testbed.emulation.realtime import AGENT_RT_PRIORITY, ENGINE_THREAD, make_realtime
 from testbed.emulation.reroute import RerouteController
 from testbed.emulation.runlock import hold_run_lock
 from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProcess, log_tail, resolve_target,
@@ -246,11 +246,16 @@ class VariantRun:
                     self.result.notes.append(note)
         self._raise_switches()
 
+    def _packet_thread(self) -> str | None:
+        """The name of the thread that moves a switch process's packets (None: its main thread)."""
+        return ENGINE_THREAD if self.packet_path == "native" else None
+
     def _raise_switches(self) -> None:
         """Switches to real-time scheduling once configured (testbed/emulation/realtime.py)."""
         refused = {}
         for process in self.processes:
-            reason = make_realtime(process.process.pid, all_threads=self.result.target == "bmv2")
+            reason = make_realtime(process.process.pid, all_threads=self.result.target == "bmv2",
+                                   thread=self._packet_thread())
             if reason is not None:
                 refused[process.name] = reason
         self.result.scheduling = "realtime" if not refused else "normal"
@@ -425,7 +430,7 @@ class VariantRun:
         configure_switch(client, self.pipeline_config, plan)
         apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes)
         if self.result.scheduling == "realtime":
-            make_realtime(pid, all_threads=self.result.target == "bmv2")
+            make_realtime(pid, all_threads=self.result.target == "bmv2", thread=self._packet_thread())
         configured_ms = round((time.monotonic() - started) * 1e3, 3)
         reaction = self.reroute.set_switch(name, up=True, plan=plan) if self.reroute is not None else None
         return {"configured_ms": configured_ms, "reroute": reaction}

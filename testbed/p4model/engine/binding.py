@@ -57,6 +57,7 @@ _SIGNATURES = {
     "eng_run_realtime": (_c.c_int, [_c.c_void_p, _c.c_int64]),
     "eng_prepare_realtime": (_c.c_int, [_c.c_void_p]),
     "eng_stop": (None, [_c.c_void_p]),
+    "eng_set_slack": (None, [_c.c_void_p, _c.c_int64]),
     "eng_lock": (None, [_c.c_void_p]),
     "eng_unlock": (None, [_c.c_void_p]),
     "eng_defaults": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint64, _c.c_int64, _c.c_int64,
@@ -216,6 +217,10 @@ class NativeFabric:
 
             raise OSError(-rc, f"the native engine cannot start: {os.strerror(-rc)}")
 
+    def set_slack(self, ns: int) -> None:
+        """Timed events may run up to `ns` late so that close ones share a wake-up (engine.c)."""
+        self.lib.eng_set_slack(self._e, ns)
+
     def prepare_realtime(self) -> None:
         self.lib.eng_prepare_realtime(self._e)
 
@@ -294,9 +299,9 @@ class NativeFabric:
         return paused > 0, frames.value
 
     def totals(self) -> dict:
-        out = (ctypes.c_uint64 * 2)()
+        out = (ctypes.c_uint64 * 4)()
         self.lib.eng_totals(self._e, out)
-        return {"events": out[0], "cell_hops": out[1]}
+        return {"events": out[0], "cell_hops": out[1], "wakeups": out[2], "thread_cpu_s": out[3] / 1e9}
 
     def switch_stats(self, switch: int) -> dict:
         out = (ctypes.c_uint64 * len(SWITCH_STATS))()

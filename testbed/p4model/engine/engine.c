@@ -34,8 +34,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -170,12 +170,13 @@ typedef struct {
     int keep;
     uint8_t *kept;
     uint64_t nkept, capkept;
-    uint64_t events, cell_hops;
+    uint64_t events, cell_hops, wakeups, thread_cpu_ns;
     pthread_mutex_t lock;
     /* real time */
-    int rt, epfd, evfd, tfd, notify_fd;
+    int rt, epfd, evfd, notify_fd;
     port *flush_head;           /* wire ports with batched frames, flushed at the end of each pass */
-    int64_t epoch_ns, timer_ns;
+    int64_t epoch_ns;
+    int64_t slack_ns;           /* a timed event may wait this long, so close ones share a wake-up */
     volatile int stop;
     uint8_t *cpu_frames;        /* frames for the CPU port: (uint32 switch, uint32 len, frame padded to 8) */
     uint64_t ncpu, capcpu;
@@ -816,7 +817,7 @@ void *eng_new(uint64_t seed, uint32_t hosts) {
     e->host_pause_frames = calloc(hosts + 1, 8);
     e->host_paused = calloc(hosts + 1, 1);
     pthread_mutex_init(&e->lock, 0);
-    e->epfd = e->evfd = e->tfd = e->notify_fd = -1;
+    e->epfd = e->evfd = e->notify_fd = -1;
     if (!e->delivered || !e->host_pause_frames || !e->host_paused) {
         free(e->delivered), free(e->host_pause_frames), free(e->host_paused), free(e);
         return 0;
@@ -848,7 +849,6 @@ void eng_free(void *ep) {
     free(e->kept), free(e->cpu_frames);
     if (e->epfd >= 0) close(e->epfd);
     if (e->evfd >= 0) close(e->evfd);
-    if (e->tfd >= 0) close(e->tfd);
     if (e->notify_fd >= 0) close(e->notify_fd);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -1138,40 +1138,24 @@ int eng_wire_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
     return 4;
 }
 
-static void set_timer(engine *e) {
-    int64_t next = e->nheap ? e->heap[0].t : -1;
-    if (next == e->timer_ns) return;
-    e->timer_ns = next;
-    struct itimerspec its = {0};
-    if (next >= 0) {
-        int64_t abs_ns = e->epoch_ns + next;
-        if (abs_ns <= 0) abs_ns = 1;
-        its.it_value.tv_sec = abs_ns / 1000000000;
-        its.it_value.tv_nsec = abs_ns % 1000000000;
-    }
-    timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, 0);
-}
-
 /* Run in real time until eng_stop: one thread owns every packet.
- *   wait(epoll: every wire port, the wake-up eventfd, a timerfd at the heap's earliest event)
+ *   wait(epoll_pwait2: every wire port and the wake-up eventfd, timing out at the heap's earliest
+ *        event, to the nanosecond)
  *   then, holding the lock: every event due by now; each readable port drained (up to RX_BATCH
  *   frames a turn, recvmmsg), each frame arriving at its own clock reading.
  * `epoch_ns`: CLOCK_MONOTONIC's reading at the switch clock's zero (its metadata timestamps).
  * Returns 0 when stopped, -errno when it could not start. */
 int eng_run_realtime(void *ep, int64_t epoch_ns) {
     engine *e = ep;
+    prctl(PR_SET_NAME, "tb-engine", 0, 0, 0);   /* emulation/realtime.py raises this thread */
     e->epoch_ns = epoch_ns;
-    e->timer_ns = -2;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (e->evfd < 0) e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (e->epfd < 0 || e->evfd < 0 || e->tfd < 0) return -errno;
+    if (e->epfd < 0 || e->evfd < 0) return -errno;
     struct epoll_event ev = {0};
     ev.events = EPOLLIN;
     ev.data.u64 = UINT64_MAX;
     epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->evfd, &ev);
-    ev.data.u64 = UINT64_MAX - 1;
-    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev);
     for (uint32_t i = 0; i < e->nsw; i++) {
         sw_t *s = e->sw[i];
         if (!s->deq_lag) s->deq_lag = calloc(1, sizeof(lag_t));
@@ -1199,17 +1183,29 @@ int eng_run_realtime(void *ep, int64_t epoch_ns) {
         e->now = mono_ns() - e->epoch_ns;
         process_until(e, e->now);
         wire_flush(e);
-        set_timer(e);
+        int64_t next = e->nheap ? e->heap[0].t : -1;
         pthread_mutex_unlock(&e->lock);
-        int n = epoll_wait(e->epfd, ready, 64, -1);
+        /* sleep until a port is readable, a wake-up, or the earliest event (ns timeout: no timer
+         * descriptor to set and read per event) */
+        struct timespec wait, *timeout = 0;
+        if (next >= 0) {
+            int64_t in = next + e->slack_ns - (mono_ns() - e->epoch_ns);
+            if (in < 0) in = 0;
+            wait.tv_sec = in / 1000000000, wait.tv_nsec = in % 1000000000;
+            timeout = &wait;
+        }
+        int n = epoll_pwait2(e->epfd, ready, 64, timeout, 0);
         pthread_mutex_lock(&e->lock);
+        e->wakeups++;
+        struct timespec cpu;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+            e->thread_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
         if (n < 0) continue;   /* EINTR */
         for (int k = 0; k < n && !e->stop; k++) {
             uint64_t tag = ready[k].data.u64;
-            if (tag >= UINT64_MAX - 1) {
+            if (tag == UINT64_MAX) {
                 uint64_t v;
-                (void)!read(tag == UINT64_MAX ? e->evfd : e->tfd, &v, 8);
-                if (tag == UINT64_MAX - 1) e->timer_ns = -2;  /* fired: set it anew */
+                (void)!read(e->evfd, &v, 8);
                 continue;
             }
             uint32_t swi = (uint32_t)(tag >> 16), number = (uint32_t)(tag & 0xFFFF);
@@ -1235,6 +1231,11 @@ int eng_run_realtime(void *ep, int64_t epoch_ns) {
     free(bufs);
     return 0;
 }
+
+/* Timer slack: the loop sleeps until the earliest event plus `ns`, so events that close share one
+ * wake-up.  Model times are kept (a late event still happens at its own time in the model); the
+ * lateness shows in the dequeue and transmit lags like any other. */
+void eng_set_slack(void *ep, int64_t ns) { ((engine *)ep)->slack_ns = ns < 0 ? 0 : ns; }
 
 /* ask eng_run_realtime to return (safe from any thread) */
 void eng_stop(void *ep) {
@@ -1284,10 +1285,11 @@ int eng_host_pause(void *ep, uint32_t host, uint64_t *frames) {
     return e->host_paused[host];
 }
 
-/* engine totals: events, cell-hops (packets the TMs took: queued or passed) */
-void eng_totals(void *ep, uint64_t out[2]) {
+/* engine totals: events, cell-hops (packets the TMs took: queued or passed), wake-ups of the real-time
+ * loop and its thread's CPU time (ns) */
+void eng_totals(void *ep, uint64_t out[4]) {
     engine *e = ep;
-    out[0] = e->events, out[1] = e->cell_hops;
+    out[0] = e->events, out[1] = e->cell_hops, out[2] = e->wakeups, out[3] = e->thread_cpu_ns;
 }
 
 /* a switch's counters (S_NSTATS values, in the enum's order) */
