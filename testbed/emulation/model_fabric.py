@@ -194,6 +194,8 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
                                           else p4runtime_pb2.Update.INSERT)
             update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
             control.write(update)
+        for meter in plans[switch_name].meters:  # the credit meters, as apply.configure_switch writes them
+            pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
         switch.install(SimpleNamespace(pipeline=pipeline))
         switch.tm_commands.apply_all(plans[switch_name].tm_commands)
         switches[switch_name] = switch
