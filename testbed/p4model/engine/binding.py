@@ -24,6 +24,7 @@ import struct
 from collections.abc import Mapping
 from pathlib import Path
 
+from testbed.cells.wire import CELL_UDP_PORT
 from testbed.p4model.backend.native.build import build
 from testbed.p4model.backend.native.errors import NativeBuildError
 from testbed.p4model.tm.model import CLASSES, MAX_PORT
@@ -41,7 +42,7 @@ _RECORD = struct.Struct("<qII")
 
 _c = ctypes
 _SIGNATURES = {
-    "eng_new": (_c.c_void_p, [_c.c_uint64, _c.c_uint32]),
+    "eng_new": (_c.c_void_p, [_c.c_uint64, _c.c_uint32, _c.c_uint32]),
     "eng_free": (None, [_c.c_void_p]),
     "eng_add_switch": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
     "eng_set_pipeline": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 4 + [_c.c_uint32] * 3),
@@ -107,7 +108,7 @@ class NativeFabric:
     def __init__(self, seed: int = 1, hosts: int = 0) -> None:
         self.lib = engine_library()
         self.hosts = hosts
-        self._e = self.lib.eng_new(seed, hosts)
+        self._e = self.lib.eng_new(seed, hosts, CELL_UDP_PORT)
         if not self._e:
             raise MemoryError("native fabric engine: no memory")
         self.pipelines: list = []  # kept alive: the engine calls into their C instances

@@ -50,7 +50,6 @@
 #define UNCLASSIFIED (CLASSES - 1)
 #define NEVER (-(INT64_C(1) << 62))
 #define FOREVER (INT64_C(1) << 62)
-#define CELL_UDP_PORT 4791
 #define FRAME_OVERHEAD 42       /* Ethernet 14 + IPv4 20 + UDP 8 before the cell header */
 #define PFC_FRAME_LEN 60
 #define MAX_FRAME 16384
@@ -163,6 +162,7 @@ typedef struct {
     uint64_t nheap, capheap, seq;
     int64_t now;
     uint64_t seed;
+    uint32_t cell_port;         /* the cells' UDP port (cells/wire.py), for the per-class counts */
     /* host deliveries */
     uint64_t *delivered, *host_pause_frames;
     uint8_t *host_paused;
@@ -223,9 +223,9 @@ static int64_t mono_ns(void) {
 }
 
 /* cells/classify.py: the cell type of an IPv4 (no options) UDP frame to the cell port, else OTHER */
-static int cell_class(const uint8_t *f, uint32_t n) {
+static int cell_class(const uint8_t *f, uint32_t n, uint32_t cell_port) {
     if (n >= FRAME_OVERHEAD + 1 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17 &&
-        f[36] == (CELL_UDP_PORT >> 8) && f[37] == (CELL_UDP_PORT & 0xFF))
+        f[36] == (cell_port >> 8) && f[37] == (cell_port & 0xFF))
         return f[42] & 0x0F;
     return OTHER;
 }
@@ -773,7 +773,7 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
         s->stats[S_PIPELINE_ERRORS]++;
         return;
     }
-    int cls = cell_class(f, n);
+    int cls = cell_class(f, n, e->cell_port);
     uint64_t now_us = (uint64_t)(now / 1000);
     int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
     if (out < 0) {
@@ -808,10 +808,11 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
 
 /* ---- the C API ------------------------------------------------------------ */
 
-void *eng_new(uint64_t seed, uint32_t hosts) {
+void *eng_new(uint64_t seed, uint32_t hosts, uint32_t cell_port) {
     engine *e = calloc(1, sizeof *e);
     if (!e) return 0;
     e->seed = seed;
+    e->cell_port = cell_port;
     e->nhost = hosts;
     e->delivered = calloc(hosts + 1, 8);
     e->host_pause_frames = calloc(hosts + 1, 8);

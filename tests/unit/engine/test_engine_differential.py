@@ -71,10 +71,16 @@ def entries(pipeline, name: str) -> None:
 
 
 def frame(src: int, dst: int, size: int, prio: int, seq: int) -> bytes:
+    """An IPv4 UDP frame; every other one to the cells' port with a cell type, so the queues' per-class
+    counts see cells as well as OTHER."""
+    from testbed.cells.wire import CELL_UDP_PORT
+
     ip_len = size - 14
     header = struct.pack("!BBHHHBBH4s4s", 0x45, prio, ip_len, seq & 0xFFFF, 0, 64, 17, 0,
                          ipaddress.IPv4Address(HOSTS[src][2]).packed, ipaddress.IPv4Address(HOSTS[dst][2]).packed)
-    return bytes.fromhex("020000000001020000000002") + b"\x08\x00" + header + bytes(ip_len - 20)
+    udp = struct.pack("!HHHH", 50000, CELL_UDP_PORT if seq % 2 else 9000, ip_len - 20, 0)
+    body = bytes([seq % 7]) + bytes(ip_len - 29)
+    return bytes.fromhex("020000000001020000000002") + b"\x08\x00" + header + udp + body
 
 
 def traffic(seed: int, count: int, span_us: int = 400) -> list[tuple[int, int, bytes]]:
@@ -184,6 +190,7 @@ def compare(program, seed: int, count: int, pfc: bool, span_us: int = 400):
                 assert {f: native[f] for f in QUEUE_FIELDS} == {f: getattr(q, f) for f in QUEUE_FIELDS}, \
                     (name, number, prio)
                 assert native["class_packets"] == q.class_packets
+                assert native["class_drops"] == q.class_drops
             stats = engine.port_stats(index[name], number)
             assert stats["dropped_priority"] == port.dropped_priority
             assert (stats["pauses_received"], stats["resumes_received"], stats["paused_ns"]) == \
