@@ -66,6 +66,7 @@ class SlowCommands:
         self.path = Path(path)
         self.pending = False
         self.wakeup: socket.socket | None = None  # readable after any signal: the loop's select wakes
+        self.woken = 0  # times the wake-up socket woke the loop (drain found bytes)
 
     def install(self) -> None:
         """The handler, and a wake-up socket the interpreter writes to on each signal (so the
@@ -89,11 +90,13 @@ class SlowCommands:
 
     def drain(self) -> None:
         """Empty the wake-up socket (its bytes only say that a signal came)."""
+        got = False
         try:
             while self.wakeup.recv(512):
-                pass
+                got = True
         except (BlockingIOError, InterruptedError):
             pass
+        self.woken += got
 
     def _on_signal(self, signum, frame) -> None:
         self.pending = True

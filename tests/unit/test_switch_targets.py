@@ -55,5 +55,5 @@ def test_bmv2_runs_keep_their_costs_apart_from_the_builtin_ones():
     text = ("name: t\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n"
             "switch: {target: %s}\nworkload: [{kind: pingall}]\n")
     assert capacity.scenario_mode(parse_scenario(text % "bmv2", "t.yaml")) == "bmv2"
-    assert capacity.scenario_mode(parse_scenario(text % "builtin", "t.yaml")) in ("fabric", "per_switch")
+    assert capacity.scenario_mode(parse_scenario(text % "builtin", "t.yaml")).split("/")[0] in ("fabric", "per_switch")
     assert capacity.load_costs("bmv2").mode == "bmv2"

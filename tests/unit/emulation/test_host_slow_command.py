@@ -102,8 +102,12 @@ def test_the_runner_signals_a_live_agent_which_delays_its_messages_and_caps_its_
     assert len(series["tx_bytes"]) == len(series["t_s"])
     changes = stats["slow_changes"]
     assert [(c["delay_ms"], c["nic_rate_mbps"]) for c in changes] == [(150, 4.0), (0, 20.0)]
-    # the signal wakes the agent's loop: applied within milliseconds, not at its next 50 ms timeout
-    assert abs(changes[0]["t_s"] - 0.3) < 0.025 and abs(changes[1]["t_s"] - 1.5) < 0.025
+    # the signal wakes the agent's loop (its wake-up socket), which applies the command after the
+    # runner sent it and before the next one: observed directly, not as a latency that a loaded
+    # machine can stretch
+    assert agents["h1"].commands.woken >= 2
+    signalled = [r["t_s"] for r in logged]
+    assert signalled[0] <= changes[0]["t_s"] < signalled[1] <= changes[1]["t_s"]
     recs = {n: records.read_jsonl(tmp_path / "rec" / f"{n}.jsonl") for n in hosts}
     arrived = {(r["src"], r["msg_id"]): r["delivered_us"] / 1e6 for n in hosts for r in recs[n]
                if r["kind"] == "message_delivered"}
