@@ -1,8 +1,16 @@
-"""Host transport speed: simulated cells per wall second, codec rate, loopback goodput."""
+"""Host transport speed: simulated cells per wall second, codec rate, and the UDP agent's CPU per
+datagram: two agents on loopback, each in its own process, at 5 Mbit/s with a 2.5 ms host-link
+delay (the NIC's timed send queue), 1 MiB each way, as an agent runs inside an emulated fabric."""
 
 from __future__ import annotations
 
+import json
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from testbed.cells import wire
 
@@ -37,5 +45,43 @@ def _codec() -> str:
     return f"wire encode+decode: {n / wall:,.0f} cells/s ({wall / n * 1e6:.2f} us/cell)"
 
 
+PAIR = {"h1": "127.0.0.12", "h2": "127.0.0.13"}
+
+
+def _pair_agent(name: str, epoch: float, records_dir: str) -> None:
+    """One agent of the loopback pair; prints its CPU per datagram sent or received, split into the
+    packet loop's thread and the process (the native NIC's sending thread is the difference)."""
+    from testbed.host.agent import Agent
+    specs = [workloads.MessageSpec("h1", "h2", 0, 1 << 20), workloads.MessageSpec("h2", "h1", 0, 1 << 20)]
+    cfg = TransportConfig(cc="tita", link_rate_bps=5e6, bdp_cells=16)
+    agent = Agent(name, PAIR[name], PAIR, specs, cfg, Path(records_dir), seed=1, port=4901, grace_s=0.3,
+                  timeout_s=60, epoch=epoch, link_delay_s=2.5e-3)
+    thread0, ru0 = time.thread_time(), resource.getrusage(resource.RUSAGE_SELF)
+    result = agent.run()
+    thread, ru1 = time.thread_time() - thread0, resource.getrusage(resource.RUSAGE_SELF)
+    stats = json.loads((Path(records_dir) / f"{name}.stats.json").read_text())
+    datagrams = stats["tx_datagrams"] + stats["rx_datagrams"]
+    user, system = ru1.ru_utime - ru0.ru_utime, ru1.ru_stime - ru0.ru_stime
+    print(json.dumps({"name": name, "reason": result.reason, "datagrams": datagrams, "wakeups": agent.wakeups,
+                      "us": (user + system) * 1e6 / datagrams, "loop_us": thread * 1e6 / datagrams,
+                      "user_us": user * 1e6 / datagrams, "sys_us": system * 1e6 / datagrams}))
+
+
+def _agent_pair() -> list[str]:
+    epoch = time.time() + 0.5
+    with tempfile.TemporaryDirectory() as records_dir:
+        procs = [subprocess.Popen([sys.executable, "-m", "benchmarks.host_bench", "agent", name, str(epoch),
+                                   records_dir], stdout=subprocess.PIPE, text=True) for name in PAIR]
+        outs = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    return [f"agent {o['name']} on loopback (5 Mbit/s, 2.5 ms host link, tita): {o['us']:.1f} CPU us/datagram "
+            f"(packet loop {o['loop_us']:.1f}, user {o['user_us']:.1f}, system {o['sys_us']:.1f}), "
+            f"{o['datagrams']} datagrams, {o['wakeups'] / o['datagrams']:.2f} loop wake-ups per datagram, "
+            f"{o['reason']}" for o in outs]
+
+
 def run() -> list[str]:
-    return [_codec()] + [_incast(cc) for cc in ("tita", "dcqcn", "none")]
+    return [_codec()] + [_incast(cc) for cc in ("tita", "dcqcn", "none")] + _agent_pair()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["agent"]:
+    _pair_agent(sys.argv[2], float(sys.argv[3]), sys.argv[4])

@@ -64,7 +64,7 @@ from testbed.cells.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host import nic_native
 from testbed.host.nic import NicPorts
-from testbed.host.nicqueue import BatchReceiver, NativeNic, PythonNic, open_nic
+from testbed.host.nicqueue import RECV_BATCH, BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
 from testbed.host.slow import SlowCommandError, SlowCommands
 from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
@@ -394,7 +394,8 @@ class Agent:
 
     def _receive_batched(self) -> int:
         """The same as the recvmsg loop, read with recvmmsg: each datagram's TOS byte and kernel
-        receive time come with it."""
+        receive time come with it. A batch short of RECV_BATCH drained the socket, so no empty
+        read (one system call) follows it; what arrives later wakes the next select."""
         count = 0
         by_addr, local_addrs, me = self.by_addr, self.local_addrs, self.addr
         while count < MAX_BATCH:
@@ -412,6 +413,8 @@ class Agent:
                     ep = self.ep
                     self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
                 ep.receive(self.now(), src, data, tos, arrived)
+            if len(batch) < RECV_BATCH:  # the socket was drained: a further read would find nothing
+                break
         self.rx_datagrams += count
         return count
 

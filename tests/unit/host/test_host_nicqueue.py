@@ -217,3 +217,33 @@ def test_agents_through_either_nic_keep_the_link_model(tmp_path, engine):
         assert stats[n]["socket_errors"] == 0 and stats[n]["nic_queue"]["dropped_at_stop"] == 0
     # a DATA cell's trip (serialisation + delay) and its ACK's (at least the delay)
     assert stats["h1"]["rtt_min_ms"] >= (data_s + 2 * delay) * 1e3
+
+
+def test_agent_reads_a_short_batch_once_and_a_full_one_again(tmp_path):
+    """A recvmmsg batch short of RECV_BATCH drained the socket: no further (empty) read follows it;
+    a full batch may have left more, so the agent reads again."""
+    from testbed.host import workloads
+    from testbed.host.agent import Agent
+    from testbed.host.config import TransportConfig
+    from testbed.host.nicqueue import RECV_BATCH
+
+    hosts = {"h1": "127.0.0.21", "h2": "127.0.0.22"}
+    agent = Agent("h1", hosts["h1"], hosts, [workloads.MessageSpec("h2", "h1", 0, 1000)],
+                  TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=16), tmp_path, seed=1, port=4911)
+
+    class Batches:
+        def __init__(self, sizes):
+            self.sizes, self.reads = list(sizes), 0
+
+        def read(self):
+            self.reads += 1
+            return [(b"", "127.0.0.99", 0, None)] * self.sizes.pop(0) if self.sizes else []
+
+    try:
+        agent.receiver = Batches([3, 5])
+        assert agent._receive_batched() == 3 and agent.receiver.reads == 1
+        agent.receiver = Batches([RECV_BATCH, 2])
+        assert agent._receive_batched() == RECV_BATCH + 2 and agent.receiver.reads == 2
+        assert agent.unknown_peer == RECV_BATCH + 5  # 127.0.0.99 is no peer: counted, not handed on
+    finally:
+        agent.sock.close()
