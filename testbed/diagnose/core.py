@@ -37,6 +37,8 @@ BIN_S = 0.1
 LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
 ONSET_SHARE = 0.02  # where a departing lag began: above noise, below anything that departs
 SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell this far (relative) is slow
+TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
+QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
 MIN_BINS = 3  # ... for at least this many bins (300 ms): shorter gaps are scheduling noise
 
 
@@ -68,6 +70,13 @@ def variant_dirs(run_dir: Path) -> list[Path]:
     if (run_dir / "result.json").exists():
         return [run_dir]
     found = sorted(p.parent for p in run_dir.glob("*/result.json"))
+    killed = sorted(p.parent.name for p in run_dir.glob("*/scenario.resolved.yaml")
+                    if not (p.parent / "result.json").exists())
+    if (run_dir / "scenario.resolved.yaml").exists() and not found:
+        killed = [run_dir.name]
+    if killed:
+        raise DiagnoseError(f"{run_dir}: the run was killed before it finished: {', '.join(killed)} has no "
+                            "result.json")
     if not found:
         raise DiagnoseError(f"{run_dir}: not a run directory (no result.json in it or in a variant subdirectory)")
     return found
@@ -174,6 +183,11 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
             switch = r["switch"]
             counters = [("tx", p, c) for p, c in (r.get("tx") or {}).items()]
             counters += [("rx", p, c) for p, c in (r.get("rx") or {}).items()]
+            for port, peak in (r.get("max_qdepth_packets") or {}).items():
+                end = ends.get((switch, int(port)))
+                if end is not None:
+                    queue = out.setdefault(f"{end[0]}:{end[1]}>{end[2]}:queue", [0.0] * nbins)
+                    queue[b] = max(queue[b], float(peak))
             for way, port, c in counters:
                 end = ends.get((switch, int(port)))
                 if end is None or (way == "rx" and end[2] not in hosts):
@@ -214,6 +228,9 @@ def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
                 if key is not None:
                     series.setdefault(key, [0.0] * nbins)[b] = p.stats.tx_bytes - prev[p.name]
                     prev[p.name] = p.stats.tx_bytes
+                    if p.switch_port:
+                        series.setdefault(f"{key}:queue", [0.0] * nbins)[b] = p.stats.max_queue_packets
+                        p.stats.max_queue_packets = len(p.data_q)
     rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
     return host_series(rows, nbins), series
 
@@ -221,7 +238,7 @@ def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
 def departures(run: list[float], twin: list[float]) -> list[tuple[int, int, float, int]]:
     """Windows (first bin, last bin, largest lag share, bin where the lag crossed LAG_SHARE) where the run's cumulative amount lags the
     twin's by more than LAG_SHARE of the twin's total for at least MIN_BINS bins. A window runs from
-    the onset (the bin where the lag last rose above ONSET_SHARE before it crossed LAG_SHARE) to the
+    the onset (the foot of the rise that took the lag above ONSET_SHARE and then LAG_SHARE) to the
     last bin in which the lag still grew: the fault's own time, not the time the lag takes to build."""
     total = sum(twin)
     if total <= 0:
@@ -242,6 +259,8 @@ def departures(run: list[float], twin: list[float]) -> list[tuple[int, int, floa
         if j - i >= MIN_BINS:
             onset = i
             while onset > 0 and lags[onset - 1] > ONSET_SHARE:
+                onset -= 1
+            while onset > 0 and 0 < lags[onset - 1] < lags[onset]:  # down the rising slope to its foot
                 onset -= 1
             peak_at = max(range(onset, j), key=lambda k: lags[k])
             windows.append((onset, peak_at, lags[peak_at], i))
@@ -287,7 +306,7 @@ def localise(run: dict, twin: dict, topo) -> list[Culprit]:
     2. every other departure (a link with both directions behind the twin, a host whose bytes fell
        behind) ranked by its onset, the earliest first (a fault comes before what it holds up),
        then by its score."""
-    dep = {k: departures(run.get(k, [0.0] * len(v)), v) for k, v in twin.items()}
+    dep = {k: departures(run.get(k, [0.0] * len(v)), v) for k, v in twin.items() if not k.endswith(":queue")}
     dep = {k: w for k, w in dep.items() if w}
     drops = share_drops(run, twin, topo)
     first, rest = [], []
@@ -320,7 +339,26 @@ def localise(run: dict, twin: dict, topo) -> list[Culprit]:
                                       for k, w in items)))
     first.sort(key=lambda c: -c.score)
     rest.sort(key=lambda c: (c.start_s, -c.score, c.kind != "link"))
+    if rest:  # among departures that begin together, a cable holding a queue the twin does not is the slow one
+        together = [c for c in rest if c.start_s <= rest[0].start_s + TOGETHER_S]
+        queued = [c for c in together if c.kind == "link" and queue_excess(run, twin, topo, c) >= QUEUE_EXCESS]
+        for c in queued:
+            c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
+        rest = queued + [c for c in rest if c not in queued]
     return first + rest
+
+
+def queue_excess(run: dict, twin: dict, topo, culprit: Culprit) -> float:
+    """The largest amount (cells) by which a switch egress queue of the culprit's cable peaked above the
+    twin's in one bin of the culprit's window."""
+    link = next(l for l in topo.links if l.name == culprit.target)
+    lo, hi = int(culprit.start_s / BIN_S), int(culprit.end_s / BIN_S) + 1
+    best = 0.0
+    for a, b in ((link.a, link.b), (link.b, link.a)):
+        key = f"{link.name}:{a}>{b}:queue"
+        if key in run and key in twin:
+            best = max([best] + [r - t for r, t in zip(run[key][lo:hi], twin[key][lo:hi])])
+    return best
 
 
 def diagnose_variant(variant_dir: Path) -> dict:
@@ -361,7 +399,7 @@ def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted(twin)
+    keys = sorted(k for k in twin if not k.endswith(":queue"))
     rows = []
     for k in keys:
         t = twin[k]

@@ -6,7 +6,7 @@ the simulator's model: both directions of the target cable run at `factor` of th
 what an emulated run leaves that diagnose reads: scenario.yaml (the scenario file, its faults
 section naming the injected fault, which diagnose must not read), scenario.resolved.yaml,
 result.json, records/<host>.jsonl, and telemetry.jsonl with each switch's cumulative per-port tx
-and rx bytes every 100 ms in the collector's format.
+and rx bytes and each egress queue's peak (read and reset) every 100 ms in the collector's format.
 """
 
 from __future__ import annotations
@@ -74,18 +74,20 @@ def write_run(scenario_file: Path, variant_name: str, out: Path, fault: LinkFaul
     for step in range(1, steps + 1):
         t = step * SAMPLE_S
         net.sim.run(t)
-        per_switch: dict[str, dict] = {s: {"tx": {}, "rx": {}} for s in scenario.topo.switches}
+        per_switch: dict[str, dict] = {s: {"tx": {}, "rx": {}, "q": {}} for s in scenario.topo.switches}
         for name, (node, port, peer) in port_no.items():
-            if node in per_switch:  # the switch's egress counter on that port
+            if node in per_switch:  # the switch's egress counter on that port, its queue peak since the last
                 per_switch[node]["tx"][port] = {"packets": ports[name].stats.tx_packets,
                                                 "bytes": ports[name].stats.tx_bytes}
+                per_switch[node]["q"][port] = ports[name].stats.max_queue_packets
+                ports[name].stats.max_queue_packets = len(ports[name].data_q)  # the peak read and reset
             elif peer in per_switch:  # a host's egress is its ToR's ingress counter on the port
                 _, peer_port, _ = port_no[f"{peer}->{node}"]
                 per_switch[peer]["rx"][peer_port] = {"packets": ports[name].stats.tx_packets,
                                                      "bytes": ports[name].stats.tx_bytes}
         for switch, c in per_switch.items():
             samples.append({"t_s": round(t, 4), "switch": switch, "tx": c["tx"], "rx": c["rx"],
-                            "drops_packets": {}, "ecn_marks_packets": {}, "max_qdepth_packets": {}})
+                            "drops_packets": {}, "ecn_marks_packets": {}, "max_qdepth_packets": c["q"]})
     (run_dir / "telemetry.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     recs = run_dir / "records"
     recs.mkdir(exist_ok=True)
