@@ -58,3 +58,46 @@ def draw_fault(rng: random.Random, active: dict[str, list[float]], symptom: str,
     lo, hi = int(at_s / 0.1), int((at_s + duration_s) / 0.1)
     busy = sorted(name for name, bins in active.items() if sum(bins[lo:hi]) > 0)
     return LinkFault(rng.choice(busy), at_s, duration_s, FACTORS[symptom])
+
+
+def score(root: Path, faults_per_scenario: int = 4, seed: int = 43) -> list[dict]:
+    """Every corpus scenario run healthy and with `faults_per_scenario` drawn faults (alternately slow
+    and down), each diagnosed; a row per run with the injected fault, the first culprit and whether
+    it is right (kind and target, start within 1 s; a healthy run: no culprit)."""
+    import time
+
+    from testbed.diagnose.core import BIN_S, _bins, diagnose_variant, run_link_series
+    from testbed.scenario import load_scenario
+    from tests.unit.diagnose.simulated_runs import write_run
+
+    rng = random.Random(seed)
+    rows = []
+    for name, path in write_scenarios(root / "scenarios").items():
+        healthy = write_run(path, "base", root / name / "healthy")
+        scenario = load_scenario(str(path))
+        series = run_link_series(healthy, scenario.topo, _bins(scenario.duration_s))
+        active = {}
+        for link in scenario.topo.links:
+            a, b = series.get(f"{link.name}:{link.a}>{link.b}"), series.get(f"{link.name}:{link.b}>{link.a}")
+            if a and b:
+                active[link.name] = [min(x, y) for x, y in zip(a, b)]
+        busy_until = max(i for bins in active.values() for i, v in enumerate(bins) if v > 0) * BIN_S
+        runs = [(None, None, healthy)]
+        for i in range(faults_per_scenario):
+            symptom = ("slow", "down")[i % 2]
+            fault = draw_fault(rng, active, symptom, busy_until)
+            runs.append((symptom, fault, write_run(path, "base", root / name / f"fault{i}", fault)))
+        for symptom, fault, run_dir in runs:
+            started = time.monotonic()
+            diagnosis = diagnose_variant(run_dir)
+            wall = time.monotonic() - started
+            first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
+            if fault is None:
+                right = diagnosis["healthy"]
+            else:
+                right = (first is not None and (first["kind"], first["target"]) == ("link", fault.target)
+                         and abs(first["start_s"] - fault.at_s) <= 1.0)
+            rows.append({"scenario": name, "injected": symptom and f"link {fault.target} {symptom} at {fault.at_s} s",
+                         "first": first and f"{first['kind']} {first['target']} from {first['start_s']} s",
+                         "right": right, "wall_s": round(wall, 2)})
+    return rows
