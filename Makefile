@@ -4,13 +4,14 @@ PY := $(VENV)/bin/python
 TESTBED := $(VENV)/bin/testbed
 S ?= default
 
-.PHONY: setup run scenario reproduce test test-unit bench p4info clean help
+.PHONY: setup run scenario reproduce test test-unit diagnose-corpus bench p4info clean help
 
 help:
 	@echo "make run        install what is missing, run the default scenario, print the report path"
 	@echo "make test       install what is missing, run the whole test suite"
 	@echo "make scenario S=NAME   run scenarios/NAME.yaml"
 	@echo "make reproduce  run TiTa's claims experiments (simulator and emulated), one report"
+	@echo "make diagnose-corpus  score testbed diagnose on its fault corpus (minutes)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make p4info     regenerate the committed P4Info files of p4src/"
 	@echo "make clean      remove what killed runs left behind"
@@ -34,6 +35,9 @@ test: setup
 
 test-unit: setup
 	@$(PY) -m pytest -q tests/unit
+
+diagnose-corpus: setup
+	@TESTBED_DIAGNOSE_CORPUS=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/unit/diagnose/test_corpus.py
 
 bench: setup
 	@$(PY) -m benchmarks

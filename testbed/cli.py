@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "testbed.emulation.commands",
     "testbed.telemetry.commands",
     "testbed.simulation.commands",
+    "testbed.diagnose.commands",
     "testbed.claims.commands",
     "testbed.plan.commands",
 ]

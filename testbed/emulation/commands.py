@@ -84,6 +84,8 @@ def _run_variants(args, scenario, variants) -> Path:
             print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
             shown.advance(variant.name)
     report = write_report(scenario, run_dirs, summaries, out_dir)
+    if getattr(args, "diagnose", False):  # testbed diagnose registers the flag and its report section
+        args.diagnose_report(run_dirs, Path(report))
     print(f"report: {report}")
     return out_dir
 

@@ -152,7 +152,10 @@ def sim_command(args) -> int:
             print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
                   f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
             shown.advance(variant.name)
-    print(f"report: {write_sim_report(scenario, run_dirs, summaries, out_dir)}")
+    report = write_sim_report(scenario, run_dirs, summaries, out_dir)
+    if getattr(args, "diagnose", False):  # testbed diagnose registers the flag and its report section
+        args.diagnose_report(run_dirs, Path(report))
+    print(f"report: {report}")
     if unfinished:  # the report is written; the exit status says the traffic did not all arrive
         print(f"testbed: messages left unfinished at the end of the run in {', '.join(unfinished)} "
               f"(duration_s {scenario.duration_s:g} s)", file=sys.stderr)

@@ -1,0 +1,432 @@
+"""A finished run against its healthy twin, per link, host and switch over time.
+
+Model: the run's own scenario (the variant's resolved copy, so a run slowed by
+--fit is replayed at the rate it ran) with its `faults` removed is simulated
+as the twin; nothing reads `faults` or faults.jsonl. Both are cut into bins
+of BIN_S on the scenario's clock and compared series by series:
+
+* host: bytes delivered to the host and bytes it had acknowledged per bin,
+  from records/<host>.jsonl (both drivers write them);
+* link: bytes each direction carried per bin, from the run's link telemetry
+  when the run has it (an emulated run's switch counters in telemetry.jsonl:
+  tx bytes per switch port between samples), against the twin's port counters
+  sampled every bin.
+
+A series departs from the twin in a bin when the run's cumulative amount
+falls behind the twin's by more than LAG_SHARE of the twin's total for that
+series (rule: a healthy replay of the same workload differs by timing noise
+that stays well below that share; see docs/diagnose.md). A departure that
+lasts at least MIN_BINS bins is a symptom window. Localisation: a link
+departs when both its directions fall behind while the other links of its
+endpoints keep pace; a host departs when every series of that host falls
+behind while its ToR's other hosts keep pace. Score: the largest lag share
+in the window, capped at 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from testbed.errors import TestbedError
+from testbed.telemetry.rundir import RunDirError, load_json, load_jsonl, load_yaml
+
+BIN_S = 0.1
+LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
+ONSET_SHARE = 0.02  # where a departing lag began: above noise, below anything that departs
+SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell this far (relative) is slow
+TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
+QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
+MIN_BINS = 3  # ... for at least this many bins (300 ms): shorter gaps are scheduling noise
+
+
+class DiagnoseError(TestbedError):
+    """A directory diagnose cannot read as a finished run."""
+
+
+@dataclasses.dataclass
+class Culprit:
+    kind: str
+    target: str
+    symptom: str
+    start_s: float
+    end_s: float
+    score: float
+    evidence: str
+    crossed: float = 0.0  # when the lag crossed LAG_SHARE (ranking only; not written)
+
+    def line(self) -> str:
+        return (f"culprit: {self.kind} {self.target} {self.symptom} from {self.start_s:.1f} s to "
+                f"{self.end_s:.1f} s (score {self.score:.2f})")
+
+
+def variant_dirs(run_dir: Path) -> list[Path]:
+    """The variant directories of a run (each has result.json), or the one variant dir given."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise DiagnoseError(f"{run_dir}: not a directory")
+    if (run_dir / "result.json").exists():
+        return [run_dir]
+    found = sorted(p.parent for p in run_dir.glob("*/result.json"))
+    killed = sorted(p.parent.name for p in run_dir.glob("*/scenario.resolved.yaml")
+                    if not (p.parent / "result.json").exists())
+    if (run_dir / "scenario.resolved.yaml").exists() and not found:
+        killed = [run_dir.name]
+    if killed:
+        raise DiagnoseError(f"{run_dir}: the run was killed before it finished: {', '.join(killed)} has no "
+                            "result.json")
+    if not found:
+        raise DiagnoseError(f"{run_dir}: not a run directory (no result.json in it or in a variant subdirectory)")
+    return found
+
+
+def twin_scenario(variant_dir: Path):
+    """(the variant's scenario as it ran, with its faults removed; its time stretch).
+
+    Read from the run's own copy of the scenario file (scenario.yaml beside the variants), its
+    `faults` section dropped before it is parsed, the variant picked by the name result.json gives;
+    a run slowed by --fit (scenario.resolved.yaml's time_stretch) is replayed slowed the same way."""
+    import dataclasses as dc
+    import tempfile
+
+    import yaml
+
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.scenario.timescale import slowed
+    from testbed.telemetry.rundir import SCENARIO_COPY
+
+    result = load_json(variant_dir / "result.json")
+    resolved = variant_dir / "scenario.resolved.yaml"
+    if not resolved.exists():
+        raise DiagnoseError(f"{resolved}: missing; the run was killed before it wrote its scenario")
+    stretch = float(load_yaml(resolved).get("time_stretch") or 1.0)
+    copy = next((d / SCENARIO_COPY for d in (variant_dir, variant_dir.parent) if (d / SCENARIO_COPY).is_file()),
+                None)
+    if copy is None:
+        raise DiagnoseError(f"{variant_dir}: the run kept no copy of its scenario ({SCENARIO_COPY}); "
+                            "no twin can be replayed")
+    data = load_yaml(copy)
+    data.pop("faults", None)  # the answer: never read, never replayed
+    with tempfile.TemporaryDirectory() as tmp:
+        stripped = Path(tmp) / copy.name
+        stripped.write_text(yaml.safe_dump(data, sort_keys=False))
+        try:
+            base = load_scenario(str(stripped))
+            variants = expand_variants(base)
+        except TestbedError as error:
+            raise DiagnoseError(f"{copy}: cannot be replayed as the twin ({error})") from None
+    name = result.get("variant")
+    chosen = next((v for v in variants if v.name == name), None)
+    if chosen is None:
+        raise DiagnoseError(f"{variant_dir}/result.json: variant {name!r} is not one of {copy}'s "
+                            f"({', '.join(v.name for v in variants)})")
+    scenario = chosen.scenario
+    if stretch != 1.0:
+        scenario = slowed(scenario, 1 / stretch)
+    return dc.replace(scenario, faults=()), stretch
+
+
+def _bins(duration_s: float) -> int:
+    return max(1, int(duration_s / BIN_S + 0.999))
+
+
+def host_series(rows_by_host: dict[str, list[dict]], nbins: int) -> dict[str, list[float]]:
+    """`host:rx` bytes delivered to, `host:tx` bytes acknowledged for, each host per bin."""
+    out: dict[str, list[float]] = {}
+    for host, rows in rows_by_host.items():
+        rx, tx = [0.0] * nbins, [0.0] * nbins
+        for r in rows:
+            if r.get("kind") == "message_delivered" and r.get("delivered_us") is not None:
+                b = min(nbins - 1, int(r["delivered_us"] / 1e6 / BIN_S))
+                out.setdefault(f"{r['dst']}:rx", [0.0] * nbins)[b] += r.get("bytes", 0)
+            elif r.get("kind") == "message_sent" and r.get("acked_us") is not None:
+                b = min(nbins - 1, int(r["acked_us"] / 1e6 / BIN_S))
+                out.setdefault(f"{r['src']}:tx", [0.0] * nbins)[b] += r.get("bytes", 0)
+        out.setdefault(f"{host}:rx", rx)
+        out.setdefault(f"{host}:tx", tx)
+    return out
+
+
+def read_run_records(variant_dir: Path) -> dict[str, list[dict]]:
+    records = variant_dir / "records"
+    files = sorted(records.glob("*.jsonl")) if records.is_dir() else []
+    if not files:
+        raise DiagnoseError(f"{variant_dir}: no telemetry to diagnose (records/<host>.jsonl missing)")
+    out = {}
+    for f in files:
+        rows, _ = load_jsonl(f)
+        out[f.stem] = rows
+    return out
+
+
+def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
+    """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
+    direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
+    switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
+    go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
+    path = variant_dir / "telemetry.jsonl"
+    if not path.exists():
+        return None
+    rows, _ = load_jsonl(path)
+    ends = {}
+    for link in topo.links:
+        ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
+        ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    hosts = set(topo.hosts)
+    last: dict[tuple, int] = {}
+    out: dict[str, list[float]] = {}
+    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+        try:
+            b = min(nbins - 1, max(0, int(float(r["t_s"]) / BIN_S)))
+            switch = r["switch"]
+            counters = [("tx", p, c) for p, c in (r.get("tx") or {}).items()]
+            counters += [("rx", p, c) for p, c in (r.get("rx") or {}).items()]
+            for port, peak in (r.get("max_qdepth_packets") or {}).items():
+                end = ends.get((switch, int(port)))
+                if end is not None:
+                    queue = out.setdefault(f"{end[0]}:{end[1]}>{end[2]}:queue", [0.0] * nbins)
+                    queue[b] = max(queue[b], float(peak))
+            for way, port, c in counters:
+                end = ends.get((switch, int(port)))
+                if end is None or (way == "rx" and end[2] not in hosts):
+                    continue
+                name, here, there = end
+                key = f"{name}:{here}>{there}" if way == "tx" else f"{name}:{there}>{here}"
+                value = int(c["bytes"])
+                if (key, way) in last:
+                    out.setdefault(key, [0.0] * nbins)[b] += value - last[(key, way)]
+                else:
+                    out.setdefault(key, [0.0] * nbins)
+                last[(key, way)] = value
+        except (KeyError, TypeError, ValueError) as error:
+            raise DiagnoseError(f"{path}: a sample without switch, t_s or port byte counters "
+                                f"({type(error).__name__}: {error})") from None
+    return out
+
+
+def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
+    """(host series, link series) of the healthy twin, its ports sampled every bin."""
+    from testbed.scenario.workload import scenario_messages
+    from testbed.simulation.run import build_network
+
+    messages = scenario_messages(scenario)
+    net = build_network(scenario)
+    net.load(messages, scenario.seed)
+    names = {}
+    for link in scenario.topo.links:
+        names[f"{link.a}->{link.b}"] = f"{link.name}:{link.a}>{link.b}"
+        names[f"{link.b}->{link.a}"] = f"{link.name}:{link.b}>{link.a}"
+    series: dict[str, list[float]] = {}
+    prev = {p.name: 0 for p in net.ports}
+    for b in range(nbins):
+        net.sim.run((b + 1) * BIN_S)
+        if links:
+            for p in net.ports:
+                key = names.get(p.name)
+                if key is not None:
+                    series.setdefault(key, [0.0] * nbins)[b] = p.stats.tx_bytes - prev[p.name]
+                    prev[p.name] = p.stats.tx_bytes
+                    if p.switch_port:
+                        series.setdefault(f"{key}:queue", [0.0] * nbins)[b] = p.stats.max_queue_packets
+                        p.stats.max_queue_packets = len(p.data_q)
+    rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
+    return host_series(rows, nbins), series
+
+
+def departures(run: list[float], twin: list[float]) -> list[tuple[int, int, float, int]]:
+    """Windows (first bin, last bin, largest lag share, bin where the lag crossed LAG_SHARE) where the run's cumulative amount lags the
+    twin's by more than LAG_SHARE of the twin's total for at least MIN_BINS bins. A window runs from
+    the onset (the foot of the rise that took the lag above ONSET_SHARE and then LAG_SHARE) to the
+    last bin in which the lag still grew: the fault's own time, not the time the lag takes to build."""
+    total = sum(twin)
+    if total <= 0:
+        return []
+    lags, cr, ct = [], 0.0, 0.0
+    for r, t in zip(run, twin):
+        cr += r
+        ct += t
+        lags.append((ct - cr) / total)
+    windows, i, n = [], 0, len(lags)
+    while i < n:
+        if lags[i] <= LAG_SHARE:
+            i += 1
+            continue
+        j = i
+        while j < n and lags[j] > LAG_SHARE:
+            j += 1
+        if j - i >= MIN_BINS:
+            onset = i
+            while onset > 0 and lags[onset - 1] > ONSET_SHARE:
+                onset -= 1
+            while onset > 0 and 0 < lags[onset - 1] < lags[onset]:  # down the rising slope to its foot
+                onset -= 1
+            peak_at = max(range(onset, j), key=lambda k: lags[k])
+            windows.append((onset, peak_at, lags[peak_at], i))
+        i = j
+    return windows
+
+
+def shares(series: dict[str, list[float]], keys: list[str]) -> dict[str, float]:
+    """Each direction's share of the bytes its sender put on `keys` (the sender's fabric links) over
+    the run."""
+    totals = {k: sum(series.get(k, ())) for k in keys}
+    whole = sum(totals.values())
+    return {k: (v / whole if whole else 0.0) for k, v in totals.items()}
+
+
+def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
+    """Per fabric direction `name:a>b`, how far its share of its sender's fabric bytes fell below the
+    twin's, relative to the twin's share (0: same share; 1: carried nothing where the twin carried
+    its share). Spraying gives every equal-cost link the same share on a healthy fabric; a slow or
+    lossy link takes a smaller one while its siblings take more."""
+    by_sender: dict[str, list[str]] = {}
+    for link in topo.links:
+        if link.tier == "host":
+            continue
+        for a, b in ((link.a, link.b), (link.b, link.a)):
+            by_sender.setdefault(a, []).append(f"{link.name}:{a}>{b}")
+    drops = {}
+    for sender, keys in by_sender.items():
+        if len(keys) < 2:
+            continue
+        r, t = shares(run, keys), shares(twin, keys)
+        for k in keys:
+            if t[k] > 0:
+                drops[k] = max(0.0, (t[k] - r[k]) / t[k])
+    return drops
+
+
+def localise(run: dict, twin: dict, topo) -> list[Culprit]:
+    """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
+
+    1. a fabric link both of whose directions lost SHARE_DROP of their share of their senders'
+       fabric bytes (their siblings took it): that link, scored by the smaller of the two drops;
+    2. every other departure (a link with both directions behind the twin, a host whose bytes fell
+       behind) ranked by its onset, the earliest first (a fault comes before what it holds up),
+       then by its score."""
+    dep = {k: departures(run.get(k, [0.0] * len(v)), v) for k, v in twin.items() if not k.endswith(":queue")}
+    dep = {k: w for k, w in dep.items() if w}
+    drops = share_drops(run, twin, topo)
+    first, rest = [], []
+    for link in topo.links:
+        keys = [f"{link.name}:{link.a}>{link.b}", f"{link.name}:{link.b}>{link.a}"]
+        windows = [dep[k][0] for k in keys if k in dep]
+        if link.tier != "host" and all(drops.get(k, 0.0) >= SHARE_DROP for k in keys):
+            score = min(drops[k] for k in keys)
+            start = min((w[0] for w in windows), default=0) * BIN_S
+            end = (max((w[1] for w in windows), default=len(twin[keys[0]]) - 1) + 1) * BIN_S
+            first.append(Culprit("link", link.name, "slow", start, end, round(min(1.0, score), 2),
+                                 "share of its senders' fabric bytes below the twin's by "
+                                 + ", ".join(f"{k.split(':')[1]} {drops[k]:.0%}" for k in keys)))
+        elif len(windows) == 2:
+            start, end = min(w[0] for w in windows), max(w[1] for w in windows)
+            score = min(1.0, min(w[2] for w in windows))
+            rest.append(Culprit("link", link.name, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
+                                crossed=max(w[3] for w in windows) * BIN_S, evidence="bytes carried both ways fell behind the twin by up to "
+                                f"{score:.0%} of the twin's total"))
+    hosts: dict[str, list] = {}
+    for k, w in dep.items():
+        if k.endswith(":rx") or k.endswith(":tx"):
+            hosts.setdefault(k.rsplit(":", 1)[0], []).append((k, w[0]))
+    for host, items in hosts.items():
+        start = min(w[0] for _, w in items)
+        end = max(w[1] for _, w in items)
+        score = min(1.0, max(w[2] for _, w in items))
+        rest.append(Culprit("host", host, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
+                            crossed=min(w[3] for _, w in items) * BIN_S, evidence="; ".join(f"{k} fell behind the twin by up to {w[2]:.0%} of its total"
+                                      for k, w in items)))
+    first.sort(key=lambda c: -c.score)
+    rest.sort(key=lambda c: (c.start_s, -c.score, c.kind != "link"))
+    if rest:  # among departures that begin together, a cable holding a queue the twin does not is the slow one
+        together = [c for c in rest if c.start_s <= rest[0].start_s + TOGETHER_S]
+        queued = [c for c in together if c.kind == "link" and queue_excess(run, twin, topo, c) >= QUEUE_EXCESS]
+        for c in queued:
+            c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
+        rest = queued + [c for c in rest if c not in queued]
+    return first + rest
+
+
+def queue_excess(run: dict, twin: dict, topo, culprit: Culprit) -> float:
+    """The largest amount (cells) by which a switch egress queue of the culprit's cable peaked above the
+    twin's in one bin of the culprit's window."""
+    link = next(l for l in topo.links if l.name == culprit.target)
+    lo, hi = int(culprit.start_s / BIN_S), int(culprit.end_s / BIN_S) + 1
+    best = 0.0
+    for a, b in ((link.a, link.b), (link.b, link.a)):
+        key = f"{link.name}:{a}>{b}:queue"
+        if key in run and key in twin:
+            best = max([best] + [r - t for r, t in zip(run[key][lo:hi], twin[key][lo:hi])])
+    return best
+
+
+def diagnose_variant(variant_dir: Path) -> dict:
+    started = time.monotonic()
+    result = load_json(variant_dir / "result.json")
+    if result.get("failed"):
+        raise DiagnoseError(f"{variant_dir}: the run failed ({result['failed']}); nothing to diagnose")
+    scenario, stretch = twin_scenario(variant_dir)
+    run_hosts = read_run_records(variant_dir)
+    nbins = _bins(scenario.duration_s)
+    run = host_series(run_hosts, nbins)
+    links = run_link_series(variant_dir, scenario.topo, nbins)
+    twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None)
+    twin = dict(twin_hosts)
+    if links is not None:
+        run.update(links)
+        twin.update(twin_links)
+    culprits = localise(run, twin, scenario.topo)
+    for c in culprits:  # bins are on the run's clock; culprits on the scenario's
+        c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
+    out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k != "crossed"} for c in culprits], "healthy": not culprits,
+           "wall_s": round(time.monotonic() - started, 3)}
+    (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
+    write_markdown(variant_dir, out, run, twin, culprits)
+    return out
+
+
+def verdict_lines(diagnosis: dict) -> list[str]:
+    if diagnosis["healthy"]:
+        return ["healthy: no culprit"]
+    return [Culprit(**c).line() for c in diagnosis["culprits"]]
+
+
+def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits: list[Culprit]) -> None:
+    """diagnosis.md with heatmap.png beside it: per series, run minus twin per bin (share of twin's peak bin)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted(k for k in twin if not k.endswith(":queue"))
+    rows = []
+    for k in keys:
+        t = twin[k]
+        r = run.get(k, [0.0] * len(t))
+        peak = max(max(t), 1.0)
+        rows.append([(a - b) / peak for a, b in zip(r, t)])
+    fig, ax = plt.subplots(figsize=(10, max(3, 0.18 * len(keys))))
+    if rows:
+        im = ax.imshow(rows, aspect="auto", cmap="coolwarm_r", vmin=-1, vmax=1,
+                       extent=(0, len(rows[0]) * BIN_S, len(keys), 0))
+        fig.colorbar(im, ax=ax, label="(run - twin) / twin's peak bin")
+        ax.set_yticks([i + 0.5 for i in range(len(keys))], keys, fontsize=6)
+        for c in culprits:
+            for i, k in enumerate(keys):
+                if k.startswith(c.target + ":"):
+                    ax.add_patch(plt.Rectangle((c.start_s, i), c.end_s - c.start_s, 1, fill=False, ec="k", lw=2))
+    ax.set_xlabel("scenario time (s)")
+    ax.set_title("run against healthy twin (culprit boxed)")
+    fig.tight_layout()
+    fig.savefig(variant_dir / "diagnosis.png", dpi=80)
+    plt.close(fig)
+    lines = ["# Diagnosis", "", *verdict_lines(out), "", f"wall time {out['wall_s']:.1f} s", "",
+             "![run against twin](diagnosis.png)", ""]
+    for c in culprits:
+        lines.append(f"- {c.kind} {c.target}: {c.evidence}")
+    (variant_dir / "diagnosis.md").write_text("\n".join(lines) + "\n")
+
+
+def diagnose_run(run_dir: Path) -> dict[str, dict]:
+    return {str(v): diagnose_variant(v) for v in variant_dirs(Path(run_dir))}
