@@ -1,7 +1,7 @@
 """Simulated run directories with or without an injected link fault, for scoring `testbed diagnose`.
 
-Until the simulator models faults itself (branch faults-sim), a fault is injected here by hand on
-the simulator's model: both directions of the target cable run at `factor` of their rate from
+A fault is injected here by hand on the simulator's model (the corpus predates the simulator's
+own faults, simulation/faults.py): both directions of the target cable run at `factor` of their rate from
 `at_s` to `at_s + duration_s` (factor 0.001: the cable is as good as down). The run directory is
 what an emulated run leaves that diagnose reads: scenario.yaml (the scenario file, its faults
 section naming the injected fault, which diagnose must not read), scenario.resolved.yaml,
@@ -59,9 +59,9 @@ def write_run(scenario_file: Path, variant_name: str, out: Path, fault: LinkFaul
         link = next(l for l in scenario.topo.links if l.name == fault.target)
         pair = [ports[f"{link.a}->{link.b}"], ports[f"{link.b}->{link.a}"]]
 
-        def set_rate(factor: float) -> None:
+        def set_rate(factor: float) -> None:  # the port's serialisation rate, as link_degrade sets it
             for p in pair:
-                p.spec = dataclasses.replace(p.spec, rate_bps=p.spec.rate_bps * factor)
+                p.rate_bps = p.rate_bps * factor
 
         net.sim.at(fault.at_s, set_rate, fault.factor)
         net.sim.at(fault.at_s + fault.duration_s, set_rate, 1 / fault.factor)
