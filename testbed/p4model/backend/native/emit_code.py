@@ -364,9 +364,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.sub_control(c)
             return
         if isinstance(c, ir.ActionCall):
-            fn = self.action(c.action, None)
-            args = ", ".join(self.ex(a) for a in c.args) or "0"
-            self.emit(f"{{ const uint64_t a[] = {{{args}}}; {fn}(s, a, drop_port); }}")
+            self.action_call(c)
+            return
+        if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "verify" and self.ctx == "parser":
+            cond, err = c.args
+            self.emit(f"if (!{self.ex(cond)}) {{ s->sm.f_parser_error = {self.ex(err)}; goto done; }}")
             return
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "mark_to_drop":
             sm = self.lvalue(c.args[0])
@@ -401,6 +403,36 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             getattr(self, f"_{c.method.name}")(arg)
             return
         raise NativeUnsupported(c.loc, _construct(c))
+
+    def action_call(self, c) -> None:
+        """A direct call of an action: directional arguments copied in (in, inout) to temporaries in
+        argument order, the action run on pointers to them, then copied out (out, inout) in order."""
+        fn = self.action(c.action, None)
+        params = c.action.params
+        directional = [(p, a) for p, a in zip(params, c.args) if p.direction]
+        data = [a for p, a in zip(params, c.args) if not p.direction]
+        self.emit("{")
+        self.depth += 1
+        temps = []
+        for p, arg in directional:
+            ctype = self.types.c_type(p.type, p.loc or c.loc)
+            tmp = self.fresh("d")
+            temps.append(tmp)
+            if p.direction == "out":
+                self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+            elif is_scalar(p.type):
+                self.emit(f"{ctype} {tmp} = {self.ex(arg)};")
+            else:
+                self.emit(f"{ctype} {tmp} = {self.lvalue(arg)};")
+        values = ", ".join(self.ex(a) for a in data) or "0"
+        refs = ", ".join(f"&{t}" for t in temps) or "0"
+        self.emit(f"const uint64_t a[] = {{{values}}}; void *const dr[] = {{{refs}}};")
+        self.emit(f"{fn}(s, a, dr, drop_port);")
+        for (p, arg), tmp in zip(directional, temps):
+            if p.direction in ("out", "inout"):
+                self.emit(f"{self.lvalue(arg)} = {tmp};")
+        self.depth -= 1
+        self.emit("}")
 
     def builtin(self, c) -> None:
         """setValid/setInvalid on a header (zeroed when it becomes valid; the packet's length, what

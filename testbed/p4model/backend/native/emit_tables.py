@@ -79,7 +79,7 @@ class TableMixin:
         self.emit("s->action_run = act[0];")
         self.emit("switch (act[0]) {")
         for i, afn in enumerate(fns):
-            self.emit(f"case {i}: {afn}(s, act + 1, drop_port); break;")
+            self.emit(f"case {i}: {afn}(s, act + 1, 0, drop_port); break;")
         self.emit("}")
         self.emit("return row != 0;")
         lines.append("}")
@@ -92,16 +92,25 @@ class TableMixin:
             return self.table_fn[key]
         fn = f"a{len(self.table_fn)}_{_ident(a.name)}"
         self.table_fn[key] = fn
-        for i, p in enumerate(a.params):
+        # directional parameters (a direct call's arguments, copied in and out by the caller)
+        # come through `dir` as pointers; action data through `args`
+        d = 0
+        for p in a.params:
             if p.direction:
-                raise NativeUnsupported(p.loc or a.loc, f"the directional parameter {p.name} of action {a.name}")
+                if t is not None:
+                    raise NativeUnsupported(p.loc or a.loc, f"the directional parameter {p.name} of action "
+                                            f"{a.name} in table {t.name}")
+                ctype = self.types.c_type(p.type, p.loc or a.loc)
+                self.env[id(p)] = f"(*({ctype} *)dir[{d}])"
+                d += 1
+        for i, p in enumerate(x for x in a.params if not x.direction):
             scalar_width(p.type, p.loc or a.loc)
             self.env[id(p)] = f"args[{i}]"
         lines: list[str] = []
         saved = _swap(self, lines)
         saved_ctx, self.ctx = self.ctx, "action"
-        lines.append(f"static void {fn}(tb_state *s, const uint64_t *args, uint32_t drop_port) {{")
-        lines.append("    (void)args; (void)drop_port;")
+        lines.append(f"static void {fn}(tb_state *s, const uint64_t *args, void *const *dir, uint32_t drop_port) {{")
+        lines.append("    (void)args; (void)dir; (void)drop_port;")
         self.stmt(a.body)
         lines.append("}")
         self.ctx = saved_ctx
