@@ -129,6 +129,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
         if isinstance(e, ir.Mux):
             return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
+        if isinstance(e, ir.FunctionCall):
+            return self.function_value(e)
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
             if not isinstance(e.target.type, ir.HeaderT):
                 raise NativeUnsupported(e.loc, "isValid of a header union")
@@ -239,7 +241,15 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if not is_scalar(s.var.type):
                 raise NativeUnsupported(s.loc, f"the local variable {s.var.name} of a composite type")
             scalar_width(s.var.type, s.loc)
-            self.emit(f"uint64_t {name} = {self.ex(s.init) if s.init is not None else 'UINT64_C(0)'};")
+            if isinstance(s.init, ir.FunctionCall) and not _in_only(s.init.function):
+                value = self.function_call(s.init)
+            else:
+                value = self.ex(s.init) if s.init is not None else "UINT64_C(0)"
+            if self.ctx == "control":  # a control's variable: its actions (C functions of their own) see it
+                self.statics.append(f"static uint64_t {name};")
+                self.emit(f"{name} = {value};")
+            else:
+                self.emit(f"uint64_t {name} = {value};")
         elif isinstance(s, ir.If):
             cond = self.ex(s.cond)
             if self.ctx in ("control", "action") and "(s, drop_port)" in cond:   # a table applied
@@ -262,6 +272,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.exit_check()
         elif isinstance(s, ir.Switch):
             self.switch(s)
+        elif isinstance(s, ir.Return) and self.ctx == "function":
+            self.emit("return 0;" if s.value is None else f"return {self.ex(s.value)};")
         elif isinstance(s, ir.Return) and s.value is None and self.ctx in ("control", "action") \
                 and not self.in_sub:
             self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
@@ -331,6 +343,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit("if (s->exited) return;")
 
     def assign(self, lhs, rhs, loc) -> None:
+        if isinstance(rhs, ir.FunctionCall) and not _in_only(rhs.function):
+            if _dynamic(lhs):  # P4 evaluates the target first; the call may change what it names
+                raise NativeUnsupported(loc, "an assignment whose target depends on a value the call on its "
+                                        "right may change (a run-time index)")
+            value = self.function_call(rhs)
+            self.emit(f"{self.lvalue(lhs)} = {value};")
+            return
         if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
             raise NativeUnsupported(loc, SM_REQUESTS[lhs.name])
         if isinstance(lhs, ir.Slice):
@@ -365,6 +384,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return
         if isinstance(c, ir.ActionCall):
             self.action_call(c)
+            return
+        if isinstance(c, ir.FunctionCall):
+            self.function_call(c)
             return
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "verify" and self.ctx == "parser":
             cond, err = c.args
@@ -404,12 +426,83 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return
         raise NativeUnsupported(c.loc, _construct(c))
 
+    def function(self, f) -> str:
+        """The C function of P4 function `f` (emitted once): every parameter through a pointer in
+        `dir` (the caller copies in and out), a scalar or no value returned."""
+        key = ("function", id(f))
+        if key in self.table_fn:
+            return self.table_fn[key]
+        if not (isinstance(f.return_type, ir.VoidT) or is_scalar(f.return_type)):
+            raise NativeUnsupported(f.loc, f"function {f.name} returning a {type(f.return_type).__name__}")
+        fn = f"f{len(self.table_fn)}_{''.join(c if c.isalnum() else '_' for c in f.name)}"
+        self.table_fn[key] = fn
+        for k, p in enumerate(f.params):
+            self.env[id(p)] = f"(*({self.types.c_type(p.type, p.loc or f.loc)} *)dir[{k}])"
+        lines: list[str] = []
+        saved_lines, saved_depth = self.lines, self.depth
+        self.lines, self.depth = lines, 1
+        saved_ctx, self.ctx = self.ctx, "function"
+        lines.append(f"static uint64_t {fn}(tb_state *s, void *const *dir, uint32_t drop_port) {{")
+        lines.append("    (void)s; (void)dir; (void)drop_port;")
+        self.stmt(f.body)
+        lines.append("    return 0;")
+        lines.append("}")
+        self.ctx = saved_ctx
+        self.lines, self.depth = saved_lines, saved_depth
+        self.funcs.extend(lines)
+        return fn
+
+    def function_value(self, e) -> str:
+        """A call of a function with only `in` (or directionless) scalar parameters, as a C expression
+        (its arguments as compound literals, so && and ?: keep their order)."""
+        if not _in_only(e.function) or not all(is_scalar(p.type) for p in e.function.params):
+            raise NativeUnsupported(e.loc, f"a call of function {e.function.name} with out, inout or composite "
+                                    "parameters inside an expression")
+        if isinstance(e.function.return_type, ir.VoidT):
+            raise NativeUnsupported(e.loc, f"the value of function {e.function.name}, which returns none")
+        fn = self.function(e.function)
+        refs = ", ".join(f"&(uint64_t){{{self.ex(a)}}}" for a in e.args) or "0"
+        return f"({fn}(s, (void *const[]){{{refs}}}, drop_port) & {mask(self.width(e))})"
+
+    def function_call(self, c) -> str:
+        """A call at statement level: arguments copied in (in, inout) to temporaries in order, the
+        function run on pointers to them, out and inout copied back in order; the C name of the
+        returned value."""
+        fn = self.function(c.function)
+        temps = []
+        for p, arg in zip(c.function.params, c.args):
+            if p.direction in ("out", "inout") and _dynamic(arg):
+                raise NativeUnsupported(arg.loc or c.loc, f"the {p.direction} argument of {c.function.name} "
+                                        "named through a run-time index")
+            ctype = self.types.c_type(p.type, p.loc or c.loc)
+            tmp = self.fresh("fa")
+            temps.append(tmp)
+            if p.direction == "out":
+                self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+            elif is_scalar(p.type):
+                self.emit(f"{ctype} {tmp} = {self.ex(arg)};")
+            else:
+                self.emit(f"{ctype} {tmp} = {self.lvalue(arg)};")
+        ret = self.fresh("fr")
+        refs = ", ".join(f"&{t}" for t in temps) or "0"
+        self.emit(f"uint64_t {ret} = {fn}(s, (void *const[]){{{refs}}}, drop_port); (void){ret};")
+        for (p, arg), tmp in zip(zip(c.function.params, c.args), temps):
+            if p.direction in ("out", "inout"):
+                self.emit(f"{self.lvalue(arg)} = {tmp};")
+        if not isinstance(c.function.return_type, ir.VoidT):
+            return f"({ret} & {mask(scalar_width(c.function.return_type, c.loc))})"
+        return ret
+
     def action_call(self, c) -> None:
         """A direct call of an action: directional arguments copied in (in, inout) to temporaries in
         argument order, the action run on pointers to them, then copied out (out, inout) in order."""
         fn = self.action(c.action, None)
         params = c.action.params
         directional = [(p, a) for p, a in zip(params, c.args) if p.direction]
+        for p, arg in directional:
+            if p.direction in ("out", "inout") and _dynamic(arg):
+                raise NativeUnsupported(arg.loc or c.loc, f"the {p.direction} argument of {c.action.name} "
+                                        "named through a run-time index")
         data = [a for p, a in zip(params, c.args) if not p.direction]
         self.emit("{")
         self.depth += 1
@@ -638,6 +731,22 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(ks, ir.KeysetValueSet):
             raise NativeUnsupported(ks.loc, "a value_set in select")
         return f"({key} == {self.ex(ks)})"
+
+
+def _dynamic(e) -> bool:
+    """Whether an l-value names its target through a run-time index (or a call)."""
+    import dataclasses
+
+    if isinstance(e, ir.Index) and not isinstance(e.index, ir.Const):
+        return True
+    if isinstance(e, ir.FunctionCall):
+        return True
+    return any(_dynamic(getattr(e, f.name)) for f in dataclasses.fields(e)
+               if f.name in ("base", "index") and isinstance(getattr(e, f.name), ir.Expr))
+
+
+def _in_only(f) -> bool:
+    return all(p.direction in ("", "in") for p in f.params)
 
 
 def _stack_refs(node) -> list:
