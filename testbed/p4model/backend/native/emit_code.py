@@ -363,9 +363,44 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.types.c_type(lhs.type, loc)
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
             return
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.ListExpr, ir.StructExpr)):
+            self.assign_fields(lhs, rhs, loc)
+            return
         if not is_scalar(lhs.type):
             raise NativeUnsupported(loc, f"assignment of a whole {type(lhs.type).__name__}")
         self.emit(f"{self.lvalue(lhs)} = {self.ex(rhs)};")
+
+    def assign_fields(self, lhs, rhs, loc) -> None:
+        """A header or struct from `{a, b, ...}` or `{f = a, ...}`: the values are computed first (they
+        may read the target), then stored field by field; a header built so is valid."""
+        t = lhs.type
+        items = rhs.items if isinstance(rhs, ir.ListExpr) else [rhs.fields.get(f.name) for f in t.fields]
+        if len(items) != len(t.fields) or any(x is None for x in items):
+            raise NativeUnsupported(loc, f"an initializer of {t.name} that does not give every field")
+        target = self.lvalue(lhs)
+        tmp = self.fresh("init")
+        ctype = self.types.c_type(t, loc)
+        self.emit(f"{{ {ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+        self.depth += 1
+        for f, item in zip(t.fields, items):
+            member = ir.Member(lhs, f.name, type=f.type, loc=loc)
+            if is_scalar(f.type):
+                self.emit(f"{tmp}.f_{f.name} = {self.ex(item)} & {mask(scalar_width(f.type, f.loc or loc))};")
+            elif isinstance(f.type, (ir.HeaderT, ir.StructT)) and isinstance(item, (ir.ListExpr, ir.StructExpr)):
+                self.assign_fields(member, item, loc)   # nested: written in place (after the scalars above)
+            elif isinstance(f.type, (ir.HeaderT, ir.StructT)) and isinstance(item, (ir.VarRef, ir.Member)) \
+                    and item.type is f.type:
+                self.emit(f"{tmp}.f_{f.name} = {self.lvalue(item)};")
+            else:
+                raise NativeUnsupported(item.loc or loc, f"the initializer of field {f.name} of {t.name}")
+        if isinstance(t, ir.HeaderT):
+            self.emit(f"{tmp}.valid = 1;")
+        nested = [f.name for f, item in zip(t.fields, items)
+                  if not is_scalar(f.type) and isinstance(item, (ir.ListExpr, ir.StructExpr))]
+        keep = "".join(f" {tmp}.f_{n} = {target}.f_{n};" for n in nested)
+        self.emit(f"{keep} {target} = {tmp};" if keep else f"{target} = {tmp};")
+        self.depth -= 1
+        self.emit("}")
 
     def call(self, c) -> None:
         if isinstance(c, ir.TableApply):
