@@ -293,7 +293,7 @@ def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str
         raise CapacityError(f"{where}{problem}")
     if need.cpu > budget:
         fits = fitting_rate(scenario, costs, cores)
-        advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits >= 0.1
+        advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits > 0
                   else "even its idle processes do not fit: choose a smaller fabric")
         raise CapacityError(
             f"{where}this fabric needs about {need.cpu:.2f} CPU-s/s at {rate:g} Mbit/s "
