@@ -132,3 +132,29 @@ def test_p4src_basic_stf_passes_on_native():
     assert pipeline.backend == "native"
     result = run_file(loader, str(ROOT / "p4src" / "tests" / "basic_forwarding.stf"), out)
     assert result.passed, (out.getvalue(), result.problems, result.error)
+
+
+def test_loads_at_once_compile_once(monkeypatch):
+    """The switches of a fabric process load one program at the same moment: one compile, the
+    others wait for it and open the same .so."""
+    import threading
+
+    from testbed.p4model.backend.native import build as build_module
+
+    calls = []
+    real = build_module._compile
+
+    def counting(*args):
+        calls.append(1)
+        real(*args)
+
+    monkeypatch.setattr(build_module, "_compile", counting)
+    source = f"int tb_probe(void) {{ return {time.time_ns()}; }}\n"
+    paths = []
+    threads = [threading.Thread(target=lambda: paths.append(build_module.build(source, "probe.p4")))
+               for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(set(paths)) == 1 and paths[0].exists()

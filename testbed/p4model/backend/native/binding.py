@@ -42,7 +42,7 @@ class NativePipeline:
         self.program = program
         self.clock = clock if clock is not None else MonotonicClock()
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
-        self.c_source, infos, externs = lower(program)
+        self.c_source, infos, externs = _lowered(program)
         self.so_path = build(self.c_source, name, program.main.loc)
         try:
             lib = ctypes.CDLL(str(self.so_path))
@@ -143,6 +143,19 @@ class NativePipeline:
         if self.cpu_port is None:
             raise ValueError("no CPU port configured for PacketOut")
         return self.process(self.cpu_port, data)
+
+
+_LOWERED: dict = {}  # id(program) -> (program, its lowering): a fabric's switches share one front end
+
+
+def _lowered(program):
+    """lower(program), once per program object (read-only once made)."""
+    hit = _LOWERED.get(id(program))
+    if hit is None or hit[0] is not program:
+        hit = _LOWERED[id(program)] = (program, lower(program))
+        while len(_LOWERED) > 8:
+            _LOWERED.pop(next(iter(_LOWERED)))
+    return hit[1]
 
 
 def _reference(program, clock, drop_port):

@@ -3,13 +3,15 @@
 Rule: the cache key is SHA-256 of (generated source, the compiler's
 `--version` first line, the flags).  The .so lives at
 $XDG_CACHE_HOME/testbed/native/<key>.so (default ~/.cache/testbed/native);
-a second load of the same program with the same compiler only opens it.
+a second load of the same program with the same compiler only opens it, and
+loads at once (the switches of a fabric process) wait for one compile.
 The compiler is $CC, else `cc`, else `gcc`.  TESTBED_NATIVE_KEEP_C=1 keeps
 the generated .c beside the .so (to read it).  A compiler failure becomes
 one NativeBuildError line naming the program and the first diagnostic."""
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -63,6 +65,15 @@ def build(source: str, program: str, loc=None) -> Path:
         (out_dir / f"{key}.c").write_text(source)
     if so.exists():
         return so
+    with open(out_dir / f"{key}.lock", "w") as lock:  # one compile per key: the others wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if so.exists():
+            return so
+        _compile(cc, source, program, loc, out_dir, so)
+    return so
+
+
+def _compile(cc: str, source: str, program: str, loc, out_dir: Path, so: Path) -> None:
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         c_file = Path(tmp) / "prog.c"
         c_file.write_text(source)
@@ -75,4 +86,3 @@ def build(source: str, program: str, loc=None) -> Path:
             diag = diag if isinstance(diag, str) else diag[0]
             raise NativeBuildError(loc, program, " ".join(diag.replace(str(c_file), "generated.c").split()))
         os.replace(tmp_so, so)   # atomic: a concurrent loader sees all of it or none
-    return so
