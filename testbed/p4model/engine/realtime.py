@@ -4,10 +4,11 @@ Model.  Each testbed.p4model.switch.loop.Switch keeps its identity and its
 control side (P4Runtime server, the TM's text commands, logs); its packets
 move in engine.c's own thread:
 
-    engine thread (C)   epoll over every wire port, a wake-up eventfd and a
-                        timerfd at the earliest event; each pass, holding
-                        the engine's lock: every event due, every readable
-                        port drained (recvmmsg), frames sent when due
+    engine thread (C)   epoll_pwait2 over every wire port and a wake-up
+                        eventfd, timing out at the earliest event plus
+                        SLACK_US; each pass, holding the engine's lock: every
+                        event due, every readable port drained (recvmmsg),
+                        due frames sent (one sendmmsg per port)
     main thread         select() over the switches' TM command queues, the
                         engine's CPU-port eventfd and a stop pipe, at least
                         every CONTROL_TICK_S: TM commands run holding the
