@@ -15,7 +15,6 @@ import fcntl
 import functools
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
