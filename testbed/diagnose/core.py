@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from testbed.telemetry.rundir import RunDirError, load_json, load_jsonl, load_ya
 BIN_S = 0.1
 LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
 ONSET_SHARE = 0.02  # where a departing lag began: above noise, below anything that departs
+BUSY_BYTES = 65536  # a direction that carried less in the twin has no share to lose (acks, credits only)
 SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell this far (relative) is slow
 TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
 QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
@@ -132,6 +134,12 @@ def _bins(duration_s: float) -> int:
     return max(1, int(duration_s / BIN_S + 0.999))
 
 
+def sample_bin(t_s: float, nbins: int) -> int:
+    """The bin a sample taken at `t_s` closes: what it counts since the previous sample happened in
+    (t_s - BIN_S, t_s], bin `ceil(t_s / BIN_S) - 1` (the twin's bin b ends at (b + 1) x BIN_S)."""
+    return min(nbins - 1, max(0, math.ceil(t_s / BIN_S - 1e-6) - 1))
+
+
 def host_series(rows_by_host: dict[str, list[dict]], nbins: int) -> dict[str, list[float]]:
     """`host:rx` bytes delivered to, `host:tx` bytes acknowledged for, each host per bin."""
     out: dict[str, list[float]] = {}
@@ -179,7 +187,7 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
     out: dict[str, list[float]] = {}
     for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
         try:
-            b = min(nbins - 1, max(0, int(float(r["t_s"]) / BIN_S)))
+            b = sample_bin(float(r["t_s"]), nbins)
             switch = r["switch"]
             counters = [("tx", p, c) for p, c in (r.get("tx") or {}).items()]
             counters += [("rx", p, c) for p, c in (r.get("rx") or {}).items()]
@@ -203,6 +211,218 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
         except (KeyError, TypeError, ValueError) as error:
             raise DiagnoseError(f"{path}: a sample without switch, t_s or port byte counters "
                                 f"({type(error).__name__}: {error})") from None
+    return out
+
+
+WIRE_LOSS_BYTES = 2048  # a bin in which a cable lost at least two cells' worth between its ends
+CUT_BINS = 2
+OTHERS_SHARE = 0.3  # a silent switch is stopped only while the rest of the fabric still forwards this share
+IN_FLIGHT_BYTES = 8192  # more than a cable holds on its wire at a bin's edge (a few cells at 5 Mbit/s)  # a cable that delivered nothing for this many bins (its twin busy) was cut
+
+
+def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str, int]] | None:
+    """(`name:a>b` bytes sent into the cable per bin, the bytes that arrived at its far end per bin,
+    switch -> the first bin its counters counted from zero again), None without telemetry.
+
+    Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series).
+    Arrived: a switch port's rx counter, a host's NIC rx bytes. A healthy cable delivers what it is
+    sent (within a bin, the cells on the wire at its edge); what goes missing was lost on it."""
+    path = variant_dir / "telemetry.jsonl"
+    if not path.exists():
+        return None
+    rows, _ = load_jsonl(path)
+    ends = {}
+    for link in topo.links:
+        ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
+        ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    sent: dict[str, list[float]] = {}
+    arrived: dict[str, list[float]] = {}
+    resets: dict[str, int] = {}
+    last: dict[tuple, int] = {}
+
+    def add(out, key, b, value, who):
+        prev = last.get((key, id(out)))
+        if prev is not None:
+            if value < prev:  # the counter started from zero again: its switch restarted
+                resets.setdefault(who, b)
+                prev = 0
+            out.setdefault(key, [0.0] * nbins)[b] += value - prev
+        last[(key, id(out))] = value
+
+    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+        try:
+            b = sample_bin(float(r["t_s"]), nbins)
+            switch = r["switch"]
+            for way, counters in (("tx", r.get("tx") or {}), ("rx", r.get("rx") or {})):
+                for port, c in counters.items():
+                    end = ends.get((switch, int(port)))
+                    if end is None:
+                        continue
+                    name, here, there = end
+                    if way == "tx":
+                        add(sent, f"{name}:{here}>{there}", b, int(c["bytes"]), switch)
+                    else:
+                        add(arrived, f"{name}:{there}>{here}", b, int(c["bytes"]), switch)
+        except (KeyError, TypeError, ValueError) as error:
+            raise DiagnoseError(f"{path}: a sample without switch, t_s or port byte counters "
+                                f"({type(error).__name__}: {error})") from None
+    for host in topo.hosts:
+        stats = variant_dir / "records" / f"{host}.stats.json"
+        if not stats.exists():
+            continue
+        series = load_json(stats).get("series") or {}
+        links = [l for l in topo.links if host in (l.a, l.b)]
+        if len(links) != 1 or not series.get("t_s"):
+            continue  # a dual-homed host's NIC bytes are not split per cable
+        link = links[0]
+        tor = link.b if link.a == host else link.a
+        for t, tx, rx in zip(series["t_s"], series.get("tx_bytes", ()), series.get("rx_bytes", ())):
+            b = sample_bin(float(t), nbins)
+            add(sent, f"{link.name}:{host}>{tor}", b, int(tx), host)
+            add(arrived, f"{link.name}:{tor}>{host}", b, int(rx), host)
+    return sent, arrived, resets
+
+
+def _runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) of each run of True."""
+    out, i = [], 0
+    while i < len(flags):
+        if flags[i]:
+            j = i
+            while j + 1 < len(flags) and flags[j + 1]:
+                j += 1
+            out.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
+    """Culprits the counters show directly, before any comparison of amounts (docs/diagnose.md):
+
+    * a switch whose counters started from zero again: `restarted`, from the first bin in which all
+      its ports fell silent before the reset;
+    * a cable that lost bytes between its ends (sent minus arrived, WIRE_LOSS_BYTES a bin): `down`
+      when it then delivered nothing for CUT_BINS bins or more while its twin carried bytes, once;
+      `flapping` when it did so twice or more, resuming between; `lossy` when it kept delivering.
+      A host's only cable cut to the end of the run is the host `down` (the two look the same
+      from the fabric; a cable that mends was not the host)."""
+    sent, arrived, resets = wire
+    out = []
+    for switch, reset_bin in resets.items():
+        if switch not in topo.switches:
+            continue
+        keys = [k for k in sent if k.split(":")[1].split(">")[0] == switch]
+        quiet = [all(sent[k][b] == 0 for k in keys) for b in range(len(next(iter(sent.values()))))]
+        start = reset_bin
+        while start > 0 and quiet[start - 1]:
+            start -= 1
+        out.append(Culprit("switch", switch, "restarted", start * BIN_S, reset_bin * BIN_S, 1.0,
+                           f"every port silent from {start * BIN_S:.1f} s, counters from zero at "
+                           f"{reset_bin * BIN_S:.1f} s", crossed=start * BIN_S))
+    n = len(next(iter(sent.values()), []))
+    for switch in topo.switches:  # stopped and not seen back before the run ended
+        if switch in resets:
+            continue
+        keys = [k for k in sent if k.split(":")[1].split(">")[0] == switch]
+        if not keys:
+            continue
+        quiet = [all(sent[k][b] == 0 for k in keys) and sum(twin.get(k, [0.0] * n)[b] for k in keys) > 0
+                 for b in range(n)]
+        others = [k for k in sent if k not in keys and k in twin]
+        spans = [(i, j) for i, j in _runs(quiet) if j - i + 1 >= STALL_BINS
+                 and sum(sent[k][b] for k in others for b in range(i, i + STALL_BINS))
+                 >= OTHERS_SHARE * sum(twin[k][b] for k in others for b in range(i, i + STALL_BINS))]
+        if spans:
+            i, j = spans[0]
+            out.append(Culprit("switch", switch, "down", i * BIN_S, (j + 1) * BIN_S, 1.0,
+                               f"every port silent from {i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s while the "
+                               "twin's forwarded", crossed=i * BIN_S))
+    restarted = {c.target for c in out}
+    for link in topo.links:
+        if link.a in restarted or link.b in restarted:
+            continue
+        keys = [f"{link.name}:{link.a}>{link.b}", f"{link.name}:{link.b}>{link.a}"]
+        if not all(k in sent and k in arrived for k in keys):
+            continue
+        n = len(sent[keys[0]])
+        missing, cum = [], 0.0  # sent and not (yet) arrived: the cells on the wire, and the lost
+        for b in range(n):
+            cum += sum(sent[k][b] - arrived[k][b] for k in keys)
+            missing.append(cum)
+        lost = [max(0.0, missing[b] - max(missing[:b], default=0.0)) if missing[b] > IN_FLIGHT_BYTES else 0.0
+                for b in range(n)]
+        lossy = [b for b in range(n) if lost[b] >= WIRE_LOSS_BYTES]
+        if not lossy:
+            continue
+        first, last_loss = lossy[0], lossy[-1]
+        twin_busy = [sum(twin.get(k, [0.0] * n)[b] for k in keys) > 0 for b in range(n)]
+        delivered = [sum(arrived[k][b] for k in keys) for b in range(n)]
+        tried = [twin_busy[b] or any(sent[k][b] > 0 for k in keys) for b in range(n)]
+        # a cut: bins delivering nothing, CUT_BINS of them with traffic tried or due; only a bin that
+        # delivers again ends it (an idle gap is no sign of the cable coming back)
+        cuts = [(i, j) for i, j in _runs([b >= first and delivered[b] == 0 for b in range(n)])
+                if sum(tried[i:j + 1]) >= CUT_BINS and i <= last_loss + 1]
+        host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
+        if cuts and host is not None and cuts[-1][1] == n - 1 and not any(
+                l.name != link.name and host in (l.a, l.b) for l in topo.links):
+            kind, target, symptom = "host", host, "down"
+        elif len(cuts) >= 2:
+            kind, target, symptom = "link", link.name, "flapping"
+        elif cuts:
+            kind, target, symptom = "link", link.name, "down"
+        elif missing[-1] <= IN_FLIGHT_BYTES:  # what went missing arrived in the end: late, not lost
+            kind, target, symptom = "link", link.name, "delayed"
+        else:
+            kind, target, symptom = "link", link.name, "lossy"
+        end = max([last_loss] + [j for _, j in cuts])
+        share = sum(lost) / max(1.0, sum(sum(sent[k]) for k in keys))
+        out.append(Culprit(kind, target, symptom, first * BIN_S, (end + 1) * BIN_S, round(min(1.0, 0.5 + share), 2),
+                           f"lost {sum(lost) / 1e3:.0f} kB between its ends ({share:.0%} of what was sent) in "
+                           f"{len(lossy)} bins" + (f"; delivered nothing in {len(cuts)} stretch(es) of "
+                                                   f"{', '.join(f'{(j - i + 1) * BIN_S:.1f} s' for i, j in cuts)}" if cuts else ""),
+                           crossed=first * BIN_S))
+    out.sort(key=lambda c: (c.start_s, -c.score))
+    return out
+
+
+STALL_BINS = 3  # a host whose NIC sent nothing this many bins running while its twin's sent
+SLOW_SHARE = 0.35  # ... or sent at most this share of its twin's bytes, but not nothing
+
+
+def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
+    """A host's NIC against its twin's (the bytes it sent into its cable per bin): `stalled` when it
+    sent nothing for STALL_BINS bins running while the twin's sent, `slow` when it sent at most
+    SLOW_SHARE of the twin's bytes (but something) for STALL_BINS bins running; from the first such
+    bin. A stalled agent stops at once; the hosts it holds up stop after their windows drain, so
+    the earliest onset ranks first."""
+    sent = wire[0]
+    out = []
+    for link in topo.links:
+        host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
+        if host is None:
+            continue
+        tor = link.b if link.a == host else link.a
+        key = f"{link.name}:{host}>{tor}"
+        if key not in sent or key not in twin:
+            continue
+        mine, tw = sent[key], twin[key]
+        stalled = [tw[b] > 0 and mine[b] == 0 for b in range(len(tw))]
+        slow = [tw[b] > 0 and 0 < mine[b] <= SLOW_SHARE * tw[b] for b in range(len(tw))]
+        for symptom, flags in (("stalled", stalled), ("slow", slow)):
+            spans = [(i, j) for i, j in _runs(flags) if j - i + 1 >= STALL_BINS]
+            if spans:
+                i, j = spans[0]
+                share = sum(mine[i:j + 1]) / max(1.0, sum(tw[i:j + 1]))
+                held = Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2), "")
+                if symptom == "slow" and queue_excess(run, twin, topo, held) >= QUEUE_EXCESS:
+                    break  # the ToR's port to it holds a standing queue: its cable is slow, not its NIC
+                out.append(Culprit("host", host, symptom, i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2),
+                                   f"its NIC sent {share:.0%} of its twin's bytes from {i * BIN_S:.1f} s to "
+                                   f"{(j + 1) * BIN_S:.1f} s", crossed=i * BIN_S))
+                break
+    out.sort(key=lambda c: (c.start_s, -c.score))
     return out
 
 
@@ -298,7 +518,7 @@ def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
     return drops
 
 
-def localise(run: dict, twin: dict, topo) -> list[Culprit]:
+def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culprit]:
     """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
 
     1. a fabric link both of whose directions lost SHARE_DROP of their share of their senders'
@@ -313,8 +533,9 @@ def localise(run: dict, twin: dict, topo) -> list[Culprit]:
     for link in topo.links:
         keys = [f"{link.name}:{link.a}>{link.b}", f"{link.name}:{link.b}>{link.a}"]
         windows = [dep[k][0] for k in keys if k in dep]
-        if link.tier != "host" and all(drops.get(k, 0.0) >= SHARE_DROP for k in keys):
-            score = min(drops[k] for k in keys)
+        busy = [k for k in keys if sum(twin.get(k, ())) >= BUSY_BYTES]
+        if link.tier != "host" and busy and all(drops.get(k, 0.0) >= SHARE_DROP for k in busy):
+            score = min(drops[k] for k in busy)
             start = min((w[0] for w in windows), default=0) * BIN_S
             end = (max((w[1] for w in windows), default=len(twin[keys[0]]) - 1) + 1) * BIN_S
             first.append(Culprit("link", link.name, "slow", start, end, round(min(1.0, score), 2),
@@ -326,6 +547,13 @@ def localise(run: dict, twin: dict, topo) -> list[Culprit]:
             rest.append(Culprit("link", link.name, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
                                 crossed=max(w[3] for w in windows) * BIN_S, evidence="bytes carried both ways fell behind the twin by up to "
                                 f"{score:.0%} of the twin's total"))
+        elif link.tier != "host":  # a standing queue the twin does not hold, its bytes below the twin's
+            held = standing_queue(run, twin, keys)
+            if held is not None:
+                i, j, key = held
+                rest.append(Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, 0.5, crossed=i * BIN_S,
+                                    evidence=f"{key.split(':')[1]} held a queue {QUEUE_EXCESS:.0f}+ cells above the "
+                                    f"twin's from {i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s while carrying less"))
     hosts: dict[str, list] = {}
     for k, w in dep.items():
         if k.endswith(":rx") or k.endswith(":tx"):
@@ -337,15 +565,43 @@ def localise(run: dict, twin: dict, topo) -> list[Culprit]:
         rest.append(Culprit("host", host, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
                             crossed=min(w[3] for _, w in items) * BIN_S, evidence="; ".join(f"{k} fell behind the twin by up to {w[2]:.0%} of its total"
                                       for k, w in items)))
+    nic_hosts = {c.target for c in nic}
+    rest = [c for c in rest if not (c.kind == "host" and c.target in nic_hosts)]
     first.sort(key=lambda c: -c.score)
     rest.sort(key=lambda c: (c.start_s, -c.score, c.kind != "link"))
-    if rest:  # among departures that begin together, a cable holding a queue the twin does not is the slow one
-        together = [c for c in rest if c.start_s <= rest[0].start_s + TOGETHER_S]
+    # a host's NIC or a switch that fell silent or slow is exact to the bin; a lag's onset is where
+    # it began to build: the NIC ranks first unless the lag began more than TOGETHER_S before it
+    early = [c for c in nic if not rest or c.start_s <= rest[0].start_s + TOGETHER_S]
+    late = sorted([c for c in nic if c not in early] + rest[1:], key=lambda c: c.start_s)
+    ranked = early + rest[:1] + late if rest else list(early)
+    if ranked:  # among departures that begin together, a cable holding a queue the twin does not is the slow one
+        begun = min(c.start_s for c in ranked[:len(early) + 1])
+        together = [c for c in rest if c.start_s <= begun + TOGETHER_S]
         queued = [c for c in together if c.kind == "link" and queue_excess(run, twin, topo, c) >= QUEUE_EXCESS]
         for c in queued:
             c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
-        rest = queued + [c for c in rest if c not in queued]
-    return first + rest
+        # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver)
+        silent = [c for c in early if c.symptom in ("stalled", "down")
+                  and (not queued or c.start_s < min(q.start_s for q in queued)
+                       or any(c.target in (topo.link(q.target).a, topo.link(q.target).b) for q in queued))]
+        ranked = silent + queued + [c for c in ranked if c not in queued and c not in silent]
+    stopped = {c.target for c in nic if c.kind == "switch"}  # its cables fell silent with it: the switch says it
+    return [c for c in first + ranked
+            if c.kind != "link" or not stopped & {topo.link(c.target).a, topo.link(c.target).b}]
+
+
+def standing_queue(run: dict, twin: dict, keys: list[str]) -> tuple[int, int, str] | None:
+    """(first bin, last bin, direction) of the first stretch of MIN_BINS bins or more in which a
+    direction's switch egress queue peaked QUEUE_EXCESS cells above the twin's in every bin while it
+    carried fewer bytes than the twin over the stretch: it drains slower than it is fed."""
+    for key in keys:
+        q, tq = run.get(f"{key}:queue"), twin.get(f"{key}:queue")
+        if q is None or tq is None or key not in run or key not in twin:
+            continue
+        for i, j in _runs([a - b >= QUEUE_EXCESS for a, b in zip(q, tq)]):
+            if j - i + 1 >= MIN_BINS and sum(run[key][i:j + 1]) < sum(twin[key][i:j + 1]):
+                return i, j, key
+    return None
 
 
 def queue_excess(run: dict, twin: dict, topo, culprit: Culprit) -> float:
@@ -376,7 +632,14 @@ def diagnose_variant(variant_dir: Path) -> dict:
     if links is not None:
         run.update(links)
         twin.update(twin_links)
-    culprits = localise(run, twin, scenario.topo)
+    wire = run_wire(variant_dir, scenario.topo, nbins)
+    culprits = wire_culprits(wire, twin, scenario.topo) if wire is not None else []
+    nic = host_culprits(wire, run, twin, scenario.topo) if wire is not None else []
+    nic += [c for c in culprits if c.kind == "switch" and c.symptom == "down"]  # silence only: onset-ranked
+    culprits = [c for c in culprits if c not in nic]
+    named = {(c.kind, c.target) for c in culprits}
+    nic.sort(key=lambda c: (c.start_s, -c.score))
+    culprits += [c for c in localise(run, twin, scenario.topo, nic) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k != "crossed"} for c in culprits], "healthy": not culprits,

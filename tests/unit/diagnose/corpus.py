@@ -1,10 +1,28 @@
-"""The scoring corpus of `testbed diagnose`: link faults on simulated leaf-spines and k=4 fat-trees
-under permutations, incasts and all-reduce, targets and times drawn with a fixed seed, beside
-healthy runs of the same scenarios.
+"""The scoring corpus of `testbed diagnose`: the scenario schema's own faults, every kind, on
+simulated leaf-spines and k=4 fat-trees under permutations, incasts and all-reduce, kinds cycled and
+targets and times drawn with a fixed seed, beside a healthy run of each scenario.
 
-A target is drawn among the cables the healthy run carried bytes on both ways during the fault's
-window (a fault on a cable the job does not use does not slow the job and no diagnosis can see it).
-Faults: `slow` (10% of the rate left) and `down` (0.1% left) for 1.5 to 3 s.
+Each run is what `testbed sim` writes (the scenario file kept beside the variant, which carries
+its `faults` section, and `testbed.simulation.run.run_variant`'s variant directory with its
+telemetry.jsonl and faults.jsonl); diagnose must read neither the faults section nor faults.jsonl.
+
+A target is drawn among what the healthy run kept busy during the fault's window: a cable that
+carried bytes both ways, a host that sent or received, a switch that forwarded (a fault on something
+the job does not use changes nothing and no diagnosis can see it).
+
+Injected (kind, symptom), the answer diagnose must give:
+
+| fault | parameters | culprit |
+|---|---|---|
+| link_down + link_up | down for 1.5 to 3 s | link down |
+| link_flap | period 0.5 s, 4 periods | link flapping |
+| link_degrade | rate_mbps 0.5 (10%) | link slow |
+| link_degrade | loss 0.2 | link lossy |
+| link_degrade | extra_delay_us 20000 (20 RTTs of the 1 ms cable) | link delayed |
+| agent_stall | 1.5 to 3 s | host stalled |
+| host_slow | rate_mbps 0.5, delay_ms 100 | host slow |
+| host_down | to the end | host down |
+| switch_restart | 1.5 to 3 s | switch restarted |
 """
 
 from __future__ import annotations
@@ -13,8 +31,6 @@ import random
 from pathlib import Path
 
 import yaml
-
-from tests.unit.diagnose.simulated_runs import LinkFault
 
 TOPOLOGIES = {
     "leafspine": {"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 2},
@@ -27,77 +43,159 @@ WORKLOADS = {
     "allreduce": [{"kind": "collective", "start_s": 0.5, "op": "all_reduce", "algorithm": "ring",
                    "sizes_bytes": [262144], "count": 2}],
 }
-FACTORS = {"slow": 0.1, "down": 0.001}
+# (fault kind, symptom): the culprit kind follows from the target
+INJECTED = [("link_down", "down"), ("link_flap", "flapping"), ("link_degrade", "slow"),
+            ("link_degrade", "lossy"), ("link_degrade", "delayed"), ("agent_stall", "stalled"),
+            ("host_slow", "slow"), ("host_down", "down"), ("switch_restart", "restarted")]
+CULPRIT_KIND = {"link_down": "link", "link_flap": "link", "link_degrade": "link", "agent_stall": "host",
+                "host_slow": "host", "host_down": "host", "switch_restart": "switch"}
+DURATION_S = 8
 
 
-def scenario_text(name: str, topology: str, workload: str) -> str:
-    return yaml.safe_dump({
-        "name": name, "duration_s": 8, "seed": 1, "topology": TOPOLOGIES[topology],
-        "links": {"rate_mbps": 5, "delay_us": 1000},
-        "fabric": {"load_balancing": "spray", "cell_size": 1024, "entropy_values": 32},
-        "transport": {"cc": "none"}, "workload": WORKLOADS[workload]}, sort_keys=False)
+def scenario_data(name: str, topology: str, workload: str) -> dict:
+    return {"name": name, "duration_s": DURATION_S, "seed": 1, "topology": TOPOLOGIES[topology],
+            "links": {"rate_mbps": 5, "delay_us": 1000},
+            "fabric": {"load_balancing": "spray", "cell_size": 1024, "entropy_values": 32},
+            "transport": {"cc": "none"}, "workload": WORKLOADS[workload]}
 
 
-def write_scenarios(where: Path) -> dict[str, Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for topology in TOPOLOGIES:
-        for workload in WORKLOADS:
-            name = f"{topology}-{workload}"
-            path = where / f"{name}.yaml"
-            path.write_text(scenario_text(name, topology, workload))
-            files[name] = path
-    return files
+def write_run(data: dict, out: Path) -> Path:
+    """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`."""
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.simulation.run import run_variant
+    from testbed.telemetry.rundir import keep_scenario_copy
+
+    out.mkdir(parents=True, exist_ok=True)
+    source = out / "source.yaml"
+    source.write_text(yaml.safe_dump(data, sort_keys=False))
+    scenario = load_scenario(str(source))
+    keep_scenario_copy(scenario, out)
+    variant = expand_variants(scenario)[0]
+    run_dir = out / (variant.name.replace("=", "-").replace(",", "_") or "base")
+    run_variant(variant, run_dir)
+    source.unlink()
+    return run_dir
 
 
-def draw_fault(rng: random.Random, active: dict[str, list[float]], symptom: str,
-               busy_until_s: float) -> LinkFault:
-    """A fault on a cable busy both ways in its window, starting in the first 60% of the busy time."""
+def busy(run_dir: Path, topo) -> tuple[dict[str, list[float]], float]:
+    """(per cable, host and switch: bytes per 100 ms bin of the healthy run (a cable: the smaller of its
+    two directions; a host: its cables'; a switch: its ports' tx), the time the last cable went idle)."""
+    from testbed.diagnose.core import BIN_S, _bins, run_link_series
+
+    series = run_link_series(run_dir, topo, _bins(DURATION_S))
+    active: dict[str, list[float]] = {}
+    for link in topo.links:
+        a, b = series.get(f"{link.name}:{link.a}>{link.b}"), series.get(f"{link.name}:{link.b}>{link.a}")
+        if not (a and b):
+            continue
+        both = [min(x, y) for x, y in zip(a, b)]
+        active[link.name] = both
+        for end, other in ((link.a, a), (link.b, b)):
+            node = active.setdefault(end, [0.0] * len(both))
+            for i, v in enumerate(other):
+                node[i] += v
+    until = max(i for name, bins in active.items() if name in {l.name for l in topo.links}
+                for i, v in enumerate(bins) if v > 0) * BIN_S
+    return active, until
+
+
+def draw_fault(rng: random.Random, active: dict[str, list[float]], topo, kind: str, symptom: str,
+               busy_until_s: float) -> list[dict]:
+    """The scenario `faults` entries of one fault of `kind`, on a target busy in its window, starting in
+    the first 60% of the busy time."""
     at_s = round(rng.uniform(0.8, max(1.0, 0.6 * busy_until_s)), 1)
     duration_s = round(rng.uniform(1.5, 3.0), 1)
     lo, hi = int(at_s / 0.1), int((at_s + duration_s) / 0.1)
-    busy = sorted(name for name, bins in active.items() if sum(bins[lo:hi]) > 0)
-    return LinkFault(rng.choice(busy), at_s, duration_s, FACTORS[symptom])
+    pool = ({l.name for l in topo.links} if CULPRIT_KIND[kind] == "link"
+            else set(topo.hosts) if CULPRIT_KIND[kind] == "host" else set(topo.switches))
+    target = rng.choice(sorted(n for n in pool if n in active and sum(active[n][lo:hi]) > 0))
+    base = {"at_s": at_s, "kind": kind, "target": target}
+    if kind == "link_down":
+        return [base, {"at_s": round(at_s + duration_s, 1), "kind": "link_up", "target": target}]
+    if kind == "link_flap":
+        return [{**base, "period_s": 0.5, "count": 4}]
+    if kind == "link_degrade":
+        change = {"slow": {"rate_mbps": 0.5}, "lossy": {"loss": 0.2}, "delayed": {"extra_delay_us": 20000}}[symptom]
+        return [{**base, "duration_s": duration_s, **change}]
+    if kind == "host_slow":
+        return [{**base, "duration_s": duration_s, "rate_mbps": 0.5, "delay_ms": 100}]
+    if kind == "host_down":
+        return [base]
+    return [{**base, "duration_s": duration_s}]  # agent_stall, switch_restart
 
 
-def score(root: Path, faults_per_scenario: int = 4, seed: int = 43) -> list[dict]:
-    """Every corpus scenario run healthy and with `faults_per_scenario` drawn faults (alternately slow
-    and down), each diagnosed; a row per run with the injected fault, the first culprit and whether
-    it is right (kind and target, start within 1 s; a healthy run: no culprit)."""
-    import time
-
-    from testbed.diagnose.core import BIN_S, _bins, diagnose_variant, run_link_series
+def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
+    """Every corpus scenario run healthy and with `faults_per_scenario` faults (the kinds of INJECTED
+    in turn across the corpus): a row per run with its directory and the injected fault (None:
+    healthy)."""
     from testbed.scenario import load_scenario
-    from tests.unit.diagnose.simulated_runs import write_run
 
     rng = random.Random(seed)
+    out, turn = [], 0
+    for topology in TOPOLOGIES:
+        for workload in WORKLOADS:
+            name = f"{topology}-{workload}"
+            data = scenario_data(name, topology, workload)
+            healthy = write_run(data, root / name / "healthy")
+            topo = load_scenario(str(healthy.parent / "scenario.yaml")).topo
+            active, until = busy(healthy, topo)
+            out.append({"scenario": name, "dir": healthy, "fault": None})
+            for i in range(faults_per_scenario):
+                kind, symptom = INJECTED[turn % len(INJECTED)]
+                turn += 1
+                faults = draw_fault(rng, active, topo, kind, symptom, until)
+                run_dir = write_run({**data, "faults": faults}, root / name / f"fault{i}")
+                out.append({"scenario": name, "dir": run_dir,
+                            "fault": {"kind": CULPRIT_KIND[kind], "target": faults[0]["target"],
+                                      "symptom": symptom, "at_s": faults[0]["at_s"],
+                                      "injected": kind}})
+    return out
+
+
+def score(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
+    """Each corpus run diagnosed: a row with the injected fault, the first culprit, whether it is right
+    (kind and target, start within 1 s; a healthy run: no culprit), whether the symptom is, and the
+    diagnosis's wall time."""
+    import time
+
+    from testbed.diagnose.core import diagnose_variant
+
     rows = []
-    for name, path in write_scenarios(root / "scenarios").items():
-        healthy = write_run(path, "base", root / name / "healthy")
-        scenario = load_scenario(str(path))
-        series = run_link_series(healthy, scenario.topo, _bins(scenario.duration_s))
-        active = {}
-        for link in scenario.topo.links:
-            a, b = series.get(f"{link.name}:{link.a}>{link.b}"), series.get(f"{link.name}:{link.b}>{link.a}")
-            if a and b:
-                active[link.name] = [min(x, y) for x, y in zip(a, b)]
-        busy_until = max(i for bins in active.values() for i, v in enumerate(bins) if v > 0) * BIN_S
-        runs = [(None, None, healthy)]
-        for i in range(faults_per_scenario):
-            symptom = ("slow", "down")[i % 2]
-            fault = draw_fault(rng, active, symptom, busy_until)
-            runs.append((symptom, fault, write_run(path, "base", root / name / f"fault{i}", fault)))
-        for symptom, fault, run_dir in runs:
-            started = time.monotonic()
-            diagnosis = diagnose_variant(run_dir)
-            wall = time.monotonic() - started
-            first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
-            if fault is None:
-                right = diagnosis["healthy"]
-            else:
-                right = (first is not None and (first["kind"], first["target"]) == ("link", fault.target)
-                         and abs(first["start_s"] - fault.at_s) <= 1.0)
-            rows.append({"scenario": name, "injected": symptom and f"link {fault.target} {symptom} at {fault.at_s} s",
-                         "first": first and f"{first['kind']} {first['target']} from {first['start_s']} s",
-                         "right": right, "wall_s": round(wall, 2)})
+    for run in runs(root, faults_per_scenario, seed):
+        started = time.monotonic()
+        diagnosis = diagnose_variant(run["dir"])
+        wall = time.monotonic() - started
+        first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
+        fault = run["fault"]
+        if fault is None:
+            right, symptom_right = diagnosis["healthy"], diagnosis["healthy"]
+        else:
+            right = (first is not None and (first["kind"], first["target"]) == (fault["kind"], fault["target"])
+                     and abs(first["start_s"] - fault["at_s"]) <= 1.0)
+            symptom_right = right and first["symptom"] == fault["symptom"]
+        rows.append({"scenario": run["scenario"],
+                     "injected": fault and f"{fault['kind']} {fault['target']} {fault['symptom']} at {fault['at_s']} s",
+                     "injected_class": fault and f"{fault['kind']} {fault['symptom']}",
+                     "first": first and f"{first['kind']} {first['target']} {first['symptom']} from {first['start_s']} s",
+                     "first_class": first and f"{first['kind']} {first['symptom']}",
+                     "right": right, "symptom_right": symptom_right, "wall_s": round(wall, 2)})
     return rows
+
+
+def confusion(rows: list[dict]) -> str:
+    """The confusion table: injected kind/symptom (rows) x first culprit's kind/symptom (columns,
+    `wrong target` when the kind and target or the start are not the injected ones)."""
+    def col(r):
+        if r["first_class"] is None:
+            return "none"
+        if r["injected"] is not None and not r["right"]:
+            return "wrong target"
+        return r["first_class"]
+
+    rows_ = sorted({r["injected_class"] or "healthy" for r in rows})
+    cols = sorted({col(r) for r in rows})
+    lines = ["| injected \\ first culprit | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name in rows_:
+        mine = [r for r in rows if (r["injected_class"] or "healthy") == name]
+        lines.append(f"| {name} | " + " | ".join(str(sum(1 for r in mine if col(r) == c) or "") for c in cols) + " |")
+    return "\n".join(lines)

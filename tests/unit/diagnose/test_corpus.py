@@ -1,6 +1,8 @@
 """The diagnosis scored on the whole corpus (tests/unit/diagnose/corpus.py): 6 scenarios (leaf-spine and
-k=4 fat-tree x permutation, incast, all-reduce) x (1 healthy + 4 faulty) runs. About two minutes on two
-cores, so it runs under `make diagnose-corpus` (TESTBED_DIAGNOSE_CORPUS=1), not in the unit suite."""
+k=4 fat-tree x permutation, incast, all-reduce) x (1 healthy + 5 faulty) runs on the simulator with the
+scenario's own faults, every kind. About two minutes on two cores, so it runs under
+`make diagnose-corpus` (TESTBED_DIAGNOSE_CORPUS=1), not in the unit suite; -s prints every run and the
+confusion table."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import score
+from tests.unit.diagnose.corpus import INJECTED, confusion, score
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_CORPUS") != "1",
                                 reason="the full corpus takes minutes: make diagnose-corpus")
@@ -18,9 +20,17 @@ def test_corpus_acceptance(tmp_path):
     rows = score(tmp_path)
     for row in rows:
         print(row)
+    print(confusion(rows))
     faulty = [r for r in rows if r["injected"]]
     healthy = [r for r in rows if not r["injected"]]
+    print(f"first culprit right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/{len(faulty)}; "
+          f"symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy with no culprit: "
+          f"{sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per variant at most "
+          f"{max(r['wall_s'] for r in rows):.1f} s")
     assert len(faulty) >= 24 and len(healthy) >= 6
-    assert sum(r["right"] for r in faulty) >= 0.95 * len(faulty), [r for r in faulty if not r["right"]]
+    assert {r["injected_class"] for r in faulty} == {f"{k} {s}" for k, s in (
+        (("link" if kind.startswith("link") else "switch" if kind == "switch_restart" else "host"), symptom)
+        for kind, symptom in INJECTED)}
     assert all(r["right"] for r in healthy), [r for r in healthy if not r["right"]]
     assert max(r["wall_s"] for r in rows) <= 60
+    assert sum(r["right"] for r in faulty) >= 0.95 * len(faulty), [r for r in faulty if not r["right"]]

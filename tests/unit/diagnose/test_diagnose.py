@@ -1,5 +1,6 @@
-"""`testbed diagnose` on small simulated runs: a healthy run has no culprit, a cable slowed by hand is
-named first with its start, and bad input is one line each."""
+"""`testbed diagnose` on small simulated runs (`testbed sim`'s run directories, faults from the
+scenario's own `faults`): a healthy run has no culprit, a cut cable, a stalled agent and a restarted
+switch are each named first with their symptom and start, and bad input is one line each."""
 
 from __future__ import annotations
 
@@ -13,18 +14,13 @@ import pytest
 
 from testbed.diagnose.core import DiagnoseError, departures, diagnose_run
 from testbed.errors import TestbedError
-from tests.unit.diagnose.corpus import write_scenarios
-from tests.unit.diagnose.simulated_runs import LinkFault, write_run
+from tests.unit.diagnose.corpus import scenario_data, write_run
 
 
 @pytest.fixture(scope="module")
-def scenarios(tmp_path_factory):
-    return write_scenarios(tmp_path_factory.mktemp("scenarios"))
-
-
-@pytest.fixture(scope="module")
-def healthy(scenarios, tmp_path_factory):
-    return write_run(scenarios["leafspine-permutation"], "base", tmp_path_factory.mktemp("healthy"))
+def healthy(tmp_path_factory):
+    return write_run(scenario_data("leafspine-permutation", "leafspine", "permutation"),
+                     tmp_path_factory.mktemp("healthy"))
 
 
 def test_healthy_run_has_no_culprit(healthy):
@@ -37,24 +33,33 @@ def test_healthy_run_has_no_culprit(healthy):
     assert (healthy / "diagnosis.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("target,at_s,factor", [("leaf3-spine1", 1.7, 0.001), ("h4-leaf2", 1.4, 0.001)])
-def test_a_cable_slowed_by_hand_is_the_first_culprit(scenarios, tmp_path, target, at_s, factor):
-    fault = LinkFault(target, at_s, 2.0, factor)
-    name = "leafspine-incast" if target.startswith("leaf") else "leafspine-permutation"
-    run = write_run(scenarios[name], "base", tmp_path / "run", fault)
+@pytest.mark.parametrize("workload,faults,culprit", [
+    ("permutation", [{"at_s": 1.4, "kind": "link_down", "target": "h4-leaf2"},
+                     {"at_s": 3.0, "kind": "link_up", "target": "h4-leaf2"}], ("link", "h4-leaf2", "down")),
+    ("incast", [{"at_s": 1.7, "kind": "link_degrade", "target": "leaf1-spine2", "duration_s": 2, "loss": 0.2}],
+     ("link", "leaf1-spine2", "lossy")),
+    ("incast", [{"at_s": 2.2, "kind": "agent_stall", "target": "h1", "duration_s": 2}], ("host", "h1", "stalled")),
+    ("incast", [{"at_s": 1.3, "kind": "switch_restart", "target": "leaf1", "duration_s": 2}],
+     ("switch", "leaf1", "restarted")),
+])
+def test_the_injected_fault_is_the_first_culprit(tmp_path, workload, faults, culprit):
+    data = scenario_data(f"leafspine-{workload}", "leafspine", workload)
+    run = write_run({**data, "faults": faults}, tmp_path / "run")
     (diagnosis,) = diagnose_run(run).values()
     first = diagnosis["culprits"][0]
-    assert (first["kind"], first["target"]) == ("link", target)
-    assert abs(first["start_s"] - at_s) <= 1.0
+    assert (first["kind"], first["target"], first["symptom"]) == culprit, diagnosis["culprits"][:3]
+    assert abs(first["start_s"] - faults[0]["at_s"]) <= 1.0
     assert not diagnosis["healthy"]
 
 
-def test_diagnose_never_reads_the_faults(scenarios, tmp_path):
-    """The run's scenario names a fault on another cable; the twin is the scenario without it, so the
-    verdict of a healthy run whose scenario copy lists a fault is still healthy."""
-    run = write_run(scenarios["leafspine-permutation"], "base", tmp_path / "run")
+def test_diagnose_never_reads_the_faults(tmp_path):
+    """The run's scenario copy names a fault and faults.jsonl records one; the twin is the scenario
+    without it and neither is read, so the verdict of a healthy run is still healthy."""
+    run = write_run(scenario_data("leafspine-permutation", "leafspine", "permutation"), tmp_path / "run")
     copy = run.parent / "scenario.yaml"
-    copy.write_text(copy.read_text() + "faults:\n- {kind: link_degrade, target: h1-leaf1, at_s: 1, duration_s: 2}\n")
+    copy.write_text(copy.read_text() + "faults:\n- {kind: link_degrade, target: h1-leaf1, at_s: 1, duration_s: 2, "
+                    "rate_mbps: 0.5}\n")
+    (run / "faults.jsonl").write_text(json.dumps({"at_s": 1, "kind": "link_degrade", "target": "h1-leaf1"}) + "\n")
     (diagnosis,) = diagnose_run(run).values()
     assert diagnosis["healthy"]
 
