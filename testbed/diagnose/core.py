@@ -58,6 +58,7 @@ class Culprit:
     score: float
     evidence: str
     crossed: float = 0.0  # when the lag crossed LAG_SHARE (ranking only; not written)
+    pinned: bool = False  # a NIC flat at a cut rate: a cause, never a queue's victim (ranking only)
 
     def line(self) -> str:
         return (f"culprit: {self.kind} {self.target} {self.symptom} from {self.start_s:.1f} s to "
@@ -388,6 +389,9 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
 
 
 STALL_BINS = 3  # a host whose NIC sent nothing this many bins running while its twin's sent
+CEILING_BINS = 5  # a NIC flat at a ceiling this many bins running ...
+CEILING_FLAT = 0.2  # ... every bin within this share of its largest ...
+CEILING_SHARE = 0.7  # ... at most this share of the twin's peak in them: its rate was cut
 SLOW_SHARE = 0.35  # ... or sent at most this share of its twin's bytes, but not nothing
 
 
@@ -422,8 +426,28 @@ def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
                                    f"its NIC sent {share:.0%} of its twin's bytes from {i * BIN_S:.1f} s to "
                                    f"{(j + 1) * BIN_S:.1f} s", crossed=i * BIN_S))
                 break
+        else:
+            capped = nic_ceiling(mine, tw)
+            if capped is not None:
+                i, top, twin_top = capped
+                out.append(Culprit("host", host, "slow", i * BIN_S, (i + CEILING_BINS) * BIN_S,
+                                   round(1 - top / twin_top, 2),
+                                   f"its NIC sent flat at {top * 8 / BIN_S / 1e6:.2f} Mbit/s from {i * BIN_S:.1f} s "
+                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S, pinned=True))
     out.sort(key=lambda c: (c.start_s, -c.score))
     return out
+
+
+def nic_ceiling(mine: list[float], twin: list[float]) -> tuple[int, float, float] | None:
+    """(first bin, the run's ceiling, the twin's peak) of the first CEILING_BINS bins in which a NIC
+    sent flat at a ceiling (every bin within CEILING_FLAT of its largest) at most CEILING_SHARE of what
+    its twin's reached in them: a NIC whose rate was cut sends at its new rate, not at the fabric's."""
+    for i in range(len(twin) - CEILING_BINS + 1):
+        run_w, twin_w = mine[i:i + CEILING_BINS], twin[i:i + CEILING_BINS]
+        top, twin_top = max(run_w), max(twin_w)
+        if top > 0 and top <= CEILING_SHARE * twin_top and min(run_w) >= (1 - CEILING_FLAT) * top:
+            return i, top, twin_top
+    return None
 
 
 def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
@@ -581,7 +605,7 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culpr
         for c in queued:
             c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
         # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver)
-        silent = [c for c in early if c.symptom in ("stalled", "down")
+        silent = [c for c in early if c.pinned or c.symptom in ("stalled", "down")
                   and (not queued or c.start_s < min(q.start_s for q in queued)
                        or any(c.target in (topo.link(q.target).a, topo.link(q.target).b) for q in queued))]
         ranked = silent + queued + [c for c in ranked if c not in queued and c not in silent]
@@ -642,7 +666,7 @@ def diagnose_variant(variant_dir: Path) -> dict:
     culprits += [c for c in localise(run, twin, scenario.topo, nic) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
-    out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k != "crossed"} for c in culprits], "healthy": not culprits,
+    out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
            "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits)
