@@ -602,6 +602,8 @@ class Agent:
 
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
+        if self.ep.int_records:  # INT hop records (fabric.int): only when switches wrote some
+            records.write_jsonl(self.records_dir / "int" / f"{self.name}.jsonl", self.ep.int_records)
         stats = self.ep.stats()
         if self.nicq is not None:  # what the NIC's queue sent, and how late each left
             self.tx_datagrams += self.nicq.sent
