@@ -475,7 +475,7 @@ def recompute_simulated(v: Variant) -> dict:
     ok = {(r["src"], r["dst"], r["msg_id"]) for r in got if r["verified"]}
     acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
     return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
-            **recompute_collectives(v)}
+            **recompute_collectives(v), **recompute_int(v)}
 
 
 def trace(v: Variant, pairs):

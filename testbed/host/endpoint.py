@@ -193,15 +193,19 @@ class Endpoint:
     def _keep_int(self, at: float, src: str, cell: wire.CellPacket) -> None:
         """Keep a DATA cell's INT hop records (p4src/README.md, "In-band telemetry"), in path
         order (the first switch crossed first), up to INT_RECORDS_MAX cells; the rest are counted."""
+        stack = cell.telemetry
+        self.keep_int_hops(at, src, cell.flow_id, cell.psn, stack.overflow,
+                           [[h.switch_id, h.egress_port, h.enq_qdepth, h.hop_latency_us]
+                            for h in reversed(stack.hops)])
+
+    def keep_int_hops(self, at: float, src: str, flow_id: int, psn: int, overflow: int, hops: list) -> None:
+        """One cell's hop records, `hops` in path order as [switch_id, egress_port, enq_qdepth,
+        hop_latency_us] (the simulator's model gives them directly)."""
         if len(self.int_records) >= INT_RECORDS_MAX:
             self.counters["int_records_dropped"] += 1
             return
-        stack = cell.telemetry
-        self.int_records.append({
-            "t_s": round(at, 6), "src": src, "flow_id": cell.flow_id, "psn": cell.psn,
-            "overflow": stack.overflow,
-            "hops": [[h.switch_id, h.egress_port, h.enq_qdepth, h.hop_latency_us]
-                     for h in reversed(stack.hops)]})
+        self.int_records.append({"t_s": round(at, 6), "src": src, "flow_id": flow_id, "psn": psn,
+                                 "overflow": overflow, "hops": hops})
 
     def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool, at: float) -> None:
         key = (src, cell.flow_id)
