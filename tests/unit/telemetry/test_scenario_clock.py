@@ -10,7 +10,7 @@ import yaml
 
 from testbed.scenario import expand_variants, load_scenario
 from testbed.scenario.timescale import slowed
-from testbed.telemetry.clock import clock_line, stretch_of
+from testbed.telemetry.clock import clock_line, on_scenario_clock, stretch_of
 from testbed.telemetry.recovery import goodput_figure
 from testbed.telemetry.report import _fault_lines
 
@@ -52,8 +52,8 @@ def test_the_fault_marker_sits_at_the_scenario_time_under_a_fit_factor(tmp_path)
     assert ax.get_xlabel() == "time on the scenario's clock (s)"
     plt.close(figure)
 
-    summaries = {"cc=tita": {"faults": [json.loads((run / "faults.jsonl").read_text())]}}
-    lines = _fault_lines(summaries, {"cc=tita": run})
+    raw = {"faults": [json.loads((run / "faults.jsonl").read_text())]}
+    lines = _fault_lines({"cc=tita": on_scenario_clock(raw, stretch_of(run))}, {"cc=tita": run})
     assert lines[1] == "- link_down h1-leaf1 at 2.001 s (planned 2 s)"
     line = clock_line({"cc=tita": run})
     assert line.startswith("Clock: every variant ran x4.96 slower than the scenario file (every rate times 0.202")
