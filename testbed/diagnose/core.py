@@ -6,7 +6,7 @@ as the twin; nothing reads `faults` or faults.jsonl. Both are cut into bins
 of BIN_S on the run's clock and compared series by series; every time the
 diagnosis gives (a culprit's start_s and end_s in diagnosis.json, .md and the
 printed verdict, the heatmap's axis) is on the scenario's clock, the run's
-over its time_stretch (telemetry.clock):
+over its time_stretch (telemetry.clock; diagnosis.json's run_time_stretch):
 
 * host: bytes delivered to the host and bytes it had acknowledged per bin,
   from records/<host>.jsonl (both drivers write them);
@@ -383,7 +383,7 @@ def diagnose_variant(variant_dir: Path) -> dict:
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k != "crossed"} for c in culprits], "healthy": not culprits,
-           "wall_s": round(time.monotonic() - started, 3)}
+           "run_time_stretch": stretch, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out

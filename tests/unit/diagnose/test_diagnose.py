@@ -124,4 +124,4 @@ def test_a_slowed_runs_culprits_are_on_the_scenarios_clock(tmp_path):
     assert abs(first["start_s"] - 1.4) <= 0.2 and first["end_s"] < 3.4, first
     md = (run / "base" / "diagnosis.md").read_text()
     assert f"from {first['start_s']:.1f} s to {first['end_s']:.1f} s" in md.splitlines()[2]
-    assert md.count("the run ran x4 slower") == 1
+    assert md.count("the run ran x4 slower") == 1 and diagnosis["run_time_stretch"] == 4.0
