@@ -454,19 +454,42 @@ class Agent:
         events = 0
         if readable:
             _count, arrivals = self._read_arrivals()
-            for ep, src, data, tos, arrived in arrivals:
-                t = arrived if arrived is not None else wall
-                if t < self._event_clock:  # read after a later deadline was replayed: keep time order
-                    t = self._event_clock
-                elif t > wall:
-                    t = wall
+            last = len(arrivals) - 1
+            for i, (ep, src, data, tos, arrived) in enumerate(arrivals):
+                t = self._event_time(arrived, wall)
                 events += self._advance(t)
                 ep.receive(t, src, data, tos, t)
-                self._kick(t)
                 events += 1
+                if i == last or not self._quiet_until(self._event_time(arrivals[i + 1][4], wall)):
+                    self._kick(t)
         events += self._advance(wall)
         self.replayed_events += events
         return events
+
+    def _event_time(self, arrived: float | None, wall: float) -> float:
+        """An arrival's time for the replay: its kernel receive time, kept in time order (read
+        after a later deadline was replayed, it counts from that) and never after `wall`."""
+        t = arrived if arrived is not None else wall
+        if t < self._event_clock:
+            return self._event_clock
+        return wall if t > wall else t
+
+    def _quiet_until(self, t: float) -> bool:
+        """Whether the transport, the workload and the local channel have nothing due before `t`
+        (then a poll now would send nothing and change nothing that a poll at `t` does not, and
+        the replay polls once, after the next arrival); `_due` is set to their next deadline."""
+        if self.runner.has_ready_by(t):
+            return False
+        due = self.ep.next_deadline()
+        if self.local_ep is not None:
+            local_due = self.local_ep.next_deadline()
+            if local_due is not None and (due is None or local_due < due):
+                due = local_due
+        if due is not None and due <= t:
+            return False
+        runner_due = self.runner.next_deadline(t)
+        self._due = due if runner_due is None or (due is not None and due < runner_due) else runner_due
+        return True
 
     def _advance(self, t: float) -> int:
         """Poll the transport at each of its deadlines up to `t`, in order; how many."""
