@@ -445,23 +445,24 @@ class Agent:
         The model: every datagram arrived at its kernel receive time and every deadline of the
         transport (pacer releases, timers, the workload's starts) falls at its own time, so the
         loop replays them in time order, as the simulator does: each arrival is received at its
-        time and the transport polled there (`_kick`), each deadline up to it polled first. What
-        the transport sends then starts on the modelled wire at a time that does not depend on
-        when the loop woke, and the NIC's timed queue sends it when it reaches the ToR. That
-        lets the loop coalesce wake-ups (`coalesce_s`): it may wake up to that window late, as long
-        as a cell is handed to the NIC before it is due at the ToR (the host link's delay is
-        the budget). Returns how many events were replayed."""
+        time, each deadline before it polled first (`_kick`), and the transport is polled once
+        after the last arrival read. A cell an arrival made carries that arrival's time
+        (`Transmit.ready`), and the NIC's catch-up lets it start there when the poll comes within
+        the catch-up; so what the transport sends starts on the modelled wire at a time that does
+        not depend on when the loop woke. That lets the loop coalesce wake-ups (`coalesce_s`,
+        within the catch-up), as long as a cell is handed to the NIC before it is due at the ToR
+        (the host link's delay is that budget). Returns how many events were replayed."""
         events = 0
         if readable:
             _count, arrivals = self._read_arrivals()
-            last = len(arrivals) - 1
-            for i, (ep, src, data, tos, arrived) in enumerate(arrivals):
+            t = None
+            for ep, src, data, tos, arrived in arrivals:
                 t = self._event_time(arrived, wall)
                 events += self._advance(t)
                 ep.receive(t, src, data, tos, t)
                 events += 1
-                if i == last or not self._quiet_until(self._event_time(arrivals[i + 1][4], wall)):
-                    self._kick(t)
+            if t is not None:
+                self._kick(t)
         events += self._advance(wall)
         self.replayed_events += events
         return events
@@ -473,23 +474,6 @@ class Agent:
         if t < self._event_clock:
             return self._event_clock
         return wall if t > wall else t
-
-    def _quiet_until(self, t: float) -> bool:
-        """Whether the transport, the workload and the local channel have nothing due before `t`
-        (then a poll now would send nothing and change nothing that a poll at `t` does not, and
-        the replay polls once, after the next arrival); `_due` is set to their next deadline."""
-        if self.runner.has_ready_by(t):
-            return False
-        due = self.ep.next_deadline()
-        if self.local_ep is not None:
-            local_due = self.local_ep.next_deadline()
-            if local_due is not None and (due is None or local_due < due):
-                due = local_due
-        if due is not None and due <= t:
-            return False
-        runner_due = self.runner.next_deadline(t)
-        self._due = due if runner_due is None or (due is not None and due < runner_due) else runner_due
-        return True
 
     def _advance(self, t: float) -> int:
         """Poll the transport at each of its deadlines up to `t`, in order; how many."""
@@ -620,7 +604,7 @@ class Agent:
     def _coalescing_window(self) -> float:
         """How late the loop may wake (`replay`): COALESCE_SHARE of the shortest delay a cell
         has between the transport and the ToR (the host link's, and the local channel's), at
-        most MAX_COALESCE_S. Zero (every event at its wake-up, as before) without the native
+        most the NIC's catch-up and MAX_COALESCE_S. Zero (every event at its wake-up, as before) without the native
         NIC's timed queue and batched receive, with PFC (its gates run on the wall clock), or
         with TESTBED_AGENT_COALESCE=0."""
         if (self.nicq is None or self.nicq.engine != "native" or self.receiver is None
@@ -630,7 +614,7 @@ class Agent:
         budget = self.link_delay_s
         if self.local_ep is not None:
             budget = min(budget, self.local_delay_s)
-        return min(MAX_COALESCE_S, COALESCE_SHARE * budget)
+        return min(MAX_COALESCE_S, COALESCE_SHARE * budget, self.cfg.nic_catchup_s)
 
     def run(self) -> AgentResult:
         self._enter_realtime()

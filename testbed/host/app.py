@@ -221,10 +221,6 @@ class WorkloadRunner:
         already put off keep their later start)."""
         self.slow_delay_s = max(0.0, delay_s)
 
-    def has_ready_by(self, t: float) -> bool:
-        """Whether a message whose dependencies are met starts by `t`."""
-        return bool(self._ready) and self._ready[0][0] / 1e6 <= t
-
     def next_deadline(self, now: float) -> float | None:
         if self._ready and self._ready[0][0] / 1e6 > now:
             return self._ready[0][0] / 1e6
