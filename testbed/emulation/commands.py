@@ -52,11 +52,12 @@ def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "t
 
 def _run_variants(args, scenario, variants) -> Path:
     from testbed import progress
-    from testbed.emulation.run import VariantRun
+    from testbed.emulation.run import VariantRun, refuse_servers
     from testbed.emulation.switches import resolve_target
     from testbed.telemetry.report import write_report
     from testbed.telemetry.summary import summarize_variant
 
+    refuse_servers(scenario)
     if args.fit:
         variants = fitted_together(variants)
     for variant in variants:  # refuse before anything is built: every variant's target and rates
