@@ -7,6 +7,9 @@ probe asks each server for its usable cores (`nproc`) and its available
 memory (`MemAvailable` of /proc/meminfo), which the capacity check plans
 each server's share of the fabric against. A server ssh cannot reach within
 `CONNECT_TIMEOUT_S` is refused at its line with ssh's own words.
+`TESTBED_SSH_CONFIG`, when set, is the ssh client configuration file used
+instead of ~/.ssh/config (ports, keys and host aliases of a cluster kept
+apart from the user's own).
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ def is_local(server) -> bool:
 def ssh_command(server, *command: str) -> list[str]:
     """ssh to `server` in batch mode: a key or nothing, a bounded wait for the connection, a new
     host key accepted once and checked afterwards."""
-    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
-            "-o", "StrictHostKeyChecking=accept-new", server.login, *command]
+    config = os.environ.get("TESTBED_SSH_CONFIG")
+    return ["ssh", *(["-F", config] if config else []), "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "StrictHostKeyChecking=accept-new",
+            server.login, *command]
 
 
 def probe(server) -> ServerFacts:
@@ -69,7 +74,7 @@ _FACTS: dict[str, ServerFacts] = {}
 
 def facts(server) -> ServerFacts:
     """probe(server), once per login and process (a check and the run that follows ask twice)."""
-    key = f"{server.login}/{os.getpid()}"
+    key = f"{server.login}/{os.getpid()}/{os.environ.get('TESTBED_SSH_CONFIG', '')}"
     if key not in _FACTS:
         _FACTS[key] = probe(server)
     return _FACTS[key]
