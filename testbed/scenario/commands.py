@@ -96,6 +96,9 @@ def run_show(args: argparse.Namespace) -> int:
     from testbed.errors import TestbedError
 
     scenario = load_scenario(args.file)
+    problem = server_problems(scenario)  # show says who runs where: every server must answer
+    if problem is not None:
+        raise problem
     if args.variant is not None:
         variants = {v.name: v for v in expand_variants(scenario)}
         if args.variant not in variants:

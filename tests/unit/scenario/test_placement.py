@@ -167,3 +167,17 @@ def test_a_run_over_servers_is_refused_in_one_line_until_it_can_be_built(tmp_pat
     with pytest.raises(TestbedError, match="placement.servers"):
         VariantRun(variant or argparse.Namespace(scenario=s, name="base"), tmp_path / "run", tmp_path).run()
     assert not (tmp_path / "run").exists()
+
+
+def test_testbed_run_and_show_answer_in_one_line(tmp_path, capsys, probed):
+    from testbed import cli
+
+    path = tmp_path / "cl.yaml"
+    path.write_text(text())
+    assert cli.main(["run", "--fit", str(path)]) == 1  # refused before the root check and the run lock
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: placement.servers: this build cannot yet run" in err
+    assert cli.main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "servers: 2, 8 switch cables between servers (tunnelled)" in out
+    assert "  b (root@127.0.0.1): 1 process(es), 10 switches: " in out
