@@ -9,6 +9,11 @@ uses nothing of testbed.telemetry but the fluid model itself (whose own
 tests check it against hand-worked cases); the topology comes from
 testbed.topo.  Every mismatch is printed; the exit status is 1 if there is
 any, 0 if every figure agrees.
+
+The raw files are on the run's clock; summary.json and the report on the
+scenario's (a run slowed by --fit or --host-rate-mbps has time_stretch k in
+its resolved scenario): each recomputed figure is put there by its key's unit,
+a time (_s, _ms, _us) over k, a rate (_mbps) times k, before it is compared.
 """
 
 from __future__ import annotations
@@ -506,6 +511,22 @@ def trace(v: Variant, pairs):
     return out
 
 
+def on_scenario_clock(figures: dict, k: float) -> dict:
+    """Recomputed figures ('/'-joined keys, the run's clock) on the scenario's: by the last key's unit."""
+    def convert(key: str, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
+            return value
+        if isinstance(value, (list, tuple)):
+            return [convert(key, v) for v in value]
+        last = key.rsplit("/", 1)[-1]
+        if last.endswith(("_s", "_ms", "_us")) and last != "wall_s":
+            return value / k
+        if last.endswith("_mbps"):
+            return value * k
+        return value
+    return {key: convert(key, value) for key, value in figures.items()}
+
+
 def lookup(summary: dict, key: str):
     """summary.json's value for a '/'-joined key (links/<name>/... index the links list)."""
     parts = key.split("/")
@@ -585,7 +606,7 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
     for tier in ("leaf", "edge", "spine", "aggregation", "core"):
         if any(f"int/tiers/{tier}/hops" in figures[n] for n in names):
             expect(f"INT {tier} hop latency", lambda f, t=tier: (
-                f"{f[f'int/tiers/{t}/latency_p50_us']} / {f[f'int/tiers/{t}/latency_p99_us']} us, "
+                f"{f[f'int/tiers/{t}/latency_p50_us']:.0f} / {f[f'int/tiers/{t}/latency_p99_us']:.0f} us, "
                 f"q {f[f'int/tiers/{t}/qdepth_p50_packets']} / {f[f'int/tiers/{t}/qdepth_p99_packets']} "
                 f"(n={f[f'int/tiers/{t}/hops']})") if f"int/tiers/{t}/hops" in f else "-")
     if any("int/cells" in figures[n] for n in names):
@@ -627,6 +648,9 @@ def main(argv: list[str]) -> int:
         else:
             figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant),
                              **recompute_int(variant)}
+        k = float(variant.scenario.get("time_stretch") or 1.0)
+        figures[name] = on_scenario_clock(figures[name], k)
+        figures[name]["clock/run_time_stretch"] = k
         for key, value in figures[name].items():
             try:
                 shown = lookup(summary, key)

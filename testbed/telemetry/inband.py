@@ -4,8 +4,9 @@ Inputs: `records/int/<host>.jsonl`, written by the agents when the scenario sets
 (one line per DATA cell that arrived with INT hop records: `hops` in path order, each
 `[switch_id, egress_port, enq_qdepth, hop_latency_us]`; p4src/README.md, "In-band telemetry").
 A hop's tier is the kind of the switch whose device id it names (leaf, spine, edge, aggregation,
-core). Percentiles are nearest-rank. Latencies are on the run's own clock (microseconds the cell
-waited in that switch's egress queue), as every duration in summary.json is.
+core). Percentiles are nearest-rank. `int_figures` keeps the run's own clock (microseconds the cell
+waited in that switch's egress queue), as summary.py does; the report and its plot give them on the
+scenario's clock (telemetry.clock: a slowed run's latencies over its time_stretch).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ TIER_ORDER = ("leaf", "edge", "spine", "aggregation", "core")
 
 
 def report_lines(summaries: dict[str, dict]) -> list[str]:
-    """The report's INT table: one row per tier, p50 / p99 hop latency and queue depth per variant."""
+    """The report's INT table: one row per tier, p50 / p99 hop latency and queue depth per variant
+    (`summaries` on the scenario's clock, as the report hands them)."""
     if not any(s.get("int") for s in summaries.values()):
         return []
     names = list(summaries)  # every variant a column, as in the report's main table ('-': no INT)
@@ -77,14 +79,14 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
     tiers = [t for t in TIER_ORDER if any(t in summaries[n]["int"]["tiers"] for n in with_int)]
     lines = ["In-band telemetry (`fabric.int`): per hop, the microseconds a sampled DATA cell waited in "
              "the switch's egress queue and the packets queued ahead of it, by the tier of the switch "
-             "(nearest-rank percentiles over every hop record the receivers kept; run clock).", "",
+             "(nearest-rank percentiles over every hop record the receivers kept; the scenario's clock).", "",
              "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for tier in tiers:
         cells = []
         for n in names:
             t = (summaries[n].get("int") or {"tiers": {}})["tiers"].get(tier)
             cells.append("-" if t is None else
-                         f"{t['latency_p50_us']} / {t['latency_p99_us']} us, q {t['qdepth_p50_packets']} / "
+                         f"{t['latency_p50_us']:.0f} / {t['latency_p99_us']:.0f} us, q {t['qdepth_p50_packets']} / "
                          f"{t['qdepth_p99_packets']} (n={t['hops']})")
         lines.append(f"| INT {tier} hop latency p50 / p99, queue p50 / p99 | " + " | ".join(cells) + " |")
     lines.append("| INT cells with records / stack full | " + " | ".join(
@@ -98,6 +100,8 @@ def plot_latency(run_dirs: dict[str, Path], summaries: dict[str, dict], topology
     """CDF of hop latency per tier (one line per variant and tier); False when no variant has INT."""
     import matplotlib.pyplot as plt
 
+    from testbed.telemetry.clock import stretch_of
+
     names = [n for n, s in summaries.items() if s.get("int") and n in run_dirs]
     if not names:
         return False
@@ -105,8 +109,9 @@ def plot_latency(run_dirs: dict[str, Path], summaries: dict[str, dict], topology
     drawn = False
     for name in names:
         tiers = hops_by_tier(run_dirs[name], topology_of(name))[0]
+        stretch = stretch_of(run_dirs[name])
         for tier in TIER_ORDER:
-            values = sorted(h[0] for h in tiers.get(tier, ()))
+            values = sorted(h[0] / stretch for h in tiers.get(tier, ()))
             if not values:
                 continue
             ys = [(i + 1) / len(values) for i in range(len(values))]
@@ -115,7 +120,7 @@ def plot_latency(run_dirs: dict[str, Path], summaries: dict[str, dict], topology
     if not drawn:
         plt.close(figure)
         return False
-    axes.set_xlabel("hop latency: microseconds in the egress queue (run clock)")
+    axes.set_xlabel("hop latency: microseconds in the egress queue (the scenario's clock)")
     axes.set_ylabel("share of hops")
     axes.set_xscale("symlog", linthresh=10)
     axes.set_ylim(0, 1.02)

@@ -119,7 +119,7 @@ def test_int_figures_agree_and_a_wrong_one_is_caught(int_out, capsys):
     assert recompute_report.main([str(int_out)]) == 0
     capsys.readouterr()
     spine = figures["tiers"]["spine"]
-    (int_out / "report.md").write_text(text.replace(f"{spine['latency_p50_us']} / {spine['latency_p99_us']} us",
-                                                    f"{spine['latency_p50_us']} / 1 us", 1))
+    (int_out / "report.md").write_text(text.replace(f"{spine['latency_p50_us']:.0f} / {spine['latency_p99_us']:.0f} us",
+                                                    f"{spine['latency_p50_us']:.0f} / 1 us", 1))
     assert recompute_report.main([str(int_out)]) == 1
     assert "INT spine hop latency" in capsys.readouterr().out

@@ -66,6 +66,8 @@ class TypeEmitter:
             raise NativeUnsupported(loc, "header unions")
         if isinstance(t, ir.VarbitT):
             raise NativeUnsupported(loc, "varbit fields")
+        if isinstance(t, ir.ArrayT):
+            raise NativeUnsupported(loc, f"arrays of other than headers ({t})")
         raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
 
     def _stack(self, t, loc) -> str:
