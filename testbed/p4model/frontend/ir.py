@@ -104,6 +104,26 @@ class BitT(Type):
 
 
 @dataclass(frozen=True)
+class ArrayT(BitT):
+    """`E[N]` (or a field `E name[N]`) of a non-header element type E: bit<W>,
+    int<W>, bool, or an array of these.  Stored and serialized as bit<W*N>
+    (`width`, unsigned), element 0 in the most significant bits, so element 0
+    is first on the wire.  The front end turns element accesses into slices
+    and shifts of those bits; back ends see a BitT of the total width."""
+
+    element: Optional[Type] = None
+    size: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.element}[{self.size}]"
+
+
+def array_of(element: Type, size: int) -> ArrayT:
+    """The array type element[size] (element: BitT, BoolT or ArrayT)."""
+    return ArrayT(element.bit_width() * size, False, element, size)
+
+
+@dataclass(frozen=True)
 class VarbitT(Type):
     """varbit<MAX>; a value is (current width, value)."""
 

@@ -54,6 +54,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         self.top = Scope(kind="top")
         self.declarations: list = []
         self.main: ir.Instance | None = None
+        self.array_accesses: dict = {}    # id(expr) -> (expr, array, index, ArrayT); see ExprLowering
 
     # ---------------------------------------------------------- locations
 
@@ -154,17 +155,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         if data == "specialized_type":
             args = [self.type_arg(a, ctx) for a in t.children[1].children]
             return self.named_type(t.children[0], ctx, loc, args)
-        if data == "header_stack_type":
-            elem = self.resolve_type(t.children[0], ctx)
-            size = self.expr(t.children[1], ctx)
-            if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
-                raise P4Error(loc, "header stack size must be a positive constant")
-            se = ir.strip_newtype(elem)
-            if not isinstance(se, (ir.HeaderT, ir.UnionT)):
-                raise P4Error(loc, f"stack elements must be headers, not {ir.type_str(elem)}")
-            return ir.StackT(elem, size.value)
-        if data == "array_type":
-            raise P4Unsupported(loc, f"array type {self.text(t)} (arrays of other than headers)")
+        if data in ("header_stack_type", "array_type"):
+            return self.array_type(self.resolve_type(t.children[0], ctx), t.children[1], ctx, loc)
         if data in ("tuple_type", "list_type"):
             return ir.TupleT(tuple(self.type_arg(a, ctx) for a in t.children[0].children))
         if data == "void_type":
@@ -172,6 +164,23 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         if data == "type_arg":
             return self.type_arg(t, ctx)
         raise P4Error(loc, f"not a type: {self.text(t)}")
+
+    def array_type(self, elem, size_tree, ctx, loc) -> ir.Type:
+        """`elem[size]`: a header stack when elem is a header or header union,
+        else an array (ir.ArrayT) of bit<W>, int<W>, bool or arrays of those."""
+        size = self.expr(size_tree, ctx)
+        if not isinstance(size, ir.Const) or isinstance(size.value, bool) or not isinstance(size.value, int) \
+                or size.value <= 0:
+            raise P4Error(loc, f"the size of {ir.type_str(elem)}[...] must be a positive constant")
+        se = ir.strip_newtype(elem)
+        if isinstance(se, (ir.HeaderT, ir.UnionT)):
+            return ir.StackT(elem, size.value)
+        if isinstance(elem, (ir.BitT, ir.BoolT)) and elem.bit_width() > 0:
+            return ir.array_of(elem, size.value)
+        if isinstance(se, (ir.StructT, ir.EnumT)) or isinstance(elem, ir.NewT):
+            raise P4Unsupported(loc, f"array type {ir.type_str(elem)}[{size.value}] (arrays of bit<W>, int<W>, "
+                                     "bool and arrays of those are supported)")
+        raise P4Error(loc, f"array elements cannot have type {ir.type_str(elem)}")
 
     def type_arg(self, t, ctx):
         if t.data == "dontcare_type":
@@ -229,15 +238,12 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         result = []
         names = set()
         for f in children:
-            if isinstance(f, Tree) and f.data == "array_field":
-                _, (ftype, fname, size) = self.split_annotations(f.children, ctx)
-                raise P4Unsupported(self.loc(f, ctx), f"array field '{tok_value(fname)}' of type "
-                                                      f"{self.text(ftype)}[{self.text(size)}] "
-                                                      "(arrays of other than headers)")
             anns, rest = self.split_annotations(f.children, ctx)
-            ftype = self.resolve_type(rest[0], ctx)
-            fname = tok_value(rest[1])
             floc = self.loc(f, ctx)
+            ftype = self.resolve_type(rest[0], ctx)
+            if isinstance(f, Tree) and f.data == "array_field":     # C-style `T name[N];`
+                ftype = self.array_type(ftype, rest[2], ctx, floc)
+            fname = tok_value(rest[1])
             if fname in names:
                 raise P4Error(floc, f"duplicate field '{fname}'")
             names.add(fname)

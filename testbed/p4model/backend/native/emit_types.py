@@ -21,6 +21,8 @@ def scalar_width(t, loc) -> int:
     if isinstance(t, ir.BitT):
         if t.signed:
             raise NativeUnsupported(loc, f"signed int<{t.width}>")
+        if t.width > 64 and isinstance(t, ir.ArrayT):     # an array is stored as its bits
+            raise NativeUnsupported(loc, f"the array {t} ({t.width} bits, wider than 64 bits)")
         if t.width > 64:
             raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 64 bits)")
         return t.width
