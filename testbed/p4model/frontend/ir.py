@@ -244,8 +244,8 @@ class StructLikeT(Type):
 
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
-    """A header: fields are BitT / VarbitT / BoolT / serializable EnumT /
-    NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
+    """A header: fields are BitT (ArrayT included) / VarbitT / BoolT / serializable
+    EnumT / NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
     Has a validity bit."""
 
     def bit_width(self) -> Optional[int]:
@@ -499,7 +499,8 @@ class Index(Expr):
 
 @dataclass(eq=False)
 class Slice(Expr):
-    """`base[hi:lo]` with constant bounds; result BitT(hi-lo+1)."""
+    """`base[hi:lo]` with constant bounds; result BitT(hi-lo+1) (an ArrayT
+    of that width for an element of an array of arrays)."""
 
     base: Expr
     hi: int
