@@ -1,53 +1,26 @@
-// Arrays of non-header types (P4-16 1.2.4): `bit<8>[4] arr` and the C-style
-// `bit<8> c[2]` as header fields, an array of arrays, bool elements, a local
-// array; constant and run-time indices, read and written. Every field is at
-// most 64 bits wide, so the native back end runs it too. Element 0 is first
-// on the wire.
+// Arrays of other than headers (P4-16 1.2.4): `T[N] name` and the C-style `T name[N]`, in a
+// header (elements on the wire one after the other, element 0 first) and in metadata; constant
+// and run-time indices; an index out of bounds reads 0 and writes nothing (undefined in P4);
+// equality of elements; `.size`.
 #include <core.p4>
 #include <v1model.p4>
-
-header data_t {
-    bit<32>      f1;
-    bit<8>[4]    arr;
-    bit<8>       c[2];
-    bit<8>       idx;
-    bit<8>       r;
-    bit<4>[2][2] n;
-    bool[8]      flags;
+header arr_h { bit<8> idx; bit<8>[4] a; bit<4> c[2]; }
+struct H { arr_h h; }
+struct M { bit<16>[3] m; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
 }
-
-struct headers_t { data_t data; }
-struct meta_t { }
-
-parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.data); transition accept; }
-}
-
-control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
-        hdr.data.r = hdr.data.arr[hdr.data.idx];      // run-time read (0 when idx >= 4)
-        hdr.data.arr[0] = hdr.data.f1[0 +: 8];
-        hdr.data.arr[1] = hdr.data.f1[8 +: 8];
-        hdr.data.c[1] = hdr.data.arr[3];
-        hdr.data.c[hdr.data.idx] = 0x77;              // run-time write (none when idx >= 2)
-        bit<8>[2] t;
-        t[0] = hdr.data.c[1];
-        t[1] = hdr.data.c[0];
-        if (t != hdr.data.c) {
-            hdr.data.r = hdr.data.r + 1;
-        }
-        hdr.data.c = t;
-        hdr.data.n[1][0] = hdr.data.n[0][1];
-        hdr.data.n[0][hdr.data.idx[0:0]] = 0xF;
-        hdr.data.flags[hdr.data.idx] = !hdr.data.flags[0];
-        hdr.data.flags[7] = true;
-        sm.egress_spec = 1;
+        if (h.h.c[0] == h.h.c[1]) { sm.egress_spec = 2; } else { sm.egress_spec = 1; }
+        m.m[0] = (bit<16>) h.h.a[0];
+        h.h.a[1] = h.h.a[h.h.idx];
+        h.h.a[h.h.idx + 1] = 0xEE;
+        h.h.c[0] = (bit<4>) h.h.a.size;
+        h.h.c[1] = m.m[0][3:0];
     }
 }
-
-control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
-control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.data); } }
-
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h); } }
+V1Switch(P(), C(), I(), E(), C(), D()) main;

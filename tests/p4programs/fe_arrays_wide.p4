@@ -1,8 +1,6 @@
 // p4c's array1.p4/array2.p4 shape: a 128-bit array field `bit<8>[16] arr` and
 // a C-style `bit<8> carr[4]`, int<4> elements, an array in a struct
 // (metadata); constant and run-time indices. Element 0 is first on the wire.
-// The native back end refuses the 128-bit field in one line, so this runs on
-// the Python pipeline.
 #include <core.p4>
 #include <v1model.p4>
 

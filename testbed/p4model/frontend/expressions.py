@@ -228,6 +228,10 @@ class ExprLowering:
             if name == "lastIndex":
                 return ir.Member(base, name, type=ir.BitT(32), loc=loc)
             raise P4Error(loc, f"header stack has no member '{name}'")
+        if isinstance(st, ir.ArrayT):
+            if name == "size":
+                return ir.Const(st.size, type=ir.BitT(32), loc=loc)
+            raise P4Error(loc, f"array {st} has no member '{name}'")
         if isinstance(st, ir.TableApplyResultT):
             if name in ("hit", "miss"):
                 return ir.Member(base, name, type=ir.BoolT(), loc=loc)
@@ -242,14 +246,13 @@ class ExprLowering:
 
     def index(self, base, index_tree, ctx, loc):
         st = ir.strip_newtype(base.type)
-        if isinstance(st, ir.ArrayT):
-            return self.array_index(base, st, self.expr(index_tree, ctx), loc)
-        if isinstance(st, ir.StackT):
+        if isinstance(st, (ir.StackT, ir.ArrayT)):
+            what = "stack" if isinstance(st, ir.StackT) else "array"
             idx = self.expr(index_tree, ctx)
             if isinstance(idx.type, ir.IntLitT):
                 idx = self.coerce(idx, ir.BitT(32), loc)
             if not isinstance(T.value_type(idx.type), ir.BitT):
-                raise P4Error(loc, f"stack index must be a number, not {ir.type_str(idx.type)}")
+                raise P4Error(loc, f"{what} index must be a number, not {ir.type_str(idx.type)}")
             if isinstance(idx, ir.Const) and not (0 <= idx.value < st.size):
                 raise P4Error(loc, f"index {idx.value} out of bounds for {st}")
             return ir.Index(base, idx, type=st.element, loc=loc)
@@ -261,87 +264,6 @@ class ExprLowering:
                 return base.items[idx.value]
             return ir.Index(base, idx, type=st.elements[idx.value], loc=loc)
         raise P4Error(loc, f"cannot index a value of type {ir.type_str(base.type)}")
-
-    # ------------------------------------------------------------ arrays
-    #
-    # An array E[N] is stored as bit<W*N> (ir.ArrayT), element i in bits
-    # [W*(N-i)-1 : W*(N-1-i)].  A constant index is a slice of those bits
-    # (wrapped in a cast for int<W> and bool elements); a run-time index i
-    # reads `i < N ? (E)(bits >> W*(N-1-i)) : 0` (an out-of-range read is
-    # unspecified in P4; this gives 0) and writes under `if (i < N)` (an
-    # out-of-range write changes nothing).  Every element access is recorded
-    # in self.array_accesses so that assignments can find the element's place.
-
-    def array_index(self, base, st: ir.ArrayT, idx: ir.Expr, loc) -> ir.Expr:
-        elem, n, w = st.element, st.size, st.element.bit_width()
-        if isinstance(idx, ir.Const) and not isinstance(idx.value, bool) and isinstance(idx.value, int):
-            i = idx.value
-            if not 0 <= i < n:
-                raise P4Error(loc, f"index {i} out of bounds for {st} (0 to {n - 1})")
-            bits = self.array_bits(base, w * (n - i) - 1, w * (n - 1 - i), elem, loc)
-            result = bits if isinstance(elem, ir.BitT) and not elem.signed else \
-                ir.Cast(bits, type=elem, loc=loc)
-            self.array_accesses[id(result)] = (result, base, i, st)
-            return result
-        if not isinstance(T.value_type(idx.type), ir.BitT) or isinstance(T.value_type(idx.type), ir.ArrayT):
-            raise P4Error(loc, f"array index must be a number, not {ir.type_str(idx.type)}")
-        if not _pure(idx):
-            raise P4Unsupported(loc, "an array index computed by a call (it would be evaluated twice)")
-        i32, cond, shift = self.array_position(idx, n, w, loc)
-        whole = ir.BitT(st.width)
-        moved = ir.Binary(">>", base, shift, type=whole, loc=loc)
-        value = ir.Cast(moved, type=elem if isinstance(elem, ir.BitT) and not elem.signed else ir.BitT(w), loc=loc)
-        if not (isinstance(elem, ir.BitT) and not elem.signed):
-            value = ir.Cast(value, type=elem, loc=loc)
-        zero = ir.Const(False if isinstance(elem, ir.BoolT) else 0, type=elem, loc=loc)
-        result = ir.Mux(cond, value, zero, type=elem, loc=loc)
-        self.array_accesses[id(result)] = (result, base, i32, st)
-        return result
-
-    def array_position(self, idx, n, w, loc):
-        """(index as bit<32>, `index < n`, the element's shift W*(N-1-index))."""
-        b32 = ir.BitT(32)
-        i32 = idx if T.same_type(idx.type, b32) else ir.Cast(idx, type=b32, loc=loc)
-        cond = ir.Binary("<", i32, ir.Const(n, type=b32, loc=loc), type=ir.BoolT(), loc=loc)
-        back = ir.Binary("-", ir.Const(n - 1, type=b32, loc=loc), i32, type=b32, loc=loc)
-        shift = ir.Binary("*", back, ir.Const(w, type=b32, loc=loc), type=b32, loc=loc)
-        return i32, cond, shift
-
-    @staticmethod
-    def array_bits(base, hi, lo, elem, loc) -> ir.Expr:
-        """Bits [hi:lo] of an array value, typed bit<W> or (nested) the
-        element array type; a slice of a slice is folded into one."""
-        rt = elem if isinstance(elem, ir.ArrayT) else ir.BitT(hi - lo + 1)
-        if isinstance(base, ir.Const):
-            return ir.Const((base.value >> lo) & ((1 << (hi - lo + 1)) - 1), type=rt, loc=loc)
-        if isinstance(base, ir.Slice):
-            return ir.Slice(base.base, base.lo + hi, base.lo + lo, type=rt, loc=loc)
-        return ir.Slice(base, hi, lo, type=rt, loc=loc)
-
-    def array_store(self, target: ir.Expr, value: ir.Expr, loc) -> ir.Stmt:
-        """The statement that writes `value` (already of the element type)
-        to the array element `target` (an expression from array_index)."""
-        _, base, where, st = self.array_accesses[id(target)]
-        elem, n, w = st.element, st.size, st.element.bit_width()
-        if not is_lvalue(base):
-            raise P4Unsupported(loc, "assignment to an element of an array that is itself selected with a "
-                                     "run-time index")
-        if isinstance(elem, ir.BitT) and not elem.signed:
-            bits = value
-        elif isinstance(value, ir.Const):
-            bits = ir.Const(T.wrap(int(value.value), ir.BitT(w)), type=ir.BitT(w), loc=loc)
-        else:
-            bits = ir.Cast(value, type=ir.BitT(w), loc=loc)
-        if isinstance(where, int):
-            slot = self.array_bits(base, w * (n - where) - 1, w * (n - 1 - where), elem, loc)
-            return ir.Assign(slot, bits, loc=loc)
-        _, cond, shift = self.array_position(where, n, w, loc)
-        whole = ir.BitT(st.width)
-        mask = ir.Binary("<<", ir.Const((1 << w) - 1, type=whole, loc=loc), shift, type=whole, loc=loc)
-        kept = ir.Binary("&", base, ir.Unary("~", mask, type=whole, loc=loc), type=whole, loc=loc)
-        placed = ir.Binary("<<", ir.Cast(bits, type=whole, loc=loc), shift, type=whole, loc=loc)
-        merged = ir.Binary("|", kept, placed, type=whole, loc=loc)
-        return ir.If(cond, ir.Assign(base, ir.Cast(merged, type=st, loc=loc), loc=loc), None, loc=loc)
 
     def _x_slice_expr(self, t, ctx, loc, expected):
         base = self.expr(t.children[0], ctx)
@@ -371,7 +293,7 @@ class ExprLowering:
 
     def slice_at(self, base, h: int, l: int, loc):
         vt = T.value_type(base.type)
-        if not isinstance(vt, (ir.BitT, ir.IntLitT)) or isinstance(vt, ir.ArrayT):
+        if not isinstance(vt, (ir.BitT, ir.IntLitT)):
             raise P4Error(loc, f"cannot slice a value of type {ir.type_str(base.type)}")
         if h < l or l < 0 or (isinstance(vt, ir.BitT) and h >= vt.width):
             raise P4Error(loc, f"invalid slice [{h}:{l}] of {ir.type_str(base.type)}")
@@ -388,13 +310,6 @@ class ExprLowering:
         return self.make_binary(op, left, right, loc)
 
     def make_binary(self, op, left, right, loc) -> ir.Expr:
-        array = next((x for x in (left, right) if isinstance(T.value_type(x.type), ir.ArrayT)), None)
-        if array is not None:      # arrays: only == and != between arrays of one type
-            if op not in ("==", "!="):
-                raise P4Error(array.loc, f"operator {op} cannot be applied to {ir.type_str(array.type)}")
-            if not T.same_type(left.type, right.type):
-                raise P4Error(loc, f"cannot compare {ir.type_str(left.type)} with {ir.type_str(right.type)}")
-            return ir.Binary(op, left, right, type=ir.BoolT(), loc=loc)
         if op in ("&&", "||"):
             for side in (left, right):
                 if not isinstance(side.type, ir.BoolT):
@@ -490,7 +405,7 @@ class ExprLowering:
         if isinstance(vt, ir.IntLitT) and expected is not None and isinstance(T.value_type(expected), ir.BitT):
             e = self.coerce(e, expected, loc)
             vt = T.value_type(expected)
-        if not isinstance(vt, ir.BitT) or isinstance(vt, ir.ArrayT):
+        if not isinstance(vt, ir.BitT):
             raise P4Error(loc, f"operand of ~ must have a width, not {ir.type_str(e.type)}")
         e = self._as_value(e, vt)
         if isinstance(e, ir.Const):
@@ -500,7 +415,7 @@ class ExprLowering:
     def _x_u_neg(self, t, ctx, loc, expected):
         e = self.expr(t.children[0], ctx)
         vt = T.value_type(e.type)
-        if not isinstance(vt, (ir.BitT, ir.IntLitT)) or isinstance(vt, ir.ArrayT):
+        if not isinstance(vt, (ir.BitT, ir.IntLitT)):
             raise P4Error(loc, f"operand of - must be a number, not {ir.type_str(e.type)}")
         e = self._as_value(e, vt)
         if isinstance(e, ir.Const):
@@ -509,7 +424,7 @@ class ExprLowering:
 
     def _x_u_plus(self, t, ctx, loc, expected):
         e = self.expr(t.children[0], ctx)
-        if not T.is_numeric(e.type) or isinstance(T.value_type(e.type), ir.ArrayT):
+        if not T.is_numeric(e.type):
             raise P4Error(loc, f"operand of + must be a number, not {ir.type_str(e.type)}")
         return e
 
@@ -548,8 +463,6 @@ class ExprLowering:
              T.same_type(tv, sv)
         if isinstance(ir.strip_newtype(target), ir.EnumT) and ir.strip_newtype(target).underlying is None:
             ok = T.same_type(target, e.type)
-        if isinstance(tv, ir.ArrayT) or isinstance(sv, ir.ArrayT):
-            ok = T.same_type(tv, sv)
         if not ok:
             raise P4Error(loc, f"cannot cast {ir.type_str(e.type)} to {ir.type_str(target)}")
         if isinstance(e, ir.Const):
@@ -627,9 +540,6 @@ class ExprLowering:
             return e
         prefix = f"{what}: " if what else ""
         tv = T.value_type(target)
-        if isinstance(tv, ir.ArrayT) or isinstance(T.value_type(src), ir.ArrayT):
-            raise P4Error(e.loc if e.loc is not ir.NO_LOC else loc,
-                          f"{prefix}type mismatch: expected {ir.type_str(target)}, got {ir.type_str(src)}")
         if isinstance(src, ir.IntLitT):
             if isinstance(tv, (ir.BitT, ir.IntLitT)):
                 if isinstance(e, ir.Const):
@@ -911,10 +821,6 @@ class ExprLowering:
                 ptype = T.substitute(ptype, bindings)
             if not _has_type_param(ptype):
                 e = self.coerce(e, ptype, e.loc, f"{what}: argument '{p.name}'")
-            if p.direction in ("out", "inout") and not is_lvalue(e) and id(e) in self.array_accesses:
-                raise P4Unsupported(e.loc, f"{what}: argument '{p.name}': an array element of type "
-                                           f"{ir.type_str(e.type)} or at a run-time index as an {p.direction} "
-                                           "argument")
             if p.direction in ("out", "inout") and not is_lvalue(e):
                 raise P4Error(e.loc, f"{what}: argument '{p.name}' must be writable (it is an {p.direction} parameter)")
             result.append(e)
@@ -985,31 +891,9 @@ class ExprLowering:
 
     def lvalue(self, tree, ctx) -> ir.Expr:
         e = self.lvalue_any(tree, ctx)
-        if id(e) in self.array_accesses:
-            base = self.array_accesses[id(e)][1]
-            if not is_lvalue(base) and id(base) not in self.array_accesses:
-                raise P4Error(self.loc(tree, ctx), f"'{self.text(tree)}' cannot be assigned (not a writable l-value)")
-            return e
         if isinstance(e, _Named) or not is_lvalue(e):
             raise P4Error(self.loc(tree, ctx), f"'{self.text(tree)}' cannot be assigned (not a writable l-value)")
         return e
-
-
-def _pure(e: ir.Expr) -> bool:
-    """No call inside `e` (it may be evaluated more than once)."""
-    if isinstance(e, (ir.Const, ir.VarRef)):
-        return True
-    if isinstance(e, (ir.Member, ir.Slice)):
-        return _pure(e.base)
-    if isinstance(e, ir.Index):
-        return _pure(e.base) and _pure(e.index)
-    if isinstance(e, (ir.Cast, ir.Unary)):
-        return _pure(e.operand)
-    if isinstance(e, ir.Binary):
-        return _pure(e.left) and _pure(e.right)
-    if isinstance(e, ir.Mux):
-        return _pure(e.cond) and _pure(e.if_true) and _pure(e.if_false)
-    return False
 
 
 def _constant_copy(value, loc):
@@ -1026,7 +910,7 @@ def _constant_copy(value, loc):
 def _has_type_param(t) -> bool:
     if isinstance(t, ir.TypeParamT):
         return True
-    if isinstance(t, ir.StackT):
+    if isinstance(t, (ir.StackT, ir.ArrayT)):
         return _has_type_param(t.element)
     if isinstance(t, ir.TupleT):
         return any(_has_type_param(e) for e in t.elements)

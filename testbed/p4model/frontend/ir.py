@@ -104,26 +104,6 @@ class BitT(Type):
 
 
 @dataclass(frozen=True)
-class ArrayT(BitT):
-    """`E[N]` (or a field `E name[N]`) of a non-header element type E: bit<W>,
-    int<W>, bool, or an array of these.  Stored and serialized as bit<W*N>
-    (`width`, unsigned), element 0 in the most significant bits, so element 0
-    is first on the wire.  The front end turns element accesses into slices
-    and shifts of those bits; back ends see a BitT of the total width."""
-
-    element: Optional[Type] = None
-    size: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.element}[{self.size}]"
-
-
-def array_of(element: Type, size: int) -> ArrayT:
-    """The array type element[size] (element: BitT, BoolT or ArrayT)."""
-    return ArrayT(element.bit_width() * size, False, element, size)
-
-
-@dataclass(frozen=True)
 class VarbitT(Type):
     """varbit<MAX>; a value is (current width, value)."""
 
@@ -244,8 +224,8 @@ class StructLikeT(Type):
 
 @dataclass(eq=False)
 class HeaderT(StructLikeT):
-    """A header: fields are BitT (ArrayT included) / VarbitT / BoolT / serializable
-    EnumT / NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
+    """A header: fields are BitT / VarbitT / BoolT / serializable EnumT /
+    NewT of those, or StructT of BitT / BoolT / serializable EnumT (recursively).
     Has a validity bit."""
 
     def bit_width(self) -> Optional[int]:
@@ -286,6 +266,23 @@ class StackT(Type):
 
     element: Type
     size: int
+
+    def __str__(self) -> str:
+        return f"{self.element}[{self.size}]"
+
+
+@dataclass(frozen=True)
+class ArrayT(Type):
+    """T[size] of a type other than a header or header union (P4-16 1.2.4 arrays): `size` values
+    indexed from 0, with no validity, next/last or push/pop. In a header (of bit-strings) its
+    elements are consecutive on the wire, element 0 first."""
+
+    element: Type
+    size: int
+
+    def bit_width(self) -> Optional[int]:
+        w = self.element.bit_width()
+        return None if w is None else w * self.size
 
     def __str__(self) -> str:
         return f"{self.element}[{self.size}]"
@@ -499,8 +496,7 @@ class Index(Expr):
 
 @dataclass(eq=False)
 class Slice(Expr):
-    """`base[hi:lo]` with constant bounds; result BitT(hi-lo+1) (an ArrayT
-    of that width for an element of an array of arrays)."""
+    """`base[hi:lo]` with constant bounds; result BitT(hi-lo+1)."""
 
     base: Expr
     hi: int

@@ -54,7 +54,6 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         self.top = Scope(kind="top")
         self.declarations: list = []
         self.main: ir.Instance | None = None
-        self.array_accesses: dict = {}    # id(expr) -> (expr, array, index, ArrayT); see ExprLowering
 
     # ---------------------------------------------------------- locations
 
@@ -155,8 +154,17 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         if data == "specialized_type":
             args = [self.type_arg(a, ctx) for a in t.children[1].children]
             return self.named_type(t.children[0], ctx, loc, args)
-        if data in ("header_stack_type", "array_type"):
-            return self.array_type(self.resolve_type(t.children[0], ctx), t.children[1], ctx, loc)
+        if data == "header_stack_type":
+            elem = self.resolve_type(t.children[0], ctx)
+            size = self.expr(t.children[1], ctx)
+            if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
+                raise P4Error(loc, "header stack size must be a positive constant")
+            se = ir.strip_newtype(elem)
+            if isinstance(se, (ir.HeaderT, ir.UnionT)):
+                return ir.StackT(elem, size.value)
+            return self.array_of(elem, size, loc)
+        if data == "array_type":
+            return self.array_of(self.resolve_type(t.children[0], ctx), self.expr(t.children[1], ctx), loc)
         if data in ("tuple_type", "list_type"):
             return ir.TupleT(tuple(self.type_arg(a, ctx) for a in t.children[0].children))
         if data == "void_type":
@@ -165,22 +173,14 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             return self.type_arg(t, ctx)
         raise P4Error(loc, f"not a type: {self.text(t)}")
 
-    def array_type(self, elem, size_tree, ctx, loc) -> ir.Type:
-        """`elem[size]`: a header stack when elem is a header or header union,
-        else an array (ir.ArrayT) of bit<W>, int<W>, bool or arrays of those."""
-        size = self.expr(size_tree, ctx)
-        if not isinstance(size, ir.Const) or isinstance(size.value, bool) or not isinstance(size.value, int) \
-                or size.value <= 0:
-            raise P4Error(loc, f"the size of {ir.type_str(elem)}[...] must be a positive constant")
+    def array_of(self, elem, size, loc) -> ir.ArrayT:
+        """`T[N]` of a type other than a header: an array of N values (N a positive constant)."""
+        if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
+            raise P4Error(loc, "array size must be a positive constant")
         se = ir.strip_newtype(elem)
-        if isinstance(se, (ir.HeaderT, ir.UnionT)):
-            return ir.StackT(elem, size.value)
-        if isinstance(elem, (ir.BitT, ir.BoolT)) and elem.bit_width() > 0:
-            return ir.array_of(elem, size.value)
-        if isinstance(se, (ir.StructT, ir.EnumT)) or isinstance(elem, ir.NewT):
-            raise P4Unsupported(loc, f"array type {ir.type_str(elem)}[{size.value}] (arrays of bit<W>, int<W>, "
-                                     "bool and arrays of those are supported)")
-        raise P4Error(loc, f"array elements cannot have type {ir.type_str(elem)}")
+        if isinstance(se, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT, ir.VoidT, ir.StringT)):
+            raise P4Error(loc, f"array elements cannot have type {ir.type_str(elem)}")
+        return ir.ArrayT(elem, size.value)
 
     def type_arg(self, t, ctx):
         if t.data == "dontcare_type":
@@ -241,8 +241,8 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             anns, rest = self.split_annotations(f.children, ctx)
             floc = self.loc(f, ctx)
             ftype = self.resolve_type(rest[0], ctx)
-            if isinstance(f, Tree) and f.data == "array_field":     # C-style `T name[N];`
-                ftype = self.array_type(ftype, rest[2], ctx, floc)
+            if isinstance(f, Tree) and f.data == "array_field":   # C-style `T name[N]`
+                ftype = self.array_of(ftype, self.expr(rest[2], ctx), floc)
             fname = tok_value(rest[1])
             if fname in names:
                 raise P4Error(floc, f"duplicate field '{fname}'")
@@ -252,6 +252,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
                 ok = ok or _bit_struct(st)   # P4 allows a struct of bit-strings here
+                ok = ok or (isinstance(st, ir.ArrayT) and _bit_array(st))   # and an array of them
                 ok = ok or isinstance(st, ir.TypeParamT)   # a generic header's parameter, bound later
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
@@ -949,6 +950,14 @@ def lower(tree, source: Source) -> ir.Program:
     lw.finish()
     program.declarations = lw.declarations
     return program
+
+
+def _bit_array(t: ir.ArrayT) -> bool:
+    """An array whose elements are bit<W>/int<W>, bool, serializable enums, bit structs or such
+    arrays: fixed-width values, laid out one after the other in a header."""
+    e = ir.strip_newtype(t.element)
+    return (isinstance(e, (ir.BitT, ir.BoolT)) or (isinstance(e, ir.EnumT) and e.underlying is not None)
+            or _bit_struct(e) or (isinstance(e, ir.ArrayT) and _bit_array(e)))
 
 
 def _bit_struct(t) -> bool:

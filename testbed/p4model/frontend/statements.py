@@ -34,16 +34,12 @@ class StatementLowering:
         if data == "assign":
             lhs = self.lvalue(t.children[0], ctx)
             rhs = self.expr(t.children[1], ctx, lhs.type)
-            if id(lhs) in self.array_accesses:
-                return self.array_store(lhs, rhs, loc)
             return ir.Assign(lhs, rhs, loc=loc)
         if data == "compound_assign":
             lhs = self.lvalue(t.children[0], ctx)
             op = COMPOUND_OPS[str(t.children[1])]
             rhs = self.expr(t.children[2], ctx)
             value = self.make_binary(op, lhs, rhs, loc)
-            if id(lhs) in self.array_accesses:
-                return self.array_store(lhs, self.coerce(value, lhs.type, loc), loc)
             return ir.Assign(lhs, self.coerce(value, lhs.type, loc), loc=loc)
         if data == "call_stmt":
             call = self.call(t.children[0], None, t.children[1], ctx, loc)

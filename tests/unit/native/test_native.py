@@ -134,24 +134,6 @@ def test_p4src_basic_stf_passes_on_native():
     assert result.passed, (out.getvalue(), result.problems, result.error)
 
 
-def test_arrays_run_native_as_the_bits_of_their_header():
-    """tests/p4programs/fe_arrays.p4: array fields of at most 64 bits, constant
-    and run-time indices; the wide one (bit<8>[16]) falls back in one line."""
-    from testbed.p4model.stf.runner import builtin_loader, run_file
-
-    programs = ROOT / "tests" / "p4programs"
-    loader = builtin_loader(str(programs / "fe_arrays.p4"), backend="native")
-    pipeline, _ = loader(ManualClock())
-    assert pipeline.backend == "native"
-    out = io.StringIO()
-    result = run_file(loader, str(programs / "fe_arrays.stf"), out)
-    assert result.passed, (out.getvalue(), result.problems, result.error)
-    with pytest.raises(NativeUnsupported) as info:
-        load(programs / "fe_arrays_wide.p4", backend="native")
-    assert str(info.value).endswith("fe_arrays_wide.p4:14:5: native back end does not support the array "
-                                    "bit<8>[16] (128 bits, wider than 64 bits)")
-
-
 def test_loads_at_once_compile_once(monkeypatch):
     """The switches of a fabric process load one program at the same moment: one compile, the
     others wait for it and open the same .so."""

@@ -21,8 +21,6 @@ def scalar_width(t, loc) -> int:
     if isinstance(t, ir.BitT):
         if t.signed:
             raise NativeUnsupported(loc, f"signed int<{t.width}>")
-        if t.width > 64 and isinstance(t, ir.ArrayT):     # an array is stored as its bits
-            raise NativeUnsupported(loc, f"the array {t} ({t.width} bits, wider than 64 bits)")
         if t.width > 64:
             raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 64 bits)")
         return t.width
@@ -68,6 +66,8 @@ class TypeEmitter:
             raise NativeUnsupported(loc, "header unions")
         if isinstance(t, ir.VarbitT):
             raise NativeUnsupported(loc, "varbit fields")
+        if isinstance(t, ir.ArrayT):
+            raise NativeUnsupported(loc, f"arrays of other than headers ({t})")
         raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
 
     def _stack(self, t, loc) -> str:
