@@ -97,6 +97,19 @@ def tm_records(switches: dict[str, tuple[object, object]], t_s: float) -> list[d
     return [switch_record(name, t_s, tm.sample(), pipeline) for name, (tm, pipeline) in sorted(switches.items())]
 
 
+def loop_reader(switches: dict, loop):
+    """read(t_s) for a process's switches (name -> testbed.p4model.switch.loop.Switch) moved by `loop`:
+    an EngineLoop's engine in one call, else each switch's Python traffic manager."""
+    def pipeline(switch):
+        return switch.datapath.pipeline if switch.datapath is not None else None
+
+    engine = getattr(loop, "engine", None)
+    if engine is not None:
+        names = {i: name for name, i in loop.index.items()}
+        return lambda t_s: engine_records(engine, names, {i: pipeline(switches[n]) for i, n in names.items()}, t_s)
+    return lambda t_s: tm_records({n: (s.tm, pipeline(s)) for n, s in switches.items()}, t_s)
+
+
 @dataclass
 class PortSampler:
     """Calls `read(t_s)` (a list of lines) at start, every `interval_s` and at stop, on its own

@@ -79,3 +79,28 @@ def test_a_bad_interval_is_one_line():
 
     with pytest.raises(ValueError, match="telemetry interval 0: must be above 0 s"):
         PortSampler(lambda t: [], None, 0.0, interval_s=0)
+
+
+def test_a_fabric_process_reads_its_python_switches_through_loop_reader(program):
+    from test_engine_differential import HOSTS, frame, run_python
+
+    from testbed.telemetry.live.port_sampler import loop_reader
+
+    sends = [(1000 + i, 0, frame(0, 1, 200, 0, i)) for i in range(5)]
+    _, switches = run_python(program, sends, pfc=False)
+    rows = {r["switch"]: r for r in loop_reader(switches, object())(1.5)}
+    assert set(rows) == set(switches)
+    l1 = rows[HOSTS[0][0]]
+    assert l1["t_s"] == 1.5 and l1["tx"][2] == {"packets": 5, "bytes": 1000}
+    assert sum(v["packets"] for v in l1["tx_by_type"][2].values()) == 5
+
+
+def test_a_bad_telemetry_interval_in_a_fabric_spec_is_one_line(tmp_path):
+    import json as _json
+
+    from testbed.p4model.fabric.spec import SpecError, load_spec
+
+    path = tmp_path / "spec.json"
+    path.write_text(_json.dumps({"switches": [{"name": "s1", "argv": ["--no-p4"]}], "telemetry_file": "t.jsonl", "telemetry_interval_s": -1}))
+    with pytest.raises(SpecError, match="telemetry_interval_s must be a number of seconds above 0, got -1$"):
+        load_spec(str(path))
