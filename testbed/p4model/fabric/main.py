@@ -137,11 +137,15 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
         print(line, flush=True)
         log.info(line)
         if spec.telemetry_file:  # t_s in wall-clock seconds: the run subtracts its epoch
-            from testbed.telemetry.live.port_sampler import PortSampler, loop_reader
+            from testbed.p4model.telemetry import PortSampler, loop_reader
 
             switches = {name: part[0] for name, part in fabric.parts.items()}
-            sampler = PortSampler(loop_reader(switches, loop), Path(spec.telemetry_file), 0.0,
-                                  spec.telemetry_interval_s).start()
+            try:
+                sampler = PortSampler(loop_reader(switches, loop), Path(spec.telemetry_file), 0.0,
+                                      spec.telemetry_interval_s).start()
+            except OSError as error:
+                print(f"{prog}: telemetry_file {spec.telemetry_file}: {error.strerror}", file=sys.stderr)
+                return 1
         loop.run()
         log.info("stopped: %s", loop.stats)
         return 0

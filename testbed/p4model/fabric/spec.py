@@ -4,7 +4,7 @@ A JSON file, written by the emulation (or by hand):
 
     {"log_file": "logs/fabric0.log",                  (optional: the process's own log)
      "telemetry_file": "telemetry/fabric0.jsonl",     (optional: every port sampled into it,
-     "telemetry_interval_s": 0.1,                       testbed/telemetry/live/port_sampler.py)
+     "telemetry_interval_s": 0.1,                       testbed/p4model/telemetry.py)
      "switches": [
        {"name": "edge1",
         "argv": ["-i", "1@edge1-eth1", "--device-id", "3", "--thrift-port", "9093", "--no-p4",
@@ -110,6 +110,8 @@ def parse_spec(data) -> FabricSpec:
         if name in switches:
             raise SpecError(f"switch {name} is given twice")
         options = _switch_options(name, raw.get("argv", []))
+        if options.telemetry_file is not None:
+            raise SpecError(f"switch {name}: --telemetry-file is the fabric's telemetry_file, not a switch's")
         switches[name] = FabricSwitch(name, options, _links(name, options, raw.get("links", {})))
     _check_shared(switches)
     log_file = data.get("log_file")

@@ -54,7 +54,7 @@ def test_the_python_tm_exports_the_same_records(program):
 def test_the_sampler_writes_one_line_per_switch_per_100_ms(program, tmp_path):
     from test_engine_differential import run_native
 
-    from testbed.telemetry.live.port_sampler import PortSampler, engine_records
+    from testbed.p4model.telemetry import PortSampler, engine_records
 
     _, engine, index = run_native(program, [], pfc=False)
     names = {i: name for name, i in index.items()}
@@ -75,7 +75,7 @@ def test_the_sampler_writes_one_line_per_switch_per_100_ms(program, tmp_path):
 
 
 def test_a_bad_interval_is_one_line():
-    from testbed.telemetry.live.port_sampler import PortSampler
+    from testbed.p4model.telemetry import PortSampler
 
     with pytest.raises(ValueError, match="telemetry interval 0: must be above 0 s"):
         PortSampler(lambda t: [], None, 0.0, interval_s=0)
@@ -84,7 +84,7 @@ def test_a_bad_interval_is_one_line():
 def test_a_fabric_process_reads_its_python_switches_through_loop_reader(program):
     from test_engine_differential import HOSTS, frame, run_python
 
-    from testbed.telemetry.live.port_sampler import loop_reader
+    from testbed.p4model.telemetry import loop_reader
 
     sends = [(1000 + i, 0, frame(0, 1, 200, 0, i)) for i in range(5)]
     _, switches = run_python(program, sends, pfc=False)
