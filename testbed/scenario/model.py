@@ -82,6 +82,16 @@ class Pfc:
 
 
 @dataclass(frozen=True)
+class Int:
+    """In-band telemetry (p4src/README.md, "In-band telemetry"): every switch records a hop in the
+    DATA cells whose psn is a multiple of `sample` (a power of two), at most `max_hops` a cell."""
+
+    enabled: bool
+    sample: int = 1
+    max_hops: int = 8
+
+
+@dataclass(frozen=True)
 class Fabric:
     load_balancing: str  # ecmp | spray_rr_entropy | spray_random_entropy | spray_rr_switch | spray_random_switch
     cell_size: int  # DATA cell body, bytes
@@ -89,6 +99,7 @@ class Fabric:
     ecn: Ecn
     credits: Credits
     pfc: Pfc = Pfc(False, 8, 4)
+    int_telemetry: Int = Int(False)  # fabric.int in the scenario file
 
 
 @dataclass(frozen=True)
@@ -204,6 +215,21 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Server:
+    """A machine of a fabric spread over several (`placement.servers`), reached with ssh."""
+
+    name: str
+    address: str  # host name or IP address ssh reaches it at; "localhost" runs here without ssh
+    user: str | None = None  # ssh login (None: ssh's default)
+    switches: tuple[str, ...] = ()  # the switches placed on it; empty: the partition decides
+
+    @property
+    def login(self) -> str:
+        """What ssh is given: user@address, or the address alone."""
+        return f"{self.user}@{self.address}" if self.user else self.address
+
+
+@dataclass(frozen=True)
 class Derived:
     """Quantities computed from the topology and link parameters."""
 
@@ -244,6 +270,8 @@ class Scenario:
     # How many times slower than the file's clock this one runs (scenario.timescale.slowed: testbed
     # run --fit, sim --host-rate-mbps); 1: the file's own. Reports divide run times by it.
     time_stretch: float = 1.0
+    # placement.servers: the machines the fabric is spread over (empty: this machine alone)
+    servers: tuple[Server, ...] = ()
     _origin: Any = field(default=None, compare=False, repr=False)
 
     @cached_property

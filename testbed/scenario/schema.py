@@ -167,6 +167,11 @@ SCHEMA = {
                 "xoff_cells": _int(1, 4096),
                 "xon_cells": _int(0, 4096),
             }),
+            "int": _obj({
+                "enabled": BOOL,
+                "sample": _int(1, 1 << 16),
+                "max_hops": _int(1, 8),
+            }),
         }),
         "transport": _obj({
             "cc": {"enum": CC},
@@ -209,6 +214,16 @@ SCHEMA = {
              "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
              "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000)},
             required=["at_s", "kind", "target"])},
+        "placement": _obj({
+            "servers": {"type": "array", "minItems": 1, "items": _obj({
+                "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                         "x-message": "may use only letters, digits, '_', '.' and '-'"},
+                "address": TEXT,
+                "user": TEXT,
+                "switches": {"type": "array", "minItems": 1, "uniqueItems": True, "items": TEXT,
+                             "x-message": "must be a list of distinct switch names"},
+            }, required=["name", "address"])},
+        }, required=["servers"]),
         "variants": {
             "type": "object",
             "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.([a-z_][a-z0-9_]*|[0-9]+))*$",

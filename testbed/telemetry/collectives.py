@@ -192,6 +192,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     path = run_dir / "faults.jsonl"
     summary["faults"] = read_jsonl(path) if path.exists() else []
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
+    from testbed.telemetry.inband import int_figures
+
+    summary["int"] = int_figures(run_dir, topology)  # the simulator's own hop model (fabric.int)
     return summary
 
 
@@ -206,10 +209,12 @@ def _completion(summary: dict) -> str:
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
                      partial: str | None = None) -> Path:
     """report.md, summary.json and busbw.png of a simulator run; `partial` (rundir.partial_line) opens it."""
-    from testbed.telemetry.clock import clock_line
+    from testbed.telemetry.clock import clock_line, summaries_on_scenario_clock
     from testbed.telemetry.export import write_tables
     from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
 
+    summaries = summaries_on_scenario_clock(run_dirs, summaries)  # what a user reads (telemetry.clock)
+    k = scenario.time_stretch  # `scenario` as it ran: its links back on the file's clock for the header
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
@@ -220,12 +225,13 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
                 f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")
-             + f", {topo.counts.switches} switches; host links {scenario.links.host.rate_mbps:g} Mbit/s, "
-             f"fabric {scenario.links.fabric.rate_mbps:g} Mbit/s"
-             + (f", local channel {scenario.links.local.rate_mbps:g} Mbit/s / {scenario.links.local.delay_us:g} us"
+             + f", {topo.counts.switches} switches; host links {scenario.links.host.rate_mbps * k:g} Mbit/s, "
+             f"fabric {scenario.links.fabric.rate_mbps * k:g} Mbit/s"
+             + (f", local channel {scenario.links.local.rate_mbps * k:g} Mbit/s / "
+                f"{scenario.links.local.delay_us / k:g} us"
                 if scenario.links.local else "") + ".", "",
              "| variant | messages planned / completed | completion p50 / p99 (ms), first DATA cell sent to last ACK | "
-             "switch queue drops (packets) | PFC pause frames, XOFF + XON | virtual time (s) | wall time (s) |",
+             "switch queue drops (packets) | PFC pause frames, XOFF + XON | virtual time (s) | machine's wall time (s) |",
              "|---|---|---|---|---|---|---|"]
     clock = clock_line(run_dirs)
     if clock:
@@ -245,6 +251,11 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
 
         if plot_goodput(run_dirs, out_dir / "goodput.png"):
             lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
+    from testbed.telemetry import inband
+
+    lines += inband.report_lines(summaries)
+    if inband.plot_latency(run_dirs, summaries, lambda name: topo, out_dir / "int_latency.png"):
+        lines += ["![In-band telemetry: hop latency CDF per tier](int_latency.png)", ""]
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

@@ -59,6 +59,10 @@ def scenario_data(name: str, topology: str, workload: str) -> dict:
             "transport": {"cc": "none"}, "workload": WORKLOADS[workload]}
 
 
+def scenario_text(name: str, topology: str, workload: str) -> str:
+    return yaml.safe_dump(scenario_data(name, topology, workload), sort_keys=False)
+
+
 def write_run(data: dict, out: Path) -> Path:
     """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`."""
     from testbed.scenario import expand_variants, load_scenario
