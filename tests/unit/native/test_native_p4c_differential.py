@@ -36,6 +36,11 @@ PROGRAMS = [
     "table-entries-range-bmv2", "table-entries-ternary-bmv2", "table-entries-optional-bmv2",
     "stack_complex-bmv2", "runtime-index-2-bmv2", "parser_error-bmv2", "issue655-bmv2",
     "gauntlet_hdr_out_in_action-bmv2", "gauntlet_side_effect_order_2-bmv2", "v1model-const-entries-bmv2",
+    # calls with out/inout arguments inside expressions, in indices and compound assignments
+    "opassign2-bmv2", "gauntlet_short_circuit-bmv2", "gauntlet_side_effects_in_mux-bmv2", "issue2205-bmv2",
+    "gauntlet_index_5-bmv2", "gauntlet_index_8-bmv2", "gauntlet_hdr_in_value-bmv2",
+    # directional arguments bound in a table's action list; saturating arithmetic
+    "ternary2-bmv2", "issue2375-bmv2", "gauntlet_exit_combination_3-bmv2", "checksum2-bmv2",
 ]
 
 

@@ -20,7 +20,8 @@ from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
 PARSER_STATE_LIMIT = 10000
-BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++"}
+BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++",
+          "|+|", "|-|"}
 # standard_metadata fields whose writes ask the architecture for work the
 # native driver does not do yet (the PRE)
 SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)"}
@@ -45,6 +46,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.applied: set = set()        # sub-control instances already inlined
         self.ctx = ""                    # parser | control | action | deparser
         self.in_sub = 0                  # depth of inlined sub-controls
+        self.pinned: dict = {}           # id(expression) -> C of a value already computed
+        self.keep: list = []             # IR made here whose ids are keys of env
 
     # ---------------------------------------------------------- helpers
 
@@ -103,7 +106,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit(f"if ({bad}) {{ s->sm.f_parser_error = {oob}; goto done; }}")
 
     def ex(self, e) -> str:
-        """C for a scalar expression (value masked to its width)."""
+        """C for a scalar expression (value masked to its width).  A call that must run as statements
+        (see `_runs_as_statements`) is written before the line that uses the expression, its value
+        left in a temporary; operands evaluated before it are saved first (ex_in_order)."""
+        if id(e) in self.pinned:
+            return self.pinned[id(e)]
         if isinstance(e, ir.Const):
             return self._const(e)
         if isinstance(e, ir.Member) and isinstance(e.base, ir.TableApply) and e.name in ("hit", "miss"):
@@ -128,14 +135,61 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             w = e.hi - e.lo + 1
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
         if isinstance(e, ir.Mux):
-            return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
+            return self._mux(e)
         if isinstance(e, ir.FunctionCall):
+            if _runs_as_statements(e):
+                if isinstance(e.function.return_type, ir.VoidT):
+                    raise NativeUnsupported(e.loc, f"the value of function {e.function.name}, which returns none")
+                return self.function_call(e)
             return self.function_value(e)
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
             if not isinstance(e.target.type, ir.HeaderT):
                 raise NativeUnsupported(e.loc, "isValid of a header union")
             return f"((uint64_t){self.lvalue(e.target)}.valid)"
         raise NativeUnsupported(e.loc, _construct(e))
+
+    def ex_in_order(self, exprs) -> list:
+        """C of operands evaluated left to right: an operand followed by one whose evaluation runs as
+        statements (a call with out/inout or composite parameters) is saved in a temporary first,
+        so the call cannot change what it reads."""
+        codes = []
+        for i, e in enumerate(exprs):
+            code = self.ex(e)
+            if not isinstance(e, ir.Const) and any(_effects(x) for x in exprs[i + 1:]):
+                tmp = self.fresh("o")
+                self.emit(f"uint64_t {tmp} = {code};")
+                code = tmp
+            codes.append(code)
+        return codes
+
+    def _when(self, first: str, e, run_if: bool) -> str:
+        """`first`, replaced by the value of e when `first` is (run_if) true; e's calls run only then
+        (the right operand of && and ||)."""
+        tmp = self.fresh("c")
+        self.emit(f"uint64_t {tmp} = {first};")
+        self.emit(f"if ({'' if run_if else '!'}{tmp}) {{")
+        self.depth += 1
+        self.emit(f"{tmp} = {self.ex(e)};")
+        self.depth -= 1
+        self.emit("}")
+        return tmp
+
+    def _mux(self, e) -> str:
+        """cond ? a : b; when an arm runs a call as statements, an if/else so only the taken arm runs."""
+        if not (_effects(e.if_true) or _effects(e.if_false)):
+            return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
+        tmp = self.fresh("m")
+        self.emit(f"uint64_t {tmp} = {self.ex(e.cond)};")
+        self.emit(f"if ({tmp}) {{")
+        self.depth += 1
+        self.emit(f"{tmp} = {self.ex(e.if_true)};")
+        self.depth -= 1
+        self.emit("} else {")
+        self.depth += 1
+        self.emit(f"{tmp} = {self.ex(e.if_false)};")
+        self.depth -= 1
+        self.emit("}")
+        return tmp
 
     def _const(self, e) -> str:
         v = e.value
@@ -174,12 +228,18 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 t = t.base
             if isinstance(t, ir.BitT) and t.signed:
                 raise NativeUnsupported(side.loc, f"signed int<{t.width}>")
-        a, b = self.ex(e.left), self.ex(e.right)
+        if op in ("&&", "||"):
+            if _effects(e.right):
+                return self._when(self.ex(e.left), e.right, op == "&&")
+            return f"((uint64_t)({self.ex(e.left)} {op} {self.ex(e.right)}))"
+        a, b = self.ex_in_order([e.left, e.right])
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"((uint64_t)({a} {op} {b}))"
-        if op in ("&&", "||"):
-            return f"((uint64_t)({a} {op} {b}))"
         w = self.width(e)
+        if op == "|-|":
+            return f"({a} > {b} ? {a} - {b} : UINT64_C(0))"
+        if op == "|+|":
+            return f"({a} > {mask(w)} - {b} ? {mask(w)} : {a} + {b})"
         if op == "++":
             wb = self.width(e.right)
             return f"(tb_shl({a}, {wb}) | {b})"
@@ -227,7 +287,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         elif isinstance(s, ir.EmptyStmt):
             pass
         elif isinstance(s, ir.Assign):
+            pins = self.pin_indices(s.lhs, s.rhs)
             self.assign(s.lhs, s.rhs, s.loc)
+            for key in pins:
+                del self.pinned[key]
         elif isinstance(s, ir.VarDeclStmt) and isinstance(s.var.type, (ir.HeaderT, ir.StructT)):
             name = self.fresh(f"v_{s.var.name}")
             self.statics.append(f"static {self.types.c_type(s.var.type, s.loc)} {name};")
@@ -241,10 +304,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if not is_scalar(s.var.type):
                 raise NativeUnsupported(s.loc, f"the local variable {s.var.name} of a composite type")
             scalar_width(s.var.type, s.loc)
-            if isinstance(s.init, ir.FunctionCall) and not _in_only(s.init.function):
-                value = self.function_call(s.init)
-            else:
-                value = self.ex(s.init) if s.init is not None else "UINT64_C(0)"
+            value = self.ex(s.init) if s.init is not None else "UINT64_C(0)"
             if self.ctx == "control":  # a control's variable: its actions (C functions of their own) see it
                 self.statics.append(f"static uint64_t {name};")
                 self.emit(f"{name} = {value};")
@@ -342,13 +402,37 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         elif self.ctx == "action":
             self.emit("if (s->exited) return;")
 
+    def pin_indices(self, lhs, rhs) -> list:
+        """P4 evaluates an assignment's target (its run-time indices) once, before the right side: when
+        the right side runs a call, or an index does (a compound assignment such as `a[f(x)] |= y`
+        repeats the target in its value), each run-time index of the target is computed into a
+        temporary first, outermost first, and stands for that index wherever it occurs in the
+        statement.  Returns the keys to unpin after the statement."""
+        chain, n = [], lhs
+        while isinstance(n, (ir.Member, ir.Slice, ir.Index)):
+            chain.append(n)
+            n = n.base
+        keys, rhs_effects = [], _effects(rhs)
+        for n in reversed(chain):
+            if isinstance(n, ir.Index) and not isinstance(n.index, ir.Const) \
+                    and (rhs_effects or _effects(n.index)) and id(n.index) not in self.pinned:
+                tmp = self.fresh("i")
+                self.emit(f"uint64_t {tmp} = {self.ex(n.index)};")
+                self.pinned[id(n.index)] = tmp
+                keys.append(id(n.index))
+        return keys
+
     def assign(self, lhs, rhs, loc) -> None:
-        if isinstance(rhs, ir.FunctionCall) and not _in_only(rhs.function):
-            if _dynamic(lhs):  # P4 evaluates the target first; the call may change what it names
-                raise NativeUnsupported(loc, "an assignment whose target depends on a value the call on its "
-                                        "right may change (a run-time index)")
-            value = self.function_call(rhs)
-            self.emit(f"{self.lvalue(lhs)} = {value};")
+        """lhs = rhs.  P4 evaluates the target first: when it is named through a run-time index and
+        the right side runs a call (which may change the index), its address is taken first."""
+        if _effects(rhs) and is_scalar(lhs.type) and not isinstance(lhs, ir.Slice):
+            target = self.lvalue(lhs)
+            if _dynamic(lhs):
+                ptr = self.fresh("lv")
+                self.emit(f"uint64_t *{ptr} = &{target};")
+                target = f"*{ptr}"
+            value = self.ex(rhs)
+            self.emit(f"{target} = {value};")
             return
         if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
             raise NativeUnsupported(loc, SM_REQUESTS[lhs.name])
@@ -499,66 +583,75 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         refs = ", ".join(f"&(uint64_t){{{self.ex(a)}}}" for a in e.args) or "0"
         return f"({fn}(s, (void *const[]){{{refs}}}, drop_port) & {mask(self.width(e))})"
 
-    def function_call(self, c) -> str:
-        """A call at statement level: arguments copied in (in, inout) to temporaries in order, the
-        function run on pointers to them, out and inout copied back in order; the C name of the
-        returned value."""
-        fn = self.function(c.function)
-        temps = []
-        for p, arg in zip(c.function.params, c.args):
-            if p.direction in ("out", "inout") and _dynamic(arg):
-                raise NativeUnsupported(arg.loc or c.loc, f"the {p.direction} argument of {c.function.name} "
-                                        "named through a run-time index")
-            ctype = self.types.c_type(p.type, p.loc or c.loc)
-            tmp = self.fresh("fa")
-            temps.append(tmp)
+    def copy_in(self, params, args, loc) -> list:
+        """Directional arguments of a call (P4's copy-in/copy-out), in argument order: the location an
+        out/inout argument names is fixed now (through a pointer when a run-time index names it), an
+        in/inout value is copied to a temporary of the parameter's type, an out temporary starts
+        zeroed.  Returns (param, temporary, target) for copy_out; the callee gets &temporary."""
+        out = []
+        for p, arg in zip(params, args):
+            ctype = self.types.c_type(p.type, p.loc or loc)
+            tmp = self.fresh("d")
+            target = None
+            if p.direction in ("out", "inout"):
+                target = self.lvalue(arg)
+                if _dynamic(arg):
+                    ptr = self.fresh("dp")
+                    self.emit(f"{ctype} *{ptr} = &{target};")
+                    target = f"*{ptr}"
             if p.direction == "out":
                 self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
             elif is_scalar(p.type):
                 self.emit(f"{ctype} {tmp} = {self.ex(arg)};")
+            elif isinstance(arg, (ir.ListExpr, ir.StructExpr)):
+                self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+                self.assign_fields(self.temp_ref(tmp, p.type, arg.loc or loc), arg, arg.loc or loc)
             else:
-                self.emit(f"{ctype} {tmp} = {self.lvalue(arg)};")
+                self.emit(f"{ctype} {tmp} = {target or self.lvalue(arg)};")
+            out.append((p, tmp, target))
+        return out
+
+    def copy_out(self, copied: list) -> None:
+        """The out and inout temporaries of copy_in written back, in argument order."""
+        for _p, tmp, target in copied:
+            if target is not None:
+                self.emit(f"{target} = {tmp};")
+
+    def temp_ref(self, cname: str, t, loc):
+        """An IR reference to the C variable `cname` (of P4 type t), for reusing assign on it."""
+        var = ir.Var(cname, t, loc=loc)
+        self.env[id(var)] = cname
+        self.keep.append(var)
+        return ir.VarRef(var, type=t, loc=loc)
+
+    def function_call(self, c) -> str:
+        """A call that runs as statements: arguments copied in (copy_in), the function run on pointers
+        to the temporaries, out and inout copied back; the C of the returned value."""
+        fn = self.function(c.function)
+        copied = self.copy_in(c.function.params, c.args, c.loc)
         ret = self.fresh("fr")
-        refs = ", ".join(f"&{t}" for t in temps) or "0"
+        refs = ", ".join(f"&{tmp}" for _p, tmp, _t in copied) or "0"
         self.emit(f"uint64_t {ret} = {fn}(s, (void *const[]){{{refs}}}, drop_port); (void){ret};")
-        for (p, arg), tmp in zip(zip(c.function.params, c.args), temps):
-            if p.direction in ("out", "inout"):
-                self.emit(f"{self.lvalue(arg)} = {tmp};")
+        self.copy_out(copied)
         if not isinstance(c.function.return_type, ir.VoidT):
             return f"({ret} & {mask(scalar_width(c.function.return_type, c.loc))})"
         return ret
 
     def action_call(self, c) -> None:
-        """A direct call of an action: directional arguments copied in (in, inout) to temporaries in
-        argument order, the action run on pointers to them, then copied out (out, inout) in order."""
+        """A direct call of an action: directional arguments through copy_in/copy_out, action data
+        (directionless arguments) as values."""
         fn = self.action(c.action, None)
         params = c.action.params
         directional = [(p, a) for p, a in zip(params, c.args) if p.direction]
-        for p, arg in directional:
-            if p.direction in ("out", "inout") and _dynamic(arg):
-                raise NativeUnsupported(arg.loc or c.loc, f"the {p.direction} argument of {c.action.name} "
-                                        "named through a run-time index")
         data = [a for p, a in zip(params, c.args) if not p.direction]
         self.emit("{")
         self.depth += 1
-        temps = []
-        for p, arg in directional:
-            ctype = self.types.c_type(p.type, p.loc or c.loc)
-            tmp = self.fresh("d")
-            temps.append(tmp)
-            if p.direction == "out":
-                self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
-            elif is_scalar(p.type):
-                self.emit(f"{ctype} {tmp} = {self.ex(arg)};")
-            else:
-                self.emit(f"{ctype} {tmp} = {self.lvalue(arg)};")
+        copied = self.copy_in([p for p, _ in directional], [a for _, a in directional], c.loc)
         values = ", ".join(self.ex(a) for a in data) or "0"
-        refs = ", ".join(f"&{t}" for t in temps) or "0"
+        refs = ", ".join(f"&{tmp}" for _p, tmp, _t in copied) or "0"
         self.emit(f"const uint64_t a[] = {{{values}}}; void *const dr[] = {{{refs}}};")
         self.emit(f"{fn}(s, a, dr, drop_port);")
-        for (p, arg), tmp in zip(directional, temps):
-            if p.direction in ("out", "inout"):
-                self.emit(f"{self.lvalue(arg)} = {tmp};")
+        self.copy_out(copied)
         self.depth -= 1
         self.emit("}")
 
@@ -782,6 +875,20 @@ def _dynamic(e) -> bool:
 
 def _in_only(f) -> bool:
     return all(p.direction in ("", "in") for p in f.params)
+
+
+def _runs_as_statements(e) -> bool:
+    """A call of a function with out/inout or composite parameters: it is written as statements
+    (copy-in, call, copy-out) before the expression that uses its value (CodeEmitter.ex)."""
+    return isinstance(e, ir.FunctionCall) and not (_in_only(e.function) and
+                                                   all(is_scalar(p.type) for p in e.function.params))
+
+
+def _effects(e) -> bool:
+    """Whether evaluating e runs a call as statements (see _runs_as_statements)."""
+    from testbed.p4model.backend.python.effects import nodes
+
+    return e is not None and any(_runs_as_statements(n) for n in nodes(e))
 
 
 def _stack_refs(node) -> list:

@@ -31,7 +31,9 @@ class TableMixin:
     target ranks entries) and a default action row.  A key matches a row
     when (key & mask) == value for exact/lpm/ternary/optional, and
     lo <= key <= hi for range.  Action profiles, direct counters and meters,
-    and actions bound to directional arguments are refused."""
+    are refused.  An action's directional parameters, bound in the table's
+    action list (`actions = { a(hdr.x) }`), are copied in and out around the
+    action as for a direct call (CodeEmitter.copy_in)."""
 
     def table(self, t) -> None:
         from testbed.p4model.runtime import tableinfo
@@ -53,8 +55,9 @@ class TableMixin:
         names, fns = [], []
         max_args = 0
         for ref in refs:
-            if ref.args:
-                raise NativeUnsupported(ref.loc or t.loc, f"action {ref.action.name} bound to arguments in table {t.name}")
+            if len(ref.args) != len([p for p in ref.action.params if p.direction]):
+                raise NativeUnsupported(ref.loc or t.loc, f"action {ref.action.name} bound to arguments other "
+                                        f"than its directional ones in table {t.name}")
             fn = self.action(ref.action, t)
             names.append(ref.action.cp_name)
             fns.append(fn)
@@ -78,8 +81,22 @@ class TableMixin:
         self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
         self.emit("s->action_run = act[0];")
         self.emit("switch (act[0]) {")
-        for i, afn in enumerate(fns):
-            self.emit(f"case {i}: {afn}(s, act + 1, 0, drop_port); break;")
+        for i, (afn, ref) in enumerate(zip(fns, refs)):
+            if not ref.args:
+                self.emit(f"case {i}: {afn}(s, act + 1, 0, drop_port); break;")
+                continue
+            # arguments bound in the table's action list: copied in and out around the action
+            self.emit(f"case {i}: {{")
+            self.depth += 1
+            directional = [p for p in ref.action.params if p.direction]
+            copied = self.copy_in(directional, ref.args, ref.loc or t.loc)
+            refs_c = ", ".join(f"&{tmp}" for _p, tmp, _t in copied)
+            self.emit(f"void *const dr[] = {{{refs_c}}};")
+            self.emit(f"{afn}(s, act + 1, dr, drop_port);")
+            self.copy_out(copied)
+            self.emit("break;")
+            self.depth -= 1
+            self.emit("}")
         self.emit("}")
         self.emit("return row != 0;")
         lines.append("}")
@@ -97,9 +114,6 @@ class TableMixin:
         d = 0
         for p in a.params:
             if p.direction:
-                if t is not None:
-                    raise NativeUnsupported(p.loc or a.loc, f"the directional parameter {p.name} of action "
-                                            f"{a.name} in table {t.name}")
                 ctype = self.types.c_type(p.type, p.loc or a.loc)
                 self.env[id(p)] = f"(*({ctype} *)dir[{d}])"
                 d += 1
