@@ -12,7 +12,7 @@ bmv2.  Any construct not handled here raises NativeUnsupported naming it."""
 from __future__ import annotations
 
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
-                                                       scalar_width)
+                                                       scalar_width, varbit_field)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
 from testbed.p4model.backend.native.emit_externs import ExternMixin
 from testbed.p4model.backend.native.emit_tables import TableMixin
@@ -24,6 +24,8 @@ BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", 
           "|+|", "|-|"}
 # standard_metadata fields whose writes ask the architecture for work the
 # native driver does not do yet (the PRE)
+# local variables held in a zeroed C variable of their type (not one uint64_t)
+LOCAL_COMPOSITES = (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.VarbitT)
 SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)"}
 
 
@@ -75,7 +77,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return name
         if isinstance(e, ir.Member):
             bt = e.base.type
-            if isinstance(bt, (ir.HeaderT, ir.StructT)):
+            if isinstance(bt, (ir.HeaderT, ir.StructT, ir.UnionT)):
                 return f"{self.lvalue(e.base)}.f_{e.name}"
             if isinstance(bt, ir.StackT) and e.name in ("next", "last"):
                 if self.ctx != "parser":
@@ -94,7 +96,40 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             elem = self.types.stack_elems[id(e.base.type.element)]
             i = self.ex(e.index)
             return f"(*(({i}) < {size} ? &{b}.elem[{i}] : TB_OOB(s, oob_{elem})))"
+        if _packet_in(e, "lookahead"):
+            return self.lookahead_header(e)
         raise NativeUnsupported(e.loc, f"{type(e).__name__} as an lvalue")
+
+    def need_bytes(self, nbytes: str) -> None:
+        """In a parser: the parse ends with PacketTooShort unless `nbytes` more bytes are left."""
+        self.emit(f"if ((uint64_t)off + {nbytes} > len) {{ s->sm.f_parser_error = "
+                  f"{self.error_code('PacketTooShort')}; goto done; }}")
+
+    def lookahead_header(self, e) -> str:
+        """packet_in.lookahead<H>() of a header type: a valid copy of H read at the cursor (which does
+        not move) into a temporary; PacketTooShort when the packet is shorter than H."""
+        t = _varbit_t(e.type_args[0] if e.type_args else e.type)
+        if not isinstance(t, ir.HeaderT) or varbit_field(t) is not None:
+            raise NativeUnsupported(e.loc, f"lookahead of a {type(t).__name__}"
+                                    + (" with a varbit field" if isinstance(t, ir.HeaderT) else ""))
+        ctype = self.types.c_type(t, e.loc)
+        tmp = self.fresh("la")
+        self.need_bytes(str((header_bits(t, e.loc) + 7) // 8))
+        self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp}); {tmp}.valid = 1;")
+        bit = 0
+        for f in t.fields:
+            w = scalar_width(f.type, f.loc)
+            self.emit(f"{tmp}.f_{f.name} = tb_get(d + off, {bit}, {w});")
+            bit += w
+        return tmp
+
+    def lookahead_value(self, e) -> str:
+        """packet_in.lookahead<T>() of a scalar T of W bits: the next W bits at the cursor (which does
+        not move); PacketTooShort when fewer than ceil(W / 8) bytes are left."""
+        t = e.type_args[0] if e.type_args else e.type
+        w = scalar_width(t, e.loc)
+        self.need_bytes(str((w + 7) // 8))
+        return f"tb_get(d + off, 0, {w})"
 
     def stack_guards(self, node) -> None:
         """In a parser: before a statement or select that reads stack.next or stack.last, the
@@ -119,7 +154,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 and self.env[id(e.target)].startswith("args["):
             return self.env[id(e.target)]
         if isinstance(e, (ir.VarRef, ir.Member)):
-            if isinstance(e, ir.Member) and not isinstance(e.base.type, (ir.HeaderT, ir.StructT)):
+            if isinstance(e, ir.Member) and not isinstance(e.base.type, (ir.HeaderT, ir.StructT, ir.UnionT)):
                 return self._const_member(e)
             if not is_scalar(e.type):
                 raise NativeUnsupported(e.loc, f"a {type(e.type).__name__} used as a value")
@@ -142,10 +177,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                     raise NativeUnsupported(e.loc, f"the value of function {e.function.name}, which returns none")
                 return self.function_call(e)
             return self.function_value(e)
+        if _packet_in(e, "lookahead") and is_scalar(e.type_args[0] if e.type_args else e.type):
+            return self.lookahead_value(e)
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
-            if not isinstance(e.target.type, ir.HeaderT):
-                raise NativeUnsupported(e.loc, "isValid of a header union")
-            return f"((uint64_t){self.lvalue(e.target)}.valid)"
+            u = self.lvalue(e.target)
+            if isinstance(e.target.type, ir.UnionT):   # a union is valid when one of its members is
+                return "((uint64_t)(" + (" || ".join(f"{u}.f_{f.name}.valid" for f in e.target.type.fields) or "0") + "))"
+            return f"((uint64_t){u}.valid)"
         raise NativeUnsupported(e.loc, _construct(e))
 
     def ex_in_order(self, exprs) -> list:
@@ -232,6 +270,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if _effects(e.right):
                 return self._when(self.ex(e.left), e.right, op == "&&")
             return f"((uint64_t)({self.ex(e.left)} {op} {self.ex(e.right)}))"
+        if op in ("==", "!=") and isinstance(_varbit_t(e.left.type), (ir.VarbitT, ir.HeaderT, ir.StructT, ir.UnionT,
+                                                                    ir.StackT)):
+            eq = self.equal(self.lvalue(e.left), self.lvalue(e.right), _varbit_t(e.left.type), e.loc)
+            return f"((uint64_t){eq if op == '==' else '!' + eq})"
         a, b = self.ex_in_order([e.left, e.right])
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"((uint64_t)({a} {op} {b}))"
@@ -250,6 +292,26 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if op in ("&", "|", "^"):
             return f"({a} {op} {b})"
         return f"(({a} {op} {b}) & {mask(w)})"
+
+    def equal(self, a: str, b: str, t, loc) -> str:
+        """C of a == b for lvalues of type t (the Python target's rule): varbits are equal when their
+        widths and bytes are (bytes past the width are zero); headers when both are invalid, or both
+        valid with equal fields; structs when their fields are."""
+        t = _varbit_t(t)
+        if is_scalar(t):
+            return f"({a} == {b})"
+        if isinstance(t, ir.VarbitT):
+            return f"({a}.w == {b}.w && !memcmp({a}.b, {b}.b, sizeof {a}.b))"
+        if isinstance(t, ir.StackT):   # element by element (nextIndex not compared)
+            return "(" + " && ".join(self.equal(f"{a}.elem[{k}]", f"{b}.elem[{k}]", t.element, loc)
+                                     for k in range(t.size)) + ")"
+        if not isinstance(t, (ir.HeaderT, ir.StructT, ir.UnionT)):
+            raise NativeUnsupported(loc, f"== on a {type(t).__name__}")
+        fields = " && ".join(self.equal(f"{a}.f_{f.name}", f"{b}.f_{f.name}", f.type, f.loc or loc)
+                             for f in t.fields) or "1"
+        if isinstance(t, ir.HeaderT):
+            return f"({a}.valid == {b}.valid && (!{a}.valid || ({fields})))"
+        return f"({fields})"
 
     def _unary(self, e) -> str:
         a = self.ex(e.operand)
@@ -291,7 +353,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.assign(s.lhs, s.rhs, s.loc)
             for key in pins:
                 del self.pinned[key]
-        elif isinstance(s, ir.VarDeclStmt) and isinstance(s.var.type, (ir.HeaderT, ir.StructT)):
+        elif isinstance(s, ir.VarDeclStmt) and isinstance(_varbit_t(s.var.type), LOCAL_COMPOSITES):
             name = self.fresh(f"v_{s.var.name}")
             self.statics.append(f"static {self.types.c_type(s.var.type, s.loc)} {name};")
             self.env[id(s.var)] = name
@@ -442,17 +504,33 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             m = f"(({mask(w)}) << {lhs.lo})"
             self.emit(f"{target} = ({target} & ~{m}) | ((({self.ex(rhs)}) << {lhs.lo}) & {m});")
             return
-        if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.StackT)) \
+        if isinstance(_varbit_t(lhs.type), ir.VarbitT) and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)):
+            self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* varbit: width and bytes */")
+            return
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT)) \
                 and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and rhs.type is lhs.type:
             self.types.c_type(lhs.type, loc)
-            self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
+            target = self.lvalue(lhs)
+            self.emit(f"{target} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
+            siblings = self.union_siblings(lhs)
+            if siblings:   # a valid header written into a union makes its other members invalid
+                self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in siblings)} }}")
             return
         if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.ListExpr, ir.StructExpr)):
             self.assign_fields(lhs, rhs, loc)
+            for sib, _t in self.union_siblings(lhs):   # the header built is valid
+                self.emit(f"{sib}.valid = 0;")
             return
         if not is_scalar(lhs.type):
             raise NativeUnsupported(loc, f"assignment of a whole {type(lhs.type).__name__}")
         self.emit(f"{self.lvalue(lhs)} = {self.ex(rhs)};")
+
+    def union_siblings(self, e) -> list:
+        """(C lvalue, header type) of the other members when e is a member of a header union."""
+        if isinstance(e, ir.Member) and isinstance(e.base.type, ir.UnionT):
+            u = self.lvalue(e.base)
+            return [(f"{u}.f_{f.name}", f.type) for f in e.base.type.fields if f.name != e.name]
+        return []
 
     def assign_fields(self, lhs, rhs, loc) -> None:
         """A header or struct from `{a, b, ...}` or `{f = a, ...}`: the values are computed first (they
@@ -511,6 +589,20 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             cond, err = c.args
             self.emit(f"if (!{self.ex(cond)}) {{ s->sm.f_parser_error = {self.ex(err)}; goto done; }}")
             return
+        if _packet_in(c, "lookahead"):   # its value unused: only the length check
+            t = c.type_args[0] if c.type_args else c.type
+            if is_scalar(t):
+                self.lookahead_value(c)
+            else:
+                self.lookahead_header(c)
+            return
+        if _packet_in(c, "advance"):
+            # the cursor moves by floor(n / 8) bytes (as the Python target); past the end -> PacketTooShort
+            nb = self.fresh("adv")
+            self.emit(f"uint64_t {nb} = {self.ex(c.args[0])} / 8;")
+            self.need_bytes(nb)
+            self.emit(f"off += (uint32_t){nb};")
+            return
         if isinstance(c, ir.ExternFunctionCall) and c.decl.name == "mark_to_drop":
             sm = self.lvalue(c.args[0])
             self.emit(f"{sm}.f_egress_spec = drop_port; {sm}.f_mcast_grp = 0;")
@@ -518,18 +610,31 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(c, ir.ExternMethodCall) and c.method.name in ("extract", "emit") and \
                 isinstance(c.target.type, ir.ExternT) and \
                 c.target.type.decl.name in ("packet_in", "packet_out"):
-            if len(c.args) != 1:
+            if len(c.args) != 1 and not (c.method.name == "extract" and len(c.args) == 2):
                 raise NativeUnsupported(c.loc, f"{c.method.name} with {len(c.args)} arguments")
             arg = c.args[0]
-            if c.method.name == "emit" and isinstance(arg.type, ir.StructT):
+            length = c.args[1] if len(c.args) == 2 else None
+            if c.method.name == "emit" and isinstance(arg.type, (ir.StructT, ir.UnionT)):
                 for f in arg.type.fields:
                     self.call(ir.ExternMethodCall(c.target, c.method, [ir.Member(arg, f.name, type=f.type, loc=c.loc)],
                                                   type=c.type, loc=c.loc))
                 return
             if c.method.name == "emit" and isinstance(arg.type, ir.StackT):
                 for k in range(arg.type.size):
-                    self._emit(ir.Index(arg, ir.Const(k, type=ir.IntLitT(), loc=c.loc), type=arg.type.element,
-                                        loc=c.loc))
+                    elem = ir.Index(arg, ir.Const(k, type=ir.IntLitT(), loc=c.loc), type=arg.type.element, loc=c.loc)
+                    self.call(ir.ExternMethodCall(c.target, c.method, [elem], type=c.type, loc=c.loc))
+                return
+            if c.method.name == "extract" and isinstance(arg, ir.Member) and isinstance(arg.base, ir.Member) \
+                    and arg.base.name == "next" and isinstance(arg.base.base.type, ir.StackT):
+                # a member of the next union of a stack of unions: extracted, its siblings made
+                # invalid, and the stack advances (as the Python target)
+                b, size = self.lvalue(arg.base.base), arg.base.base.type.size
+                self.emit(f"if ({b}.next >= {size}) {{ s->sm.f_parser_error = "
+                          f"{self.error_code('StackOutOfBounds')}; goto done; }}")
+                self._extract(arg, length)
+                for sib, _t in self.union_siblings(arg):
+                    self.emit(f"{sib}.valid = 0;")
+                self.emit(f"{b}.next++;")
                 return
             if not isinstance(arg.type, ir.HeaderT):
                 raise NativeUnsupported(c.loc, f"{c.method.name} of a {type(arg.type).__name__}")
@@ -538,10 +643,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 b, size = self.lvalue(arg.base), arg.base.type.size
                 self.emit(f"if ({b}.next >= {size}) {{ s->sm.f_parser_error = "
                           f"{self.error_code('StackOutOfBounds')}; goto done; }}")
-                self._extract(arg)
+                self._extract(arg, length)
                 self.emit(f"{b}.next++;")
                 return
-            getattr(self, f"_{c.method.name}")(arg)
+            if c.method.name == "extract":
+                self._extract(arg, length)
+            else:
+                self._emit(arg)
             return
         raise NativeUnsupported(c.loc, _construct(c))
 
@@ -663,10 +771,17 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if not isinstance(t, ir.HeaderT):
                 raise NativeUnsupported(c.loc, f"{c.name} of a {type(t).__name__}")
             h, nbytes = self.lvalue(c.target), header_bits(t, c.loc) // 8
-            if c.name == "setValid":
+            vb = varbit_field(t)
+            if c.name == "setValid":   # zeroed: a varbit field at width 0
                 self.emit(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; s->length += {nbytes}; }}")
+                for sib, st in self.union_siblings(c.target):
+                    # the union's other members become invalid (the packet's length follows)
+                    sv = varbit_field(st)
+                    sib_bytes = f"{header_bits(st, c.loc) // 8}" + (f" + {sib}.f_{sv.name}.w / 8" if sv else "")
+                    self.emit(f"if ({sib}.valid) {{ {sib}.valid = 0; s->length -= {sib_bytes}; }}")
             else:
-                self.emit(f"if ({h}.valid) {{ {h}.valid = 0; s->length -= {nbytes}; }}")
+                vbytes = f" + {h}.f_{vb.name}.w / 8" if vb is not None else ""
+                self.emit(f"if ({h}.valid) {{ {h}.valid = 0; s->length -= {nbytes}{vbytes}; }}")
             return
         if not isinstance(t, ir.StackT):
             raise NativeUnsupported(c.loc, f"{c.name} of a {type(t).__name__}")
@@ -686,27 +801,68 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit("}")
             self.emit(f"{b}.next = {b}.next > {count} ? {b}.next - {count} : 0;")
 
-    def _extract(self, arg) -> None:
+    def _extract(self, arg, length=None) -> None:
+        """extract(h) or extract(h, n): the header's fields read big-endian from the packet.  A header
+        with a varbit field takes n bits for it (0 without n), checked as the Python target does:
+        n beyond the field's maximum -> HeaderTooShort, n not whole bytes -> ParserInvalidArgument,
+        then past the packet's end -> PacketTooShort."""
         h = self.lvalue(arg)
         bits = header_bits(arg.type, arg.loc)
-        self.emit(f"if (off + {bits // 8} > len) {{ s->sm.f_parser_error = {self.error_code('PacketTooShort')}; goto done; }}")
-        bit = 0
-        for f in arg.type.fields:
-            w = scalar_width(f.type, f.loc)
-            self.emit(f"{h}.f_{f.name} = tb_get(d + off, {bit}, {w});")
-            bit += w
-        self.emit(f"{h}.valid = 1; off += {bits // 8};")
+        vb = varbit_field(arg.type)
+        if vb is None:
+            if length is not None:
+                raise NativeUnsupported(arg.loc, f"extract with a length of header {arg.type.name}, "
+                                        "which has no varbit field")
+            self.emit(f"if (off + {bits // 8} > len) {{ s->sm.f_parser_error = {self.error_code('PacketTooShort')}; goto done; }}")
+            bit = 0
+            for f in arg.type.fields:
+                w = scalar_width(f.type, f.loc)
+                self.emit(f"{h}.f_{f.name} = tb_get(d + off, {bit}, {w});")
+                bit += w
+            self.emit(f"{h}.valid = 1; off += {bits // 8};")
+            return
+        vw = self.fresh("vw")
+        self.emit(f"uint64_t {vw} = {self.ex(length) if length is not None else 'UINT64_C(0)'};")
+        max_w = _varbit_t(vb.type).max_width
+        self.emit(f"if ({vw} > {max_w}) {{ s->sm.f_parser_error = {self.error_code('HeaderTooShort')}; goto done; }}")
+        self.emit(f"if ({vw} % 8) {{ s->sm.f_parser_error = {self.error_code('ParserInvalidArgument')}; goto done; }}")
+        self.emit(f"if (off + ({bits} + {vw}) / 8 > len) {{ s->sm.f_parser_error = "
+                  f"{self.error_code('PacketTooShort')}; goto done; }}")
+        for f, at in self._wire_layout(arg.type, vw):
+            if f is vb:
+                self.emit(f"memset(&{h}.f_{f.name}, 0, sizeof {h}.f_{f.name}); {h}.f_{f.name}.w = {vw};")
+                self.emit(f"for (uint64_t j = 0; j < {vw} / 8; j++) {h}.f_{f.name}.b[j] = "
+                          f"(uint8_t)tb_get(d + off, {at} + 8 * j, 8);")
+            else:
+                self.emit(f"{h}.f_{f.name} = tb_get(d + off, {at}, {scalar_width(f.type, f.loc)});")
+        self.emit(f"{h}.valid = 1; off += ({bits} + {vw}) / 8;")
+
+    def _wire_layout(self, t, vw: str) -> list:
+        """(field, C of its bit offset in the header) in wire order; fields after the varbit field
+        are placed after its current width `vw`."""
+        out, bit, after_vb = [], 0, False
+        for f in t.fields:
+            out.append((f, f"({vw} + {bit})" if after_vb else str(bit)))
+            if isinstance(_varbit_t(f.type), ir.VarbitT):
+                after_vb = True
+            else:
+                bit += scalar_width(f.type, f.loc)
+        return out
 
     def _emit(self, arg) -> None:
+        """emit(h): a valid header's fields written big-endian (a varbit field at its current width)."""
         h = self.lvalue(arg)
         bits = header_bits(arg.type, arg.loc)
+        vb = varbit_field(arg.type)
+        vw = f"{h}.f_{vb.name}.w" if vb is not None else "0"
         self.emit(f"if ({h}.valid) {{")
-        bit = 0
-        for f in arg.type.fields:
-            w = scalar_width(f.type, f.loc)
-            self.emit(f"    tb_put(out + n, {bit}, {w}, {h}.f_{f.name});")
-            bit += w
-        self.emit(f"    n += {bits // 8};")
+        for f, at in self._wire_layout(arg.type, vw):
+            if f is vb:
+                self.emit(f"    for (uint64_t j = 0; j < {vw} / 8; j++) tb_put(out + n, {at} + 8 * j, 8, "
+                          f"{h}.f_{f.name}.b[j]);")
+            else:
+                self.emit(f"    tb_put(out + n, {at}, {scalar_width(f.type, f.loc)}, {h}.f_{f.name});")
+        self.emit(f"    n += {bits // 8}{f' + {vw} / 8' if vb is not None else ''};")
         self.emit("}")
 
     # ---------------------------------------------------------- blocks
@@ -719,7 +875,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
 
     def locals_(self, decl) -> None:
         for local in decl.locals:
-            if isinstance(local, ir.Var) and isinstance(local.type, (ir.HeaderT, ir.StructT)):
+            if isinstance(local, ir.Var) and isinstance(_varbit_t(local.type), LOCAL_COMPOSITES):
                 name = self.fresh(f"l_{local.name}")
                 self.env[id(local)] = name
                 self.statics.append(f"static {self.types.c_type(local.type, local.loc)} {name};")
@@ -871,6 +1027,19 @@ def _dynamic(e) -> bool:
         return True
     return any(_dynamic(getattr(e, f.name)) for f in dataclasses.fields(e)
                if f.name in ("base", "index") and isinstance(getattr(e, f.name), ir.Expr))
+
+
+def _varbit_t(t):
+    """t without new-type wrappers (a VarbitT for a varbit field)."""
+    while isinstance(t, ir.NewT):
+        t = t.base
+    return t
+
+
+def _packet_in(e, method: str) -> bool:
+    """Whether e is a call of packet_in's `method`."""
+    return isinstance(e, ir.ExternMethodCall) and e.method.name == method and \
+        isinstance(e.target.type, ir.ExternT) and e.target.type.decl.name == "packet_in"
 
 
 def _in_only(f) -> bool:

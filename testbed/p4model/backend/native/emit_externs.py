@@ -104,15 +104,9 @@ class ExternMixin:
         name = enum_member(algo)
         if name not in HASHES:
             raise NativeUnsupported(algo.loc or c.loc, f"hash algorithm {name}")
-        leaves = self._leaves(data)
-        bits = sum(w for _, _, w in leaves)
-        buf = self.fresh("hb")
         self.emit("{")
         self.depth += 1
-        self.emit(f"uint8_t {buf}[{max((bits + 7) // 8 + 1, 1)}] = {{0}}; uint32_t {buf}_n = 0;")
-        for code, valid, w in leaves:
-            put = f"tb_put({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
-            self.emit(f"if ({valid}) {{ {put} }}" if valid else put)
+        buf = self.pack_leaves(data, "hb")
         self.emit(f"{self.lvalue(result)} = tb_hash_reduce({HASHES[name]}({buf}, ({buf}_n + 7) / 8), "
                   f"{self.ex(base)}, {self.ex(max_)}) & {mask(self.width(result))};")
         self.depth -= 1

@@ -4,9 +4,12 @@ Model: every scalar (bit<W> with W <= 64, bool, error, serializable enum,
 type/newtype of those) is one uint64_t holding the value masked to its
 width; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
 a struct of its members; a header stack H[N] is a struct {H elem[N];
-uint64_t next;} (next: P4's nextIndex).  Wider fields, varbit, unions,
-stacks of unions, signed int<W> and tuples are refused with
-NativeUnsupported (the Python pipeline runs them)."""
+uint64_t next;} (next: P4's nextIndex).  A varbit<M> field is a struct
+{uint64_t w; uint8_t b[M/8 rounded up];}: its current width in bits and its
+value's bytes, big-endian, zero past w (so == is w and the bytes equal); a
+header holds at most one.  A header union is a struct of its member headers
+(and a stack of unions a stack of those).  Wider fields, signed int<W> and tuples are refused with NativeUnsupported (the Python pipeline
+runs them)."""
 
 from __future__ import annotations
 
@@ -58,22 +61,27 @@ class TypeEmitter:
         if is_scalar(t):
             scalar_width(t, loc)
             return "uint64_t"
-        if isinstance(t, (ir.HeaderT, ir.StructT)):
+        if isinstance(t, (ir.HeaderT, ir.StructT, ir.UnionT)):
             return self._struct(t, loc)
         if isinstance(t, ir.StackT):
             return self._stack(t, loc)
-        if isinstance(t, ir.UnionT):
-            raise NativeUnsupported(loc, "header unions")
         if isinstance(t, ir.VarbitT):
-            raise NativeUnsupported(loc, "varbit fields")
+            return self._varbit(t)
         raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
+
+    def _varbit(self, t) -> str:
+        key = ("varbit", t.max_width)
+        if key not in self.names:
+            self.names[key] = f"V{t.max_width}"
+            self.lines.append(f"typedef struct {{ uint64_t w; uint8_t b[{(t.max_width + 7) // 8}]; }} V{t.max_width};")
+        return self.names[key]
 
     def _stack(self, t, loc) -> str:
         key = id(t)
         if key in self.names:
             return self.names[key]
-        if not isinstance(t.element, ir.HeaderT):
-            raise NativeUnsupported(loc, "stacks of header unions")
+        if not isinstance(t.element, (ir.HeaderT, ir.UnionT)):
+            raise NativeUnsupported(loc, f"a stack of {type(t.element).__name__}")
         elem = self._struct(t.element, loc)
         self.stack_elems[id(t.element)] = elem
         name = f"K{len(self.names)}_{t.element.name}_{t.size}"
@@ -85,12 +93,14 @@ class TypeEmitter:
         key = id(t)
         if key in self.names:
             return self.names[key]
-        name = f"{'H' if isinstance(t, ir.HeaderT) else 'S'}{len(self.names)}_{t.name}"
+        name = f"{'H' if isinstance(t, ir.HeaderT) else 'U' if isinstance(t, ir.UnionT) else 'S'}{len(self.names)}_{t.name}"
         members = []
         for f in t.fields:
             members.append(f"    {self.c_type(f.type, f.loc or loc)} f_{f.name};")
         if isinstance(t, ir.HeaderT):
             members.insert(0, "    uint8_t valid;")
+            if sum(isinstance(_base(f.type), ir.VarbitT) for f in t.fields) > 1:
+                raise NativeUnsupported(t.loc or loc, f"header {t.name} with more than one varbit field")
             if header_bits(t, loc) % 8:
                 raise NativeUnsupported(t.loc or loc, f"header {t.name} whose width is not whole bytes")
         self.names[key] = name
@@ -99,5 +109,23 @@ class TypeEmitter:
         return name
 
 
+def _base(t):
+    while isinstance(t, ir.NewT):
+        t = t.base
+    return t
+
+
+def varbit_field(t: ir.HeaderT):
+    """The header's varbit field, or None."""
+    return next((f for f in t.fields if isinstance(_base(f.type), ir.VarbitT)), None)
+
+
 def header_bits(t: ir.HeaderT, loc) -> int:
-    return sum(scalar_width(f.type, f.loc or loc) for f in t.fields)
+    """The header's fixed width in bits (its varbit field, whose width is run-time, excluded)."""
+    return sum(scalar_width(f.type, f.loc or loc) for f in t.fields if not isinstance(_base(f.type), ir.VarbitT))
+
+
+def max_header_bits(t: ir.HeaderT, loc) -> int:
+    """The header's widest width in bits: its varbit field at its maximum width."""
+    vb = varbit_field(t)
+    return header_bits(t, loc) + (_base(vb.type).max_width if vb is not None else 0)

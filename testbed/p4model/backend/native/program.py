@@ -36,7 +36,7 @@ from __future__ import annotations
 from testbed.p4model.backend.native.emit_checksums import C_CSUM16
 from testbed.p4model.backend.native.emit_code import CodeEmitter
 from testbed.p4model.backend.native.emit_externs import C_EXTERNS
-from testbed.p4model.backend.native.emit_types import TypeEmitter, header_bits
+from testbed.p4model.backend.native.emit_types import TypeEmitter, max_header_bits
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
@@ -148,9 +148,11 @@ def lower(program: ir.Program):
 
 def _max_header_bytes(t) -> int:
     if isinstance(t, ir.HeaderT):
-        return header_bits(t, t.loc) // 8
-    if isinstance(t, ir.StructT):
+        return (max_header_bits(t, t.loc) + 7) // 8
+    if isinstance(t, (ir.StructT, ir.UnionT)):
         return sum(_max_header_bytes(f.type) for f in t.fields)
+    if isinstance(t, ir.StackT):
+        return t.size * _max_header_bytes(t.element)
     return 0
 
 
