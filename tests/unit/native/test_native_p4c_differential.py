@@ -46,6 +46,8 @@ PROGRAMS = [
     "test-parserinvalidargument-error-bmv2", "issue1755-1-bmv2",
     # header unions, stacks of them, == on headers, unions and stacks
     "union-valid-bmv2", "union2-bmv2", "issue561-3-bmv2", "issue561-6-bmv2", "equality-bmv2",
+    # signed int<W> (comparisons, >>, casts, saturating arithmetic), / and %
+    "saturated-bmv2", "arith5-bmv2", "runtime-index-bmv2", "gauntlet_various_ops-bmv2", "issue2287-bmv2",
 ]
 
 

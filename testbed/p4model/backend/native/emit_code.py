@@ -12,7 +12,7 @@ bmv2.  Any construct not handled here raises NativeUnsupported naming it."""
 from __future__ import annotations
 
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
-                                                       scalar_width, varbit_field)
+                                                       scalar_width, signed_width, varbit_field)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
 from testbed.p4model.backend.native.emit_externs import ExternMixin
 from testbed.p4model.backend.native.emit_tables import TableMixin
@@ -21,7 +21,7 @@ from testbed.p4model.frontend import ir
 
 PARSER_STATE_LIMIT = 10000
 BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++",
-          "|+|", "|-|"}
+          "|+|", "|-|", "/", "%"}
 # standard_metadata fields whose writes ask the architecture for work the
 # native driver does not do yet (the PRE)
 # local variables held in a zeroed C variable of their type (not one uint64_t)
@@ -260,12 +260,6 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         op = e.op
         if op not in BINOPS:
             raise NativeUnsupported(e.loc, f"the operator {op}")
-        for side in (e.left, e.right):
-            t = side.type
-            while isinstance(t, ir.NewT):
-                t = t.base
-            if isinstance(t, ir.BitT) and t.signed:
-                raise NativeUnsupported(side.loc, f"signed int<{t.width}>")
         if op in ("&&", "||"):
             if _effects(e.right):
                 return self._when(self.ex(e.left), e.right, op == "&&")
@@ -275,9 +269,21 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             eq = self.equal(self.lvalue(e.left), self.lvalue(e.right), _varbit_t(e.left.type), e.loc)
             return f"((uint64_t){eq if op == '==' else '!' + eq})"
         a, b = self.ex_in_order([e.left, e.right])
+        sw = signed_width(e.left.type)
+        if op in ("<", ">", "<=", ">=") and sw:
+            return f"((uint64_t)(tb_sext({a}, {sw}) {op} tb_sext({b}, {sw})))"
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"((uint64_t)({a} {op} {b}))"
         w = self.width(e)
+        if op in ("|+|", "|-|") and sw:
+            return f"tb_ssat((__int128)tb_sext({a}, {sw}) {op[1]} tb_sext({b}, {sw}), {sw})"
+        if op == ">>" and sw:
+            return f"tb_sar({a}, {b}, {sw})"
+        if op in ("/", "%"):
+            if sw:
+                raise NativeUnsupported(e.loc, f"the operator {op} on int<{sw}>")
+            # unsigned; a zero divisor gives 0 (as the Python target)
+            return f"tb_{'div' if op == '/' else 'mod'}({a}, {b})"
         if op == "|-|":
             return f"({a} > {b} ? {a} - {b} : UINT64_C(0))"
         if op == "|+|":
@@ -331,12 +337,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             t = t.base
         if isinstance(t, ir.BoolT):
             return f"((uint64_t)({a} != 0))"
-        if isinstance(t, ir.BitT) and not t.signed:
-            src = e.operand.type
-            while isinstance(src, ir.NewT):
-                src = src.base
-            if isinstance(src, ir.BitT) and src.signed:
-                raise NativeUnsupported(e.loc, "a cast from a signed int")
+        if isinstance(t, ir.BitT):
+            # the value of an int<W> source is its sign-extended pattern (as the Python target)
+            sw = signed_width(e.operand.type)
+            if sw and sw < t.width:
+                return f"((uint64_t)tb_sext({a}, {sw}) & {mask(self.width(e))})"
             return f"({a} & {mask(self.width(e))})"
         raise NativeUnsupported(e.loc, f"a cast to {type(t).__name__}")
 

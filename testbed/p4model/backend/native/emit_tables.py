@@ -3,7 +3,7 @@ function per action (see TableMixin)."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import scalar_width
+from testbed.p4model.backend.native.emit_types import refuse_signed, scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 
 
@@ -49,6 +49,7 @@ class TableMixin:
                 raise NativeUnsupported(k.loc or t.loc, f"match kind {k.match_kind}")
             kinds.append(k.match_kind)
             widths.append(scalar_width(k.expr.type, k.loc or t.loc))
+            refuse_signed(k.expr.type, k.loc or t.loc, f"a key of table {t.name}")
             keys.append(k.expr)
         refs = tableinfo.action_refs(t)
         tid = len(self.tables)
@@ -119,6 +120,7 @@ class TableMixin:
                 d += 1
         for i, p in enumerate(x for x in a.params if not x.direction):
             scalar_width(p.type, p.loc or a.loc)
+            refuse_signed(p.type, p.loc or a.loc, f"the action data {p.name} of {a.name}")
             self.env[id(p)] = f"args[{i}]"
         lines: list[str] = []
         saved = _swap(self, lines)

@@ -8,8 +8,10 @@ uint64_t next;} (next: P4's nextIndex).  A varbit<M> field is a struct
 {uint64_t w; uint8_t b[M/8 rounded up];}: its current width in bits and its
 value's bytes, big-endian, zero past w (so == is w and the bytes equal); a
 header holds at most one.  A header union is a struct of its member headers
-(and a stack of unions a stack of those).  Wider fields, signed int<W> and tuples are refused with NativeUnsupported (the Python pipeline
-runs them)."""
+(and a stack of unions a stack of those).  int<W> is held as its W-bit two's
+complement pattern (sign-extended where the operation needs it: <, >>,
+casts, saturating arithmetic).  Wider fields and tuples are refused with
+NativeUnsupported (the Python pipeline runs them)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ def scalar_width(t, loc) -> int:
     while isinstance(t, ir.NewT):
         t = t.base
     if isinstance(t, ir.BitT):
-        if t.signed:
-            raise NativeUnsupported(loc, f"signed int<{t.width}>")
         if t.width > 64:
             raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 64 bits)")
         return t.width
@@ -36,6 +36,20 @@ def scalar_width(t, loc) -> int:
             return scalar_width(t.underlying, loc)
         return 32
     raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
+
+
+def signed_width(t) -> int:
+    """W for int<W> (held as its W-bit two's complement pattern), else 0."""
+    t = _base(t)
+    return t.width if isinstance(t, ir.BitT) and t.signed else 0
+
+
+def refuse_signed(t, loc, where: str) -> None:
+    """int<W> where a value crosses to the control plane or the Python objects (table keys, action
+    data, registers): refused, as those hold unsigned patterns here and signed ints there."""
+    w = signed_width(t)
+    if w:
+        raise NativeUnsupported(loc, f"signed int<{w}> in {where}")
 
 
 def is_scalar(t) -> bool:

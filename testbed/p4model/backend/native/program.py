@@ -47,6 +47,27 @@ PRELUDE = r"""
 static inline uint64_t tb_shl(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a << n; }
 static inline uint64_t tb_shr(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a >> n; }
 
+/* unsigned / and %; a zero divisor gives 0 */
+static inline uint64_t tb_div(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t tb_mod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+
+/* int<w> (1 <= w <= 64) is held as its w-bit two's complement pattern in a uint64_t */
+static inline int64_t tb_sext(uint64_t a, uint32_t w) {
+    uint64_t sign = UINT64_C(1) << (w - 1);
+    return (int64_t)((a ^ sign) - sign);
+}
+static inline uint64_t tb_wmask(uint32_t w) { return w >= 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1; }
+/* arithmetic shift right of an int<w>: the sign fills in; a count >= w leaves only sign bits */
+static inline uint64_t tb_sar(uint64_t a, uint64_t n, uint32_t w) {
+    int64_t x = tb_sext(a, w);
+    return (uint64_t)(n >= 63 ? (x < 0 ? -1 : 0) : x >> n) & tb_wmask(w);
+}
+/* a |+| b and a |-| b on int<w>: the exact result clamped to [-2^(w-1), 2^(w-1) - 1] */
+static inline uint64_t tb_ssat(__int128 r, uint32_t w) {
+    __int128 hi = ((__int128)1 << (w - 1)) - 1, lo = -hi - 1;
+    return (uint64_t)(r > hi ? hi : r < lo ? lo : r) & tb_wmask(w);
+}
+
 /* `w` bits (w <= 64) at bit offset `bit` of p, big-endian (network order): the bytes that hold
  * them are read whole (at most 9), then shifted into place */
 static inline uint64_t tb_get(const uint8_t *p, uint32_t bit, uint32_t w) {
