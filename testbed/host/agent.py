@@ -4,13 +4,14 @@ One socket bound to (addr, 4793) receives every cell; each flow (one per
 peer) sends from its own socket and UDP source port (`flowports`), so
 flow-hash ECMP sees flows. IP_RECVTOS gives each datagram's TOS byte (so
 CE marks reach DCQCN); IP_TOS is set to ECT(0) for DATA and to not-ECT for
-control cells. A selectors loop sleeps
+control cells. A select() loop sleeps
 until the earlier of the next datagram and the endpoint's next deadline.
 With a host link delay, each cell goes to the NIC's timed send queue with the
 time it reaches the ToR (`testbed.host.nicqueue`): its native engine sends it
 from a thread of its own and reads arrivals in batches (recvmmsg), so the loop
 does not wake for the delay line; the pure-Python engine, used without a C
-compiler, wakes the loop at each release instead.
+compiler, wakes the loop at each release instead. With the native engine the
+loop replays events at their own times and coalesces wake-ups (`Agent.replay`).
 The agent stops when its own messages are acknowledged and every message
 addressed to it has been delivered, then lingers for a grace period so
 peers' last retransmissions still get answered; SIGTERM stops it early.
@@ -45,7 +46,7 @@ import errno
 import json
 import os
 import resource
-import selectors
+import select
 import signal
 import socket
 import struct
@@ -73,6 +74,11 @@ from testbed.cells import pfc as pause_frame
 
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
+# Coalescing (see Agent.replay): the loop wakes at most once per window, a share of the time a
+# cell spends between the transport and the ToR (the host link's delay), and never more than
+# MAX_COALESCE_S apart for it; TESTBED_AGENT_COALESCE=0 turns it off (every event at wake-up time).
+COALESCE_SHARE = 0.5
+MAX_COALESCE_S = 0.002
 PROGRESS_PERIOD_S = 1.0  # --progress-file's period: a line of counters for the run's progress display
 PROGRESS_WIDTH = 32  # bytes of that line, newline included
 IP_PKTINFO = 8  # Linux <netinet/in.h>; the socket module does not name it
@@ -215,6 +221,13 @@ class Agent:
         self.nic_engine_note: str | None = None
         self.receiver: BatchReceiver | None = None
         self.nic_dropped = 0
+        # Event-time replay (`replay`): the window the loop coalesces wake-ups over (0: off), the
+        # transport's next deadline as the last kick left it, and the time of the last event replayed.
+        self.coalesce_s = 0.0
+        self._due: float | None = None
+        self._event_clock = 0.0
+        self.replayed_events = 0
+        self.replay_stalls = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
         self._pause_socks = open_pause_sockets(names) if pfc else []
@@ -294,12 +307,11 @@ class Agent:
     def _flow_ports(self) -> set[int]:
         return {self.port} | set(self._flow_sport.values())
 
-    def _watch_carrier(self, sel) -> None:
+    def _watch_carrier(self) -> None:
         """A dual-port NIC follows its ports' carrier from the kernel's link changes."""
         if not self.multiport:
             return
         self.link_events = LinkEvents()
-        sel.register(self.link_events, selectors.EVENT_READ)
         now = self.now()
         for index, port in enumerate(self.nic_ports.ports):
             self.nic_ports.set_carrier(port.name, usable(link_flags(port.name)), now)
@@ -394,10 +406,19 @@ class Agent:
 
     def _receive_batched(self) -> int:
         """The same as the recvmsg loop, read with recvmmsg: each datagram's TOS byte and kernel
-        receive time come with it. A batch short of RECV_BATCH drained the socket, so no empty
-        read (one system call) follows it; what arrives later wakes the next select."""
-        count = 0
-        by_addr, local_addrs, me = self.by_addr, self.local_addrs, self.addr
+        receive time come with it; how many were read."""
+        count, arrivals = self._read_arrivals()
+        for ep, src, data, tos, arrived in arrivals:
+            ep.receive(self.now(), src, data, tos, arrived)
+        return count
+
+    def _read_arrivals(self) -> tuple[int, list]:
+        """What has arrived (at most MAX_BATCH datagrams, read with recvmmsg), as (endpoint,
+        source, data, TOS byte, kernel receive time) in arrival order, datagrams of no peer
+        counted and left out; and how many were read. A batch short of RECV_BATCH drained the
+        socket, so no empty read (one system call) follows it."""
+        count, out = 0, []
+        by_addr, local_addrs, me, ep, local_ep = self.by_addr, self.local_addrs, self.addr, self.ep, self.local_ep
         while count < MAX_BATCH:
             batch = self.receiver.read()
             if not batch:
@@ -408,15 +429,80 @@ class Agent:
                     self.unknown_peer += 1
                     continue
                 if src in local_addrs:
-                    ep = self.local_ep
+                    out.append((local_ep, src, data, tos, arrived))
                 else:
-                    ep = self.ep
                     self.nic_rx_bytes += len(data) + FRAME_OVERHEAD
-                ep.receive(self.now(), src, data, tos, arrived)
-            if len(batch) < RECV_BATCH:  # the socket was drained: a further read would find nothing
+                    out.append((ep, src, data, tos, arrived))
+            if len(batch) < RECV_BATCH:
                 break
         self.rx_datagrams += count
-        return count
+        return count, out
+
+    def replay(self, wall: float, readable: bool) -> int:
+        """Event-time replay: hand the transport what happened since the last wake-up at the
+        time each thing happened, not at the time the loop got to it.
+
+        The model: every datagram arrived at its kernel receive time and every deadline of the
+        transport (pacer releases, timers, the workload's starts) falls at its own time, so the
+        loop replays them in time order, as the simulator does: each arrival is received at its
+        time, each deadline before it polled first (`_kick`), and the transport is polled once
+        after the last arrival read. A cell an arrival made carries that arrival's time
+        (`Transmit.ready`), and the NIC's catch-up lets it start there when the poll comes within
+        the catch-up; so what the transport sends starts on the modelled wire at a time that does
+        not depend on when the loop woke. That lets the loop coalesce wake-ups (`coalesce_s`,
+        within the catch-up), as long as a cell is handed to the NIC before it is due at the ToR
+        (the host link's delay is that budget). Returns how many events were replayed."""
+        events = 0
+        if readable:
+            _count, arrivals = self._read_arrivals()
+            t = None
+            for ep, src, data, tos, arrived in arrivals:
+                t = self._event_time(arrived, wall)
+                events += self._advance(t)
+                ep.receive(t, src, data, tos, t)
+                events += 1
+            if t is not None:
+                self._kick(t)
+        events += self._advance(wall)
+        self.replayed_events += events
+        return events
+
+    def _event_time(self, arrived: float | None, wall: float) -> float:
+        """An arrival's time for the replay: its kernel receive time, kept in time order (read
+        after a later deadline was replayed, it counts from that) and never after `wall`."""
+        t = arrived if arrived is not None else wall
+        if t < self._event_clock:
+            return self._event_clock
+        return wall if t > wall else t
+
+    def _advance(self, t: float) -> int:
+        """Poll the transport at each of its deadlines up to `t`, in order; how many."""
+        kicks = 0
+        while self._due is not None and self._due <= t:
+            due = self._due
+            self._kick(due)
+            kicks += 1
+            if self._due is not None and self._due <= due:
+                # No progress at one instant (what is due waits for something else): poll it
+                # again at `t`, then after it; never step through the time in between.
+                self.replay_stalls += 1
+                self._due = t if due < t else t + 1e-9
+        return kicks
+
+    def _kick(self, t: float) -> None:
+        """The transport, the workload and the local channel at event time `t`; `_due` is then
+        their next deadline."""
+        self._event_clock = t
+        self._poll_transport(t)
+        due = self.ep.polled_deadline
+        runner_due = self.runner.next_deadline(t)
+        if runner_due is not None and (due is None or runner_due < due):
+            due = runner_due
+        if self.local_ep is not None:
+            local_due = self.local_ep.polled_deadline
+            if local_due is not None and (due is None or local_due < due):
+                due = local_due
+        self._due = due
 
     def _to_wire(self, due: float, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
         """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`."""
@@ -515,18 +601,36 @@ class Agent:
         if self.nicq.engine == "native" and not self.multiport:  # IP_PKTINFO is read by recvmsg only
             self.receiver = BatchReceiver(self.sock, self.epoch)
 
+    def _coalescing_window(self) -> float:
+        """How late the loop may wake (`replay`): COALESCE_SHARE of the shortest delay a cell
+        has between the transport and the ToR (the host link's, and the local channel's), at
+        most the NIC's catch-up and MAX_COALESCE_S. Zero (every event at its wake-up, as before) without the native
+        NIC's timed queue and batched receive, with PFC (its gates run on the wall clock), or
+        with TESTBED_AGENT_COALESCE=0."""
+        if (self.nicq is None or self.nicq.engine != "native" or self.receiver is None
+                or self.pause_gates is not None or not self.link_delay_s
+                or os.environ.get("TESTBED_AGENT_COALESCE", "1") == "0"):
+            return 0.0
+        budget = self.link_delay_s
+        if self.local_ep is not None:
+            budget = min(budget, self.local_delay_s)
+        return min(MAX_COALESCE_S, COALESCE_SHARE * budget, self.cfg.nic_catchup_s)
+
     def run(self) -> AgentResult:
         self._enter_realtime()
         self._open_nic()  # after the scheduling change: a native pacing thread takes it
+        self.coalesce_s = self._coalescing_window()
+        replaying = self.coalesce_s > 0
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
-        sel = fine_selector()
-        sel.register(self.sock, selectors.EVENT_READ)
-        for index, pause_sock in enumerate(self._pause_socks):
-            sel.register(pause_sock, selectors.EVENT_READ, index)
+        watched = [self.sock] + list(self._pause_socks)
+        for index, _pause_sock in enumerate(self._pause_socks):
             self._receive_pause_frames(index)  # a pause that came first holds the first cell too
-        self._watch_carrier(sel)
-        if self.commands is not None and self.commands.wakeup is not None:
-            sel.register(self.commands.wakeup, selectors.EVENT_READ)  # a host_slow command wakes the loop
+        self._watch_carrier()
+        if self.link_events is not None:
+            watched.append(self.link_events)
+        wakeup = self.commands.wakeup if self.commands is not None else None
+        if wakeup is not None:
+            watched.append(wakeup)  # a host_slow command wakes the loop
         finished_at = None
         reason = "timeout"
         due_s = None
@@ -535,49 +639,54 @@ class Agent:
         progress_fd = (os.open(self.progress_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                        if self.progress_file is not None else None)
         next_progress = 0.0
+        readable: list = []
+        self._due = self._event_clock = self.now()  # replaying: the first wake-up polls the transport
         try:
             while not self.stop:
+                if not replaying and self.sock in readable:
+                    self._receive_batch()  # read at its own `now`, before the poll's
                 now = self.now()
                 if self.commands is not None and self.commands.pending:
                     self.apply_slow_command(now)
+                    self._repoll(now)
                 if now >= next_sample:
                     self._sample(now)
                     next_sample = now + self.sample_s
                     if nic.check_silence(now):
                         self.ep.set_link_rate(nic.rate_bps())
+                        self._repoll(now)
                     if progress_fd is not None and now >= next_progress:
                         self.report_progress(progress_fd)
                         next_progress = now + PROGRESS_PERIOD_S
-                sent = self._poll_transport(now)
-                self.lateness.on_wake(due_s, now, sent)  # cells sent at `now`; the queue times its own
-                if finished_at is None and self._done():
+                if replaying:
+                    events = self.replay(now, self.sock in readable or not readable)
+                    due = self._due
+                else:
+                    sent = self._poll_transport(now)
+                    self.lateness.on_wake(due_s, now, sent)  # cells sent at `now`; the queue times its own
+                    events = 1
+                    due = self._next_deadline(now)
+                    due_s = due
+                    released = nicq.next_due()  # the Python NIC's next release (the native one needs none)
+                    if released is not None and (due is None or released < due):
+                        due = released
+                if finished_at is None and events and self._done():
                     finished_at = now
                 if finished_at is not None and now - finished_at >= self.grace_s:
                     reason = "done"
                     break
                 if now >= self.timeout_s:
                     break
-                due = [t for t in (self.ep.next_deadline(), self.runner.next_deadline(now),
-                                   self.local_ep.next_deadline() if self.local_ep is not None else None)
-                       if t is not None]
-                if gates is not None:
-                    due += [t for t in (gate.wake_at(port.next_free) for gate, port in zip(gates, nic.ports))
-                            if t is not None]
-                due_s = min(due) if due else None
-                released = nicq.next_due()  # the Python NIC's next release (the native one needs none)
-                if released is not None:
-                    due.append(released)
-                wait = min([MAX_SLEEP_S] + [max(0.0, t - now) for t in due])
                 self.wakeups += 1
-                for key, _ in sel.select(wait):
-                    if key.fileobj is self.sock:
-                        self._receive_batch()
-                    elif key.fileobj is self.link_events:
+                readable = self._wait(watched, due, now + self.coalesce_s)
+                for fileobj in readable:
+                    if fileobj is self.link_events:
                         self._on_link_events()
-                    elif self.commands is not None and key.fileobj is self.commands.wakeup:
+                        self._repoll(self.now())
+                    elif fileobj is wakeup:
                         self.commands.drain()  # the command itself is applied at the top of the loop
-                    else:
-                        self._receive_pause_frames(key.data)
+                    elif fileobj is not self.sock:
+                        self._receive_pause_frames(self._pause_socks.index(fileobj))
             else:
                 reason = "stopped"
         finally:
@@ -587,7 +696,6 @@ class Agent:
             if progress_fd is not None:
                 self.report_progress(progress_fd)
                 os.close(progress_fd)
-            sel.close()
             self.sock.close()
             if self.link_events is not None:
                 self.link_events.close()
@@ -599,6 +707,46 @@ class Agent:
         code = 0 if reason in ("done", "stopped") else 3
         acked = sum(1 for r in self.runner.records if r["kind"] == "message_sent")
         return AgentResult(code, len(self.runner.received), acked, reason)
+
+    def _repoll(self, now: float) -> None:
+        """Something outside the transport's own events changed it (a NIC rate, a slow-down): a
+        replaying loop polls it again now."""
+        if self._due is None or self._due > now:
+            self._due = now
+
+    def _next_deadline(self, now: float) -> float | None:
+        """When the transport, the workload, the local channel or a paused port next needs the
+        loop (None: only when something arrives)."""
+        due = [t for t in (self.ep.polled_deadline, self.runner.next_deadline(now),
+                           self.local_ep.polled_deadline if self.local_ep is not None else None)
+               if t is not None]
+        gates = self.pause_gates
+        if gates is not None:
+            due += [t for t in (gate.wake_at(port.next_free) for gate, port in zip(gates, self.nic_ports.ports))
+                    if t is not None]
+        return min(due) if due else None
+
+    def _wait(self, watched: list, due: float | None, not_before: float) -> list:
+        """Sleep until something in `watched` is readable or `due` comes, but do not start work
+        before `not_before` (the coalescing window): a deadline inside the window waits for its
+        end, and so does a datagram that wakes the loop inside it, with whatever else arrives
+        meanwhile (each keeps its kernel receive time). Returns what is readable. select() takes
+        microseconds; selectors' epoll and poll round a timeout up to whole milliseconds, and at
+        5 Mbit/s a cell takes 1.7 ms."""
+        now = self.now()
+        if due is None:
+            wait = MAX_SLEEP_S
+        else:
+            wait = min(MAX_SLEEP_S, max(0.0, max(due, not_before) - now))
+        try:
+            readable = select.select(watched, [], [], wait)[0]
+        except InterruptedError:
+            return []
+        if readable == [self.sock]:
+            now = self.now()
+            if now < not_before:
+                time.sleep(not_before - now)
+        return readable
 
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
@@ -618,6 +766,8 @@ class Agent:
             "cpu_s": round(cpu, 3), "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
             "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
             "loop_wakeups": self.wakeups, "rx_counts": dict(self.ep.counters),
+            "loop_coalesce_us": round(self.coalesce_s * 1e6, 1), "replayed_events": self.replayed_events,
+            "replay_stalls": self.replay_stalls,
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),
@@ -669,17 +819,6 @@ def open_pause_socket(interface: str) -> socket.socket:
         raise AgentError(f"cannot listen for PFC frames on {interface}: {e.strerror}") from None
     sock.setblocking(False)
     return sock
-
-
-def fine_selector() -> selectors.BaseSelector:
-    """A selector whose timeout is not rounded up to whole milliseconds.
-
-    selectors' epoll and poll selectors round a timeout up to the next
-    millisecond; at 5 Mbit/s a cell takes 1.7 ms, so the agent woke on
-    average half a millisecond after its pacer's release time (p50 pacer
-    lateness 0.7 ms on loopback).  select() takes microseconds, and the
-    agent waits on one socket only."""
-    return selectors.SelectSelector()
 
 
 def install_sigterm(agent: Agent) -> None:

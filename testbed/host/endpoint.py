@@ -103,6 +103,7 @@ class Endpoint:
         self.counters: Counter[str] = Counter()
         self.tx_types = [0] * 16  # datagrams handed to the driver, per cell type
         self.in_order_cells = 0  # DATA cells passed on in order, all flows: goodput in cells
+        self.polled_deadline: float | None = None  # next_deadline() as the last poll left it
 
     # -- application ---------------------------------------------------------
     def send_message(self, now: float, dst: str, msg_id: int, payload: bytes, channel: int = 0) -> OutMessage:
@@ -250,8 +251,13 @@ class Endpoint:
 
     # -- time and network out ---------------------------------------------------
     def poll(self, now: float) -> list[Transmit]:
-        """Service due timers, then hand the NIC every packet it may send by `now`."""
+        """Service due timers, then hand the NIC every packet it may send by `now`.
+
+        It leaves `polled_deadline` set to `next_deadline()` as it stands on return, so a driver
+        that polls and then asks when to poll again, with nothing received in between, need not
+        compute it twice."""
         out: list[Transmit] = []
+        due = None
         for _ in range(4):  # sending can move a timer (e.g. RTO level); settle it now
             self._service_timers(now)
             while self.nic.ready(now):
@@ -270,6 +276,7 @@ class Endpoint:
             due = self.next_deadline()
             if due is None or due > now:
                 break
+        self.polled_deadline = due
         return out
 
     def _service_timers(self, now: float) -> None:

@@ -39,7 +39,9 @@ HEADROOM = 0.6
 # per switch 36.7 us (each process wakes for its own packets and runs its own control side).
 DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 210.0,
                                 "per_switch/native": 37.0, "fabric/native": 8.0}
-DEFAULT_AGENT_US_PER_DATAGRAM = 96.0
+# Agents with the native NIC and event-time replay, in runs of default.yaml and fattree.yaml at
+# 5 Mbit/s on the same machine: 51-67 us per datagram.
+DEFAULT_AGENT_US_PER_DATAGRAM = 60.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
 # A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
 # 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).

@@ -486,7 +486,7 @@ class SimHost:
                 pkt = SimPacket(self.name, tx.dst, tx.data, tx.ect)
                 head = pkt.header()
                 self.local_ports[tx.dst].enqueue(pkt, head[0] if head else None)
-        times = [t for t in (self.ep.next_deadline(), self.local.next_deadline() if self.local else None,
+        times = [t for t in (self.ep.polled_deadline, self.local.polled_deadline if self.local else None,
                              self.runner.next_deadline(now) if self.runner else None) if t is not None]
         if not times:
             return

@@ -9,6 +9,7 @@ port N is the root-namespace end `tsw<tag>s<N>` (MTU 9000).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -153,3 +154,76 @@ def wait_for(predicate, timeout: float = 5.0, step: float = 0.02):
             return value
         time.sleep(step)
     return predicate()
+
+
+RECEIVER = r"""
+import json, select, socket, sys, time
+port, count, wait = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind((sys.argv[1], 0))
+print("listening", flush=True)
+got, end = [], time.monotonic() + wait
+while len(got) < count and time.monotonic() < end:
+    r, _, _ = select.select([s], [], [], 0.2)
+    if not r:
+        continue
+    data = s.recv(65536)
+    if len(data) < 44 or data[23] != 17 or int.from_bytes(data[36:38], "big") != port:
+        continue
+    got.append((int.from_bytes(data[42:46], "big"), data[15]))
+print(json.dumps(got), flush=True)
+"""
+
+SENDER = r"""
+import socket, sys, json
+dst, port, plan = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for seq, tos in plan:
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+    s.sendto(seq.to_bytes(4, "big") + bytes(60), (dst, port))
+"""
+
+
+def send_and_receive(net, plan, port, wait=5.0):
+    receiver = subprocess.Popen(["ip", "netns", "exec", net.ns(2), sys.executable, "-c", RECEIVER,
+                                 net.host_if(2), str(port), str(len(plan)), str(wait)],
+                                stdout=subprocess.PIPE, text=True)
+    assert receiver.stdout.readline().strip() == "listening"
+    net.exec(1, sys.executable, "-c", SENDER, "10.0.2.1", str(port), json.dumps(plan))
+    out, _ = receiver.communicate(timeout=wait + 10)
+    return [tuple(x) for x in json.loads(out)]
+
+
+def check_link_delay_in_ping_rtt(net, control) -> None:
+    """A 20 ms delay on both ports adds 40-50 ms to the ping's minimum RTT (the TM's link model)."""
+    def rtt():
+        out = net.exec(1, "ping", "-c", "5", "-i", "0.2", "-W", "2", "10.0.2.1", check=False).stdout
+        return float(out.strip().splitlines()[-1].split("=")[1].split("/")[0])  # min
+    base = rtt()
+    with control(net) as c:
+        c.set_port_delay_us(20000, 1)
+        c.set_port_delay_us(20000, 2)
+    try:
+        delayed = rtt()
+    finally:
+        with control(net) as c:
+            c.set_port_delay_us(0, 1)
+            c.set_port_delay_us(0, 2)
+    assert 40.0 <= delayed - base < 50.0, (base, delayed)
+
+
+def check_tail_drops_are_counted(net, control) -> None:
+    """50 datagrams into a 5-packet queue drained at 20 pps: at least 35 tail drops, each counted."""
+    with control(net) as c:
+        before = sum(q["dropped_full"] for q in c.queue_stats(2))
+        c.set_queue_rate(20, 2)
+        c.set_queue_depth(5, 2)
+    try:
+        got = send_and_receive(net, [(i, 0) for i in range(50)], 9003, wait=2.0)
+        with control(net) as c:
+            dropped = sum(q["dropped_full"] for q in c.queue_stats(2)) - before
+    finally:
+        with control(net) as c:
+            c.set_queue_rate(0, 2)
+            c.set_queue_depth(64, 2)
+    assert dropped >= 35 and len(got) + dropped == 50, (len(got), dropped)

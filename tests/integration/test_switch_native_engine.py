@@ -3,15 +3,14 @@ moved by engine.c, the control side in Python.  Pings flow once a controller ins
 TM's commands reach the engine (link delay in the ping RTT, tail drops counted in queue_stats);
 a program the native back end cannot lower is refused in one line and forwarding goes on."""
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from switch_net import PROGRAMS, SwitchNet, install_host_routes  # noqa: E402
-from test_switch_traffic import send_and_receive  # noqa: E402
+from switch_net import (PROGRAMS, SwitchNet, check_link_delay_in_ping_rtt,  # noqa: E402
+                        check_tail_drops_are_counted, install_host_routes)
 
 from testbed.p4model.backend.native import compiler  # noqa: E402
 from testbed.p4model.tm.control import SwitchControlClient  # noqa: E402
@@ -56,36 +55,11 @@ def test_pings_flow(net):
 
 
 def test_link_delay_shows_in_ping_rtt(net):
-    def rtt():
-        out = net.exec(1, "ping", "-c", "5", "-i", "0.2", "-W", "2", "10.0.2.1", check=False).stdout
-        return float(out.strip().splitlines()[-1].split("=")[1].split("/")[0])  # min
-    base = rtt()
-    with control(net) as c:
-        c.set_port_delay_us(20000, 1)
-        c.set_port_delay_us(20000, 2)
-    try:
-        delayed = rtt()
-    finally:
-        with control(net) as c:
-            c.set_port_delay_us(0, 1)
-            c.set_port_delay_us(0, 2)
-    assert 40.0 <= delayed - base < 50.0, (base, delayed)
+    check_link_delay_in_ping_rtt(net, control)
 
 
 def test_tail_drops_are_counted(net):
-    with control(net) as c:
-        before = sum(q["dropped_full"] for q in c.queue_stats(2))
-        c.set_queue_rate(20, 2)
-        c.set_queue_depth(5, 2)
-    try:
-        got = send_and_receive(net, [(i, 0) for i in range(50)], 9003, wait=2.0)
-        with control(net) as c:
-            dropped = sum(q["dropped_full"] for q in c.queue_stats(2)) - before
-    finally:
-        with control(net) as c:
-            c.set_queue_rate(0, 2)
-            c.set_queue_depth(64, 2)
-    assert dropped >= 35 and len(got) + dropped == 50, (len(got), dropped)
+    check_tail_drops_are_counted(net, control)
 
 
 def test_a_program_the_native_back_end_refuses_is_one_line(net, caplog):

@@ -228,6 +228,10 @@ class ExprLowering:
             if name == "lastIndex":
                 return ir.Member(base, name, type=ir.BitT(32), loc=loc)
             raise P4Error(loc, f"header stack has no member '{name}'")
+        if isinstance(st, ir.ArrayT):
+            if name == "size":
+                return ir.Const(st.size, type=ir.BitT(32), loc=loc)
+            raise P4Error(loc, f"array {st} has no member '{name}'")
         if isinstance(st, ir.TableApplyResultT):
             if name in ("hit", "miss"):
                 return ir.Member(base, name, type=ir.BoolT(), loc=loc)
@@ -242,12 +246,13 @@ class ExprLowering:
 
     def index(self, base, index_tree, ctx, loc):
         st = ir.strip_newtype(base.type)
-        if isinstance(st, ir.StackT):
+        if isinstance(st, (ir.StackT, ir.ArrayT)):
+            what = "stack" if isinstance(st, ir.StackT) else "array"
             idx = self.expr(index_tree, ctx)
             if isinstance(idx.type, ir.IntLitT):
                 idx = self.coerce(idx, ir.BitT(32), loc)
             if not isinstance(T.value_type(idx.type), ir.BitT):
-                raise P4Error(loc, f"stack index must be a number, not {ir.type_str(idx.type)}")
+                raise P4Error(loc, f"{what} index must be a number, not {ir.type_str(idx.type)}")
             if isinstance(idx, ir.Const) and not (0 <= idx.value < st.size):
                 raise P4Error(loc, f"index {idx.value} out of bounds for {st}")
             return ir.Index(base, idx, type=st.element, loc=loc)
@@ -905,7 +910,7 @@ def _constant_copy(value, loc):
 def _has_type_param(t) -> bool:
     if isinstance(t, ir.TypeParamT):
         return True
-    if isinstance(t, ir.StackT):
+    if isinstance(t, (ir.StackT, ir.ArrayT)):
         return _has_type_param(t.element)
     if isinstance(t, ir.TupleT):
         return any(_has_type_param(e) for e in t.elements)

@@ -272,6 +272,23 @@ class StackT(Type):
 
 
 @dataclass(frozen=True)
+class ArrayT(Type):
+    """T[size] of a type other than a header or header union (P4-16 1.2.4 arrays): `size` values
+    indexed from 0, with no validity, next/last or push/pop. In a header (of bit-strings) its
+    elements are consecutive on the wire, element 0 first."""
+
+    element: Type
+    size: int
+
+    def bit_width(self) -> Optional[int]:
+        w = self.element.bit_width()
+        return None if w is None else w * self.size
+
+    def __str__(self) -> str:
+        return f"{self.element}[{self.size}]"
+
+
+@dataclass(frozen=True)
 class TupleT(Type):
     """tuple<...> and the type of a list expression `{a, b}`."""
 

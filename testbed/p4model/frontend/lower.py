@@ -160,11 +160,11 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
             if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
                 raise P4Error(loc, "header stack size must be a positive constant")
             se = ir.strip_newtype(elem)
-            if not isinstance(se, (ir.HeaderT, ir.UnionT)):
-                raise P4Error(loc, f"stack elements must be headers, not {ir.type_str(elem)}")
-            return ir.StackT(elem, size.value)
+            if isinstance(se, (ir.HeaderT, ir.UnionT)):
+                return ir.StackT(elem, size.value)
+            return self.array_of(elem, size, loc)
         if data == "array_type":
-            raise P4Unsupported(loc, f"array type {self.text(t)} (arrays of other than headers)")
+            return self.array_of(self.resolve_type(t.children[0], ctx), self.expr(t.children[1], ctx), loc)
         if data in ("tuple_type", "list_type"):
             return ir.TupleT(tuple(self.type_arg(a, ctx) for a in t.children[0].children))
         if data == "void_type":
@@ -172,6 +172,15 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         if data == "type_arg":
             return self.type_arg(t, ctx)
         raise P4Error(loc, f"not a type: {self.text(t)}")
+
+    def array_of(self, elem, size, loc) -> ir.ArrayT:
+        """`T[N]` of a type other than a header: an array of N values (N a positive constant)."""
+        if not isinstance(size, ir.Const) or not isinstance(size.value, int) or size.value <= 0:
+            raise P4Error(loc, "array size must be a positive constant")
+        se = ir.strip_newtype(elem)
+        if isinstance(se, (ir.ExternT, ir.ParserT, ir.ControlT, ir.IntLitT, ir.VoidT, ir.StringT)):
+            raise P4Error(loc, f"array elements cannot have type {ir.type_str(elem)}")
+        return ir.ArrayT(elem, size.value)
 
     def type_arg(self, t, ctx):
         if t.data == "dontcare_type":
@@ -229,15 +238,12 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
         result = []
         names = set()
         for f in children:
-            if isinstance(f, Tree) and f.data == "array_field":
-                _, (ftype, fname, size) = self.split_annotations(f.children, ctx)
-                raise P4Unsupported(self.loc(f, ctx), f"array field '{tok_value(fname)}' of type "
-                                                      f"{self.text(ftype)}[{self.text(size)}] "
-                                                      "(arrays of other than headers)")
             anns, rest = self.split_annotations(f.children, ctx)
-            ftype = self.resolve_type(rest[0], ctx)
-            fname = tok_value(rest[1])
             floc = self.loc(f, ctx)
+            ftype = self.resolve_type(rest[0], ctx)
+            if isinstance(f, Tree) and f.data == "array_field":   # C-style `T name[N]`
+                ftype = self.array_of(ftype, self.expr(rest[2], ctx), floc)
+            fname = tok_value(rest[1])
             if fname in names:
                 raise P4Error(floc, f"duplicate field '{fname}'")
             names.add(fname)
@@ -246,6 +252,7 @@ class Lowerer(ExprLowering, StatementLowering, TableLowering):
                 ok = isinstance(st, (ir.BitT, ir.VarbitT, ir.BoolT)) or (
                     isinstance(st, ir.EnumT) and st.underlying is not None)
                 ok = ok or _bit_struct(st)   # P4 allows a struct of bit-strings here
+                ok = ok or (isinstance(st, ir.ArrayT) and _bit_array(st))   # and an array of them
                 ok = ok or isinstance(st, ir.TypeParamT)   # a generic header's parameter, bound later
                 if not ok:
                     raise P4Error(floc, f"header field '{fname}' cannot have type {ir.type_str(ftype)}")
@@ -943,6 +950,14 @@ def lower(tree, source: Source) -> ir.Program:
     lw.finish()
     program.declarations = lw.declarations
     return program
+
+
+def _bit_array(t: ir.ArrayT) -> bool:
+    """An array whose elements are bit<W>/int<W>, bool, serializable enums, bit structs or such
+    arrays: fixed-width values, laid out one after the other in a header."""
+    e = ir.strip_newtype(t.element)
+    return (isinstance(e, (ir.BitT, ir.BoolT)) or (isinstance(e, ir.EnumT) and e.underlying is not None)
+            or _bit_struct(e) or (isinstance(e, ir.ArrayT) and _bit_array(e)))
 
 
 def _bit_struct(t) -> bool:

@@ -82,6 +82,8 @@ def same_type(a: ir.Type, b: ir.Type) -> bool:
         return a.max_width == b.max_width
     if isinstance(a, ir.StackT) and isinstance(b, ir.StackT):
         return a.size == b.size and same_type(a.element, b.element)
+    if isinstance(a, ir.ArrayT) and isinstance(b, ir.ArrayT):
+        return a.size == b.size and same_type(a.element, b.element)
     if isinstance(a, ir.TupleT) and isinstance(b, ir.TupleT):
         return len(a.elements) == len(b.elements) and all(
             same_type(x, y) for x, y in zip(a.elements, b.elements))
@@ -103,6 +105,8 @@ def substitute(t: ir.Type, bindings: dict) -> ir.Type:
         return bindings.get(t.name, t)
     if isinstance(t, ir.StackT):
         return ir.StackT(substitute(t.element, bindings), t.size)
+    if isinstance(t, ir.ArrayT):
+        return ir.ArrayT(substitute(t.element, bindings), t.size)
     if isinstance(t, ir.TupleT):
         return ir.TupleT(tuple(substitute(e, bindings) for e in t.elements))
     if isinstance(t, ir.ExternT) and t.type_args:
@@ -128,6 +132,8 @@ def unify(param: ir.Type, arg: ir.Type, bindings: dict) -> bool:
             return True
         return isinstance(arg, ir.IntLitT) or same_type(bound, arg) or assignable(bound, arg)
     if isinstance(param, ir.StackT) and isinstance(arg, ir.StackT):
+        return param.size == arg.size and unify(param.element, arg.element, bindings)
+    if isinstance(param, ir.ArrayT) and isinstance(arg, ir.ArrayT):
         return param.size == arg.size and unify(param.element, arg.element, bindings)
     if isinstance(param, ir.TupleT) and isinstance(arg, ir.TupleT):
         return len(param.elements) == len(arg.elements) and all(
@@ -284,7 +290,7 @@ def min_size_in_bits(t: ir.Type):
         return min(sizes) if sizes else 0
     if isinstance(t, ir.StructT):
         return sum(min_size_in_bits(f.type) or 0 for f in t.fields)
-    if isinstance(t, ir.StackT):
+    if isinstance(t, (ir.StackT, ir.ArrayT)):
         return (min_size_in_bits(t.element) or 0) * t.size
     if isinstance(t, ir.VarbitT):
         return 0
@@ -302,7 +308,7 @@ def max_size_in_bits(t: ir.Type):
     if isinstance(t, ir.UnionT):
         sizes = [max_size_in_bits(f.type) or 0 for f in t.fields]
         return max(sizes) if sizes else 0
-    if isinstance(t, ir.StackT):
+    if isinstance(t, (ir.StackT, ir.ArrayT)):
         return (max_size_in_bits(t.element) or 0) * t.size
     if isinstance(t, ir.TupleT):
         return sum(max_size_in_bits(e) or 0 for e in t.elements)

@@ -188,8 +188,6 @@ def test_direct_application_of_a_control_type():
 
 @pytest.mark.parametrize("body,top,construct", [
     ("apply { }", "extern E2 { E2(); abstract void f(); }\n", None),
-    ("apply { }", "struct A { bit<8>[4] a; }\n", r"array type bit<8>\[4\]"),
-    ("apply { }", "header A { bit<8> a[4]; }\n", r"array field 'a' of type bit<8>\[4\]"),
     ("apply { meta.x = meta.z[meta.x +: 8]; }", "", r"an indexed part-select \[lo \+: w\]"),
 ])
 def test_unsupported_constructs(body, top, construct):
@@ -198,6 +196,26 @@ def test_unsupported_constructs(body, top, construct):
         return
     with pytest.raises(P4Unsupported, match=f"unsupported: {construct}"):
         program_with_ingress(body, top)
+
+
+def test_arrays_of_values_in_both_spellings():
+    top = "header a_h { bit<8>[4] a; bit<4> c[2]; } struct ms { bit<16>[3] m; a_h h; }"
+    s = apply_stmts("ms x; x.m[1] = (bit<16>) x.h.a[2]; x.h.c[x.h.a[0]] = 1; meta.x = (bit<8>) x.h.a.size;", top)
+    assert s[1].lhs.base.type == ir.ArrayT(ir.BitT(16), 3) and s[1].lhs.type == ir.BitT(16)
+    assert s[2].lhs.base.type == ir.ArrayT(ir.BitT(4), 2)   # `bit<4> c[2]`, a run-time index
+    assert isinstance(s[3].rhs, ir.Const) and s[3].rhs.value == 4   # folded
+
+
+@pytest.mark.parametrize("body,top,message", [
+    ("meta.x = x.a[4];", "struct A { bit<8>[4] a; }\n", r"index 4 out of bounds for bit<8>\[4\]"),
+    ("", "struct A { bit<8>[meta] a; }\n", r"array size must be a positive constant|meta"),
+    ("", "struct A { bit<8> a[0]; }\n", r"array size must be a positive constant"),
+    ("", "header A { varbit<8>[2] a; }\n", r"header field 'a' cannot have type varbit<8>\[2\]"),
+    ("meta.x = x.a.next;", "struct A { bit<8>[4] a; }\n", r"array bit<8>\[4\] has no member 'next'"),
+])
+def test_array_errors_are_one_line(body, top, message):
+    with pytest.raises(P4Error, match=message):
+        apply_stmts(("A x; " + body) if body else "", top)
 
 
 def test_header_union_members_and_validity():

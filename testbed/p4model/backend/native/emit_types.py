@@ -81,6 +81,8 @@ class TypeEmitter:
             return self._stack(t, loc)
         if isinstance(t, ir.VarbitT):
             return self._varbit(t)
+        if isinstance(t, ir.ArrayT):
+            raise NativeUnsupported(loc, f"arrays of other than headers ({t})")
         raise NativeUnsupported(loc, f"a value of type {type(t).__name__}")
 
     def _varbit(self, t) -> str:

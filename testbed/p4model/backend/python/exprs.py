@@ -8,7 +8,7 @@ int<W>), so assignments of same-typed values need no further work.
 from __future__ import annotations
 
 from testbed.p4model.backend.python.effects import has_effects
-from testbed.p4model.backend.python.types import is_composite, scalar_type
+from testbed.p4model.backend.python.types import LIST_TYPES, is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 
@@ -144,6 +144,10 @@ class ExprMixin:
             return f"{b}.elems[{e.index.value}]"
         if isinstance(bt, ir.TupleT):      # a tuple is a Python list; the index is a constant
             return f"{b}[{self.ex(e.index)}]"
+        if isinstance(bt, ir.ArrayT):      # so is an array; a constant index is within bounds
+            if isinstance(e.index, ir.Const):
+                return f"{b}[{e.index.value}]"
+            return f"_array_get({b}, {self.ex(e.index)}, {self.types.zero(bt.element)})"
         return f"{b}._get({self.ex(e.index)})"
 
     def ex_Slice(self, e: ir.Slice) -> str:
@@ -180,6 +184,9 @@ class ExprMixin:
             return f"({self.ex(e.left)} or {self.ex(e.right)})"
         lt = ir.strip_newtype(e.left.type)
         a, b = self.ex_in_order([e.left, e.right])
+        if op in ("==", "!=") and isinstance(lt, ir.ArrayT):
+            r = f"_list_eq({a}, {b})"
+            return r if op == "==" else f"(not {r})"
         if op in ("==", "!=") and is_composite(lt) and not isinstance(lt, ir.TupleT):
             r = f"{a}._eq({b})"
             return r if op == "==" else f"(not {r})"
@@ -372,7 +379,7 @@ class ExprMixin:
         if isinstance(lhs, ir.DontCare):
             return
         if lt is not None and is_composite(lt):
-            if isinstance(lt, ir.TupleT):
+            if isinstance(lt, LIST_TYPES):
                 target = self.ex(lhs)
                 if isinstance(lhs, ir.VarRef):
                     self.emit(f"{target} = _copy_list({value})")
@@ -412,6 +419,13 @@ class ExprMixin:
         self._assign_simple(lhs, value)
 
     def _assign_simple(self, lhs: ir.Expr, value: str) -> None:
+        if (isinstance(lhs, ir.Index) and isinstance(ir.strip_newtype(lhs.base.type), ir.ArrayT)
+                and not isinstance(lhs.index, ir.Const)):   # out of bounds (undefined in P4): no write
+            index = self.tmp("i")
+            self.emit(f"{index} = {self.ex(lhs.index)}")
+            base = self.ex(lhs.base)
+            self.emit(f"if {index} < len({base}): {base}[{index}] = {value}")
+            return
         if isinstance(lhs, (ir.VarRef, ir.Member, ir.Index)):
             self.emit(f"{self.ex(lhs)} = {value}")
             return

@@ -30,6 +30,17 @@ def _copy_list(values):
             for v in values]
 
 
+def _list_eq(a, b):
+    """Equality of two arrays (Python lists): element by element, composites by their _eq."""
+    return len(a) == len(b) and all(x._eq(y) if hasattr(x, "_eq") else (
+        _list_eq(x, y) if isinstance(x, list) else x == y) for x, y in zip(a, b))
+
+
+def _array_get(values, index, zero):
+    """An array element read at a run-time index; out of bounds (undefined in P4) reads `zero`."""
+    return values[index] if index < len(values) else zero
+
+
 def _build(obj, valid, names, values):
     for name, value in zip(names, values):
         setattr(obj, name, value)
@@ -83,7 +94,7 @@ def make_helpers(rt: RuntimeState, too_short_code: int) -> dict:
     return {
         "RT": rt, "Cursor": Cursor, "HeaderStack": HeaderStack, "ParseError": ParseError,
         "ExitControl": ExitControl, "PacketAbort": PacketAbort, "pack_fields": pack_fields,
-        "_copy_list": _copy_list, "_build": _build, "_build_stack": _build_stack,
+        "_copy_list": _copy_list, "_list_eq": _list_eq, "_array_get": _array_get, "_build": _build, "_build_stack": _build_stack,
         "_div": _div, "_mod": _mod, "_hash_reduce": _hash_reduce_raw,
         "_lookahead": _lookahead, "_lookahead_hdr": _lookahead_hdr, "_advance": _advance,
         "_log_msg": _log_msg, "_Struct": struct.Struct,

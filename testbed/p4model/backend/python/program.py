@@ -21,7 +21,7 @@ from testbed.p4model.backend.python.exprs import ExprMixin, to_unsigned
 from testbed.p4model.backend.python.externs import ExternMixin, enum_member
 from testbed.p4model.backend.python.helpers import RuntimeState, make_helpers
 from testbed.p4model.backend.python.stmts import FuncCtx, StmtMixin, param_convention
-from testbed.p4model.backend.python.types import TypeClasses, is_composite, scalar_type, width_of
+from testbed.p4model.backend.python.types import LIST_TYPES, TypeClasses, is_composite, scalar_type, width_of
 from testbed.p4model.errors import P4Error, P4InternalError, P4Unsupported
 from testbed.p4model.frontend import ir
 from testbed.p4model.guard import internal_error
@@ -367,7 +367,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
                 self.emit(f"{env[id(p)]} = {value}")
         for v in local_vars:
             code = env[id(v)]
-            if is_composite(v.type) and not isinstance(ir.strip_newtype(v.type), ir.TupleT):
+            if is_composite(v.type) and not isinstance(ir.strip_newtype(v.type), LIST_TYPES):
                 self.emit(f"{code}._reset()")
             else:
                 self.emit(f"{code} = {self.types.zero(v.type)}")
@@ -677,7 +677,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             st = scalar_type(p.type)
             if p.direction == "out":
                 if is_composite(p.type):
-                    if not isinstance(ir.strip_newtype(p.type), ir.TupleT):
+                    if not isinstance(ir.strip_newtype(p.type), LIST_TYPES):
                         self.emit(f"{name}._reset()")
                 else:
                     self.emit(f"{name} = {self.types.zero(p.type)}")

@@ -21,7 +21,7 @@ in one per-instance frame object, shared by its apply body and actions.
 from __future__ import annotations
 
 from testbed.p4model.backend.python.effects import has_effects, sees_outer_state
-from testbed.p4model.backend.python.types import is_composite, scalar_type
+from testbed.p4model.backend.python.types import LIST_TYPES, is_composite, scalar_type
 from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 
@@ -124,7 +124,7 @@ class StmtMixin:
     def _assign_stmt(self, st: ir.Assign) -> None:
         rhs = st.rhs
         if isinstance(rhs, (ir.StructExpr, ir.ListExpr)) and is_composite(st.lhs.type) \
-                and not isinstance(ir.strip_newtype(st.lhs.type), ir.TupleT):
+                and not isinstance(ir.strip_newtype(st.lhs.type), LIST_TYPES):
             # build then copy in place (the target keeps its identity)
             self.assign(st.lhs, self.ex(rhs), rhs.type)
             return
@@ -160,7 +160,7 @@ class StmtMixin:
         name = self.fc.env.get(id(var))
         if name is None:
             name = self.fc.local(var, var.name)
-            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), ir.TupleT):
+            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), LIST_TYPES):
                 self.emit(f"{name} = {self.types.zero(var.type)}")
                 if st.init is not None:
                     self.emit(f"{name}._set({self.ex(st.init)})")
@@ -169,13 +169,13 @@ class StmtMixin:
                 self.emit(f"{name} = {self.types.zero(var.type)}")
             else:
                 init = self.ex(st.init)
-                if isinstance(ir.strip_newtype(var.type), ir.TupleT):
+                if isinstance(ir.strip_newtype(var.type), LIST_TYPES):
                     init = f"_copy_list({init})"
                 self.emit(f"{name} = {init}")
             return
         # a frame-held local (control/parser level): re-initialise in place
         if st.init is None:
-            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), ir.TupleT):
+            if is_composite(var.type) and not isinstance(ir.strip_newtype(var.type), LIST_TYPES):
                 self.emit(f"{name}._reset()")
             else:
                 self.emit(f"{name} = {self.types.zero(var.type)}")
@@ -298,7 +298,7 @@ class StmtMixin:
                 if composite:
                     if isinstance(a, ir.DontCare):
                         codes.append(self.types.zero(p.type))
-                    elif copy_composites and not isinstance(ir.strip_newtype(p.type), ir.TupleT):
+                    elif copy_composites and not isinstance(ir.strip_newtype(p.type), LIST_TYPES):
                         ref = self.ex(a)
                         t = self.tmp("k")
                         self.emit(f"{t} = {ref}._copy()" if p.direction == "inout"

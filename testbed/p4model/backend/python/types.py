@@ -35,9 +35,13 @@ def scalar_type(t: ir.Type) -> ir.Type:
     return t
 
 
+# Types whose values are Python lists: tuples, and arrays of other than headers.
+LIST_TYPES = (ir.TupleT, ir.ArrayT)
+
+
 def is_composite(t: ir.Type) -> bool:
     t = ir.strip_newtype(t)
-    return isinstance(t, (ir.StructLikeT, ir.StackT, ir.TupleT))
+    return isinstance(t, (ir.StructLikeT, ir.StackT) + LIST_TYPES)
 
 
 def width_of(t: ir.Type) -> int:
@@ -77,6 +81,10 @@ class TypeClasses:
             return f"{self.class_of(t)}()"
         if isinstance(t, ir.TupleT):
             return "[" + ", ".join(self.zero(e) for e in t.elements) + "]"
+        if isinstance(t, ir.ArrayT):
+            if is_composite(t.element):
+                return f"[{self.zero(t.element)} for _ in range({t.size})]"
+            return f"[{self.zero(t.element)}] * {t.size}"
         if isinstance(t, ir.BoolT):
             return "False"
         if isinstance(t, ir.VarbitT):
@@ -90,7 +98,7 @@ class TypeClasses:
         t = ir.strip_newtype(t)
         if isinstance(t, (ir.StructLikeT, ir.StackT)):
             return f"{code}._copy()"
-        if isinstance(t, ir.TupleT):
+        if isinstance(t, LIST_TYPES):
             return f"_copy_list({code})"
         return code
 
@@ -141,7 +149,7 @@ class TypeClasses:
         slots = (["_valid"] if has_valid else []) + [f.name for f in fields] + list(extra_slots)
         for f in fields:   # make sure nested classes exist before this one
             if is_composite(f.type):
-                self.class_of(f.type) if not isinstance(ir.strip_newtype(f.type), ir.TupleT) else None
+                self.class_of(f.type) if not isinstance(ir.strip_newtype(f.type), LIST_TYPES) else None
         self._class_line = len(s.lines)  # module-level helpers of this class go before it
         s.line(f"class {name}:")
         s.indent()
@@ -172,7 +180,7 @@ class TypeClasses:
             ft = ir.strip_newtype(f.type)
             if isinstance(ft, (ir.StructLikeT, ir.StackT)):
                 s.line(f"self.{f.name}._set(o.{f.name})")
-            elif isinstance(ft, ir.TupleT):
+            elif isinstance(ft, LIST_TYPES):
                 s.line(f"self.{f.name} = _copy_list(o.{f.name})")
             else:
                 s.line(f"self.{f.name} = o.{f.name}")
@@ -187,6 +195,8 @@ class TypeClasses:
             ft = ir.strip_newtype(f.type)
             if isinstance(ft, (ir.StructLikeT, ir.StackT)):
                 parts.append(f"self.{f.name}._eq(o.{f.name})")
+            elif isinstance(ft, ir.ArrayT):
+                parts.append(f"_list_eq(self.{f.name}, o.{f.name})")
             else:
                 parts.append(f"self.{f.name} == o.{f.name}")
         cond = " and ".join(parts) or "True"
@@ -534,9 +544,9 @@ def _on(line: str, h: str) -> str:
 
 
 def wire_view(t: ir.HeaderT) -> ir.HeaderT:
-    """t itself, or (when a field is a struct) a HeaderT of its leaf fields
-    in wire order, named by path (`row.e`): what extract and emit see."""
-    if not any(isinstance(ir.strip_newtype(f.type), ir.StructT) for f in t.fields):
+    """t itself, or (when a field is a struct or an array) a HeaderT of its leaf fields
+    in wire order, named by path (`row.e`, `arr[3]`): what extract and emit see."""
+    if not any(isinstance(ir.strip_newtype(f.type), (ir.StructT, ir.ArrayT)) for f in t.fields):
         return t
 
     def leaves(fields, prefix):
@@ -544,6 +554,9 @@ def wire_view(t: ir.HeaderT) -> ir.HeaderT:
             ft = ir.strip_newtype(f.type)
             if isinstance(ft, ir.StructT):
                 yield from leaves(ft.fields, f"{prefix}{f.name}.")
+            elif isinstance(ft, ir.ArrayT):   # arr[0], arr[1], ...: element 0 first on the wire
+                yield from leaves([ir.Field(f"{f.name}[{i}]", ft.element, [], f.loc) for i in range(ft.size)],
+                                  prefix)
             else:
                 yield ir.Field(prefix + f.name, f.type, f.annotations, f.loc)
 
