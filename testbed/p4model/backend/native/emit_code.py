@@ -503,7 +503,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return
         if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
             raise NativeUnsupported(loc, SM_REQUESTS[lhs.name])
+        if isinstance(lhs, ir.DontCare):   # `_ = e`: e evaluated, nothing written
+            if is_scalar(rhs.type):
+                self.emit(f"(void){self.ex(rhs)};")
+            return
         if isinstance(lhs, ir.Slice):
+            while isinstance(lhs.base, ir.Slice):   # x[a:b][c:d] is x[b+c:b+d]
+                lhs = ir.Slice(lhs.base.base, lhs.base.lo + lhs.hi, lhs.base.lo + lhs.lo, type=lhs.type, loc=lhs.loc)
             target = self.lvalue(lhs.base)
             w = lhs.hi - lhs.lo + 1
             m = f"(({mask(w)}) << {lhs.lo})"
@@ -651,7 +657,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 self._extract(arg, length)
                 self.emit(f"{b}.next++;")
                 return
-            if c.method.name == "extract":
+            if c.method.name == "extract" and isinstance(arg, ir.DontCare):   # skipped: read into a scratch header
+                scratch = self.fresh("skip")
+                self.emit(f"{self.types.c_type(arg.type, c.loc)} {scratch};")
+                self._extract(self.temp_ref(scratch, arg.type, c.loc), length)
+            elif c.method.name == "extract":
                 self._extract(arg, length)
             else:
                 self._emit(arg)
@@ -706,7 +716,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             ctype = self.types.c_type(p.type, p.loc or loc)
             tmp = self.fresh("d")
             target = None
-            if p.direction in ("out", "inout"):
+            if p.direction in ("out", "inout") and isinstance(arg, (ir.Slice, ir.DontCare)):
+                # written back through assign (a slice's other bits kept; `_` discards)
+                if _dynamic(arg):
+                    raise NativeUnsupported(arg.loc or loc, "a slice named through a run-time index as an "
+                                            f"{p.direction} argument")
+                target = arg
+            elif p.direction in ("out", "inout"):
                 target = self.lvalue(arg)
                 if _dynamic(arg):
                     ptr = self.fresh("dp")
@@ -716,6 +732,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
             elif is_scalar(p.type):
                 self.emit(f"{ctype} {tmp} = {self.ex(arg)};")
+            elif isinstance(arg, ir.DontCare):
+                self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
             elif isinstance(arg, (ir.ListExpr, ir.StructExpr)):
                 self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
                 self.assign_fields(self.temp_ref(tmp, p.type, arg.loc or loc), arg, arg.loc or loc)
@@ -726,8 +744,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
 
     def copy_out(self, copied: list) -> None:
         """The out and inout temporaries of copy_in written back, in argument order."""
-        for _p, tmp, target in copied:
-            if target is not None:
+        for p, tmp, target in copied:
+            if isinstance(target, ir.Expr):
+                self.assign(target, self.temp_ref(tmp, p.type, target.loc), target.loc)
+            elif target is not None:
                 self.emit(f"{target} = {tmp};")
 
     def temp_ref(self, cname: str, t, loc):
