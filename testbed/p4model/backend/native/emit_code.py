@@ -50,6 +50,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.in_sub = 0                  # depth of inlined sub-controls
         self.pinned: dict = {}           # id(expression) -> C of a value already computed
         self.keep: list = []             # IR made here whose ids are keys of env
+        self.result = None               # in a function returning a header/struct: its result
 
     # ---------------------------------------------------------- helpers
 
@@ -399,6 +400,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.exit_check()
         elif isinstance(s, ir.Switch):
             self.switch(s)
+        elif isinstance(s, ir.Return) and self.ctx == "function" and self.result is not None:
+            self.assign(self.result, s.value, s.loc)   # a header or struct: into the caller's variable
+            self.emit("return 0;")
         elif isinstance(s, ir.Return) and self.ctx == "function":
             self.emit("return 0;" if s.value is None else f"return {self.ex(s.value)};")
         elif isinstance(s, ir.Return) and s.value is None and self.ctx in ("control", "action") \
@@ -492,6 +496,16 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
     def assign(self, lhs, rhs, loc) -> None:
         """lhs = rhs.  P4 evaluates the target first: when it is named through a run-time index and
         the right side runs a call (which may change the index), its address is taken first."""
+        if isinstance(rhs, ir.FunctionCall) and isinstance(rhs.type, (ir.HeaderT, ir.StructT)):
+            target = self.lvalue(lhs)
+            if _dynamic(lhs):
+                ptr = self.fresh("lv")
+                self.emit(f"{self.types.c_type(lhs.type, loc)} *{ptr} = &{target};")
+                target = f"*{ptr}"
+            self.emit(f"{target} = {self.function_call(rhs)};")
+            if isinstance(rhs.type, ir.HeaderT):
+                self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in self.union_siblings(lhs))} }}")
+            return
         if _effects(rhs) and is_scalar(lhs.type) and not isinstance(lhs, ir.Slice):
             target = self.lvalue(lhs)
             if _dynamic(lhs):
@@ -670,16 +684,23 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
 
     def function(self, f) -> str:
         """The C function of P4 function `f` (emitted once): every parameter through a pointer in
-        `dir` (the caller copies in and out), a scalar or no value returned."""
+        `dir` (the caller copies in and out); a scalar returned as the C value, a header or struct
+        written through one more pointer after the parameters' (the caller's result variable)."""
         key = ("function", id(f))
         if key in self.table_fn:
             return self.table_fn[key]
-        if not (isinstance(f.return_type, ir.VoidT) or is_scalar(f.return_type)):
+        if not (isinstance(f.return_type, ir.VoidT) or is_scalar(f.return_type)
+                or isinstance(f.return_type, (ir.HeaderT, ir.StructT))):
             raise NativeUnsupported(f.loc, f"function {f.name} returning a {type(f.return_type).__name__}")
         fn = f"f{len(self.table_fn)}_{''.join(c if c.isalnum() else '_' for c in f.name)}"
         self.table_fn[key] = fn
         for k, p in enumerate(f.params):
             self.env[id(p)] = f"(*({self.types.c_type(p.type, p.loc or f.loc)} *)dir[{k}])"
+        saved_result = self.result
+        self.result = None
+        if isinstance(f.return_type, (ir.HeaderT, ir.StructT)):
+            ctype = self.types.c_type(f.return_type, f.loc)
+            self.result = self.temp_ref(f"(*({ctype} *)dir[{len(f.params)}])", f.return_type, f.loc)
         lines: list[str] = []
         saved_lines, saved_depth = self.lines, self.depth
         self.lines, self.depth = lines, 1
@@ -689,7 +710,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.stmt(f.body)
         lines.append("    return 0;")
         lines.append("}")
-        self.ctx = saved_ctx
+        self.ctx, self.result = saved_ctx, saved_result
         self.lines, self.depth = saved_lines, saved_depth
         self.funcs.extend(lines)
         return fn
@@ -763,9 +784,16 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         fn = self.function(c.function)
         copied = self.copy_in(c.function.params, c.args, c.loc)
         ret = self.fresh("fr")
-        refs = ", ".join(f"&{tmp}" for _p, tmp, _t in copied) or "0"
-        self.emit(f"uint64_t {ret} = {fn}(s, (void *const[]){{{refs}}}, drop_port); (void){ret};")
+        refs = [f"&{tmp}" for _p, tmp, _t in copied]
+        rt = c.function.return_type
+        if isinstance(rt, (ir.HeaderT, ir.StructT)):
+            ctype = self.types.c_type(rt, c.loc)
+            self.emit(f"{ctype} {ret}_v; memset(&{ret}_v, 0, sizeof {ret}_v);")
+            refs.append(f"&{ret}_v")
+        self.emit(f"uint64_t {ret} = {fn}(s, (void *const[]){{{', '.join(refs) or '0'}}}, drop_port); (void){ret};")
         self.copy_out(copied)
+        if isinstance(rt, (ir.HeaderT, ir.StructT)):
+            return f"{ret}_v"
         if not isinstance(c.function.return_type, ir.VoidT):
             return f"({ret} & {mask(scalar_width(c.function.return_type, c.loc))})"
         return ret
@@ -1075,7 +1103,9 @@ def _runs_as_statements(e) -> bool:
     """A call of a function with out/inout or composite parameters: it is written as statements
     (copy-in, call, copy-out) before the expression that uses its value (CodeEmitter.ex)."""
     return isinstance(e, ir.FunctionCall) and not (_in_only(e.function) and
-                                                   all(is_scalar(p.type) for p in e.function.params))
+                                                   all(is_scalar(p.type) for p in e.function.params)
+                                                   and (is_scalar(e.function.return_type)
+                                                        or isinstance(e.function.return_type, ir.VoidT)))
 
 
 def _effects(e) -> bool:
