@@ -533,10 +533,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* varbit: width and bytes */")
             return
         if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT)) \
-                and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and rhs.type is lhs.type:
+                and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and _same_c_type(lhs.type, rhs.type):
             self.types.c_type(lhs.type, loc)
             target = self.lvalue(lhs)
-            self.emit(f"{target} = {self.lvalue(rhs)};   /* whole {lhs.type.name}, validity included */")
+            self.emit(f"{target} = {self.lvalue(rhs)};   /* whole {type(lhs.type).__name__}, validity included */")
             siblings = self.union_siblings(lhs)
             if siblings:   # a valid header written into a union makes its other members invalid
                 self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in siblings)} }}")
@@ -618,6 +618,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             t = c.type_args[0] if c.type_args else c.type
             if is_scalar(t):
                 self.lookahead_value(c)
+            elif isinstance(t, ir.StructT) and all(is_scalar(f.type) for f in t.fields):
+                self.need_bytes(str((sum(scalar_width(f.type, f.loc) for f in t.fields) + 7) // 8))
             else:
                 self.lookahead_header(c)
             return
@@ -1080,6 +1082,14 @@ def _dynamic(e) -> bool:
         return True
     return any(_dynamic(getattr(e, f.name)) for f in dataclasses.fields(e)
                if f.name in ("base", "index") and isinstance(getattr(e, f.name), ir.Expr))
+
+
+def _same_c_type(a, b) -> bool:
+    """Whether two P4 types have the same C type (the same declaration; stacks: of the same element
+    and size, as two fields `H[2] a; H[2] b;` give two StackT objects)."""
+    if isinstance(a, ir.StackT) and isinstance(b, ir.StackT):
+        return a.size == b.size and a.element is b.element
+    return a is b
 
 
 def _varbit_t(t):

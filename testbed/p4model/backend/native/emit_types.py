@@ -93,7 +93,7 @@ class TypeEmitter:
         return self.names[key]
 
     def _stack(self, t, loc) -> str:
-        key = id(t)
+        key = ("stack", id(t.element), t.size)   # one C type per element type and size
         if key in self.names:
             return self.names[key]
         if not isinstance(t.element, (ir.HeaderT, ir.UnionT)):
