@@ -51,6 +51,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.pinned: dict = {}           # id(expression) -> C of a value already computed
         self.keep: list = []             # IR made here whose ids are keys of env
         self.result = None               # in a function returning a header/struct: its result
+        self.loops: list = []            # the update statements of the enclosing for loops
 
     # ---------------------------------------------------------- helpers
 
@@ -400,6 +401,14 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.exit_check()
         elif isinstance(s, ir.Switch):
             self.switch(s)
+        elif isinstance(s, ir.For):
+            self.for_loop(s)
+        elif isinstance(s, ir.Break) and self.loops:
+            self.emit("break;")
+        elif isinstance(s, ir.Continue) and self.loops:
+            for x in self.loops[-1]:
+                self.stmt(x)
+            self.emit("continue;")
         elif isinstance(s, ir.Return) and self.ctx == "function" and self.result is not None:
             self.assign(self.result, s.value, s.loc)   # a header or struct: into the caller's variable
             self.emit("return 0;")
@@ -415,6 +424,30 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.emit("return;" if self.ctx == "action" else "goto ctl_exit;")
         else:
             raise NativeUnsupported(s.loc, _construct(s))
+
+    def for_loop(self, st) -> None:
+        """for (init; cond; update) body: a C `for (;;)` with the condition tested first (its calls
+        written inside the loop, so they run on every test); the update ends the body and precedes
+        every `continue` (as the Python back end)."""
+        self.emit("{")
+        self.depth += 1
+        for x in st.init:
+            self.stmt(x)
+        self.emit("for (;;) {")
+        self.depth += 1
+        if st.cond is not None:
+            self.emit(f"if (!{self.ex(st.cond)}) break;")
+        self.loops.append(st.update)
+        try:
+            self.stmt(st.body)
+        finally:
+            self.loops.pop()
+        for x in st.update:
+            self.stmt(x)
+        self.depth -= 1
+        self.emit("}")
+        self.depth -= 1
+        self.emit("}")
 
     def switch(self, st) -> None:
         """switch on a value or on table.apply().action_run: one if/else
@@ -967,8 +1000,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         parameter's type (so the sub-control's tables and actions reach
         it), the body runs, and inout arguments are copied back."""
         inst, decl = c.instance, c.instance.type.decl
-        if id(inst) in self.applied:
-            raise NativeUnsupported(c.loc, f"a second apply of {inst.name}")
+        # applied again: inlined again, unless it has tables, actions or instances (emitted once,
+        # bound to the first apply's copies of the parameters)
+        if id(inst) in self.applied and any(not isinstance(x, ir.Var) for x in decl.locals):
+            raise NativeUnsupported(c.loc, f"a second apply of {inst.name}, which has tables, actions or instances")
         self.applied.add(id(inst))
         if inst.args or decl.ctor_params:
             raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
