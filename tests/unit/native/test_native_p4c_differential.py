@@ -52,6 +52,8 @@ PROGRAMS = [
     # applied three times, a whole stack assigned
     "gauntlet_hdr_function_cast-bmv2", "issue2498-bmv2", "gauntlet_nested_slice-bmv2", "issue774-4-bmv2",
     "forloop-bmv2", "header-stack-ops-bmv2", "array-copy-bmv2",
+    # bit<128> (a table key, a function's inout parameter and result, casts)
+    "gauntlet_action_return-bmv2", "gauntlet_int_casting-bmv2", "gauntlet_switch_nested_table_apply-bmv2",
 ]
 
 

@@ -62,7 +62,7 @@ class ChecksumMixin:
                 put = (f"for (uint64_t j = 0; j < {w} / 8; j++) tb_put({buf}, {buf}_n + 8 * j, 8, {code}.b[j]); "
                        f"{buf}_n += {w};")
             else:
-                put = f"tb_put({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
+                put = f"{'tb_put128' if w > 64 else 'tb_put'}({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
             self.emit(f"if ({valid}) {{ {put} }}" if valid else put)
         return buf
 

@@ -12,7 +12,8 @@ bmv2.  Any construct not handled here raises NativeUnsupported naming it."""
 from __future__ import annotations
 
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
-                                                       scalar_width, signed_width, varbit_field)
+                                                       scalar_width, signed_width, varbit_field, is_wide,
+                                                       refuse_wide)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
 from testbed.p4model.backend.native.emit_externs import ExternMixin
 from testbed.p4model.backend.native.emit_tables import TableMixin
@@ -121,7 +122,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         bit = 0
         for f in t.fields:
             w = scalar_width(f.type, f.loc)
-            self.emit(f"{tmp}.f_{f.name} = tb_get(d + off, {bit}, {w});")
+            self.emit(f"{tmp}.f_{f.name} = {_get(w)}(d + off, {bit}, {w});")
             bit += w
         return tmp
 
@@ -131,7 +132,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         t = e.type_args[0] if e.type_args else e.type
         w = scalar_width(t, e.loc)
         self.need_bytes(str((w + 7) // 8))
-        return f"tb_get(d + off, 0, {w})"
+        return f"{_get(w)}(d + off, 0, {w})"
 
     def stack_guards(self, node) -> None:
         """In a parser: before a statement or select that reads stack.next or stack.last, the
@@ -188,6 +189,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             return f"((uint64_t){u}.valid)"
         raise NativeUnsupported(e.loc, _construct(e))
 
+    def cvar(self, t) -> str:
+        """The C type of a scalar temporary holding a value of P4 type t."""
+        return "tb_u128" if is_scalar(t) and is_wide(t) else "uint64_t"
+
     def ex_in_order(self, exprs) -> list:
         """C of operands evaluated left to right: an operand followed by one whose evaluation runs as
         statements (a call with out/inout or composite parameters) is saved in a temporary first,
@@ -197,7 +202,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             code = self.ex(e)
             if not isinstance(e, ir.Const) and any(_effects(x) for x in exprs[i + 1:]):
                 tmp = self.fresh("o")
-                self.emit(f"uint64_t {tmp} = {code};")
+                self.emit(f"{self.cvar(e.type)} {tmp} = {code};")
                 code = tmp
             codes.append(code)
         return codes
@@ -219,8 +224,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if not (_effects(e.if_true) or _effects(e.if_false)):
             return f"({self.ex(e.cond)} ? {self.ex(e.if_true)} : {self.ex(e.if_false)})"
         tmp = self.fresh("m")
-        self.emit(f"uint64_t {tmp} = {self.ex(e.cond)};")
-        self.emit(f"if ({tmp}) {{")
+        self.emit(f"{self.cvar(e.type)} {tmp};")
+        self.emit(f"if ({self.ex(e.cond)}) {{")
         self.depth += 1
         self.emit(f"{tmp} = {self.ex(e.if_true)};")
         self.depth -= 1
@@ -241,7 +246,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                     raise NativeUnsupported(e.loc, f"the integer literal {v}")
                 return f"UINT64_C({v})"
             w = self.width(e)
-            return f"UINT64_C({v & ((1 << w) - 1)})"
+            v &= (1 << w) - 1
+            if v >> 64:
+                return f"((((tb_u128)UINT64_C({v >> 64})) << 64) | UINT64_C({v & ((1 << 64) - 1)}))"
+            return f"UINT64_C({v})"
         if isinstance(e.type, ir.ErrorT) and isinstance(v, str):
             return f"UINT64_C({self.error_code(v)})"
         raise NativeUnsupported(e.loc, f"the constant {v!r}")
@@ -277,6 +285,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if op in ("==", "!=", "<", ">", "<=", ">="):
             return f"((uint64_t)({a} {op} {b}))"
         w = self.width(e)
+        if w > 64 or is_wide(e.left.type):
+            return self._wide_binary(e, op, a, b, w)
         if op in ("|+|", "|-|") and sw:
             return f"tb_ssat((__int128)tb_sext({a}, {sw}) {op[1]} tb_sext({b}, {sw}), {sw})"
         if op == ">>" and sw:
@@ -300,6 +310,24 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if op in ("&", "|", "^"):
             return f"({a} {op} {b})"
         return f"(({a} {op} {b}) & {mask(w)})"
+
+    def _wide_binary(self, e, op: str, a: str, b: str, w: int) -> str:
+        """A binary operation whose result or left operand is wider than 64 bits (tb_u128)."""
+        if op == "++":
+            return f"(tb_shl128((tb_u128){a}, {self.width(e.right)}) | {b})"
+        if op == "<<":
+            return f"(tb_shl128({a}, {b}) & {mask(w)})"
+        if op == ">>":
+            return f"tb_shr128({a}, {b})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op in ("+", "-", "*"):
+            return f"(({a} {op} {b}) & {mask(w)})"
+        if op == "|-|":
+            return f"({a} > {b} ? {a} - {b} : (tb_u128)0)"
+        if op == "|+|":
+            return f"({a} > {mask(w)} - {b} ? {mask(w)} : {a} + {b})"
+        raise NativeUnsupported(e.loc, f"the operator {op} on bit<{w}>")
 
     def equal(self, a: str, b: str, t, loc) -> str:
         """C of a == b for lvalues of type t (the Python target's rule): varbits are equal when their
@@ -343,7 +371,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             # the value of an int<W> source is its sign-extended pattern (as the Python target)
             sw = signed_width(e.operand.type)
             if sw and sw < t.width:
-                return f"((uint64_t)tb_sext({a}, {sw}) & {mask(self.width(e))})"
+                return f"((tb_u128)(__int128)tb_sext({a}, {sw}) & {mask(self.width(e))})"
             return f"({a} & {mask(self.width(e))})"
         raise NativeUnsupported(e.loc, f"a cast to {type(t).__name__}")
 
@@ -374,11 +402,12 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 raise NativeUnsupported(s.loc, f"the local variable {s.var.name} of a composite type")
             scalar_width(s.var.type, s.loc)
             value = self.ex(s.init) if s.init is not None else "UINT64_C(0)"
+            ct = self.cvar(s.var.type)
             if self.ctx == "control":  # a control's variable: its actions (C functions of their own) see it
-                self.statics.append(f"static uint64_t {name};")
+                self.statics.append(f"static {ct} {name};")
                 self.emit(f"{name} = {value};")
             else:
-                self.emit(f"uint64_t {name} = {value};")
+                self.emit(f"{ct} {name} = {value};")
         elif isinstance(s, ir.If):
             cond = self.ex(s.cond)
             if self.ctx in ("control", "action") and "(s, drop_port)" in cond:   # a table applied
@@ -462,7 +491,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             info = next(i for i in self.tables if i.decl is expr.base.table)
             self.emit(f"uint64_t {v} = s->action_run;")
         else:
-            self.emit(f"uint64_t {v} = {self.ex(expr)};")
+            self.emit(f"{self.cvar(expr.type)} {v} = {self.ex(expr)};")
         pending, first, default_body = [], True, None
         for case in st.cases:
             pending.extend(case.labels)
@@ -543,7 +572,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             target = self.lvalue(lhs)
             if _dynamic(lhs):
                 ptr = self.fresh("lv")
-                self.emit(f"uint64_t *{ptr} = &{target};")
+                self.emit(f"{self.cvar(lhs.type)} *{ptr} = &{target};")
                 target = f"*{ptr}"
             value = self.ex(rhs)
             self.emit(f"{target} = {value};")
@@ -559,8 +588,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 lhs = ir.Slice(lhs.base.base, lhs.base.lo + lhs.hi, lhs.base.lo + lhs.lo, type=lhs.type, loc=lhs.loc)
             target = self.lvalue(lhs.base)
             w = lhs.hi - lhs.lo + 1
-            m = f"(({mask(w)}) << {lhs.lo})"
-            self.emit(f"{target} = ({target} & ~{m}) | ((({self.ex(rhs)}) << {lhs.lo}) & {m});")
+            ct = self.cvar(lhs.base.type)
+            m = f"((({ct}){mask(w)}) << {lhs.lo})"
+            self.emit(f"{target} = ({target} & ~{m}) | (((({ct})({self.ex(rhs)})) << {lhs.lo}) & {m});")
             return
         if isinstance(_varbit_t(lhs.type), ir.VarbitT) and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)):
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* varbit: width and bytes */")
@@ -725,7 +755,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if key in self.table_fn:
             return self.table_fn[key]
         if not (isinstance(f.return_type, ir.VoidT) or is_scalar(f.return_type)
-                or isinstance(f.return_type, (ir.HeaderT, ir.StructT))):
+                or _by_pointer(f.return_type)):
             raise NativeUnsupported(f.loc, f"function {f.name} returning a {type(f.return_type).__name__}")
         fn = f"f{len(self.table_fn)}_{''.join(c if c.isalnum() else '_' for c in f.name)}"
         self.table_fn[key] = fn
@@ -733,7 +763,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             self.env[id(p)] = f"(*({self.types.c_type(p.type, p.loc or f.loc)} *)dir[{k}])"
         saved_result = self.result
         self.result = None
-        if isinstance(f.return_type, (ir.HeaderT, ir.StructT)):
+        if _by_pointer(f.return_type):
             ctype = self.types.c_type(f.return_type, f.loc)
             self.result = self.temp_ref(f"(*({ctype} *)dir[{len(f.params)}])", f.return_type, f.loc)
         lines: list[str] = []
@@ -821,13 +851,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         ret = self.fresh("fr")
         refs = [f"&{tmp}" for _p, tmp, _t in copied]
         rt = c.function.return_type
-        if isinstance(rt, (ir.HeaderT, ir.StructT)):
+        if _by_pointer(rt):
             ctype = self.types.c_type(rt, c.loc)
             self.emit(f"{ctype} {ret}_v; memset(&{ret}_v, 0, sizeof {ret}_v);")
             refs.append(f"&{ret}_v")
         self.emit(f"uint64_t {ret} = {fn}(s, (void *const[]){{{', '.join(refs) or '0'}}}, drop_port); (void){ret};")
         self.copy_out(copied)
-        if isinstance(rt, (ir.HeaderT, ir.StructT)):
+        if _by_pointer(rt):
             return f"{ret}_v"
         if not isinstance(c.function.return_type, ir.VoidT):
             return f"({ret} & {mask(scalar_width(c.function.return_type, c.loc))})"
@@ -905,7 +935,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             bit = 0
             for f in arg.type.fields:
                 w = scalar_width(f.type, f.loc)
-                self.emit(f"{h}.f_{f.name} = tb_get(d + off, {bit}, {w});")
+                self.emit(f"{h}.f_{f.name} = {_get(w)}(d + off, {bit}, {w});")
                 bit += w
             self.emit(f"{h}.valid = 1; off += {bits // 8};")
             return
@@ -922,7 +952,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 self.emit(f"for (uint64_t j = 0; j < {vw} / 8; j++) {h}.f_{f.name}.b[j] = "
                           f"(uint8_t)tb_get(d + off, {at} + 8 * j, 8);")
             else:
-                self.emit(f"{h}.f_{f.name} = tb_get(d + off, {at}, {scalar_width(f.type, f.loc)});")
+                w = scalar_width(f.type, f.loc)
+                self.emit(f"{h}.f_{f.name} = {_get(w)}(d + off, {at}, {w});")
         self.emit(f"{h}.valid = 1; off += ({bits} + {vw}) / 8;")
 
     def _wire_layout(self, t, vw: str) -> list:
@@ -949,7 +980,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 self.emit(f"    for (uint64_t j = 0; j < {vw} / 8; j++) tb_put(out + n, {at} + 8 * j, 8, "
                           f"{h}.f_{f.name}.b[j]);")
             else:
-                self.emit(f"    tb_put(out + n, {at}, {scalar_width(f.type, f.loc)}, {h}.f_{f.name});")
+                w = scalar_width(f.type, f.loc)
+                self.emit(f"    {_put(w)}(out + n, {at}, {w}, {h}.f_{f.name});")
         self.emit(f"    n += {bits // 8}{f' + {vw} / 8' if vb is not None else ''};")
         self.emit("}")
 
@@ -974,7 +1006,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 scalar_width(local.type, local.loc)
                 name = self.fresh(f"l_{local.name}")
                 self.env[id(local)] = name
-                self.statics.append(f"static uint64_t {name};")
+                self.statics.append(f"static {self.cvar(local.type)} {name};")
                 self.emit(f"{name} = 0;")
             elif isinstance(local, ir.ActionDecl):
                 continue   # reached through a table (refused as a direct call)
@@ -1082,7 +1114,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         keys = []
         for k in tr.keys:
             name = self.fresh("k")
-            self.emit(f"uint64_t {name} = {self.ex(k)};")
+            self.emit(f"{self.cvar(k.type)} {name} = {self.ex(k)};")
             keys.append(name)
         for ks, target in tr.cases:
             items = ks.items if isinstance(ks, ir.KeysetTuple) else [ks]
@@ -1119,6 +1151,16 @@ def _dynamic(e) -> bool:
                if f.name in ("base", "index") and isinstance(getattr(e, f.name), ir.Expr))
 
 
+def _get(w: int) -> str:
+    """The C reader of a w-bit field."""
+    return "tb_get128" if w > 64 else "tb_get"
+
+
+def _put(w: int) -> str:
+    """The C writer of a w-bit field."""
+    return "tb_put128" if w > 64 else "tb_put"
+
+
 def _same_c_type(a, b) -> bool:
     """Whether two P4 types have the same C type (the same declaration; stacks: of the same element
     and size, as two fields `H[2] a; H[2] b;` give two StackT objects)."""
@@ -1148,9 +1190,14 @@ def _runs_as_statements(e) -> bool:
     """A call of a function with out/inout or composite parameters: it is written as statements
     (copy-in, call, copy-out) before the expression that uses its value (CodeEmitter.ex)."""
     return isinstance(e, ir.FunctionCall) and not (_in_only(e.function) and
-                                                   all(is_scalar(p.type) for p in e.function.params)
-                                                   and (is_scalar(e.function.return_type)
-                                                        or isinstance(e.function.return_type, ir.VoidT)))
+                                                   all(is_scalar(p.type) and not is_wide(p.type)
+                                                       for p in e.function.params)
+                                                   and not _by_pointer(e.function.return_type))
+
+
+def _by_pointer(t) -> bool:
+    """A function's result returned through a pointer (a header, a struct, a bit<W> over 64 bits)."""
+    return isinstance(t, (ir.HeaderT, ir.StructT)) or (is_scalar(t) and is_wide(t))
 
 
 def _effects(e) -> bool:

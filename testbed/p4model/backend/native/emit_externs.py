@@ -19,7 +19,7 @@ same values."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import mask, refuse_signed, scalar_width
+from testbed.p4model.backend.native.emit_types import mask, refuse_signed, refuse_wide, scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
@@ -48,6 +48,7 @@ class ExternMixin:
             vt = inst.type.type_args[0] if inst.type.type_args else ir.BitT(32)
             width = scalar_width(vt, inst.loc)
             refuse_signed(vt, inst.loc, f"register {inst.name}")
+            refuse_wide(vt, inst.loc, f"register {inst.name}")
         elif kind == "meter":
             from testbed.p4model.backend.python.externs import enum_member
 

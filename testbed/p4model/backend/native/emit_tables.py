@@ -3,7 +3,7 @@ function per action (see TableMixin)."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import refuse_signed, scalar_width
+from testbed.p4model.backend.native.emit_types import refuse_signed, refuse_wide, scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 
 
@@ -11,12 +11,20 @@ class TableInfo:
     """What the Python side needs to fill a C table: its id, P4 name, the
     match kinds and widths of its keys, its actions' control-plane names
     in C action-index order, and the row stride in uint64 words:
-    2 per key (value, mask; lo, hi for range), 1 action index, max_args."""
+    2 per key slot (value, mask; lo, hi for range), 1 action index, max_args.
+    A key is one slot per 64 bits of its width (a bit<128> key two, the
+    high word first); range keys are at most 64 bits."""
 
     def __init__(self, tid: int, decl, kinds: list, widths: list, actions: list, max_args: int):
         self.tid, self.decl, self.kinds, self.widths = tid, decl, kinds, widths
         self.actions, self.max_args = actions, max_args
-        self.stride = 2 * len(kinds) + 1 + max_args
+        self.slots = sum(key_slots(w) for w in widths)
+        self.stride = 2 * self.slots + 1 + max_args
+
+
+def key_slots(width: int) -> int:
+    """The uint64 slots of a key of `width` bits."""
+    return max(1, (width + 63) // 64)
 
 
 def _swap(emitter, lines):
@@ -50,6 +58,8 @@ class TableMixin:
             kinds.append(k.match_kind)
             widths.append(scalar_width(k.expr.type, k.loc or t.loc))
             refuse_signed(k.expr.type, k.loc or t.loc, f"a key of table {t.name}")
+            if k.match_kind == "range":
+                refuse_wide(k.expr.type, k.loc or t.loc, f"the range key of table {t.name}")
             keys.append(k.expr)
         refs = tableinfo.action_refs(t)
         tid = len(self.tables)
@@ -72,12 +82,19 @@ class TableMixin:
         lines: list[str] = []
         saved = _swap(self, lines)
         lines.append(f"static int {fn}(tb_state *s, uint32_t drop_port) {{")
-        n = len(keys)
+        n = info.slots
         if n:
-            self.emit(f"uint64_t k[{n}] = {{{', '.join(self.ex(x) for x in keys)}}};")
+            words = []
+            for x, w in zip(keys, widths):
+                code = self.ex(x)
+                # a wide key: its 64-bit words, the high one first
+                words += [f"(uint64_t)(({code}) >> {64 * j})" for j in reversed(range(key_slots(w)))] \
+                    if w > 64 else [code]
+            self.emit(f"uint64_t k[{n}] = {{{', '.join(words)}}};")
         else:
             self.emit("const uint64_t *k = 0;")
-        self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(str(int(x == 'range')) for x in kinds) or '0'}}};")
+        slot_kinds = [str(int(x == 'range')) for x, w in zip(kinds, widths) for _ in range(key_slots(w))]
+        self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(slot_kinds) or '0'}}};")
         self.emit(f"const uint64_t *row = tb_lookup(&s->inst->tables[{tid}], k, kinds);")
         self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
         self.emit("s->action_run = act[0];")
@@ -121,6 +138,7 @@ class TableMixin:
         for i, p in enumerate(x for x in a.params if not x.direction):
             scalar_width(p.type, p.loc or a.loc)
             refuse_signed(p.type, p.loc or a.loc, f"the action data {p.name} of {a.name}")
+            refuse_wide(p.type, p.loc or a.loc, f"the action data {p.name} of {a.name}")
             self.env[id(p)] = f"args[{i}]"
         lines: list[str] = []
         saved = _swap(self, lines)

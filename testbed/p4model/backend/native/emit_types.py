@@ -2,7 +2,7 @@
 
 Model: every scalar (bit<W> with W <= 64, bool, error, serializable enum,
 type/newtype of those) is one uint64_t holding the value masked to its
-width; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
+width; bit<W> with 64 < W <= 128 is a tb_u128 (unsigned __int128) so masked; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
 a struct of its members; a header stack H[N] is a struct {H elem[N];
 uint64_t next;} (next: P4's nextIndex).  A varbit<M> field is a struct
 {uint64_t w; uint8_t b[M/8 rounded up];}: its current width in bits and its
@@ -10,7 +10,7 @@ value's bytes, big-endian, zero past w (so == is w and the bytes equal); a
 header holds at most one.  A header union is a struct of its member headers
 (and a stack of unions a stack of those).  int<W> is held as its W-bit two's
 complement pattern (sign-extended where the operation needs it: <, >>,
-casts, saturating arithmetic).  Wider fields and tuples are refused with
+casts, saturating arithmetic).  Fields wider than 128 bits and tuples are refused with
 NativeUnsupported (the Python pipeline runs them)."""
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ def scalar_width(t, loc) -> int:
     while isinstance(t, ir.NewT):
         t = t.base
     if isinstance(t, ir.BitT):
-        if t.width > 64:
-            raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 64 bits)")
+        if t.width > 128:
+            raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 128 bits)")
+        if t.width > 64 and t.signed:
+            raise NativeUnsupported(loc, f"int<{t.width}> (a signed int wider than 64 bits)")
         return t.width
     if isinstance(t, ir.BoolT):
         return 1
@@ -59,7 +61,23 @@ def is_scalar(t) -> bool:
 
 
 def mask(width: int) -> str:
+    """C of the width's all-ones value (a tb_u128 above 64 bits)."""
+    if width > 64:
+        return "(~(tb_u128)0)" if width >= 128 else f"((((tb_u128)1) << {width}) - 1)"
     return "UINT64_MAX" if width >= 64 else f"UINT64_C({(1 << width) - 1:#x})"
+
+
+def is_wide(t) -> bool:
+    """Whether a scalar is wider than 64 bits (held in a tb_u128, unsigned __int128)."""
+    t = _base(t)
+    return isinstance(t, ir.BitT) and t.width > 64
+
+
+def refuse_wide(t, loc, where: str) -> None:
+    """bit<W> with W > 64 where values cross to the control plane or Python as uint64 words
+    (action data, registers, range keys): refused in one line."""
+    if is_wide(t):
+        raise NativeUnsupported(loc, f"bit<{_base(t).width}> (wider than 64 bits) in {where}")
 
 
 class TypeEmitter:
@@ -73,8 +91,7 @@ class TypeEmitter:
     def c_type(self, t, loc) -> str:
         """The C type name for a P4 type (declares structs on first use)."""
         if is_scalar(t):
-            scalar_width(t, loc)
-            return "uint64_t"
+            return "tb_u128" if scalar_width(t, loc) > 64 else "uint64_t"
         if isinstance(t, (ir.HeaderT, ir.StructT, ir.UnionT)):
             return self._struct(t, loc)
         if isinstance(t, ir.StackT):

@@ -47,6 +47,11 @@ PRELUDE = r"""
 static inline uint64_t tb_shl(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a << n; }
 static inline uint64_t tb_shr(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a >> n; }
 
+/* bit<W> with 64 < W <= 128 */
+typedef unsigned __int128 tb_u128;
+static inline tb_u128 tb_shl128(tb_u128 a, uint64_t n) { return n >= 128 ? 0 : a << n; }
+static inline tb_u128 tb_shr128(tb_u128 a, uint64_t n) { return n >= 128 ? 0 : a >> n; }
+
 /* unsigned / and %; a zero divisor gives 0 */
 static inline uint64_t tb_div(uint64_t a, uint64_t b) { return b ? a / b : 0; }
 static inline uint64_t tb_mod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
@@ -79,6 +84,15 @@ static inline uint64_t tb_get(const uint8_t *p, uint32_t bit, uint32_t w) {
     return w >= 64 ? (uint64_t)v : (uint64_t)v & ((UINT64_C(1) << w) - 1);
 }
 
+static inline void tb_put(uint8_t *p, uint32_t bit, uint32_t w, uint64_t val);
+/* the same for 64 < w <= 128: the high w - 64 bits, then the low 64 */
+static inline tb_u128 tb_get128(const uint8_t *p, uint32_t bit, uint32_t w) {
+    return ((tb_u128)tb_get(p, bit, w - 64) << 64) | tb_get(p, bit + w - 64, 64);
+}
+static inline void tb_put128(uint8_t *p, uint32_t bit, uint32_t w, tb_u128 val) {
+    tb_put(p, bit, w - 64, (uint64_t)(val >> 64));
+    tb_put(p, bit + w - 64, 64, (uint64_t)val);
+}
 static inline void tb_put(uint8_t *p, uint32_t bit, uint32_t w, uint64_t val) {
     if (!w) return;
     uint32_t b0 = bit >> 3, sh = bit & 7, nb = (sh + w + 7) >> 3, low = nb * 8 - sh - w;
@@ -148,7 +162,7 @@ def lower(program: ir.Program):
     parts.append("#define TB_OOB(s, m) (memset(&(s)->m, 0, sizeof (s)->m), &(s)->m)")
     parts.append("static int tb_init(tb_inst *I) {")
     for info in code.tables:
-        parts.append(f"    I->tables[{info.tid}].nk = {len(info.kinds)}; I->tables[{info.tid}].stride = {info.stride};")
+        parts.append(f"    I->tables[{info.tid}].nk = {info.slots}; I->tables[{info.tid}].stride = {info.stride};")
     for x in regs:
         parts.append(f"    if (!(I->reg[{x.cid}] = calloc({max(x.size, 1)}, 8))) return -1;")
     for x in mtrs:
