@@ -32,7 +32,8 @@ def _ipv6(sa: int, da: int, nh: int, tail: bytes) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(routes=st.lists(route, max_size=6), acls=st.lists(acl, max_size=4), frames=st.lists(frame, min_size=1, max_size=12))
+@given(routes=st.lists(route, max_size=6), acls=st.lists(acl, max_size=4),
+       frames=st.lists(frame, min_size=1, max_size=12))
 def test_wide_keys_native_equals_python(routes, acls, frames):
     pipes = [load(PROGRAM, backend="python"), load(PROGRAM, backend="native")]
     assert hasattr(pipes[1], "so_path")

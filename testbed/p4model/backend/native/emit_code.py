@@ -2,8 +2,11 @@
 
 Model: one C function per top-level block, over a tb_state that holds the
 packet's headers, metadata and standard_metadata (emit_types).  A scalar
-expression is a uint64_t already masked to its width, so every result of
-+, -, *, <<, ~, unary - and concatenation is masked again.  Parsers are
+expression is a uint64_t (a tb_u128 above 64 bits) already masked to its
+width, so every result of +, -, *, <<, ~, unary - and concatenation is
+masked again.  A call that cannot be a C expression (out/inout or composite
+parameters, a composite or wide result) is written as statements before the
+line that uses its value, in P4's left-to-right order (ex_in_order).  Parsers are
 goto-labelled states with a bound on transitions (as the Python target's
 PARSER_STATE_LIMIT); extract reads big-endian bits from the packet and a
 short packet sets parser_error = PacketTooShort and ends the parse, as in
@@ -185,7 +188,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(e, ir.BuiltinCall) and e.name == "isValid":
             u = self.lvalue(e.target)
             if isinstance(e.target.type, ir.UnionT):   # a union is valid when one of its members is
-                return "((uint64_t)(" + (" || ".join(f"{u}.f_{f.name}.valid" for f in e.target.type.fields) or "0") + "))"
+                members = " || ".join(f"{u}.f_{f.name}.valid" for f in e.target.type.fields)
+                return f"((uint64_t)({members or '0'}))"
             return f"((uint64_t){u}.valid)"
         raise NativeUnsupported(e.loc, _construct(e))
 
@@ -565,8 +569,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
                 self.emit(f"{self.types.c_type(lhs.type, loc)} *{ptr} = &{target};")
                 target = f"*{ptr}"
             self.emit(f"{target} = {self.function_call(rhs)};")
-            if isinstance(rhs.type, ir.HeaderT):
-                self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in self.union_siblings(lhs))} }}")
+            siblings = self.union_siblings(lhs)
+            if siblings:   # a valid header written into a union makes its other members invalid
+                self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in siblings)} }}")
             return
         if _effects(rhs) and is_scalar(lhs.type) and not isinstance(lhs, ir.Slice):
             target = self.lvalue(lhs)

@@ -2,7 +2,8 @@
 
 Model: every scalar (bit<W> with W <= 64, bool, error, serializable enum,
 type/newtype of those) is one uint64_t holding the value masked to its
-width; bit<W> with 64 < W <= 128 is a tb_u128 (unsigned __int128) so masked; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
+width; bit<W> with 64 < W <= 128 is a tb_u128 (unsigned __int128) so
+masked; a header is a struct {uint8_t valid; uint64_t field...}; a struct is
 a struct of its members; a header stack H[N] is a struct {H elem[N];
 uint64_t next;} (next: P4's nextIndex).  A varbit<M> field is a struct
 {uint64_t w; uint8_t b[M/8 rounded up];}: its current width in bits and its
@@ -126,7 +127,8 @@ class TypeEmitter:
         key = id(t)
         if key in self.names:
             return self.names[key]
-        name = f"{'H' if isinstance(t, ir.HeaderT) else 'U' if isinstance(t, ir.UnionT) else 'S'}{len(self.names)}_{t.name}"
+        prefix = "H" if isinstance(t, ir.HeaderT) else "U" if isinstance(t, ir.UnionT) else "S"
+        name = f"{prefix}{len(self.names)}_{t.name}"
         members = []
         for f in t.fields:
             members.append(f"    {self.c_type(f.type, f.loc or loc)} f_{f.name};")
