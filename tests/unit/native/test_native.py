@@ -69,13 +69,13 @@ DIRECT_METER_P4 = FORWARD.read_text().replace(
     "  action a() { dm.read(m.x); }\n"
     "  table t { key = { h.eth.type: exact; } actions = { a; } meters = dm; }\n"
     "  apply { t.apply();")
-# a field wider than 64 bits (not lowered yet)
+# a field wider than 128 bits (not lowered yet)
 WIDE_P4 = FORWARD.read_text().replace(
     "struct H { eth_t eth; ip_t ip; }",
-    "header w_t { bit<128> addr; }\nstruct H { eth_t eth; ip_t ip; w_t w; }")
+    "header w_t { bit<336> data; }\nstruct H { eth_t eth; ip_t ip; w_t w; }")
 
 
-@pytest.mark.parametrize("program, construct", [("wide.p4", "wider than 64 bits"),
+@pytest.mark.parametrize("program, construct", [("wide.p4", "wider than 128 bits"),
                                                 ("direct_meter.p4", "direct_meter")])
 def test_unsupported_construct_is_one_line(program, construct, tmp_path):
     path = tmp_path / program
@@ -92,7 +92,7 @@ def test_auto_falls_back_to_python_with_one_log_line(caplog, tmp_path):
     pipe = load(path, backend="auto")
     assert not hasattr(pipe, "so_path")
     lines = [r.getMessage() for r in caplog.records if "Python pipeline" in r.getMessage()]
-    assert len(lines) == 1 and "wide.p4:" in lines[0] and "wider than 64 bits" in lines[0]
+    assert len(lines) == 1 and "wide.p4:" in lines[0] and "wider than 128 bits" in lines[0]
 
 
 def test_fabric_p4_runs_native():

@@ -6,8 +6,9 @@ whole byte (a varbit field at its current width); csum16 is the ones' complement
 its 16-bit words (an odd last byte padded with zero).  verify sets
 standard_metadata.checksum_error when the condition holds, the checksum
 field's header is valid and the value differs; update writes the field
-when the condition holds.  Other algorithms and *_with_payload are
-refused for now."""
+when the condition holds.  *_with_payload appends the packet's unparsed
+payload after the data list's bytes.  Other algorithms are refused for
+now."""
 
 from __future__ import annotations
 
@@ -24,11 +25,25 @@ static uint64_t tb_csum16(const uint8_t *p, uint32_t bits) {
     while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
     return (~sum) & 0xFFFF;
 }
+/* csum16 of the bytes of p (`bits` rounded up to bytes) followed by the n2 bytes of p2 */
+static uint64_t tb_csum16_2(const uint8_t *p, uint32_t bits, const uint8_t *p2, uint32_t n2) {
+    uint32_t n1 = (bits + 7) / 8, n = n1 + n2;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i += 2) {
+        uint32_t hi = i < n1 ? p[i] : p2[i - n1];
+        uint32_t lo = i + 1 >= n ? 0 : i + 1 < n1 ? p[i + 1] : p2[i + 1 - n1];
+        sum += (hi << 8) | lo;
+    }
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return (~sum) & 0xFFFF;
+}
 """
 
 
 class ChecksumMixin:
-    def checksum(self, c, verify: bool) -> None:
+    def checksum(self, c, verify: bool, payload: bool = False) -> None:
+        """verify/update_checksum(_with_payload); with payload, the packet's unparsed rest (what
+        the deparser appends) follows the packed data list, from a whole byte (as the Python target)."""
         from testbed.p4model.backend.python.externs import enum_member
 
         cond, data, field, algo = c.args
@@ -42,6 +57,9 @@ class ChecksumMixin:
         self.depth += 1
         buf = self.pack_leaves(data, "ck")
         value = f"tb_csum16({buf}, {buf}_n)"
+        if payload:
+            rest = "(s->payload_off < s->data_len ? s->data_len - s->payload_off : 0)"
+            value = f"tb_csum16_2({buf}, {buf}_n, s->data + s->payload_off, {rest})"
         w = scalar_width(field.type, field.loc)
         if verify:
             self.emit(f"if (({value} & {mask(w)}) != {self.ex(field)}) s->sm.f_checksum_error = 1;")

@@ -661,8 +661,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(c, ir.TableApply):
             self.emit(f"(void){self.apply(c)};")
             return
-        if isinstance(c, ir.ExternFunctionCall) and c.decl.name in ("verify_checksum", "update_checksum"):
-            self.checksum(c, c.decl.name == "verify_checksum")
+        if isinstance(c, ir.ExternFunctionCall) and c.decl.name in (
+                "verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
+            self.checksum(c, c.decl.name.startswith("verify"), c.decl.name.endswith("_with_payload"))
             return
         if isinstance(c, ir.BuiltinCall) and c.name in ("setValid", "setInvalid", "push_front", "pop_front"):
             self.builtin(c)

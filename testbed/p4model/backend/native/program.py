@@ -157,7 +157,7 @@ def lower(program: ir.Program):
                  f"tb_meter *mtr[{max(len(mtrs), 1)}]; uint64_t rng; }} tb_inst;")
     oob = "".join(f" {name} oob_{name};" for name in types.stack_elems.values())
     parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
-                 f"uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst;{oob} }} tb_state;")
+                 f"const uint8_t *data; uint32_t data_len; uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst;{oob} }} tb_state;")
     parts.append("/* a stack element read or written at an index out of range: a fresh invalid header */")
     parts.append("#define TB_OOB(s, m) (memset(&(s)->m, 0, sizeof (s)->m), &(s)->m)")
     parts.append("static int tb_init(tb_inst *I) {")
@@ -287,6 +287,7 @@ int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint
     s->sm.f_packet_length = len;
     s->sm.f_ingress_global_timestamp = now_us & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = now_us;
+    s->data = d; s->data_len = len;
     s->payload_off = tb_parser(s, d, len);
     tb_verify(s, drop_port);
     tb_ingress_ctl(s, drop_port);
@@ -306,6 +307,7 @@ int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
     s->sm.f_deq_qdepth = q[3] & UINT64_C(0x7FFFF);
     s->sm.f_egress_global_timestamp = q[4] & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = q[4];
+    s->data = d; s->data_len = len;   /* the received packet: its payload for *_with_payload */
     tb_egress_ctl(s, drop_port);
     if (s->sm.f_egress_spec == drop_port) return -1;
     tb_compute(s, drop_port);
