@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 
 # Mininet and the tools its hosts use; shellcheck and vagrant let the tests
 # check the lab VM's files (the VM itself cannot boot here); chromium lets a
-# test open report.html headless and check that every plot shows.
+# test open report.html headless and check that every plot shows; openssh-server
+# lets the cluster tests reach this machine as a server over ssh (they start a
+# private sshd of their own and stop it; the package's own service is not needed).
 debian_packages=(mininet iputils-ping bridge-utils tcpdump iproute2 ethtool python3-venv python3-dev
-                 shellcheck vagrant chromium)
+                 shellcheck vagrant chromium openssh-client openssh-server)
 missing=()
 for pkg in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

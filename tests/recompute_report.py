@@ -9,6 +9,11 @@ uses nothing of testbed.telemetry but the fluid model itself (whose own
 tests check it against hand-worked cases); the topology comes from
 testbed.topo.  Every mismatch is printed; the exit status is 1 if there is
 any, 0 if every figure agrees.
+
+The raw files are on the run's clock; summary.json and the report on the
+scenario's (a run slowed by --fit or --host-rate-mbps has time_stretch k in
+its resolved scenario): each recomputed figure is put there by its key's unit,
+a time (_s, _ms, _us) over k, a rate (_mbps) times k, before it is compared.
 """
 
 from __future__ import annotations
@@ -479,6 +484,22 @@ def trace(v: Variant, pairs):
     return out
 
 
+def on_scenario_clock(figures: dict, k: float) -> dict:
+    """Recomputed figures ('/'-joined keys, the run's clock) on the scenario's: by the last key's unit."""
+    def convert(key: str, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float, list, tuple)):
+            return value
+        if isinstance(value, (list, tuple)):
+            return [convert(key, v) for v in value]
+        last = key.rsplit("/", 1)[-1]
+        if last.endswith(("_s", "_ms", "_us")) and last != "wall_s":
+            return value / k
+        if last.endswith("_mbps"):
+            return value * k
+        return value
+    return {key: convert(key, value) for key, value in figures.items()}
+
+
 def lookup(summary: dict, key: str):
     """summary.json's value for a '/'-joined key (links/<name>/... index the links list)."""
     parts = key.split("/")
@@ -590,6 +611,9 @@ def main(argv: list[str]) -> int:
             return 2
         else:
             figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant)}
+        k = float(variant.scenario.get("time_stretch") or 1.0)
+        figures[name] = on_scenario_clock(figures[name], k)
+        figures[name]["clock/run_time_stretch"] = k
         for key, value in figures[name].items():
             try:
                 shown = lookup(summary, key)

@@ -131,8 +131,41 @@ SPREAD_KINDS = {"permutation": "permutation", "all_to_all": "alltoall"}  # scena
 
 
 def of_emulated(variant_dir: Path) -> dict:
-    """The figures of an emulated variant: simexp's incast figures, or a permutation's efficiency
-    as the simulator's is defined; with its cc, BDP, retransmissions and fidelity."""
+    """The figures of an emulated variant (_of_emulated_run: the run's clock) on the scenario's clock
+    (telemetry.clock): a run slowed by --fit has its times (keys ending _ms, _s) over its
+    time_stretch and its rates (_mbps) times it, rounded as the simulator's rows are; ratios
+    (over ideal, over payload rate, in base RTTs, Jain, efficiency) stay. `time_stretch` and
+    `run_link_rate_mbps` (the host link rate it ran at) say the run's clock (emulated_at)."""
+    row = _of_emulated_run(variant_dir)
+    k = float(load_yaml(variant_dir / "scenario.resolved.yaml").get("time_stretch") or 1.0)
+    out = dict(row)
+    for key, value in row.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if key.endswith("_ms"):
+            out[key] = round(value / k, 3 if key.endswith("base_rtt_ms") else 1)
+        elif key.endswith("_s") and key != "wall_s":
+            out[key] = round(value / k, 4)
+        elif key.endswith("_mbps"):
+            out[key] = round(value * k, 4)
+    out["time_stretch"] = k
+    out["run_link_rate_mbps"] = row.get("link_rate_mbps")
+    return out
+
+
+def emulated_at(row: dict) -> str:
+    """How an emulated row ran: 'emulated at R Mbit/s', and for a slowed run its slow-down and the
+    rate it ran at (its figures are on the scenario's clock: of_emulated)."""
+    k = row.get("time_stretch") or 1.0
+    if abs(k - 1.0) < 1e-9:
+        return f"emulated at {row['link_rate_mbps']:.3g} Mbit/s"
+    return (f"emulated x{k:.3g} slower (at {row['run_link_rate_mbps']:.3g} Mbit/s; its figures on the "
+            f"scenario's clock, {row['link_rate_mbps']:.3g} Mbit/s)")
+
+
+def _of_emulated_run(variant_dir: Path) -> dict:
+    """The figures of an emulated variant on the run's clock: simexp's incast figures, or a
+    permutation's efficiency as the simulator's is defined; with its cc, BDP, retransmissions and fidelity."""
     from testbed.host import records as host_records
     from testbed.cells import wire
 

@@ -64,7 +64,7 @@ def _incast_table(sim: list[dict], emu: list[dict]) -> list[str]:
                    f"{r['peak_queue_cells']} | {r['jain']} | {r['last_over_ideal']} | "
                    f"{r['fct_p50_ms']} / {r['fct_p99_ms']} | {r['retransmissions']} |")
     for e in sorted((e for e in emu if e["kind"] == "incast"), key=lambda e: (e["senders"], e["label"], e.get("run", 1))):
-        out.append(f"| {e['senders']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s{verdicts.run_note(e)} | "
+        out.append(f"| {e['senders']} | {e['label']}, {figures.emulated_at(e)}{verdicts.run_note(e)} | "
                    f"{e['goodput_over_payload_rate']} | {e['data_drops']} | {e['peak_queue_cells']} | {e['jain']} | "
                    f"{e['last_over_ideal']} | {e['fct_p50_ms']} / {e['fct_p99_ms']} | {e['retransmissions']} |")
     if not any(r["pfc"] for r in rows):
@@ -120,8 +120,8 @@ def _load_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
         f"{label} {value if value is not None else 'below the lowest tried'}" for label, value in highest.items()), ""]
     if emulated:
         late = [f"{e['label']} at {e['offered_load']:g}" for e in emulated if e["behind_real_time"]]
-        out += [f"Emulated: the same 8-host leaf-spine at {emulated[0]['link_rate_mbps']:.3g} Mbit/s (every time "
-                "stretched by the fit factor), Poisson arrivals for 1 s of model time where the simulator has 3 s "
+        out += [f"Emulated: the same 8-host leaf-spine, {figures.emulated_at(emulated[0])}, Poisson arrivals "
+                "for 1 s of model time where the simulator has 3 s "
                 "(their own draw, `poisson:SEED:PHASE`); fidelity "
                 + (f"lost in {', '.join(late)}" if late else "kept in every run") + ".", ""]
     return out
@@ -141,7 +141,7 @@ def _mixed_table(sim: list[dict], emu: list[dict] = ()) -> list[str]:
                    f"{r['short_fct_p99_rtts']} | {r['short_completion_p50_ms']} / {r['short_completion_p99_ms']} | "
                    f"{r['long_fct_p50_ms']} / {r['long_fct_p99_ms']} | {r['data_drops']} |")
     for e in sorted(emulated, key=lambda e: _labels(emulated).index(e["label"])):
-        out.append(f"| {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s (4 x 256 KiB; fidelity "
+        out.append(f"| {e['label']}, {figures.emulated_at(e)} (4 x 256 KiB; fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e.get('short_fct_p50_ms')} / "
                    f"{e.get('short_fct_p99_ms')} | {e.get('short_fct_p99_rtts')} | "
                    f"{e.get('short_completion_p50_ms')} / {e.get('short_completion_p99_ms')} | "
@@ -165,7 +165,7 @@ def _spread_table(sim: list[dict], emu: list[dict]) -> list[str]:
                    f"{r.get('fct_p50_ms')} / {r.get('fct_p99_ms')} |")
     for e in sorted((e for e in emu if e["kind"] in ("permutation", "alltoall")),
                     key=lambda e: (e["kind"], e["tiers"], e["label"], e.get("run", 1))):
-        out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, emulated at {e['link_rate_mbps']:.3g} Mbit/s{verdicts.run_note(e)} (fidelity "
+        out.append(f"| {e['kind']} | {e['tiers']} | {e['label']}, {figures.emulated_at(e)}{verdicts.run_note(e)} (fidelity "
                    f"{'lost' if e['behind_real_time'] else 'kept'}) | {e['efficiency']} | {e['efficiency_bound']} | "
                    f"{e['data_drops']} | {e.get('fct_p50_ms')} / {e.get('fct_p99_ms')} |")
     return out + [""]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from testbed.claims.figures import highest_zero_loss_load
+from testbed.claims.figures import emulated_at, highest_zero_loss_load
 
 HOLDS, PARTLY, NOT = "holds", "partly", "not reproduced"
 RULES = (
@@ -138,8 +138,7 @@ def more_load_emulated(emu: list[dict], against: str = "dcqcn") -> dict:
     pfc_late = sorted(f"{e['offered_load']:g}" for e in sweeps[f"{against}+pfc"] if e["behind_real_time"])
     lowest = min(e["offered_load"] for e in sweeps[against])
     tita, other = highest_zero_loss_load(sweeps["tita"]), highest_zero_loss_load(sweeps[against])
-    rate = sweeps["tita"][0]["link_rate_mbps"]
-    parts = [f"highest zero-loss offered load at {rate:.3g} Mbit/s: tita {tita}, {against} "
+    parts = [f"highest zero-loss offered load, {emulated_at(sweeps['tita'][0])}: tita {tita}, {against} "
              + (f"{other}" if other is not None else f"below {lowest:g} (DATA lost at every load tried)")]
     ratio, verdict = _load_ratio(tita, other, lowest)
     parts.append(ratio)
@@ -286,7 +285,7 @@ def incast_acceptance(row: dict, platform: str) -> dict:
     n = row["senders"]
     measured = ", ".join(text for _, _, text in checks)
     if platform == "emulated":
-        measured += f" (at {row['link_rate_mbps']:.3g} Mbit/s; fidelity " \
+        measured += f" ({emulated_at(row)}; fidelity " \
                     f"{'lost' if row.get('behind_real_time') else 'kept'})"
     return {"claim": f"incast acceptance, {row.get('label', 'tita')} incast {n}:1, {platform}{run_note(row)}",
             "anchor": "goodput >= 0.95 of the payload rate, no loss, peak queue <= 1 BDP, Jain >= 0.99, "

@@ -3,7 +3,10 @@
 Model: the run's own scenario (the variant's resolved copy, so a run slowed by
 --fit is replayed at the rate it ran) with its `faults` removed is simulated
 as the twin; nothing reads `faults` or faults.jsonl. Both are cut into bins
-of BIN_S on the scenario's clock and compared series by series:
+of BIN_S on the run's clock and compared series by series; every time the
+diagnosis gives (a culprit's start_s and end_s in diagnosis.json, .md and the
+printed verdict, the heatmap's axis) is on the scenario's clock, the run's
+over its time_stretch (telemetry.clock; diagnosis.json's run_time_stretch):
 
 * host: bytes delivered to the host and bytes it had acknowledged per bin,
   from records/<host>.jsonl (both drivers write them);
@@ -380,9 +383,9 @@ def diagnose_variant(variant_dir: Path) -> dict:
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k != "crossed"} for c in culprits], "healthy": not culprits,
-           "wall_s": round(time.monotonic() - started, 3)}
+           "run_time_stretch": stretch, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
-    write_markdown(variant_dir, out, run, twin, culprits)
+    write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out
 
 
@@ -392,8 +395,10 @@ def verdict_lines(diagnosis: dict) -> list[str]:
     return [Culprit(**c).line() for c in diagnosis["culprits"]]
 
 
-def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits: list[Culprit]) -> None:
-    """diagnosis.md with heatmap.png beside it: per series, run minus twin per bin (share of twin's peak bin)."""
+def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits: list[Culprit],
+                   stretch: float = 1.0) -> None:
+    """diagnosis.md with heatmap.png beside it: per series, run minus twin per bin (share of twin's peak bin),
+    the bins (the run's clock) drawn on the scenario's, as the culprits' times are."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -409,19 +414,21 @@ def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits
     fig, ax = plt.subplots(figsize=(10, max(3, 0.18 * len(keys))))
     if rows:
         im = ax.imshow(rows, aspect="auto", cmap="coolwarm_r", vmin=-1, vmax=1,
-                       extent=(0, len(rows[0]) * BIN_S, len(keys), 0))
+                       extent=(0, len(rows[0]) * BIN_S / stretch, len(keys), 0))
         fig.colorbar(im, ax=ax, label="(run - twin) / twin's peak bin")
         ax.set_yticks([i + 0.5 for i in range(len(keys))], keys, fontsize=6)
         for c in culprits:
             for i, k in enumerate(keys):
                 if k.startswith(c.target + ":"):
                     ax.add_patch(plt.Rectangle((c.start_s, i), c.end_s - c.start_s, 1, fill=False, ec="k", lw=2))
-    ax.set_xlabel("scenario time (s)")
+    ax.set_xlabel("time on the scenario's clock (s)")
     ax.set_title("run against healthy twin (culprit boxed)")
     fig.tight_layout()
     fig.savefig(variant_dir / "diagnosis.png", dpi=80)
     plt.close(fig)
-    lines = ["# Diagnosis", "", *verdict_lines(out), "", f"wall time {out['wall_s']:.1f} s", "",
+    lines = ["# Diagnosis", "", *verdict_lines(out), "", f"machine's wall time {out['wall_s']:.1f} s", "",
+             *([f"Times on the scenario's clock: the run ran x{stretch:.3g} slower (its time_stretch)", ""]
+               if abs(stretch - 1.0) > 1e-9 else []),
              "![run against twin](diagnosis.png)", ""]
     for c in culprits:
         lines.append(f"- {c.kind} {c.target}: {c.evidence}")

@@ -20,6 +20,7 @@ def _need_root(what: str) -> None:
 
 
 def run_command(args) -> int:
+    from testbed.emulation.run import refuse_servers
     from testbed.scenario import expand_variants, load_scenario
 
     scenario = load_scenario(args.scenario)
@@ -31,6 +32,7 @@ def run_command(args) -> int:
             raise TestbedError(f"{args.scenario}: no variant named {', '.join(sorted(unknown))} "
                                f"(variants: {', '.join(v.name for v in variants)})")
         variants = chosen
+    refuse_servers(scenario)
     _need_root("testbed run")
     with hold_run_lock(f"testbed run {args.scenario}"):
         _run_variants(args, scenario, variants)
@@ -41,9 +43,11 @@ def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "t
     """`testbed run [--fit] PATH` from another command (testbed tune --confirm): its output directory."""
     import argparse
 
+    from testbed.emulation.run import refuse_servers
     from testbed.scenario import expand_variants, load_scenario
 
     scenario = load_scenario(path)
+    refuse_servers(scenario)
     _need_root(what)
     args = argparse.Namespace(fit=fit, force=False, runs_dir=runs_dir)
     with hold_run_lock(f"{what} {path}"):

@@ -12,11 +12,23 @@ until a first run has
 done so the figures measured on this project's 2-core reference machine
 stand in. A run that needs more than `HEADROOM` of the machine's cores is
 refused before anything is built, with the largest rate that fits.
+
+A fabric spread over servers (`placement.servers`) is planned server by
+server, each against its own cores and memory (`servers.probe`): a server
+carries the busy switch work in proportion to the switches it runs and the
+agents' work in proportion to the hosts it runs (a host runs where its first
+ToR does), plus the idle cost of its own processes; the fabric fits when
+every server does, and the largest rate that fits is the lowest of the
+servers'. The ssh tunnels' own CPU (a cross-server cable's frames are
+encrypted by an ssh process at each end) is not counted. A server whose
+share does not fit its memory at any clock means the scenario needs more
+servers than it names.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from dataclasses import dataclass
@@ -182,19 +194,58 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
     return Demand(switch_packets, agent_datagrams, processes, cpu, memory_need(topo, costs.mode))
 
 
-def memory_need(topo, mode: str) -> int:
+def memory_need(topo, mode: str, cores: int | None = None) -> int:
     """Bytes the fabric's switch processes and host agents take (the per-process figures above)."""
+    return _memory(len(topo.switches), len(topo.hosts), mode, cores)
+
+
+def _memory(switches: int, hosts: int, mode: str, cores: int | None = None) -> int:
     if not in_fabric_processes(mode):
-        memory = len(topo.switches) * MEMORY_PER_SWITCH_BYTES
+        memory = switches * MEMORY_PER_SWITCH_BYTES
     else:
-        memory = (auto_fabric_processes() * MEMORY_PER_FABRIC_PROCESS_BYTES
-                  + len(topo.switches) * MEMORY_PER_SWITCH_IN_FABRIC_BYTES)
-    return memory + len(topo.hosts) * MEMORY_PER_AGENT_BYTES
+        memory = (min(switches, auto_fabric_processes(cores)) * MEMORY_PER_FABRIC_PROCESS_BYTES
+                  + switches * MEMORY_PER_SWITCH_IN_FABRIC_BYTES)
+    return memory + hosts * MEMORY_PER_AGENT_BYTES
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one machine runs of the fabric: this machine alone, or one of placement.servers."""
+
+    name: str
+    cores: int
+    memory_bytes: int
+    switches: int
+    hosts: int
+    switch_fraction: float  # of all the switches, as the busy switch work is shared
+    host_fraction: float  # of all the hosts, as the agents' work is shared
+
+
+def shares(scenario, cores: int | None = None) -> list[Share]:
+    """Each machine's part: one share for this machine, or one per placement.servers entry (their
+    cores and memory probed over ssh; `cores`, when given, stands in for every server's)."""
+    topo = scenario.topo
+    if not scenario.servers:
+        return [Share("this machine", cores or machine_cores(), machine_memory_bytes(), len(topo.switches),
+                      len(topo.hosts), 1.0, 1.0)]
+    from testbed.scenario.servers import facts, server_hosts, server_switches
+
+    switches = server_switches(scenario)
+    hosts = server_hosts(scenario, switches)
+    out = []
+    for server, mine, theirs in zip(scenario.servers, switches, hosts):
+        known = facts(server)
+        out.append(Share(f"server {server.name} ({server.login})", cores or known.cores, known.memory_bytes,
+                         len(mine), len(theirs), len(mine) / len(topo.switches), len(theirs) / len(topo.hosts)))
+    return out
 
 
 def memory_problem(scenario, mode: str | None = None) -> str | None:
-    """Why the fabric does not fit in this machine's memory at any clock (None when it does)."""
+    """Why the fabric does not fit in this machine's memory at any clock (None when it does); over
+    servers, why it needs more servers than it names."""
     mode = mode or scenario_mode(scenario)
+    if scenario.servers:
+        return _servers_memory_problem(scenario, mode)
     memory = machine_memory_bytes()
     need = memory_need(scenario.topo, mode)
     if not memory or need <= memory:
@@ -202,6 +253,21 @@ def memory_problem(scenario, mode: str | None = None) -> str | None:
     return (f"{len(scenario.topo.switches)} switches and {len(scenario.topo.hosts)} hosts need about "
             f"{need / 2**30:.1f} GiB of memory and {memory / 2**30:.1f} GiB is available (memory, not CPU, "
             f"decides; no slower clock helps): {largest_fitting(scenario, mode, memory)}")
+
+
+def _servers_memory_problem(scenario, mode: str) -> str | None:
+    parts = shares(scenario)
+    needs = [_memory(part.switches, part.hosts, mode, part.cores) for part in parts]
+    for part, need in zip(parts, needs):
+        if part.memory_bytes and need > part.memory_bytes:
+            total = sum(needs)
+            smallest = min(p.memory_bytes for p in parts if p.memory_bytes)
+            return (f"needs more servers than the {len(parts)} given: {part.name} runs {part.switches} switches "
+                    f"and {part.hosts} hosts, about {need / 2**30:.1f} GiB of memory, and has "
+                    f"{part.memory_bytes / 2**30:.1f} GiB available; the fabric needs about "
+                    f"{total / 2**30:.1f} GiB in all, at least {math.ceil(total / smallest)} servers like "
+                    "the smallest")
+    return None
 
 
 def largest_fitting(scenario, mode: str, memory: int) -> str:
@@ -272,8 +338,11 @@ def machine_memory_bytes() -> int:
 
 
 def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None) -> float:
-    """The host link rate (Mbit/s) at which the fabric's CPU demand meets the plan (0: none)."""
+    """The host link rate (Mbit/s) at which the fabric's CPU demand meets the plan (0: none); over
+    servers, the lowest of the servers' rates."""
     costs = costs or load_costs(scenario_mode(scenario))
+    if scenario.servers:
+        return min(_server_fit(scenario, costs, part) for part in shares(scenario, cores))
     need = demand(scenario, costs)
     budget = (cores or machine_cores()) * HEADROOM
     idle = _idle_cpu(scenario, costs)
@@ -282,9 +351,59 @@ def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None)
     return (budget - idle) / (need.cpu - idle) * scenario.links.host.rate_mbps
 
 
+def server_cpu(scenario, costs: Costs, part: Share) -> tuple[float, float]:
+    """(busy, idle) CPU-s/s of one server's part: the busy switch and agent work in proportion to
+    its switches and hosts, the idle cost of its own processes."""
+    need = demand(scenario, costs)
+    busy = (part.switch_fraction * need.switch_packets_per_s * costs.switch_us_per_packet
+            + part.host_fraction * need.agent_datagrams_per_s * costs.agent_us_per_datagram) / 1e6
+    agents = part.hosts * DEFAULT_IDLE_CPU_PER_AGENT
+    if costs.switch_idle_cpu_per_switch is not None:
+        idle = part.switches * costs.switch_idle_cpu_per_switch + agents
+    else:
+        processes = min(part.switches, auto_fabric_processes(part.cores)) if in_fabric_processes(costs.mode) \
+            else part.switches
+        idle = processes * DEFAULT_IDLE_CPU_PER_PROCESS + agents
+    return busy, idle
+
+
+def _server_fit(scenario, costs: Costs, part: Share) -> float:
+    busy, idle = server_cpu(scenario, costs, part)
+    budget = part.cores * HEADROOM
+    if budget <= idle:
+        return 0.0
+    return (budget - idle) / busy * scenario.links.host.rate_mbps if busy else float("inf")
+
+
+def _check_servers(scenario, costs: Costs, cores: int | None) -> str:
+    """check() over placement.servers: each server against its own cores."""
+    where = f"{scenario.file}: " if scenario.file else ""
+    problem = memory_problem(scenario, costs.mode)
+    if problem is not None:
+        raise CapacityError(f"{where}{problem}")
+    rate = scenario.links.host.rate_mbps
+    lines = []
+    for part in shares(scenario, cores):
+        busy, idle = server_cpu(scenario, costs, part)
+        budget = part.cores * HEADROOM
+        if busy + idle > budget:
+            fits = fitting_rate(scenario, costs, cores)
+            advice = (f"the largest host link rate every server holds is about {fits:.2g} Mbit/s" if fits > 0
+                      else "even its idle processes do not fit: choose a smaller fabric or more servers")
+            raise CapacityError(
+                f"{where}{part.name} runs {part.switches} switches and {part.hosts} hosts, which need about "
+                f"{busy + idle:.2f} CPU-s/s at {rate:g} Mbit/s, and it plans for {budget:.2f} ({part.cores} "
+                f"cores x {HEADROOM:g}); {advice} (costs: {costs.source}); `testbed run --fit` slows the whole "
+                "scenario to it, `--force` runs it as it is")
+        lines.append(f"{part.name} {busy + idle:.2f} of {budget:.2f} ({part.cores} cores x {HEADROOM:g})")
+    return f"capacity: needs about {'; '.join(lines)} CPU-s/s planned (costs: {costs.source})"
+
+
 def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str:
     """One line on whether the fabric fits; raises CapacityError when it does not."""
     costs = costs or load_costs(scenario_mode(scenario))
+    if scenario.servers:
+        return _check_servers(scenario, costs, cores)
     cores = cores or machine_cores()
     need = demand(scenario, costs)
     budget = cores * HEADROOM

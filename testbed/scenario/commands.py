@@ -7,7 +7,7 @@ import sys
 
 from testbed.scenario import capacity
 from testbed.scenario.errors import ScenarioError
-from testbed.scenario.feasibility import check_runnable, machine_problems
+from testbed.scenario.feasibility import check_runnable, machine_problems, server_problems
 from testbed.scenario.load import load_scenario
 from testbed.scenario.model import Scenario
 from testbed.scenario.processes import describe_placement, switch_placement
@@ -66,6 +66,9 @@ def _cannot_run(scenario: Scenario, variants) -> ScenarioError | None:
     """The first reason a variant cannot run as written (feasibility's rules), None when none."""
     from testbed.scenario.workload import scenario_messages  # the phases' messages, as a run makes them
 
+    problem = server_problems(scenario)
+    if problem is not None:
+        return problem
     for variant in variants:
         try:
             check_runnable(variant.scenario, scenario_messages(variant.scenario))
@@ -93,6 +96,9 @@ def run_show(args: argparse.Namespace) -> int:
     from testbed.errors import TestbedError
 
     scenario = load_scenario(args.file)
+    problem = server_problems(scenario)  # show says who runs where: every server must answer
+    if problem is not None:
+        raise problem
     if args.variant is not None:
         variants = {v.name: v for v in expand_variants(scenario)}
         if args.variant not in variants:

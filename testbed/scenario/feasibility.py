@@ -16,6 +16,8 @@ unable to do what it says. The rules here refuse it at the line to change:
   directory and the report would show one of them.
 * `switch.target: bmv2` where no usable bmv2 is installed (machine check,
   `machine_problems`).
+* A server of `placement.servers` that ssh cannot reach (`server_problems`),
+  or servers too few for the fabric's memory (capacity.memory_problem).
 """
 
 from __future__ import annotations
@@ -97,4 +99,24 @@ def machine_problems(scenario) -> str | None:
     return None
 
 
-__all__ = ["ScenarioError", "check_runnable", "duplicate_variant_values", "machine_problems"]
+def server_problems(scenario) -> ScenarioError | None:
+    """The first server of placement.servers that cannot be reached, or the servers' memory too
+    small for the fabric (it needs more servers than given), at its line; None when neither."""
+    from testbed.scenario.capacity import memory_problem
+    from testbed.scenario.servers import ServerUnreachable, facts
+
+    if not scenario.servers or scenario._origin is None:
+        return None
+    smap = scenario._origin.smap
+    for i, server in enumerate(scenario.servers):
+        try:
+            facts(server)
+        except ServerUnreachable as error:
+            return smap.error(("placement", "servers", i, "address"), str(error))
+    problem = memory_problem(scenario)
+    if problem is not None:
+        return smap.error(("placement", "servers"), problem, key=True)
+    return None
+
+
+__all__ = ["ScenarioError", "check_runnable", "duplicate_variant_values", "machine_problems", "server_problems"]

@@ -204,6 +204,21 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Server:
+    """A machine of a fabric spread over several (`placement.servers`), reached with ssh."""
+
+    name: str
+    address: str  # host name or IP address ssh reaches it at; "localhost" runs here without ssh
+    user: str | None = None  # ssh login (None: ssh's default)
+    switches: tuple[str, ...] = ()  # the switches placed on it; empty: the partition decides
+
+    @property
+    def login(self) -> str:
+        """What ssh is given: user@address, or the address alone."""
+        return f"{self.user}@{self.address}" if self.user else self.address
+
+
+@dataclass(frozen=True)
 class Derived:
     """Quantities computed from the topology and link parameters."""
 
@@ -244,6 +259,8 @@ class Scenario:
     # How many times slower than the file's clock this one runs (scenario.timescale.slowed: testbed
     # run --fit, sim --host-rate-mbps); 1: the file's own. Reports divide run times by it.
     time_stretch: float = 1.0
+    # placement.servers: the machines the fabric is spread over (empty: this machine alone)
+    servers: tuple[Server, ...] = ()
     _origin: Any = field(default=None, compare=False, repr=False)
 
     @cached_property

@@ -16,7 +16,7 @@ from testbed.cells import segment, wire
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
-    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Pfc, Phase, Scenario, Switch,
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Pfc, Phase, Scenario, Server, Switch,
     Nscc, Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
@@ -73,12 +73,13 @@ class _Resolver:
         workload = tuple(self.phase(i, topo, duration, seed, links.host, cell_size)
                          for i in range(len(self.get(("workload",), []))))
         faults = tuple(self.fault(i, topo, duration) for i in range(len(self.get(("faults",), []))))
+        servers = self.servers(topo, switch)
         return Scenario(
             name=self.get(("name",)) or _default_name(self.smap.file),
             description=self.get(("description",), ""),
             file=self.smap.file, duration_s=duration, seed=seed, topology=spec, links=links,
             switch=switch, fabric=fabric, transport=transport, workload=workload, faults=faults,
-            variants=variants, variant=variant, derived=derived,
+            variants=variants, variant=variant, derived=derived, servers=servers,
         )
 
     def topology(self):
@@ -222,6 +223,54 @@ class _Resolver:
             raise self.fail(("switch", "backend"), "native is the builtin target's packet path; bmv2 has its own")
         return Switch(target, program, queues, pcap,
                       self.get(("switch", "log_level"), d.LOG_LEVEL), processes, backend)
+
+    def servers(self, topo: Topology, switch: Switch) -> tuple[Server, ...]:
+        """placement.servers: distinct names and logins; the switches named, each on one server,
+        all or none of the servers naming theirs; at least one switch per server."""
+        at: DataPath = ("placement", "servers")
+        raw = self.get(at)
+        if raw is None:
+            return ()
+        names: dict[str, int] = {}
+        logins: dict[str, int] = {}
+        where: dict[str, int] = {}
+        out = []
+        for i, entry in enumerate(raw):
+            server = Server(entry["name"], entry["address"], entry.get("user"), tuple(entry.get("switches", ())))
+            if server.name in names:
+                raise self.fail(at + (i, "name"), f"'{server.name}' is a duplicate server: "
+                                f"placement.servers[{names[server.name]}] has this name")
+            if server.login in logins:
+                raise self.fail(at + (i, "address"), f"'{server.login}' is a duplicate server: "
+                                f"placement.servers[{logins[server.login]}] is reached at it too")
+            names[server.name], logins[server.login] = i, i
+            for j, name in enumerate(server.switches):
+                if name not in topo.switches:
+                    raise self.fail(at + (i, "switches", j), f"'{name}' is not a switch of this topology "
+                                    f"(switches: {', '.join(topo.switches[:4])}, ...; see testbed show)")
+                if name in where:
+                    raise self.fail(at + (i, "switches", j), f"'{name}' is already placed on "
+                                    f"placement.servers[{where[name]}] ({raw[where[name]]['name']})")
+                where[name] = i
+            out.append(server)
+        listing = [bool(s.switches) for s in out]
+        if any(listing) and not all(listing):
+            first = listing.index(False)
+            raise self.fail(at + (first,), f"{out[first].name} names no switches while other servers do: "
+                            "name every server's switches, or none and let the partition place them")
+        missing = [name for name in topo.switches if where and name not in where]
+        if missing:
+            raise self.fail(at, f"{', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''} "
+                            f"({len(missing)} switch{'es' if len(missing) != 1 else ''}) on no server: "
+                            "when servers name their switches, every switch needs one", key=True)
+        if len(out) > len(topo.switches):
+            raise self.fail(at, f"names {len(out)} servers for {len(topo.switches)} switches: each server "
+                            "runs at least one", key=True)
+        processes = switch.processes
+        if isinstance(processes, int) and processes < len(out):
+            raise self.fail(("switch", "processes"), f"is {processes}, fewer fabric processes than the "
+                            f"{len(out)} servers of placement.servers (each runs at least one)")
+        return tuple(out)
 
     def transport(self, cc: str, derived: Derived) -> Transport:
         low = self.get(("transport", "rto_low_rtt"), d.RTO_LOW_RTT)

@@ -209,6 +209,16 @@ SCHEMA = {
              "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
              "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000)},
             required=["at_s", "kind", "target"])},
+        "placement": _obj({
+            "servers": {"type": "array", "minItems": 1, "items": _obj({
+                "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                         "x-message": "may use only letters, digits, '_', '.' and '-'"},
+                "address": TEXT,
+                "user": TEXT,
+                "switches": {"type": "array", "minItems": 1, "uniqueItems": True, "items": TEXT,
+                             "x-message": "must be a list of distinct switch names"},
+            }, required=["name", "address"])},
+        }, required=["servers"]),
         "variants": {
             "type": "object",
             "propertyNames": {"pattern": r"^[a-z_][a-z0-9_]*(\.([a-z_][a-z0-9_]*|[0-9]+))*$",

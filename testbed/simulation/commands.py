@@ -149,7 +149,9 @@ def sim_command(args) -> int:
                 unfinished.append(variant.name)
             run_dirs[variant.name] = run_dir
             summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
-            print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s']:.3f} s simulated in "
+            stretch = variant.scenario.time_stretch  # the virtual time on the scenario's clock (telemetry.clock)
+            print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s'] / stretch:.3f} s of the "
+                  f"scenario simulated{f' (x{stretch:.3g} slower)' if abs(stretch - 1) > 1e-9 else ''} in "
                   f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
             shown.advance(variant.name)
     report = write_sim_report(scenario, run_dirs, summaries, out_dir)

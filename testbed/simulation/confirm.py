@@ -15,7 +15,10 @@ tuner's simulated busbw at the nominal rates, the simulated and emulated busbw
 at the emulated rate, both over their ideal (the schedule's link-rate bound,
 which scales with the rate), and the choice over the fixed setting in each.
 Every figure is copied from the two run directories' `summary.json`
-(collectives rows), so `tests/recompute_report.py` checks the emulated ones.
+(collectives rows), so `tests/recompute_report.py` checks the emulated ones;
+like every summary.json they are on the scenario's clock (telemetry.clock:
+the slowed runs' busbw times their slow-down), so the tuner's nominal figure
+stands beside them as it is, and `rate_mbps` is the rate the runs used.
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def confirm_on_fabric(scenario, result: dict, out: Path, budget_s: float, progre
         run_variant(Variant("base", (), slow), sim_dir / "base")
         sim_summary = {"base": summarize_simulated(sim_dir / "base", slow.topo)}
         write_sim_report(slow, {"base": sim_dir / "base"}, sim_summary, sim_dir)
-        sim = sim_summary["base"].get("collectives") or {}
+        sim = _rows(json.loads((sim_dir / "summary.json").read_text()))
         for p in ps:
             name = f"{_phase_name(p['role'], p['size_bytes'])}@{p['size_bytes']}B#0"
             e, s = emu.get(name, {}), sim.get(name, {})
@@ -189,10 +192,10 @@ def markdown(doc: dict) -> str:
     rate = rows[0]["rate_mbps"] if rows else None
     lines = ["# The tuner's choice on the emulated fabric", "",
              f"Each setting ran as its own collective phase, back to back, emulated with `--fit` (host links "
-             f"{_f(rate, 4)} Mbit/s) and on the simulator at that same rate; the tuner's own figure is the "
-             f"simulator at the scenario's nominal {rows[0]['tuner_sim_rate_mbps'] if rows else '-'} Mbit/s. "
-             "busbw in Mbit/s of payload (nccl-tests' factors); / ideal: over the schedule's link-rate bound "
-             "at the run's rates. role: choice = the tuner's per-size choice, fixed = the best single fixed "
+             f"{_f(rate, 4)} Mbit/s: the run's clock) and on the simulator at that same rate; the tuner's own "
+             f"figure is the simulator at the scenario's nominal {rows[0]['tuner_sim_rate_mbps'] if rows else '-'} "
+             "Mbit/s. busbw in Mbit/s of payload (nccl-tests' factors) on the scenario's clock (the runs' busbw "
+             "times their slow-down); / ideal: over the schedule's link-rate bound (a ratio, the same on both clocks). role: choice = the tuner's per-size choice, fixed = the best single fixed "
              "setting, both = the two are the same setting.", "",
              "| size (B) | role | setting | tuner busbw, sim nominal | sim busbw | sim / ideal | emulated busbw | "
              "emulated / ideal | emulated verified |",

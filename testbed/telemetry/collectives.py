@@ -206,10 +206,12 @@ def _completion(summary: dict) -> str:
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
                      partial: str | None = None) -> Path:
     """report.md, summary.json and busbw.png of a simulator run; `partial` (rundir.partial_line) opens it."""
-    from testbed.telemetry.clock import clock_line
+    from testbed.telemetry.clock import clock_line, summaries_on_scenario_clock
     from testbed.telemetry.export import write_tables
     from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
 
+    summaries = summaries_on_scenario_clock(run_dirs, summaries)  # what a user reads (telemetry.clock)
+    k = scenario.time_stretch  # `scenario` as it ran: its links back on the file's clock for the header
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
@@ -220,12 +222,13 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
                 f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")
-             + f", {topo.counts.switches} switches; host links {scenario.links.host.rate_mbps:g} Mbit/s, "
-             f"fabric {scenario.links.fabric.rate_mbps:g} Mbit/s"
-             + (f", local channel {scenario.links.local.rate_mbps:g} Mbit/s / {scenario.links.local.delay_us:g} us"
+             + f", {topo.counts.switches} switches; host links {scenario.links.host.rate_mbps * k:g} Mbit/s, "
+             f"fabric {scenario.links.fabric.rate_mbps * k:g} Mbit/s"
+             + (f", local channel {scenario.links.local.rate_mbps * k:g} Mbit/s / "
+                f"{scenario.links.local.delay_us / k:g} us"
                 if scenario.links.local else "") + ".", "",
              "| variant | messages planned / completed | completion p50 / p99 (ms), first DATA cell sent to last ACK | "
-             "switch queue drops (packets) | PFC pause frames, XOFF + XON | virtual time (s) | wall time (s) |",
+             "switch queue drops (packets) | PFC pause frames, XOFF + XON | virtual time (s) | machine's wall time (s) |",
              "|---|---|---|---|---|---|---|"]
     clock = clock_line(run_dirs)
     if clock:

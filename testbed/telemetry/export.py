@@ -4,12 +4,15 @@
   string, a boolean or empty, named by its path with "/" between keys (drops/by_type/DATA/sent), as
   tests/recompute_report.py names them; lists (the missing messages, series) are left to the JSON.
   A figure a variant does not have is an empty cell. The first columns are the verdict table's
-  (telemetry.verdict_table), prefixed "verdict/".
+  (telemetry.verdict_table), prefixed "verdict/". Like summary.json, every time and rate is on the
+  scenario's clock (telemetry.clock); clock/run_time_stretch gives the run's.
 * messages.csv: one row per planned message of each variant (agents/workload.json), with its sender's
-  record (message_sent: times in us on the run's clock, retransmissions) and its receiver's
+  record (message_sent: times in us since the run's start, on the scenario's clock: the records'
+  over the run's time stretch, telemetry.clock; retransmissions) and its receiver's
   (message_delivered: delivery time, reorder figures, verified) joined on (src, dst, msg_id); a message
   never acknowledged or never delivered has those cells empty. Messages delivered without being
-  planned (none in a healthy run) are rows too, with planned = False.
+  planned (none in a healthy run) are rows too, with planned = False. run_time_stretch is the run's
+  slow-down (1: the run kept the file's clock).
 
 Both load with one call: `pandas.read_csv(path)`.
 """
@@ -21,10 +24,13 @@ import json
 from pathlib import Path
 
 from testbed.host.records import read_jsonl
+from testbed.telemetry.clock import stretch_of
 from testbed.telemetry.messages import planned_messages
 from testbed.telemetry.verdict_table import verdict
 
 SENT_FIELDS = ("start_us", "first_tx_us", "acked_us", "queueing_us", "completion_us", "fct_us", "retransmissions")
+TIME_FIELDS = ("start_us", "first_tx_us", "acked_us", "queueing_us", "completion_us", "fct_us", "first_cell_us",
+               "delivered_us")
 DELIVERED_FIELDS = ("first_cell_us", "delivered_us", "cells", "cells_out_of_order", "max_ooo_distance_cells",
                     "peak_reorder_buffer_cells", "window_overflows", "duplicate_cells", "ce_cells", "verified")
 
@@ -59,6 +65,7 @@ def message_rows(name: str, run_dir: Path) -> list[dict]:
     keys = [(m["src"], m["dst"], m["msg_id"]) for m in planned]
     plan = {(m["src"], m["dst"], m["msg_id"]): m for m in planned}
     keys += sorted(set(delivered) - set(plan))
+    stretch = stretch_of(Path(run_dir))
     rows = []
     for key in keys:
         m, s, d = plan.get(key, {}), sent.get(key, {}), delivered.get(key, {})
@@ -67,12 +74,14 @@ def message_rows(name: str, run_dir: Path) -> list[dict]:
                "acknowledged": key in sent, "delivered": key in delivered}
         row.update({f: s.get(f) for f in SENT_FIELDS})
         row.update({f: d.get(f) for f in DELIVERED_FIELDS})
+        row.update({f: row[f] / stretch for f in TIME_FIELDS if row.get(f) is not None})
+        row["run_time_stretch"] = stretch
         rows.append(row)
     return rows
 
 
 MESSAGE_COLUMNS = ("variant", "src", "dst", "msg_id", "planned", "bytes", "collective", "acknowledged",
-                   "delivered") + SENT_FIELDS + DELIVERED_FIELDS
+                   "delivered") + SENT_FIELDS + DELIVERED_FIELDS + ("run_time_stretch",)
 
 
 def _write(path: Path, rows: list[dict], columns: tuple[str, ...] = ("variant",)) -> None:

@@ -3,6 +3,8 @@
 The first line says whether every switch and every host agent kept up with
 real time; a run that fell behind says so before any number.  Every figure
 says its unit and what it counts; the report ends with how each is derived.
+Every time, duration and rate is on the scenario's clock (telemetry.clock: a run slowed by --fit
+is read back at the file's rates and times), the run's clock said once beside the factor.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from testbed.targets import bmv2_queue_rate_pps  # noqa: E402
 from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
-from testbed.telemetry.clock import clock_line, stretch_of  # noqa: E402
+from testbed.telemetry.clock import clock_line, scenario_links, stretch_of, summaries_on_scenario_clock  # noqa: E402
 from testbed.telemetry.export import write_tables  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
 from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines  # noqa: E402
@@ -202,14 +204,15 @@ def _plot_fct(run_dirs: dict[str, Path], path: Path) -> bool:
     figure, axes = plt.subplots(figsize=(6, 4))
     plotted = False
     for name, run_dir in run_dirs.items():
-        times = sorted(r["completion_us"] / 1000 for r in _records(run_dir)
+        stretch = stretch_of(run_dir)  # the records are on the run's clock
+        times = sorted(r["completion_us"] / 1000 / stretch for r in _records(run_dir)
                        if r["kind"] == "message_sent" and "completion_us" in r)
         if times:
             axes.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post",
                       label=f"{name} (n={len(times)})")
             plotted = True
     if plotted:
-        axes.set_xlabel("message completion time, first DATA cell sent to last ACK (ms)")
+        axes.set_xlabel("message completion time, first DATA cell sent to last ACK (ms, scenario's clock)")
         axes.set_ylabel("fraction of messages")
         axes.set_title("Message completion time CDF")
         axes.legend()
@@ -417,19 +420,18 @@ def _fault_detail(e: dict) -> str:
 
 
 def _fault_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = None) -> list[str]:
-    """When each variant's faults happened (planned and actual time, seconds on the scenario's clock:
-    the run's over its time_stretch, telemetry.clock)."""
+    """When each variant's faults happened (planned and actual time, seconds); `summaries` on the
+    scenario's clock (telemetry.clock.on_scenario_clock), as write_report passes them."""
     lines = []
     for name, summary in summaries.items():
         events = summary.get("faults") or []
         skipped = summary.get("faults_not_executed") or []
         if events or skipped:
-            k = stretch_of(run_dirs[name]) if run_dirs and name in run_dirs else 1.0
             lines.append(f"Faults in {name}:")
-            lines += [f"- {e['kind']} {e['target']} at {e['t_s'] / k:.3f} s (planned {e['at_s'] / k:g} s)"
+            lines += [f"- {e['kind']} {e['target']} at {e['t_s']:.3f} s (planned {e['at_s']:g} s)"
                       + (f": not carried out, {e['error']}" if e.get("error") else _fault_detail(e)) for e in events]
-            lines += [f"- **not executed**: {e['kind']} {e['target']} planned at {e['at_s'] / k:g} s: "
-                      f"{e['reason']} (it ended at {e['run_ended_s'] / k:.3f} s)" for e in skipped]
+            lines += [f"- **not executed**: {e['kind']} {e['target']} planned at {e['at_s']:g} s: "
+                      f"{e['reason']} (it ended at {e['run_ended_s']:.3f} s)" for e in skipped]
             lines.append("")
     return lines
 
@@ -439,13 +441,12 @@ def _ms(value) -> str:
 
 
 def _recovery_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = None) -> list[str]:
-    """Detection, reroute and recovery of each cut host link (testbed/telemetry/recovery.py); the cut's
-    time on the scenario's clock, the durations on the run's (telemetry.clock)."""
+    """Detection, reroute and recovery of each cut host link (testbed/telemetry/recovery.py); `summaries`
+    on the scenario's clock (telemetry.clock.on_scenario_clock), times, durations and rates alike."""
     lines = []
     for name, summary in summaries.items():
-        k = stretch_of(run_dirs[name]) if run_dirs and name in run_dirs else 1.0
         for r in summary.get("recovery") or []:
-            lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s'] / k:.3f} s")
+            lines.append(f"Failover in {name}: {r['fault']} at {r['cut_t_s']:.3f} s")
             lines.append(f"- {r['host']} left its port {r['port']} {_ms(r['host_detect_ms'])} after the cut "
                          f"({r.get('host_detect_by') or 'not at all'}); the controller saw the port go down after {_ms(r['fabric_detect_ms'])} and "
                          f"had moved {r['routes_moved'] if r['routes_moved'] is not None else 'no'} routes by "
@@ -467,8 +468,9 @@ def _recovery_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None
 
 
 def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
-    """Link rate, RTT and BDP as each variant ran them (its resolved scenario: a variant or
-    `testbed run --fit` may have changed them), one clause when they agree."""
+    """Link rate, RTT and BDP as each variant ran them (its resolved scenario: a variant may have
+    changed them), on the scenario's clock (a --fit slow-down undone: telemetry.clock.scenario_links),
+    one clause when they agree."""
     def clause(s: dict, target: str | None) -> str:
         d = s["derived"]
         text = (f"host links {s['links']['host']['rate_mbps']:g} Mbit/s, fabric links "
@@ -481,7 +483,7 @@ def _link_clause(scenario, run_dirs: dict[str, Path]) -> str:
         if path.exists():
             result = Path(run_dir) / "result.json"
             target = json.loads(result.read_text()).get("target") if result.exists() else None
-            clauses[name] = clause(yaml.safe_load(path.read_text()), target)
+            clauses[name] = clause(scenario_links(yaml.safe_load(path.read_text())), target)
     if not clauses:
         return clause(scenario.to_dict(), None)
     if len(set(clauses.values())) == 1:
@@ -556,7 +558,7 @@ def _cc_parameter_lines(run_dirs: dict[str, Path]) -> list[str]:
     lines = []
     for name, run_dir in run_dirs.items():
         path = Path(run_dir) / "scenario.resolved.yaml"
-        resolved = yaml.safe_load(path.read_text()) if path.exists() else None
+        resolved = scenario_links(yaml.safe_load(path.read_text())) if path.exists() else None
         text = dcqcn_parameters(resolved) if resolved else None
         if text:
             lines.append(f"DCQCN parameters of {name} (Zhu et al., SIGCOMM 2015, scaled to this link): {text}.")
@@ -569,7 +571,10 @@ def _cc_parameter_lines(run_dirs: dict[str, Path]) -> list[str]:
 def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
                  partial: str | None = None) -> Path:
     """report.md + summary.json + plots in out_dir; returns the report's path. `partial`
-    (rundir.partial_line: what the run directory lacks) is the report's first line when given."""
+    (rundir.partial_line: what the run directory lacks) is the report's first line when given.
+    `summaries` (summarize_variant: the run's clock) are put on the scenario's clock first; that is
+    what summary.json, the CSV tables and the report hold."""
+    summaries = summaries_on_scenario_clock(run_dirs, summaries)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))

@@ -10,6 +10,13 @@ topology always gets the same placement. Equal switch counts are the
 balance: a finer one (by expected packets) would need the workload.
 A fat-tree bisects along pods: a k=4 tree in two processes cuts 8 of its 32
 switch cables.
+
+A fabric spread over several machines (a scenario's `placement.servers`) is
+split the same way twice: first the switches into one group per server (the
+cut cables are the ones that cross between machines, in tunnels, so the
+fewest is best), unless the scenario names each server's switches; then each
+server's switches into that server's fabric processes. A host runs on the
+server of its first ToR.
 """
 
 from __future__ import annotations
@@ -30,6 +37,23 @@ class Placement:
 
     groups: tuple[tuple[str, ...], ...]
     in_memory: frozenset[str]
+    # server_of[i] = the index of the server process i runs on (empty: one machine)
+    server_of: tuple[int, ...] = ()
+
+    def server_of_switch(self, switch: str) -> int:
+        """The index of the server `switch` runs on (0 on one machine)."""
+        return self.server_of[self.process_of(switch)] if self.server_of else 0
+
+    def server_switches(self, server: int) -> tuple[str, ...]:
+        """The switches on server `server`, process by process."""
+        if not self.server_of:
+            return tuple(s for group in self.groups for s in group)
+        return tuple(s for i, group in enumerate(self.groups) if self.server_of[i] == server for s in group)
+
+    def cross_server(self, topology: Topology) -> list[str]:
+        """Names of the cables whose two switches run on different servers (tunnelled)."""
+        return [link.name for link in topology.links if link.tier == "fabric"
+                and self.server_of_switch(link.a) != self.server_of_switch(link.b)]
 
     def process_of(self, switch: str) -> int:
         for index, group in enumerate(self.groups):
@@ -82,3 +106,31 @@ def place(topology: Topology, processes: int, veth_links=frozenset(), alone=froz
                           if link.tier == "fabric" and link.name not in veth_links
                           and member[link.a] == member[link.b])
     return Placement(groups, in_memory)
+
+
+def split_servers(topology: Topology, servers: int) -> list[list[str]]:
+    """The switches of each of `servers` machines: balanced groups cutting the fewest cables."""
+    return [g for g in _split(topology, list(topology.switches), servers) if g]
+
+
+def place_on_servers(topology: Topology, server_switches: list[list[str]], processes: list[int | None],
+                     veth_links=frozenset(), alone=frozenset()) -> Placement:
+    """Each server's switches (`server_switches[i]`) in `processes[i]` groups of their own (None: one
+    process per switch), as `place` does on one machine; `server_of` says whose each group is."""
+    groups: list[tuple[str, ...]] = []
+    owner: list[int] = []
+    for index, (switches, count) in enumerate(zip(server_switches, processes)):
+        if count is None:
+            mine = [(s,) for s in sorted(switches, key=_order(topology))]
+        else:
+            shared = [s for s in switches if s not in alone]
+            count = max(1, min(count, len(shared))) if shared else 0
+            mine = [tuple(g) for g in _split(topology, shared, count) if g] if shared else []
+            mine += [(s,) for s in sorted(switches, key=_order(topology)) if s in alone]
+        groups += mine
+        owner += [index] * len(mine)
+    member = {s: i for i, group in enumerate(groups) for s in group}
+    in_memory = frozenset(link.name for link in topology.links
+                          if link.tier == "fabric" and link.name not in veth_links
+                          and member[link.a] == member[link.b])
+    return Placement(tuple(groups), in_memory, tuple(owner))

@@ -16,6 +16,7 @@ from typing import Optional
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
+from testbed.p4model.errors import P4Unsupported
 from testbed.p4model.frontend import ir
 from testbed.p4model.p4info import annots as anno
 
@@ -94,6 +95,9 @@ class TypeInfoBuilder:
         """P4DataTypeSpec of `t`, recording named types on the way."""
         self.touch()
         out = p4types_pb2.P4DataTypeSpec()
+        if isinstance(t, ir.ArrayT):
+            raise P4Unsupported(None, f"the array type {t} where P4Info needs a type spec (a digest, "
+                                      "value set or packet-io header)")
         if isinstance(t, ir.BitT):
             (out.bitstring.int if t.signed else out.bitstring.bit).bitwidth = t.width
         elif isinstance(t, ir.VarbitT):
@@ -152,6 +156,7 @@ class TypeInfoBuilder:
         if name in self.type_info.structs:
             return
         spec = p4types_pb2.P4StructTypeSpec()
+        _refuse_arrays(t)
         for f in t.fields:
             member = spec.members.add()
             member.name = f.name
@@ -163,6 +168,7 @@ class TypeInfoBuilder:
         if name in self.type_info.headers:
             return
         spec = p4types_pb2.P4HeaderTypeSpec()
+        _refuse_arrays(t)
         for fname, ftype in _flatten(t.fields):
             member = spec.members.add()
             member.name = fname
@@ -229,6 +235,16 @@ class TypeInfoBuilder:
         else:
             spec.original_type.CopyFrom(self.spec(underlying))
         self.type_info.new_types[name].CopyFrom(spec)
+
+
+def _refuse_arrays(t: ir.StructLikeT) -> None:
+    """P4Runtime's type specs have no array type: a header or struct with an
+    array field (ir.ArrayT) cannot be described in P4Info's type_info."""
+    for f in t.fields:
+        if isinstance(f.type, ir.ArrayT):
+            raise P4Unsupported(f.loc, f"field '{f.name}' of {t.name} has the array type {f.type}, which "
+                                       "P4Runtime's type specs (digests, value sets, packet-io headers) "
+                                       "cannot describe")
 
 
 def _flatten(fields, prefix: str = ""):

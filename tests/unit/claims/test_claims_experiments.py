@@ -218,3 +218,27 @@ def test_tita_all_to_all_on_three_tiers_drops_no_credit(tmp_path):
     c = json.loads((directory / "counters.json").read_text())
     assert c["credit_drops"] == 0 and c["data_drops"] == 0, c
     assert figures.of_experiment(directory)["efficiency"] > 0.7
+
+
+def test_a_slowed_emulated_incast_reads_on_the_scenarios_clock(tmp_path):
+    """The emulated incast text run x2 slower (testbed sim --host-rate-mbps, as --fit slows a run), read as
+    an emulated run is: its FCT, completion and link rate are the unslowed run's (the scenario's clock),
+    its ratios unchanged, and its row says the slow-down and the rate it ran at."""
+    from testbed.cli import main
+
+    (tmp_path / "i4.yaml").write_text(experiments.incast_text(4, "dcqcn"))
+    rows = {}
+    for name, extra in (("nominal", []), ("slowed", ["--host-rate-mbps", "2.5"])):
+        assert main(["sim", str(tmp_path / "i4.yaml"), "--runs-dir", str(tmp_path / name), *extra]) == 0
+        (variant_dir,) = [p.parent for p in (tmp_path / name).rglob("scenario.resolved.yaml")]
+        rows[name] = figures.of_emulated(variant_dir)
+    nominal, slowed = rows["nominal"], rows["slowed"]
+    assert nominal["link_rate_mbps"] == 5 and slowed["link_rate_mbps"] == 5 and slowed["run_link_rate_mbps"] == 2.5
+    assert slowed["time_stretch"] == 2.0 and nominal["time_stretch"] == 1.0
+    for key in ("fct_p50_ms", "fct_p99_ms", "completion_p50_ms", "completion_p99_ms", "base_rtt_ms", "goodput_mbps",
+                "last_s"):
+        assert slowed[key] == pytest.approx(nominal[key], rel=0.01), key
+    for key in ("goodput_over_payload_rate", "last_over_ideal", "fct_p99_rtts"):
+        assert slowed[key] == pytest.approx(nominal[key], rel=0.01), key
+    assert figures.emulated_at(nominal) == "emulated at 5 Mbit/s"
+    assert figures.emulated_at(slowed).startswith("emulated x2 slower (at 2.5 Mbit/s")

@@ -99,3 +99,29 @@ def test_command_line_is_one_line_on_bad_input(tmp_path):
                           capture_output=True, text=True, cwd=Path(__file__).resolve().parents[3])
     assert done.returncode != 0
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_slowed_runs_culprits_are_on_the_scenarios_clock(tmp_path):
+    """A run slowed x4 (testbed sim --host-rate-mbps, as --fit slows one) with a cable degraded at 1.4 s of
+    the scenario file: its culprit starts near 1.4 s, not near the run's 5.6 s, in diagnosis.json, the
+    printed verdict and diagnosis.md, which says the run's slow-down once."""
+    import yaml
+
+    from testbed import cli
+    from tests.unit.diagnose.corpus import scenario_text
+
+    data = yaml.safe_load(scenario_text("slowed", "leafspine", "permutation"))
+    data["faults"] = [{"kind": "link_degrade", "target": "h4-leaf2", "at_s": 1.4, "duration_s": 2.0,
+                       "rate_mbps": 0.005}]
+    path = tmp_path / "slowed.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert cli.main(["sim", str(path), "--host-rate-mbps", "1.25", "--runs-dir", str(tmp_path / "runs")]) == 0
+    (run,) = (tmp_path / "runs" / "slowed").iterdir()
+    assert yaml.safe_load((run / "base" / "scenario.resolved.yaml").read_text())["time_stretch"] == 4.0
+    (diagnosis,) = diagnose_run(run).values()
+    first = diagnosis["culprits"][0]
+    assert (first["kind"], first["target"]) == ("link", "h4-leaf2")
+    assert abs(first["start_s"] - 1.4) <= 0.2 and first["end_s"] < 3.4, first
+    md = (run / "base" / "diagnosis.md").read_text()
+    assert f"from {first['start_s']:.1f} s to {first['end_s']:.1f} s" in md.splitlines()[2]
+    assert md.count("the run ran x4 slower") == 1 and diagnosis["run_time_stretch"] == 4.0

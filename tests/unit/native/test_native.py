@@ -53,6 +53,41 @@ def test_native_is_really_native(pair):
     assert "tb_ingress" in native.source
 
 
+ARRAY_PROGRAMS = ("fe_arrays.p4", "fe_arrays_wire.p4")
+
+
+@pytest.fixture(scope="module")
+def array_pairs():
+    programs = ROOT / "tests" / "p4programs"
+    return [(load(programs / p, backend="python"), load(programs / p, backend="native")) for p in ARRAY_PROGRAMS]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(min_size=6, max_size=20), small_index=st.integers(0, 5))
+def test_bit_arrays_run_native_as_python_does(array_pairs, data, small_index):
+    """Arrays of bit<W>/bool (nested too) stored as the bits of one scalar: constant and run-time
+    indices, in and out of range (the index byte is first in fe_arrays.p4, at offset 10 in
+    fe_arrays_wire.p4; small values make in-range indices common)."""
+    for (python, native), at in zip(array_pairs, (0, 10)):
+        assert native.backend == "native"
+        frame = bytearray(data)
+        if at < len(frame):
+            frame[at] = small_index
+        assert native.process(0, bytes(frame)) == python.process(0, bytes(frame))
+
+
+def test_wide_and_signed_arrays_are_refused_in_one_line(tmp_path):
+    with pytest.raises(NativeUnsupported) as info:
+        load(ROOT / "tests" / "p4programs" / "fe_arrays_wide.p4", backend="native")
+    assert str(info.value).endswith("fe_arrays_wide.p4:12:5: native back end does not support the array "
+                                    "bit<8>[16] (128 bits, wider than 64 bits)")
+    signed = tmp_path / "signed.p4"
+    signed.write_text(FORWARD.read_text().replace("struct M {", "struct M {\n    int<4>[2] sa;"))
+    with pytest.raises(NativeUnsupported, match=r"signed.p4:\d+:\d+: .*arrays of other than headers "
+                                                r"\(int<4>\[2\]\)$"):
+        load(signed, backend="native")
+
+
 def test_second_load_uses_the_cache():
     load(FORWARD, backend="native")
     start = time.perf_counter()

@@ -68,20 +68,29 @@ def test_recompute_agrees_and_catches_a_wrong_busbw(run, capsys):
         path.write_text(original)
 
 
-def test_sim_at_a_slower_host_rate_scales_the_figures_and_says_so(run, tmp_path, capsys):
-    """testbed sim --host-rate-mbps R: the scenario slowed as --fit slows it, so busbw scales
-    with the rate and busbw / ideal stays what the nominal run gave."""
+def test_sim_at_a_slower_host_rate_reads_back_on_the_scenarios_clock(run, tmp_path, capsys):
+    """testbed sim --host-rate-mbps R: the scenario slowed as --fit slows it (x4 here); its summary.json
+    and report give the figures on the scenario's clock, so busbw and the ideal are the nominal run's
+    (busbw / ideal within 2%: the rounding of slowed delays), the header gives the file's link rates and
+    the run's rate is said once, on the Clock line; recompute_report agrees with every figure."""
     path = tmp_path / "coll.yaml"
     path.write_text(SCENARIO)
     assert cli.main(["sim", str(path), "--host-rate-mbps", "5", "--runs-dir", str(tmp_path / "runs")]) == 0
     (out,) = (tmp_path / "runs" / "coll").iterdir()
-    slow = json.loads((out / "summary.json").read_text())["base"]["collectives"]
+    summary = json.loads((out / "summary.json").read_text())["base"]
+    assert summary["clock"] == {"scenario_clock": True, "run_time_stretch": 4.0}
+    slow = summary["collectives"]
     nominal = json.loads((run / "summary.json").read_text())["base"]["collectives"]
     for name, r in slow.items():
         assert r["verified"]
-        assert r["ideal_busbw_mbps"] == pytest.approx(nominal[name]["ideal_busbw_mbps"] / 4)
+        assert r["ideal_busbw_mbps"] == pytest.approx(nominal[name]["ideal_busbw_mbps"], rel=1e-9)
+        assert r["ideal_time_us"] == pytest.approx(nominal[name]["ideal_time_us"], rel=1e-9)
+        assert r["busbw_mbps"] == pytest.approx(nominal[name]["busbw_mbps"], rel=0.02)
         assert r["busbw_over_ideal"] == pytest.approx(nominal[name]["busbw_over_ideal"], rel=0.02)
-    assert "host links 5 Mbit/s" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "host links 20 Mbit/s" in report and "host links 5 Mbit/s" not in report
+    assert report.count("Clock: every variant ran x4 slower") == 1
+    assert recompute_report.main([str(out)]) == 0
     assert cli.main(["sim", str(path), "--host-rate-mbps", "40", "--runs-dir", str(tmp_path / "runs")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--host-rate-mbps 40" in err[0] and "at most that" in err[0]

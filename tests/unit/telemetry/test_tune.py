@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from testbed import cli
 
 SCENARIO = """
@@ -122,7 +124,7 @@ def test_confirm_sets_emulated_beside_simulated_from_the_run_directories(tmp_pat
     from testbed.scenario.variants import Variant
     from testbed.simulation import confirm
     from testbed.simulation.run import run_variant
-    from testbed.telemetry.collectives import summarize_simulated
+    from testbed.telemetry.collectives import summarize_simulated, write_sim_report
 
     scenario, result, out = _tuned(tmp_path)
 
@@ -130,7 +132,8 @@ def test_confirm_sets_emulated_beside_simulated_from_the_run_directories(tmp_pat
         s = slowed(load_scenario(path), 0.5)
         run_dir = Path(runs_dir) / s.name / "stamp"
         run_variant(Variant("base", (), s), run_dir / "base")
-        (run_dir / "summary.json").write_text(json.dumps({"base": summarize_simulated(run_dir / "base", s.topo)}))
+        write_sim_report(s, {"base": run_dir / "base"}, {"base": summarize_simulated(run_dir / "base", s.topo)},
+                         run_dir)
         return run_dir
 
     monkeypatch.setattr(commands, "run_scenario_file", fake_run)
@@ -142,6 +145,8 @@ def test_confirm_sets_emulated_beside_simulated_from_the_run_directories(tmp_pat
         assert row["rate_mbps"] == 10 and row["emulated_verified"] and row["sim_verified"]
         emu = json.loads((Path(row["emulated_run"]) / "summary.json").read_text())["base"]["collectives"]
         assert row["emulated_busbw_mbps"] == emu[row["collective"]]["busbw_mbps"]
+        # on the scenario's clock: the tuner's own (nominal-rate) figure for the same setting, within 2%
+        assert row["emulated_busbw_mbps"] == pytest.approx(row["tuner_sim_busbw_mbps"], rel=0.02)
         # the same file at the same rate on the same simulator: the same figure
         assert row["sim_busbw_mbps"] == row["emulated_busbw_mbps"]
     assert "choice / fixed, emulated" in path.read_text()

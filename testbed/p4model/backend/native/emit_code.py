@@ -137,6 +137,31 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.need_bytes(str((w + 7) // 8))
         return f"{_get(w)}(d + off, 0, {w})"
 
+    def array_place(self, e, root_code):
+        """Where the array element `e` (Index chains on bit arrays, stored as one scalar: see
+        emit_types.bit_array) is: (C of the scalar, its bit offset, the C condition that every
+        run-time index is in range or None, the element's width)."""
+        chain = []
+        x = e
+        while isinstance(x, ir.Index) and isinstance(x.base.type, ir.ArrayT):
+            chain.append((x.index, x.base.type))
+            x = x.base
+        scalar_width(x.type, x.loc)          # refuses arrays it does not store as bits
+        terms, conds = [], []
+        for idx, at in chain:
+            w, n = scalar_width(at.element, e.loc), at.size
+            if isinstance(idx, ir.Const):
+                if not 0 <= idx.value < n:
+                    raise NativeUnsupported(e.loc, f"index {idx.value} of an array of {n}")
+                terms.append(str(w * (n - 1 - idx.value)))
+                continue
+            if not _plain_index(idx):
+                raise NativeUnsupported(idx.loc, "a run-time array index computed by a call")
+            i = self.ex(idx)
+            conds.append(f"({i}) < {n}")
+            terms.append(f"(UINT64_C({n - 1}) - ({i})) * {w}")
+        return root_code(x), " + ".join(terms), " && ".join(conds) or None, scalar_width(e.type, e.loc)
+
     def stack_guards(self, node) -> None:
         """In a parser: before a statement or select that reads stack.next or stack.last, the
         StackOutOfBounds check (the parse ends with that error, as the Python target)."""
@@ -175,6 +200,10 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(e, ir.Slice):
             w = e.hi - e.lo + 1
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
+        if isinstance(e, ir.Index) and isinstance(e.base.type, ir.ArrayT):
+            root, pos, cond, w = self.array_place(e, self.ex)
+            value = f"(({root} >> ({pos})) & {mask(w)})"
+            return f"(({cond}) ? {value} : UINT64_C(0))" if cond else value
         if isinstance(e, ir.Mux):
             return self._mux(e)
         if isinstance(e, ir.FunctionCall):
@@ -573,7 +602,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             if siblings:   # a valid header written into a union makes its other members invalid
                 self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in siblings)} }}")
             return
-        if _effects(rhs) and is_scalar(lhs.type) and not isinstance(lhs, ir.Slice):
+        if _effects(rhs) and is_scalar(lhs.type) and not isinstance(lhs, ir.Slice) \
+                and not (isinstance(lhs, ir.Index) and isinstance(lhs.base.type, ir.ArrayT)):
             target = self.lvalue(lhs)
             if _dynamic(lhs):
                 ptr = self.fresh("lv")
@@ -587,6 +617,14 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(lhs, ir.DontCare):   # `_ = e`: e evaluated, nothing written
             if is_scalar(rhs.type):
                 self.emit(f"(void){self.ex(rhs)};")
+            return
+        if isinstance(lhs, ir.Index) and isinstance(lhs.base.type, ir.ArrayT):
+            # out of range (run-time index): the value is computed, nothing is written
+            root, pos, cond, w = self.array_place(lhs, self.lvalue)
+            tmp = self.fresh("elem")
+            m = f"({mask(w)} << ({pos}))"
+            store = f"{root} = ({root} & ~{m}) | (({tmp} & {mask(w)}) << ({pos}));"
+            self.emit(f"{{ uint64_t {tmp} = {self.ex(rhs)}; {f'if ({cond}) ' if cond else ''}{store} }}")
             return
         if isinstance(lhs, ir.Slice):
             while isinstance(lhs.base, ir.Slice):   # x[a:b][c:d] is x[b+c:b+d]
@@ -1271,3 +1309,18 @@ def _construct(x) -> str:
     return {"Exit": "exit", "Return": "return", "Switch": "switch statements",
             "For": "for loops"}.get(type(x).__name__, type(x).__name__)
 
+
+
+def _plain_index(e) -> bool:
+    """An index expression without calls (array_place evaluates it twice)."""
+    if isinstance(e, (ir.Const, ir.VarRef)):
+        return True
+    if isinstance(e, (ir.Member, ir.Slice)):
+        return _plain_index(e.base)
+    if isinstance(e, ir.Index):
+        return _plain_index(e.base) and _plain_index(e.index)
+    if isinstance(e, (ir.Cast, ir.Unary)):
+        return _plain_index(e.operand)
+    if isinstance(e, ir.Binary):
+        return _plain_index(e.left) and _plain_index(e.right)
+    return False

@@ -24,6 +24,12 @@ def scalar_width(t, loc) -> int:
     """The bit width of a scalar type as the native code stores it."""
     while isinstance(t, ir.NewT):
         t = t.base
+    if isinstance(t, ir.ArrayT):
+        if not bit_array(t):
+            raise NativeUnsupported(loc, f"arrays of other than headers ({t})")
+        if t.bit_width() > 64:
+            raise NativeUnsupported(loc, f"the array {t} ({t.bit_width()} bits, wider than 64 bits)")
+        return t.bit_width()
     if isinstance(t, ir.BitT):
         if t.width > 128:
             raise NativeUnsupported(loc, f"bit<{t.width}> (wider than 128 bits)")
@@ -58,7 +64,17 @@ def refuse_signed(t, loc, where: str) -> None:
 def is_scalar(t) -> bool:
     while isinstance(t, ir.NewT):
         t = t.base
-    return isinstance(t, (ir.BitT, ir.BoolT, ir.ErrorT, ir.EnumT))
+    return isinstance(t, (ir.BitT, ir.BoolT, ir.ErrorT, ir.EnumT)) or bit_array(t)
+
+
+def bit_array(t) -> bool:
+    """An array of bit<W>, bool or such arrays: the native code stores it as one scalar of
+    W*N bits, element i in bits [W*(N-i)-1 : W*(N-1-i)] (element 0 most significant, so first
+    on the wire, as the Python target lays a header's array out)."""
+    if not isinstance(t, ir.ArrayT):
+        return False
+    e = t.element
+    return (isinstance(e, ir.BitT) and not e.signed) or isinstance(e, ir.BoolT) or bit_array(e)
 
 
 def mask(width: int) -> str:
