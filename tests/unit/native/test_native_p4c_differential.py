@@ -48,10 +48,11 @@ PROGRAMS = [
     "union-valid-bmv2", "union2-bmv2", "issue561-3-bmv2", "issue561-6-bmv2", "equality-bmv2",
     # signed int<W> (comparisons, >>, casts, saturating arithmetic), / and %
     "saturated-bmv2", "arith5-bmv2", "runtime-index-bmv2", "gauntlet_various_ops-bmv2", "issue2287-bmv2",
-    # functions returning headers, slices and _ as targets and arguments, for loops, a sub-control
-    # applied three times, a whole stack assigned
+    # functions returning headers, slices and _ as targets and arguments, a sub-control applied
+    # three times, a whole stack assigned (forloop-bmv2 is left to the STF sweep: a mutated count
+    # of 255 makes its `i <= count` loop endless on both back ends)
     "gauntlet_hdr_function_cast-bmv2", "issue2498-bmv2", "gauntlet_nested_slice-bmv2", "issue774-4-bmv2",
-    "forloop-bmv2", "header-stack-ops-bmv2", "array-copy-bmv2",
+    "header-stack-ops-bmv2", "array-copy-bmv2",
     # bit<128> (a table key, a function's inout parameter and result, casts)
     "gauntlet_action_return-bmv2", "gauntlet_int_casting-bmv2", "gauntlet_switch_nested_table_apply-bmv2",
     # verify/update_checksum_with_payload (TCP's checksum over a varbit header and the payload)
