@@ -6,10 +6,11 @@
  * the control-plane contract (every table, register, counter and meter,
  * and what the controller writes there) are in p4src/README.md.
  *
- *   parser.p4     Ethernet / IPv4 (+ options) / TCP | UDP / cell
+ *   parser.p4     Ethernet / IPv4 (+ options) / TCP | UDP / cell (+ INT shim, hops)
  *   checksums.p4  IPv4 header checksum verify + update
  *   ingress.p4    routing, load balancing, cell length, credit meter
- *   egress.p4     source MAC, ECN marking, queue-depth telemetry
+ *   egress.p4     source MAC, ECN marking, queue-depth telemetry, in-band
+ *                 telemetry (INT hop records in DATA cells)
  *   deparser.p4   headers back in order
  *
  * Plain P4-16 for p4c's bmv2 back end (p4c-bm2-ss) and the builtin target. */

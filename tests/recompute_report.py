@@ -70,6 +70,9 @@ class Variant:
         self.planned = json.loads(workload.read_text())["messages"] if workload.exists() else []
         self.tm = self.result.get("tm_stats") or {}
         self.cell = self.scenario["fabric"]["cell_size"]
+        int_dir = run_dir / "records" / "int"
+        self.int_records = ([r for p in sorted(int_dir.glob("*.jsonl")) for r in read_lines(p)]
+                            if int_dir.is_dir() else None)
 
 
 def recompute(v: Variant) -> dict:
@@ -233,6 +236,30 @@ def recompute(v: Variant) -> dict:
     out["fidelity/cpu_steal_share"] = (v.result.get("costs") or {}).get("machine_cpu_steal_share")  # /proc/stat's
 
     out.update(recompute_ideal(v, loads, out))
+    return out
+
+
+def recompute_int(v: Variant) -> dict:
+    """In-band telemetry: per switch kind, nearest-rank p50/p99 of the hop records' latency and
+    queue depth (records/int/*.jsonl; hops are [switch_id, port, qdepth, latency_us])."""
+    if v.int_records is None:
+        return {}
+    kind = {v.topology.node(s).device_id: v.topology.node(s).kind for s in v.topology.switches}
+    out: dict = {"int/cells": len(v.int_records),
+                 "int/overflow_cells": sum(1 for r in v.int_records if r["overflow"])}
+    tiers: dict = {}
+    for r in v.int_records:
+        for sid, _port, depth, latency in r["hops"]:
+            if sid in kind:
+                tiers.setdefault(kind[sid], []).append((latency, depth))
+    for tier, hops in tiers.items():
+        lat, dep = [h[0] for h in hops], [h[1] for h in hops]
+        out[f"int/tiers/{tier}/hops"] = len(hops)
+        out[f"int/tiers/{tier}/latency_p50_us"] = rank(lat, 50)
+        out[f"int/tiers/{tier}/latency_p99_us"] = rank(lat, 99)
+        out[f"int/tiers/{tier}/latency_max_us"] = max(lat)
+        out[f"int/tiers/{tier}/qdepth_p50_packets"] = rank(dep, 50)
+        out[f"int/tiers/{tier}/qdepth_p99_packets"] = rank(dep, 99)
     return out
 
 
@@ -453,7 +480,7 @@ def recompute_simulated(v: Variant) -> dict:
     ok = {(r["src"], r["dst"], r["msg_id"]) for r in got if r["verified"]}
     acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
     return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
-            **recompute_collectives(v)}
+            **recompute_collectives(v), **recompute_int(v)}
 
 
 def trace(v: Variant, pairs):
@@ -576,6 +603,15 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
                  "agg->edge"):
         if f"tiers/{tier}/utilisation_mean" in figures[names[0]]:
             expect(tier, lambda f, t=tier: f"{100 * f[f'tiers/{t}/utilisation_mean']:.1f} ")
+    for tier in ("leaf", "edge", "spine", "aggregation", "core"):
+        if any(f"int/tiers/{tier}/hops" in figures[n] for n in names):
+            expect(f"INT {tier} hop latency", lambda f, t=tier: (
+                f"{f[f'int/tiers/{t}/latency_p50_us']:.0f} / {f[f'int/tiers/{t}/latency_p99_us']:.0f} us, "
+                f"q {f[f'int/tiers/{t}/qdepth_p50_packets']} / {f[f'int/tiers/{t}/qdepth_p99_packets']} "
+                f"(n={f[f'int/tiers/{t}/hops']})") if f"int/tiers/{t}/hops" in f else "-")
+    if any("int/cells" in figures[n] for n in names):
+        expect("INT cells with records", lambda f: f"{f['int/cells']} / {f['int/overflow_cells']}"
+               if "int/cells" in f else None)
     first = text.splitlines()[0]
     lost = any(figures[n]["fidelity/behind_real_time"] for n in names)
     if first.startswith("**Fidelity lost") != lost:
@@ -610,7 +646,8 @@ def main(argv: list[str]) -> int:
             print(f"{dirs[name]}: its records predate the fields this script checks (no completion_us)")
             return 2
         else:
-            figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant)}
+            figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant),
+                             **recompute_int(variant)}
         k = float(variant.scenario.get("time_stretch") or 1.0)
         figures[name] = on_scenario_clock(figures[name], k)
         figures[name]["clock/run_time_stretch"] = k

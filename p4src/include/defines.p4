@@ -20,6 +20,17 @@ const bit<4> CELL_TYPE_NACK           = 4;
 const bit<4> CELL_TYPE_CNP            = 5;
 const bit<4> CELL_TYPE_CREDIT_STOP    = 6;
 
+/* Cell flags (byte 1 of the cell header). FLAG_INT: an INT shim and its hop
+ * records follow the cell header (p4src/README.md, "In-band telemetry"). */
+const bit<8> CELL_FLAG_INT = 0x08;
+
+/* ---- in-band telemetry (INT) ------------------------------------------- */
+/* Hop records a cell can carry (the header stack's size); a switch that
+ * finds the stack full counts itself in the shim's overflow field instead. */
+#define INT_MAX_HOPS 8
+const bit<8> INT_SHIM_BYTES = 4;
+const bit<8> INT_HOP_BYTES  = 12;
+
 /* IPv4 ECN codepoints (RFC 3168), the low two bits of the TOS byte. */
 const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT1    = 1;

@@ -12,6 +12,8 @@ control FabricDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.cell);
+        packet.emit(hdr.int_shim);
+        packet.emit(hdr.int_hops);
     }
 }
 

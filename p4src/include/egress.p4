@@ -1,4 +1,5 @@
-/* egress.p4: source MAC, queue telemetry, ECN marking, transmit counters.
+/* egress.p4: source MAC, queue telemetry, ECN marking, in-band telemetry,
+ * transmit counters.
  *
  * ECN marking looks at enq_qdepth, the packets already in this packet's
  * egress queue when it was enqueued:
@@ -85,6 +86,56 @@ control FabricEgress(inout headers_t hdr,
         size = PORTS;
     }
 
+    action int_enable(bit<16> switch_id, bit<8> max_hops, bit<32> sample_mask) {
+        meta.int_enabled = 1;
+        meta.int_switch_id = switch_id;
+        meta.int_max_hops = max_hops;
+        meta.int_sample_mask = sample_mask;
+    }
+
+    /* In-band telemetry (keyless). NoAction (the default): this switch adds
+     * nothing and forwards INT cells unchanged. int_enable: the switch's id,
+     * the records a shim it starts allows, and which cells it starts one in
+     * (psn & sample_mask == 0; 0 = every DATA cell). */
+    table int_config {
+        key = {}
+        actions = {
+            int_enable;
+            NoAction;
+        }
+        default_action = NoAction();
+    }
+
+    /* INT on a forwarded DATA cell: the first INT switch on its path starts
+     * a shim in sampled cells; every INT switch then pushes its hop record
+     * (newest first) while the shim has room, else counts itself in the
+     * overflow field. IPv4 and UDP lengths follow; the UDP checksum is
+     * cleared (0 = none, allowed over IPv4) because the payload changed. */
+    action int_start() {
+        hdr.int_shim.setValid();
+        hdr.int_shim.hop_count = 0;
+        hdr.int_shim.max_hops = meta.int_max_hops;
+        hdr.int_shim.overflow = 0;
+        hdr.int_shim.hop_len = INT_HOP_BYTES;
+        hdr.cell.flags = hdr.cell.flags | CELL_FLAG_INT;
+        hdr.ipv4.totalLen = hdr.ipv4.totalLen + (bit<16>)INT_SHIM_BYTES;
+        hdr.udp.length = hdr.udp.length + (bit<16>)INT_SHIM_BYTES;
+    }
+
+    action int_push_hop() {
+        hdr.int_hops.push_front(1);
+        hdr.int_hops[0].setValid();
+        hdr.int_hops[0].switch_id = meta.int_switch_id;
+        hdr.int_hops[0].pad0 = 0;
+        hdr.int_hops[0].egress_port = standard_metadata.egress_port;
+        hdr.int_hops[0].pad1 = 0;
+        hdr.int_hops[0].enq_qdepth = standard_metadata.enq_qdepth;
+        hdr.int_hops[0].hop_latency = standard_metadata.deq_timedelta;
+        hdr.int_shim.hop_count = hdr.int_shim.hop_count + 1;
+        hdr.ipv4.totalLen = hdr.ipv4.totalLen + (bit<16>)INT_HOP_BYTES;
+        hdr.udp.length = hdr.udp.length + (bit<16>)INT_HOP_BYTES;
+    }
+
     apply {
         /* The queue depth was observed whatever happens to the packet now. */
         max_qdepth.read(meta.max_qdepth, (bit<32>)standard_metadata.egress_port);
@@ -120,6 +171,24 @@ control FabricEgress(inout headers_t hdr,
                 if (meta.ecn_mark == 1) {
                     hdr.ipv4.ecn = ECN_CE;
                     ecn_marks.count((bit<32>)standard_metadata.egress_port);
+                }
+            }
+            if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_DATA) {
+                int_config.apply();
+                if (meta.int_enabled == 1) {
+                    if (!hdr.int_shim.isValid()
+                        && (hdr.cell.psn & meta.int_sample_mask) == 0) {
+                        int_start();
+                    }
+                    if (hdr.int_shim.isValid()) {
+                        if (hdr.int_shim.hop_count < hdr.int_shim.max_hops
+                            && hdr.int_shim.hop_count < INT_MAX_HOPS) {
+                            int_push_hop();
+                        } else if (hdr.int_shim.overflow != 255) {
+                            hdr.int_shim.overflow = hdr.int_shim.overflow + 1;
+                        }
+                        hdr.udp.checksum = 0;
+                    }
                 }
             }
             tx_port.count((bit<32>)standard_metadata.egress_port);

@@ -73,6 +73,25 @@ header cell_t {
     bit<32> aux;
 }
 
+/* In-band telemetry (p4src/README.md, "In-band telemetry"): a DATA cell
+ * with CELL_FLAG_INT set carries this shim after its header, then
+ * hop_count hop records, newest first, then its body. */
+header int_shim_t {
+    bit<8>  hop_count;   /* hop records that follow */
+    bit<8>  max_hops;    /* records the first switch allows (<= INT_MAX_HOPS) */
+    bit<8>  overflow;    /* switches crossed that found no room (saturates at 255) */
+    bit<8>  hop_len;     /* bytes per hop record: INT_HOP_BYTES */
+}
+
+header int_hop_t {
+    bit<16> switch_id;   /* the controller's id of the switch (int_config) */
+    bit<7>  pad0;
+    bit<9>  egress_port;
+    bit<13> pad1;
+    bit<19> enq_qdepth;  /* packets in the egress queue at enqueue */
+    bit<32> hop_latency; /* deq_timedelta: microseconds in the egress queue */
+}
+
 struct headers_t {
     ethernet_t    ethernet;
     ipv4_t        ipv4;
@@ -80,6 +99,8 @@ struct headers_t {
     tcp_t         tcp;
     udp_t         udp;
     cell_t        cell;
+    int_shim_t    int_shim;
+    int_hop_t[INT_MAX_HOPS] int_hops;
 }
 
 struct fabric_metadata_t {
@@ -112,6 +133,12 @@ struct fabric_metadata_t {
     bit<1>  ecn_mark;
     bit<16> ecn_rand;
     bit<19> max_qdepth;
+    /* parser / egress: in-band telemetry */
+    bit<8>  int_hops_left;       /* hop records still to extract */
+    bit<1>  int_enabled;         /* int_config: this switch records hops */
+    bit<16> int_switch_id;
+    bit<8>  int_max_hops;
+    bit<32> int_sample_mask;     /* the first switch adds a shim iff psn & mask == 0 */
 }
 
 #endif

@@ -227,8 +227,17 @@ control FabricIngress(inout headers_t hdr,
             if (hdr.udp.isValid() && hdr.udp.dstPort == CELL_UDP_PORT && !hdr.cell.isValid()) {
                 /* On the cell port but too short for a cell header. */
                 drop_packet(DROP_BAD_CELL);
+            } else if (hdr.cell.isValid() && (hdr.cell.flags & CELL_FLAG_INT) != 0
+                       && (!hdr.int_shim.isValid() || hdr.int_shim.hop_count > INT_MAX_HOPS)) {
+                /* INT flag without a shim, or more hop records than a stack holds. */
+                drop_packet(DROP_BAD_CELL);
             } else if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_DATA) {
                 cell_config.apply();
+                if (meta.cell_udp_length != 0 && hdr.int_shim.isValid()) {
+                    /* The INT shim and its records lengthen a conforming cell. */
+                    meta.cell_udp_length = meta.cell_udp_length + (bit<16>)INT_SHIM_BYTES
+                        + (bit<16>)hdr.int_shim.hop_count * (bit<16>)INT_HOP_BYTES;
+                }
                 if (meta.cell_udp_length != 0 && hdr.udp.length != meta.cell_udp_length) {
                     drop_packet(DROP_BAD_CELL);
                 }

@@ -4,7 +4,8 @@
  * word (IHL - 5 words) so that the deparser re-emits them unchanged; the
  * L4 header is parsed only in first fragments. A UDP datagram to
  * CELL_UDP_PORT carries a cell header; a cell too short for its header
- * ends parsing with PacketTooShort and ingress drops it as a bad cell. */
+ * ends parsing with PacketTooShort and ingress drops it as a bad cell.
+ * A cell with CELL_FLAG_INT carries an INT shim and hop records. */
 #ifndef FABRIC_PARSER_P4
 #define FABRIC_PARSER_P4
 
@@ -71,7 +72,38 @@ parser FabricParser(packet_in packet,
 
     state parse_cell {
         packet.extract(hdr.cell);
-        transition accept;
+        transition select(hdr.cell.flags & CELL_FLAG_INT) {
+            CELL_FLAG_INT: parse_int_shim;
+            default: accept;
+        }
+    }
+
+    /* INT: the shim, then hop_count records. A count above INT_MAX_HOPS is
+     * not extracted (ingress drops the cell as bad). */
+    state parse_int_shim {
+        packet.extract(hdr.int_shim);
+        meta.int_hops_left = hdr.int_shim.hop_count;
+        transition select(hdr.int_shim.hop_count) {
+            0: accept;
+            1: parse_int_hop;
+            2: parse_int_hop;
+            3: parse_int_hop;
+            4: parse_int_hop;
+            5: parse_int_hop;
+            6: parse_int_hop;
+            7: parse_int_hop;
+            8: parse_int_hop;
+            default: accept;
+        }
+    }
+
+    state parse_int_hop {
+        packet.extract(hdr.int_hops.next);
+        meta.int_hops_left = meta.int_hops_left - 1;
+        transition select(meta.int_hops_left) {
+            0: accept;
+            default: parse_int_hop;
+        }
     }
 }
 

@@ -25,6 +25,7 @@ from scapy.layers.inet import IP, TCP, UDP, IPOption_RR
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw, raw
 
+from testbed.cells import wire
 from testbed.cells.scapy_cell import Cell
 from testbed.p4model.runtime import hashing
 from testbed.control.trace import flow_hash_member
@@ -77,6 +78,11 @@ class Stf:
 
     def packet(self, port: int, pkt) -> None:
         self.lines.append(f"packet {port} {raw(pkt).hex()}")
+
+    def expect_hex(self, port: int, nibbles: str) -> None:
+        """An expectation with '*' nibbles (values the queues decide); data priority."""
+        self.burst.setdefault(port, []).append(0)
+        self.lines.append(f"expect {port} {nibbles}$")
 
     def expect(self, port: int, pkt) -> None:
         """Also checks that strict priority cannot reorder this port's
@@ -578,9 +584,117 @@ def fabric_credit() -> Stf:
     return stf
 
 
+def int_cell(dst: str, psn: int, stack: wire.IntStack | None, in_port: int = 1,
+             body_len: int = CELL_SIZE, udp_checksum: int | None = None):
+    """A DATA cell carrying `stack` (FLAG_INT set) or none; UDP checksum as scapy computes
+    it unless given (switches that touch INT write 0)."""
+    flags = wire.FLAG_INT if stack is not None else 0
+    c = Cell(type=DATA, flags=flags, flow_id=7, msg_id=1, psn=psn, aux=CELL_SIZE * 4)
+    ints = wire.int_encode(stack) if stack is not None else b""
+    udp = UDP(sport=CELL_PORT, dport=CELL_PORT)
+    if udp_checksum is not None:
+        udp.chksum = udp_checksum
+    return Ether(raw(host_packet(dst, in_port=in_port) / udp / c / Raw(ints + bytes(body_len))))
+
+
+def int_expect(pkt_in, port: int, stack: wire.IntStack) -> str:
+    """pkt_in routed to `port` carrying `stack` instead of its own, the newest hop's queue
+    depth and latency as '*' (the queue decides them), UDP checksum 0."""
+    out = routed(int_cell(pkt_in[IP].dst, pkt_in[Cell].psn, stack, udp_checksum=0), port)
+    out[Ether].src, out[Ether].dst = switch_mac(port), neighbour_mac(port)
+    out[IP].ttl = pkt_in[IP].ttl - 1
+    del out[IP].chksum
+    nibbles = raw(Ether(raw(out))).hex()
+    if stack.hops and stack.hops[0].switch_id == CURRENT_SWITCH[0]:
+        start = (14 + 20 + 8 + wire.HEADER_LEN + wire.INT_SHIM_LEN + 4) * 2
+        nibbles = nibbles[:start] + "*" * 16 + nibbles[start + 16:]
+    return nibbles
+
+
+CURRENT_SWITCH = [0]
+
+
+def set_int(stf: Stf, switch_id: int, max_hops: int, sample_mask: int) -> None:
+    CURRENT_SWITCH[0] = switch_id
+    stf.line(f"setdefault {EGR}int_config {EGR}int_enable(switch_id:{switch_id}, "
+             f"max_hops:{max_hops}, sample_mask:{sample_mask})")
+
+
+def fabric_int() -> Stf:
+    stf = Stf("fabric_int.stf", "fabric.p4",
+              "in-band telemetry: off = bytes unchanged; on = one hop record per switch "
+              "(switch id, egress port), newest first, bounded by max_hops (then counted)")
+    setup_ports(stf)
+    stf.line(f"setdefault {ING}cell_config {ING}set_cell_size(data_udp_length:{CELL_UDP_LENGTH})")
+    for group, port in ((1, 2), (2, 3), (3, 4)):
+        add_group(stf, group, [port], 0)
+        add_route(stf, f"10.0.{group}.0", 24, group)
+    hop = wire.IntHop
+    stf.comment("INT off (no int_config entry): a DATA cell leaves with its bytes\n"
+                "unchanged (but for routing), and so does one that already carries\n"
+                "a shim with a record (its length is checked with the shim counted).")
+    c = int_cell("10.0.1.5", 0, None)
+    stf.packet(1, c)
+    stf.expect(2, routed(c, 2))
+    carried = wire.IntStack((hop(9, 4, 2, 30),), max_hops=3)
+    c = int_cell("10.0.1.5", 1, carried, udp_checksum=0)
+    stf.packet(1, c)
+    stf.expect(2, routed(c, 2))
+    stf.comment("A cell whose shim announces more records than a stack holds, and an\n"
+                "INT DATA cell one record short of its length: dropped (bad cell).")
+    bad = bytearray(raw(c))
+    bad[14 + 20 + 8 + wire.HEADER_LEN] = wire.INT_MAX_HOPS + 1
+    stf.packet(1, Ether(bytes(bad)))
+    stf.packet(1, int_cell("10.0.1.5", 2, carried, body_len=CELL_SIZE - wire.INT_HOP_LEN))
+
+    stf.comment("Switch 0x101 turns INT on (3 hops at most, every DATA cell): the cell\n"
+                "gains a shim and the switch's record (egress port 2; queue depth and\n"
+                "latency depend on the queue: '*'); IPv4 and UDP lengths grow by 16,\n"
+                "the UDP checksum becomes 0. A CREDIT and an ACK pass unchanged.")
+    set_int(stf, 0x101, 3, 0)
+    for cell_type, body in ((CREDIT, 0), (ACK, 8)):
+        k = cell("10.0.2.5", cell_type, body, in_port=1)
+        stf.packet(1, k)
+        stf.expect(3, routed(k, 3))
+    c = int_cell("10.0.1.5", 4, None)
+    one = wire.IntStack((hop(0x101, 2, 0, 0),), max_hops=3)
+    stf.packet(1, c)
+    stf.expect_hex(2, int_expect(c, 2, one))
+    stf.comment("The same cell as switch 0x202 receives it (queue fields 0 upstream),\n"
+                "then as switch 0x303: a record each, newest first, egress ports 3, 4.")
+    set_int(stf, 0x202, 3, 0)
+    c1 = int_cell("10.0.2.5", 4, one, udp_checksum=0)
+    two = wire.IntStack((hop(0x202, 3, 0, 0), *one.hops), max_hops=3)
+    stf.packet(1, c1)
+    stf.expect_hex(3, int_expect(c1, 3, two))
+    set_int(stf, 0x303, 3, 0)
+    c2 = int_cell("10.0.3.5", 4, two, udp_checksum=0)
+    three = wire.IntStack((hop(0x303, 4, 0, 0), *two.hops), max_hops=3)
+    stf.packet(1, c2)
+    stf.expect_hex(4, int_expect(c2, 4, three))
+    stf.comment("A fourth switch finds the stack full (max_hops 3 from the first\n"
+                "switch, though it allows 8): it appends nothing and counts itself in\n"
+                "the shim's overflow field; lengths unchanged.")
+    set_int(stf, 0x404, 8, 0)
+    c3 = int_cell("10.0.1.5", 4, three, udp_checksum=0)
+    full = wire.IntStack(three.hops, max_hops=3, overflow=1)
+    stf.packet(1, c3)
+    stf.expect_hex(2, int_expect(c3, 2, full))
+    stf.comment("Sampling (sample_mask 3): only cells with psn & 3 == 0 get a shim;\n"
+                "psn 8 does, psn 9 leaves unchanged.")
+    set_int(stf, 0x505, 4, 3)
+    c = int_cell("10.0.1.5", 8, None)
+    stf.packet(1, c)
+    stf.expect_hex(2, int_expect(c, 2, wire.IntStack((hop(0x505, 2, 0, 0),), max_hops=4)))
+    c = int_cell("10.0.1.5", 9, None)
+    stf.packet(1, c)
+    stf.expect(2, routed(c, 2))
+    return stf
+
+
 GENERATORS = [basic_forwarding, fabric_forwarding, fabric_ecmp, fabric_spray_rr,
               fabric_spray_entropy, fabric_spray_random, fabric_cell_length,
-              fabric_cell_nocheck, fabric_ecn, fabric_credit]
+              fabric_cell_nocheck, fabric_ecn, fabric_credit, fabric_int]
 
 
 def render() -> dict[str, str]:

@@ -53,7 +53,24 @@ TYPE_NAMES = {
 FLAG_LAST = 0x01
 FLAG_RETX = 0x02
 FLAG_ECE = 0x04
-FLAGS_KNOWN = FLAG_LAST | FLAG_RETX | FLAG_ECE
+FLAG_INT = 0x08
+FLAGS_KNOWN = FLAG_LAST | FLAG_RETX | FLAG_ECE | FLAG_INT
+
+# In-band telemetry (p4src/README.md, "In-band telemetry"): a cell with FLAG_INT carries a
+# shim and hop records (newest first) between its header and its body. Widths as in the P4
+# headers int_shim_t and int_hop_t; a test compares them.
+INT_SHIM_FIELDS: list[tuple[str, int]] = [
+    ("hop_count", 8), ("max_hops", 8), ("overflow", 8), ("hop_len", 8),
+]
+INT_HOP_FIELDS: list[tuple[str, int]] = [
+    ("switch_id", 16), ("pad0", 7), ("egress_port", 9), ("pad1", 13), ("enq_qdepth", 19),
+    ("hop_latency", 32),
+]
+INT_SHIM_LEN = 4
+INT_HOP_LEN = 12
+INT_MAX_HOPS = 8          # the P4 header stack's size
+_INT_SHIM = struct.Struct("!BBBB")
+_INT_HOP = struct.Struct("!HHII")
 
 # Ethernet + IPv4 + UDP bytes around every cell: what a link serialises.
 FRAME_OVERHEAD = 14 + 20 + 8
@@ -67,8 +84,58 @@ class MalformedCell(TestbedError):
 
 
 @dataclass(slots=True)
+class IntHop:
+    """One switch's INT hop record: its id, the egress port, the egress queue's depth in
+    packets at enqueue and the microseconds the cell spent in that queue."""
+
+    switch_id: int
+    egress_port: int
+    enq_qdepth: int
+    hop_latency_us: int
+
+
+@dataclass(slots=True)
+class IntStack:
+    """The INT shim and records of one cell: hops newest first (the last switch crossed is
+    hops[0]); overflow counts the switches that found the stack full (max_hops records)."""
+
+    hops: tuple[IntHop, ...] = ()
+    max_hops: int = INT_MAX_HOPS
+    overflow: int = 0
+
+
+def int_encode(stack: IntStack) -> bytes:
+    """The shim and hop records as the switches write them."""
+    out = [_INT_SHIM.pack(len(stack.hops), stack.max_hops, stack.overflow, INT_HOP_LEN)]
+    out += [_INT_HOP.pack(h.switch_id, h.egress_port, h.enq_qdepth, h.hop_latency_us)
+            for h in stack.hops]
+    return b"".join(out)
+
+
+def int_decode(data, offset: int) -> tuple[IntStack, int]:
+    """(stack, offset of the body) from the shim at `offset`; MalformedCell if it is cut
+    short, longer than INT_MAX_HOPS or has another record size."""
+    if len(data) < offset + INT_SHIM_LEN:
+        raise MalformedCell("cell INT shim truncated")
+    count, max_hops, overflow, hop_len = _INT_SHIM.unpack_from(data, offset)
+    if hop_len != INT_HOP_LEN or count > INT_MAX_HOPS:
+        raise MalformedCell(f"cell INT shim: {count} hops of {hop_len} bytes, expected at most "
+                            f"{INT_MAX_HOPS} of {INT_HOP_LEN}")
+    offset += INT_SHIM_LEN
+    end = offset + count * INT_HOP_LEN
+    if len(data) < end:
+        raise MalformedCell(f"cell INT records truncated: {count} hops announced")
+    hops = []
+    for at in range(offset, end, INT_HOP_LEN):
+        sid, port, qdepth, latency = _INT_HOP.unpack_from(data, at)
+        hops.append(IntHop(sid, port & 0x1FF, qdepth & 0x7FFFF, latency))
+    return IntStack(tuple(hops), max_hops, overflow), end
+
+
+@dataclass(slots=True)
 class CellPacket:
-    """One decoded cell: header fields plus body (payload or SACK bitmap)."""
+    """One decoded cell: header fields plus body (payload or SACK bitmap); `telemetry` is the
+    INT stack of a cell with FLAG_INT (None without)."""
 
     type: int
     flow_id: int = 0
@@ -80,6 +147,7 @@ class CellPacket:
     entropy: int = 0
     body: bytes = field(default=b"", repr=False)
     version: int = VERSION
+    telemetry: IntStack | None = None
 
     @property
     def type_name(self) -> str:
@@ -119,6 +187,10 @@ def encode(cell: CellPacket) -> bytes:
         )
     except struct.error:
         raise _field_error(cell) from None
+    if (cell.telemetry is not None) != bool(cell.flags & FLAG_INT):
+        raise MalformedCell("cell field flags: FLAG_INT set iff the cell carries an INT stack")
+    if cell.telemetry is not None:
+        head += int_encode(cell.telemetry)
     return head + cell.body if cell.body else head
 
 
@@ -134,7 +206,12 @@ def decode(data: bytes, cell_size: int | None = None) -> CellPacket:
         raise MalformedCell(f"cell field type={cell_type} is not a known cell type")
     if flags & ~FLAGS_KNOWN:
         raise MalformedCell(f"cell field flags=0x{flags:02x} sets reserved bits")
-    body = bytes(data[HEADER_LEN:])
+    telemetry = None
+    if flags & FLAG_INT:
+        telemetry, start = int_decode(data, HEADER_LEN)
+        body = bytes(data[start:])
+    else:
+        body = bytes(data[HEADER_LEN:])
     if cell_type == DATA:
         if cell_size is not None and len(body) != cell_size:
             raise MalformedCell(
@@ -158,6 +235,7 @@ def decode(data: bytes, cell_size: int | None = None) -> CellPacket:
         entropy=entropy,
         body=body,
         version=version,
+        telemetry=telemetry,
     )
 
 

@@ -103,6 +103,13 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
     plan.hash_multiplier = hash_multiplier(scenario.seed, switch)
     plan.entries.append(TableEntrySpec("FabricIngress.hash_config", {}, "FabricIngress.set_hash_multiplier",
                                        {"multiplier": plan.hash_multiplier}, is_default=True))
+    if fabric.int_telemetry.enabled:
+        # In-band telemetry (p4src/README.md): the hop records name the switch by its device id.
+        telemetry = fabric.int_telemetry
+        plan.entries.append(TableEntrySpec("FabricEgress.int_config", {}, "FabricEgress.int_enable",
+                                           {"switch_id": topology.node(switch).device_id,
+                                            "max_hops": telemetry.max_hops,
+                                            "sample_mask": telemetry.sample - 1}, is_default=True))
     layout = layout_of(topology)
     for host in topology.hosts:
         divisor, members = group_choice(topology, layout, switch, topology.next_hops(switch, host))

@@ -40,6 +40,7 @@ from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProce
 from testbed.scenario.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
 from testbed.scenario.processes import switch_placement
+from testbed.p4model.telemetry import INTERVAL_S as TELEMETRY_PERIOD_S
 from testbed.targets import BMV2_BINARY, bmv2_problem
 from testbed.telemetry.live.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
@@ -214,6 +215,8 @@ class VariantRun:
             ports={p.number: switch_interface(name, p.number) for p in topology.ports(name)
                    if p.link not in in_memory},
             log_file=self.run_dir / "logs" / f"{name}.log", cpu_port=CPU_PORT,
+            telemetry_file=self.run_dir / "logs" / f"{name}.telemetry.jsonl",
+            telemetry_interval_s=TELEMETRY_PERIOD_S * self.scenario.time_stretch,
             priority_queues=switch.priority_queues,
             pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level,
             backend=self.packet_path,
@@ -530,6 +533,35 @@ class VariantRun:
         sent = [sum(c[0] for c in last[s].tx.values()) - sum(c[0] for c in first[s].tx.values()) for s in last]
         return sum(max(0, n) for n in sent)  # a restarted switch counted from 0 again: its part is lost
 
+    def _fine_telemetry(self) -> None:
+        """The switch processes' own samples (every port every 100 ms of the scenario's clock,
+        testbed/p4model/telemetry.py, t_s in wall-clock seconds) replace the P4Runtime collector's
+        telemetry.jsonl when every switch has them; t_s becomes seconds since the run's epoch, from
+        1 s before it. Without them (bmv2, a process that wrote nothing) the collector's stay."""
+        files = [p.telemetry_file for p in self.processes if getattr(p, "telemetry_file", None) is not None]
+        if self.collector is None or not files or len(files) != len(self.processes) \
+                or not all(f.exists() for f in files):
+            return
+        epoch = self.collector.epoch
+        rows = []
+        for process in self.processes:
+            own = process.config.name if isinstance(process, SwitchProcess) else None  # it calls itself "switch"
+            for line in process.telemetry_file.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                    row["t_s"] = round(float(row["t_s"]) - epoch, 4)
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by the process's end
+                if own is not None:
+                    row["switch"] = own
+                if row["t_s"] >= -1.0:
+                    rows.append(row)
+        if {r["switch"] for r in rows} != set(self.scenario.topo.switches):
+            return
+        rows.sort(key=lambda r: (r["t_s"], r["switch"]))
+        with open(self.run_dir / "telemetry.jsonl", "w") as out:
+            out.writelines(json.dumps(r) + "\n" for r in rows)
+
     def teardown(self) -> None:
         if self.reroute is not None:  # before anything takes links down
             self.result.notes += self.reroute.stop()
@@ -551,6 +583,7 @@ class VariantRun:
             if code not in (0, None, -signal.SIGTERM):
                 self.result.notes.append(f"{process.name} exited with code {code}: "
                                          f"{log_tail(process.log_file, 3)}")
+        self._fine_telemetry()
         if self.faults is not None:
             self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]
             self.result.faults_not_executed = self.faults.not_executed(time.time() - self.faults.epoch)

@@ -70,6 +70,10 @@ class SwitchConfig:
     backend: str = "python"  # the builtin target's packet path (emulation/packet_path.py)
     # fabric process only: port -> (peer switch, peer port, the name its pcap files take)
     memory_links: dict[int, tuple[str, int, str]] = field(default_factory=dict)
+    # builtin only: every port sampled by the switch process itself (t_s in wall-clock seconds);
+    # a fabric process takes the interval from its switches' and writes its own file
+    telemetry_file: Path | None = None
+    telemetry_interval_s: float = 0.1
 
     @property
     def grpc_addr(self) -> str:
@@ -101,6 +105,14 @@ class SwitchConfig:
             for command in self.tm_commands:
                 target += ["--tm", command]
         return common + ["--"] + target
+
+    def process_argv(self) -> list[str]:
+        """options() plus what only a switch in its own process takes."""
+        argv = self.argv()
+        if self.target == "builtin" and self.telemetry_file is not None:
+            argv += ["--telemetry-file", str(self.telemetry_file),
+                     "--telemetry-interval", f"{self.telemetry_interval_s:g}"]
+        return argv
 
 
 def _raise_priority() -> None:
@@ -205,10 +217,11 @@ class SwitchProcess(_Process):
         self.name = f"switch {config.name}"
         self.configs = [config]
         self.log_file = config.log_file
+        self.telemetry_file = config.telemetry_file if config.target == "builtin" else None
         super().__init__()
 
     def argv(self) -> list[str]:
-        return self.config.argv()
+        return self.config.process_argv()
 
 
 class FabricProcess(_Process):
@@ -221,10 +234,13 @@ class FabricProcess(_Process):
         self.configs = configs
         self.log_file = directory / f"{self.name}.log"
         self.spec_path = directory / f"{self.name}.json"
+        self.telemetry_file = directory / f"{self.name}.telemetry.jsonl"  # every port every 100 ms
         super().__init__()
 
     def spec(self) -> dict:
-        return {"log_file": str(self.log_file), "switches": [
+        interval = self.configs[0].telemetry_interval_s if self.configs else 0.1
+        return {"log_file": str(self.log_file), "telemetry_file": str(self.telemetry_file),
+                "telemetry_interval_s": interval, "switches": [
             {"name": c.name, "argv": c.options(),
              "links": {str(port): {"peer": peer, "peer_port": peer_port, "name": name}
                        for port, (peer, peer_port, name) in sorted(c.memory_links.items())}}

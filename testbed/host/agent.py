@@ -750,6 +750,10 @@ class Agent:
 
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
+        if self.ep.int_records:  # INT hop records (fabric.int): only when switches wrote some
+            for rec in self.ep.int_records:  # the sender by its host name, as the other records
+                rec["src"] = self.by_addr.get(rec["src"], rec["src"])
+            records.write_jsonl(self.records_dir / "int" / f"{self.name}.jsonl", self.ep.int_records)
         stats = self.ep.stats()
         if self.nicq is not None:  # what the NIC's queue sent, and how late each left
             self.tx_datagrams += self.nicq.sent

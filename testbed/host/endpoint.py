@@ -27,6 +27,7 @@ from testbed.host.receiver import Delivered, ReceiverFlow
 from testbed.host.sender import OutMessage, SenderFlow
 
 MAX_RECEIVER_FLOWS = 4096
+INT_RECORDS_MAX = 200_000  # DATA cells whose INT records a host keeps (about 40 MB of records)
 # A sender flow's id: the host's 16-bit salt, then the collective channel it carries (6 bits,
 # channels 0..63 as the scenario schema allows) and its number among that channel's flows
 # (10 bits). Every cell of a flow, DATA and the control cells answering it, carries the id, so a
@@ -101,6 +102,7 @@ class Endpoint:
         self.acked: list[tuple[str, OutMessage]] = []
         self.errors: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
+        self.int_records: list[dict] = []  # INT hop records of DATA cells received (_keep_int)
         self.tx_types = [0] * 16  # datagrams handed to the driver, per cell type
         self.in_order_cells = 0  # DATA cells passed on in order, all flows: goodput in cells
         self.polled_deadline: float | None = None  # next_deadline() as the last poll left it
@@ -156,6 +158,8 @@ class Endpoint:
             return
         self.counters[f"rx_{cell.type_name}"] += 1
         if cell.type == wire.DATA:
+            if cell.telemetry is not None:
+                self._keep_int(at, src, cell)
             self._on_data(now, src, cell, (tos & ECN_MASK) == ECN_CE, at)
             return
         self.rcc.on_downlink(now, len(data) + wire.FRAME_OVERHEAD)  # control shares the downlink
@@ -186,6 +190,23 @@ class Endpoint:
                 self._on_credit(now, flow, cell, at)
             if not was_sendable and flow.sendable():
                 flow.ready_at = at  # the window opened (or a cell is to be resent) only now
+
+    def _keep_int(self, at: float, src: str, cell: wire.CellPacket) -> None:
+        """Keep a DATA cell's INT hop records (p4src/README.md, "In-band telemetry"), in path
+        order (the first switch crossed first), up to INT_RECORDS_MAX cells; the rest are counted."""
+        stack = cell.telemetry
+        self.keep_int_hops(at, src, cell.flow_id, cell.psn, stack.overflow,
+                           [[h.switch_id, h.egress_port, h.enq_qdepth, h.hop_latency_us]
+                            for h in reversed(stack.hops)])
+
+    def keep_int_hops(self, at: float, src: str, flow_id: int, psn: int, overflow: int, hops: list) -> None:
+        """One cell's hop records, `hops` in path order as [switch_id, egress_port, enq_qdepth,
+        hop_latency_us] (the simulator's model gives them directly)."""
+        if len(self.int_records) >= INT_RECORDS_MAX:
+            self.counters["int_records_dropped"] += 1
+            return
+        self.int_records.append({"t_s": round(at, 6), "src": src, "flow_id": flow_id, "psn": psn,
+                                 "overflow": overflow, "hops": hops})
 
     def _on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool, at: float) -> None:
         key = (src, cell.flow_id)

@@ -34,7 +34,7 @@ SO_TIMESTAMPNS = 35  # Linux <asm-generic/socket.h> (SCM_TIMESTAMPNS is the same
 TIMESPEC = struct.Struct("@qq")
 RECV_ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
 RECV_BATCH = 64
-SLOT = 2048  # bytes per received datagram (a cell is at most cell_size + header)
+SLOT = 2048  # bytes per received datagram (a cell is at most cell_size + header + 100 B of INT records)
 
 
 class PythonNic:

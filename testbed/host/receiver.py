@@ -166,11 +166,14 @@ class ReceiverFlow:
         return self.ack_due
 
     def ack_due_now(self, now: float) -> wire.CellPacket | None:
-        """The delayed ACK, if its timer has expired."""
-        if self.ack_due is None or now < self.ack_due or self._last_cell is None:
+        """The delayed ACK, if its timer has expired. It says the newest cell was held until the
+        timer's time, when the ACK starts on the modelled wire (its `ready`), not until `now`: a
+        driver that polls late must not make the sender's round-trip sample shorter than the path."""
+        due = self.ack_due
+        if due is None or now < due or self._last_cell is None:
             return None
         self.acks_delayed += 1
-        return self._ack(self._last_cell, now=now)
+        return self._ack(self._last_cell, now=due)
 
     def _assemble(self, now: float, cell: wire.CellPacket) -> Delivered | None:
         asm = self._asm

@@ -62,6 +62,14 @@ def run_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _int(telemetry) -> str:
+    """fabric.int as `testbed show` prints it."""
+    if not telemetry.enabled:
+        return "off"
+    share = "every DATA cell" if telemetry.sample == 1 else f"1 DATA cell in {telemetry.sample}"
+    return f"on ({share}, at most {telemetry.max_hops} hop records)"
+
+
 def _cannot_run(scenario: Scenario, variants) -> ScenarioError | None:
     """The first reason a variant cannot run as written (feasibility's rules), None when none."""
     from testbed.scenario.workload import scenario_messages  # the phases' messages, as a run makes them
@@ -142,7 +150,8 @@ def summary(s: Scenario) -> str:
         f"links, BDP {d.bdp_cells} cells ({d.bdp_bytes} B), oversubscription {d.oversubscription:g}:1",
         f"fabric: {f.load_balancing}, {f.cell_size} B cells, {f.entropy_values} entropy values "
         f"({_entropy_fit(s)}), ECN {_ecn(s)}, credits {'on' if f.credits.enabled else 'off'}, "
-        f"PFC {f'XOFF/XON {f.pfc.xoff_cells}/{f.pfc.xon_cells} DATA cells' if f.pfc.enabled else 'off'}",
+        f"PFC {f'XOFF/XON {f.pfc.xoff_cells}/{f.pfc.xon_cells} DATA cells' if f.pfc.enabled else 'off'}, "
+        f"INT {_int(f.int_telemetry)}",
         f"transport: cc {t.cc}, reorder window {t.reorder_window_cells} cells, "
         f"RTO {t.rto_low_rtt:g}/{t.rto_high_rtt:g} RTT",
         "workload:",

@@ -82,6 +82,16 @@ class Pfc:
 
 
 @dataclass(frozen=True)
+class Int:
+    """In-band telemetry (p4src/README.md, "In-band telemetry"): every switch records a hop in the
+    DATA cells whose psn is a multiple of `sample` (a power of two), at most `max_hops` a cell."""
+
+    enabled: bool
+    sample: int = 1
+    max_hops: int = 8
+
+
+@dataclass(frozen=True)
 class Fabric:
     load_balancing: str  # ecmp | spray_rr_entropy | spray_random_entropy | spray_rr_switch | spray_random_switch
     cell_size: int  # DATA cell body, bytes
@@ -89,6 +99,7 @@ class Fabric:
     ecn: Ecn
     credits: Credits
     pfc: Pfc = Pfc(False, 8, 4)
+    int_telemetry: Int = Int(False)  # fabric.int in the scenario file
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from testbed.cells import segment, wire
 from testbed.scenario import defaults as d
 from testbed.scenario.errors import ScenarioError
 from testbed.scenario.model import (
-    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, LinkParams, Links, LocalParams, Pfc, Phase, Scenario, Server, Switch,
+    Credits, Dcqcn, Derived, Ecn, Fabric, Fault, Int, LinkParams, Links, LocalParams, Pfc, Phase, Scenario, Server, Switch,
     Nscc, Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
@@ -159,7 +159,23 @@ class _Resolver:
         )
         entropy_values = self.get(("fabric", "entropy_values"),
                                   layout_of(topo).default_entropy_values(d.ENTROPY_VALUES))
-        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits, self.pfc())
+        return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits, self.pfc(),
+                      self.int_telemetry(cell_size))
+
+    def int_telemetry(self, cell_size: int) -> Int:
+        telemetry = Int(self.get(("fabric", "int", "enabled"), False),
+                        self.get(("fabric", "int", "sample"), 1),
+                        self.get(("fabric", "int", "max_hops"), wire.INT_MAX_HOPS))
+        if telemetry.sample & (telemetry.sample - 1):
+            raise self.fail(("fabric", "int", "sample"),
+                            f"{telemetry.sample} is not a power of two (switches sample by psn mask)")
+        frame = (wire.FRAME_OVERHEAD + wire.HEADER_LEN + wire.INT_SHIM_LEN
+                 + telemetry.max_hops * wire.INT_HOP_LEN + cell_size)
+        if telemetry.enabled and frame - 14 > 1500:
+            raise self.fail(("fabric", "int", "max_hops"),
+                            f"a DATA cell of {cell_size} B with {telemetry.max_hops} hop records is a "
+                            f"{frame - 14}-byte IP packet, over the 1500-byte MTU: lower cell_size or max_hops")
+        return telemetry
 
     def pfc(self) -> Pfc:
         pfc = Pfc(self.get(("fabric", "pfc", "enabled"), False),

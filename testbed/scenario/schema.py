@@ -167,6 +167,11 @@ SCHEMA = {
                 "xoff_cells": _int(1, 4096),
                 "xon_cells": _int(0, 4096),
             }),
+            "int": _obj({
+                "enabled": BOOL,
+                "sample": _int(1, 1 << 16),
+                "max_hops": _int(1, 8),
+            }),
         }),
         "transport": _obj({
             "cc": {"enum": CC},

@@ -78,11 +78,15 @@ def build_network(scenario) -> sim.Network:
         local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
     from testbed.emulation.run import ENTROPY_SCHEMES
 
-    return sim.from_topology(scenario.topo, cfg, _link_spec(scenario.links.host, scenario),
-                             _link_spec(scenario.links.fabric, scenario), local_spec, local_cfg,
-                             load_balancing=lb, seed=scenario.seed,
-                             nic_cfg=lambda ports: transport_config(scenario, ports),
-                             nic_choice="entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
+    net = sim.from_topology(scenario.topo, cfg, _link_spec(scenario.links.host, scenario),
+                            _link_spec(scenario.links.fabric, scenario), local_spec, local_cfg,
+                            load_balancing=lb, seed=scenario.seed,
+                            nic_cfg=lambda ports: transport_config(scenario, ports),
+                            nic_choice="entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
+    telemetry = scenario.fabric.int_telemetry
+    if telemetry.enabled:
+        net.int_telemetry = (telemetry.sample, telemetry.max_hops)
+    return net
 
 
 def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None,
@@ -141,6 +145,8 @@ def run_variant(variant, run_dir: Path) -> dict:
     for name, host in net.hosts.items():
         runner = host.runner
         host_records.write_jsonl(recs / f"{name}.jsonl", runner.records)
+        if host.ep.int_records:  # fabric.int: the hop records the simulator's switches wrote
+            host_records.write_jsonl(recs / "int" / f"{name}.jsonl", host.ep.int_records)
         stats = host.ep.stats()
         stats.update({"host": name, "end_reason": "done" if runner.finished() else "timeout",
                       "verify_failures": runner.verify_failures, "messages_pending": len(runner.pending),

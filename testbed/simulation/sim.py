@@ -38,6 +38,7 @@ from testbed.host.workloads import MessageSpec
 from testbed.topo.entropy import group_choice, layout_of
 
 _HEAD = struct.Struct("!BBHI")
+_PSN = struct.Struct("!I")
 
 
 @dataclass(slots=True)
@@ -49,10 +50,19 @@ class SimPacket:
     ce: bool = False
     ingress: "Port | None" = None  # PFC: the link it entered the switch queueing it on
     kind: int | None = None  # its cell type, as the port that queued it read it (None: not a cell)
+    # In-band telemetry (Network.int_telemetry): the hop records a sampled DATA cell carries, in
+    # path order (switch device id, egress port, cells queued ahead at enqueue, microseconds
+    # queued), the switches that found them full, and its enqueue at the current switch.
+    hops: list | None = None
+    int_overflow: int = 0
+    enq_t: float = 0.0
+    enq_q: int = 0
 
     @property
     def size(self) -> int:
-        return len(self.data) + wire.FRAME_OVERHEAD
+        if self.hops is None:
+            return len(self.data) + wire.FRAME_OVERHEAD
+        return len(self.data) + wire.FRAME_OVERHEAD + wire.INT_SHIM_LEN + wire.INT_HOP_LEN * len(self.hops)
 
     def header(self) -> tuple[int, int, int] | None:
         """(type, entropy, flow_id) as a switch parser would read them, or None."""
@@ -226,6 +236,8 @@ class Port:
                 if p and self.net.rng.random() < p:
                     pkt.ce = True
                     self.stats.ce_marks += 1
+            if self.net.int_telemetry is not None and kind == wire.DATA and self.owner is not None:
+                self._int_enqueued(pkt, q)
             pkt.kind = kind
             self.data_q.append(pkt)
             self.queued_bytes += pkt.size
@@ -238,6 +250,24 @@ class Port:
             st.max_queue_bytes = max(st.max_queue_bytes, self.queued_bytes)
         if not self.busy:
             self._start()
+
+    def _int_enqueued(self, pkt: SimPacket, q: int) -> None:
+        """fabric.p4's INT source rule (psn & (sample - 1) == 0 starts the records) and the
+        enqueue facts the hop record takes."""
+        if pkt.hops is None:
+            sample = self.net.int_telemetry[0]
+            if _PSN.unpack_from(pkt.data, 12)[0] & (sample - 1):
+                return
+            pkt.hops = []
+        pkt.enq_t, pkt.enq_q = self.net.sim.now, q
+
+    def _int_dequeued(self, pkt: SimPacket, now: float) -> None:
+        """The switch's hop record, as fabric.p4's egress writes it (deq_timedelta: the time
+        from enqueue to the start of transmission), or an overflow count when the stack is full."""
+        if len(pkt.hops) < self.net.int_telemetry[1]:
+            pkt.hops.append([self.owner.device_id, self.number, pkt.enq_q, int(round((now - pkt.enq_t) * 1e6))])
+        elif pkt.int_overflow < 255:
+            pkt.int_overflow += 1
 
     def _refill(self, now: float) -> None:
         self.tokens = min(self.credit_burst, self.tokens + (now - self.refilled) * self.credit_rate)
@@ -262,6 +292,8 @@ class Port:
                 self.owner.queued -= 1
             if pkt.ingress is not None:
                 self.net.pfc_dequeued(pkt)
+            if pkt.hops is not None and self.owner is not None:
+                self._int_dequeued(pkt, now)
         if pkt is None:
             if self.credit_q and not self.wake_pending:  # waiting for a token
                 self.wake_pending = True
@@ -364,6 +396,7 @@ class Switch:
         self.down = False  # stopped (switch_restart): it drops every frame that reaches it
         self.down_drops = 0  # frames that reached it while stopped
         self.no_route = 0  # frames it had no route for
+        self.device_id = 0  # the topology's device id (the INT hop records' switch id)
 
     @property
     def shared_cells(self) -> int:
@@ -438,6 +471,9 @@ class SimHost:
             self.rx_data_bytes[pkt.src] += pkt.size
         tos = 3 if pkt.ce else 2 if pkt.ect else 0
         ep = self.local if pkt.src in self.local_ports else self.ep
+        if pkt.hops is not None:
+            ep.keep_int_hops(self.net.sim.now if arrived is None else arrived, pkt.src, head[2],
+                             _PSN.unpack_from(pkt.data, 12)[0], pkt.int_overflow, pkt.hops)
         ep.receive(self.net.sim.now, pkt.src, pkt.data, tos, arrived)
 
     def stall(self, stalled: bool) -> None:
@@ -542,6 +578,8 @@ class Network:
         self.cfg_buffer = 0  # per-port buffer (cells) of the links; PFC pools it per switch
         self.topo = None  # from_topology: the Topology and (node, port number) -> its egress Port
         self.port_of: dict[tuple[str, int], Port] = {}
+        # (sample, max_hops) when the scenario sets fabric.int: switches record INT hops (Port)
+        self.int_telemetry: tuple[int, int] | None = None
 
     # -- PFC ----------------------------------------------------------------------
     def pfc_queued(self, pkt: SimPacket) -> None:
@@ -722,7 +760,7 @@ def from_topology(topo, cfg: TransportConfig, host: LinkSpec, fabric: LinkSpec, 
     for name in topo.hosts:
         net.host(name)
     for name in topo.switches:
-        net.switch(name)
+        net.switch(name).device_id = topo.node(name).device_id or 0
     port_of: dict[tuple[str, int], Port] = {}
     for link in topo.links:
         a = net.hosts.get(link.a) or net.switches[link.a]

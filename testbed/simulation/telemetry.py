@@ -34,9 +34,10 @@ import json
 from pathlib import Path
 
 from testbed.cells import wire
+from testbed.p4model.telemetry import INTERVAL_S
 from testbed.simulation.sim import Network, Port
 
-PERIOD_S = 0.1  # on the scenario's clock: a slowed run samples every PERIOD_S x its time stretch
+PERIOD_S = INTERVAL_S  # on the scenario's clock (a slowed run samples every PERIOD_S x its time stretch)
 
 
 class Sampler:

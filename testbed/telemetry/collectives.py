@@ -192,6 +192,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     path = run_dir / "faults.jsonl"
     summary["faults"] = read_jsonl(path) if path.exists() else []
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
+    from testbed.telemetry.inband import int_figures
+
+    summary["int"] = int_figures(run_dir, topology)  # the simulator's own hop model (fabric.int)
     return summary
 
 
@@ -248,6 +251,11 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
 
         if plot_goodput(run_dirs, out_dir / "goodput.png"):
             lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]
+    from testbed.telemetry import inband
+
+    lines += inband.report_lines(summaries)
+    if inband.plot_latency(run_dirs, summaries, lambda name: topo, out_dir / "int_latency.png"):
+        lines += ["![In-band telemetry: hop latency CDF per tier](int_latency.png)", ""]
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

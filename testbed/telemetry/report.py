@@ -25,6 +25,7 @@ from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
 from testbed.telemetry.clock import clock_line, scenario_links, stretch_of, summaries_on_scenario_clock  # noqa: E402
 from testbed.telemetry.export import write_tables  # noqa: E402
+from testbed.telemetry import inband  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
 from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
@@ -604,6 +605,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
         lines += ["![ToR uplink utilisation](uplinks.png)", ""]
     if _plot_fct(run_dirs, out_dir / "fct_cdf.png"):
         lines += ["![Message completion time CDF](fct_cdf.png)", ""]
+    lines += inband.report_lines(summaries)
+    if inband.plot_latency(run_dirs, summaries, lambda name: scenario.topo, out_dir / "int_latency.png"):
+        lines += ["![In-band telemetry: hop latency CDF per tier](int_latency.png)", ""]
     lines += collective_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

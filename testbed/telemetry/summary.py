@@ -3,7 +3,7 @@
 Inputs: `records/*.jsonl` (host agents), `telemetry.jsonl` (switch counters
 over time), `result.json` (ping-all, traffic-manager statistics, notes),
 `scenario.resolved.yaml`, `records/*.stats.json` (each agent's transport
-counters, added up).  Every figure names its unit in its key.
+counters, added up), `records/int/*.jsonl` (in-band telemetry: `inband.py`).  Every figure names its unit in its key.
 
 Links (every direction of every cable, idle ones included, data and control
 apart): `links.py`; drops by type and place and the DATA conservation check:
@@ -24,6 +24,7 @@ from testbed.host.records import read_jsonl
 from testbed.telemetry.collectives import collective_figures
 from testbed.telemetry.conservation import drops_and_balance
 from testbed.telemetry.ideal import ideal_for_variant
+from testbed.telemetry.inband import int_figures
 from testbed.telemetry.links import by_tier, idle_siblings, link_loads
 from testbed.telemetry.messages import message_figures, planned_messages
 from testbed.telemetry.recovery import recovery
@@ -232,6 +233,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
     summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
+    summary["int"] = int_figures(run_dir, topology)
     return summary
 
 

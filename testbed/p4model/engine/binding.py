@@ -81,7 +81,9 @@ _SIGNATURES = {
     "eng_switch_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
     "eng_queue_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
     "eng_port_stats": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
+    "eng_sample": (_c.c_int, [_c.c_void_p, _c.POINTER(_c.c_uint64), _c.c_uint32]),
 }
+SAMPLE_HEAD = ("switch", "port", "peak", "queue_full", "lost", "rx", "tx")
 
 
 @functools.lru_cache(maxsize=1)
@@ -334,6 +336,30 @@ class NativeFabric:
         stats = dict(zip(PORT_STATS, out[:len(PORT_STATS)]))
         stats["lost_by_class"] = list(out[len(PORT_STATS):])
         return stats
+
+    def sample(self) -> list[dict]:
+        """Every port of every switch in one call (engine.c eng_sample): its SAMPLE_HEAD values, then
+        "class_packets" and "class_bytes" (accepted for transmission, per cell class, cumulative);
+        "peak" is the deepest queue since the previous call, which restarts it from what is queued.
+        In real time the caller holds the lock (`locked()`)."""
+        words = len(SAMPLE_HEAD) + 2 * CLASSES
+        cap = getattr(self, "_sample_cap", 64)
+        while True:
+            out = (ctypes.c_uint64 * (cap * words))()
+            n = self.lib.eng_sample(self._e, out, cap)
+            if n >= 0:
+                break
+            cap = -n
+        self._sample_cap = cap
+        k = len(SAMPLE_HEAD)
+        records = []
+        for i in range(n):
+            r = out[i * words:(i + 1) * words]
+            record = dict(zip(SAMPLE_HEAD, r[:k]))
+            record["class_packets"] = r[k:k + CLASSES]
+            record["class_bytes"] = r[k + CLASSES:k + 2 * CLASSES]
+            records.append(record)
+        return records
 
 
 class SwitchStats(Mapping):

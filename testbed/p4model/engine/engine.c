@@ -117,6 +117,7 @@ typedef struct port_s {
     uint64_t pauses_received, resumes_received, dropped_priority, dropped_priority_bytes;
     uint64_t lost_by_class[CLASSES];
     uint64_t rx, tx;
+    uint32_t peak;              /* deepest queue (packets) since the last eng_sample */
     queue q[MAX_PRIO];
 } port;
 
@@ -667,6 +668,7 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
     q->tail = k;
     if (q->depth >= q->max_depth) q->max_depth = q->depth + 1;
     q->depth++;
+    if (q->depth > p->peak) p->peak = q->depth;
     q->bytes += length;
     q->enqueued++;
     q->enq_bytes += length;
@@ -693,6 +695,7 @@ static int64_t depart_now(sw_t *s, port *p, uint32_t prio, int64_t now, uint32_t
     q->class_packets[cls]++;
     q->class_bytes[cls] += length;
     if (!q->max_depth) q->max_depth = 1;
+    if (!p->peak) p->peak = 1;
     int64_t t = now + ser_ns(p->rate_bps, length);
     p->free_ns = t;
     int64_t at = t + p->delay_ns;
@@ -1332,4 +1335,44 @@ int eng_port_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
     memcpy(out, head, sizeof head);
     memcpy(out + 10, p->lost_by_class, sizeof p->lost_by_class);
     return 10 + CLASSES;
+}
+
+/* Telemetry in bulk: one record of SAMPLE_WORDS values per port of every switch, in switch then port
+ * order: switch, port, peak (the deepest queue in packets since the previous call; it restarts from what
+ * is queued now), queue_full (packets refused by full queues), lost (lost on the link or to a priority
+ * the port lacks), rx, tx, then packets[16] and bytes[16] accepted for transmission per cell class.
+ * Returns the number of records, or -(records needed) when `cap` records do not fit (nothing reset).
+ * The caller holds the engine's lock in real time. */
+#define SAMPLE_WORDS (7 + 2 * CLASSES)
+int eng_sample(void *ep, uint64_t *out, uint32_t cap) {
+    engine *e = ep;
+    uint32_t need = 0;
+    for (uint32_t i = 0; i < e->nsw; i++)
+        for (uint32_t n = 0; n < NPORT; n++)
+            if (e->sw[i]->ports[n]) need++;
+    if (need > cap) return -(int)need;
+    uint64_t *r = out;
+    for (uint32_t i = 0; i < e->nsw; i++) {
+        sw_t *s = e->sw[i];
+        for (uint32_t n = 0; n < NPORT; n++) {
+            port *p = s->ports[n];
+            if (!p) continue;
+            uint64_t full = 0, lost = p->dropped_priority, depth = 0;
+            memset(r + 7, 0, 2 * CLASSES * sizeof(uint64_t));
+            for (uint32_t c = 0; c < CLASSES; c++) lost += p->lost_by_class[c];
+            for (uint32_t k = 0; k < MAX_PRIO; k++) {
+                queue *q = &p->q[k];
+                full += q->dropped_full;
+                if (q->depth > depth) depth = q->depth;
+                for (uint32_t c = 0; c < CLASSES; c++) {
+                    r[7 + c] += q->class_packets[c];
+                    r[7 + CLASSES + c] += q->class_bytes[c];
+                }
+            }
+            r[0] = i, r[1] = n, r[2] = p->peak, r[3] = full, r[4] = lost, r[5] = p->rx, r[6] = p->tx;
+            p->peak = (uint32_t)depth;
+            r += SAMPLE_WORDS;
+        }
+    }
+    return (int)need;
 }

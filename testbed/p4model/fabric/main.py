@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from testbed.errors import TestbedError
 from testbed.p4model.clock import MonotonicClock
@@ -113,6 +114,7 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
     logs.setup(min(levels, key=lambda name: logs.LEVELS[name]), spec.log_file, console=False)
     fabric = Fabric(spec)
     previous = {}
+    sampler = None
     try:
         try:
             fabric.build()
@@ -134,9 +136,21 @@ def run(spec: FabricSpec, prog: str = "testbed fabric") -> int:
                 f"grpc {grpc[0]}..{grpc[-1]}, {backend} packet path")
         print(line, flush=True)
         log.info(line)
+        if spec.telemetry_file:  # t_s in wall-clock seconds: the run subtracts its epoch
+            from testbed.p4model.telemetry import PortSampler, loop_reader
+
+            switches = {name: part[0] for name, part in fabric.parts.items()}
+            try:
+                sampler = PortSampler(loop_reader(switches, loop), Path(spec.telemetry_file), 0.0,
+                                      spec.telemetry_interval_s).start()
+            except OSError as error:
+                print(f"{prog}: telemetry_file {spec.telemetry_file}: {error.strerror}", file=sys.stderr)
+                return 1
         loop.run()
         log.info("stopped: %s", loop.stats)
         return 0
     finally:
+        if sampler is not None:
+            sampler.stop()
         fabric.close()
         restore(previous)

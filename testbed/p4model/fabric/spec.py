@@ -3,6 +3,8 @@
 A JSON file, written by the emulation (or by hand):
 
     {"log_file": "logs/fabric0.log",                  (optional: the process's own log)
+     "telemetry_file": "telemetry/fabric0.jsonl",     (optional: every port sampled into it,
+     "telemetry_interval_s": 0.1,                       testbed/p4model/telemetry.py)
      "switches": [
        {"name": "edge1",
         "argv": ["-i", "1@edge1-eth1", "--device-id", "3", "--thrift-port", "9093", "--no-p4",
@@ -48,6 +50,8 @@ class FabricSwitch:
 class FabricSpec:
     switches: list[FabricSwitch]
     log_file: str | None = None
+    telemetry_file: str | None = None
+    telemetry_interval_s: float = 0.1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,7 +97,7 @@ def parse_spec(data) -> FabricSpec:
     """A decoded JSON spec -> FabricSpec; SpecError naming the first problem."""
     if not isinstance(data, dict) or not isinstance(data.get("switches"), list) or not data["switches"]:
         raise SpecError("the spec must be an object with a non-empty list 'switches'")
-    unknown = set(data) - {"switches", "log_file"}
+    unknown = set(data) - {"switches", "log_file", "telemetry_file", "telemetry_interval_s"}
     if unknown:
         raise SpecError(f"unknown key(s) in the spec: {', '.join(sorted(unknown))}")
     switches: dict[str, FabricSwitch] = {}
@@ -106,12 +110,20 @@ def parse_spec(data) -> FabricSpec:
         if name in switches:
             raise SpecError(f"switch {name} is given twice")
         options = _switch_options(name, raw.get("argv", []))
+        if options.telemetry_file is not None:
+            raise SpecError(f"switch {name}: --telemetry-file is the fabric's telemetry_file, not a switch's")
         switches[name] = FabricSwitch(name, options, _links(name, options, raw.get("links", {})))
     _check_shared(switches)
     log_file = data.get("log_file")
     if log_file is not None and not isinstance(log_file, str):
         raise SpecError("log_file must be a path")
-    return FabricSpec(list(switches.values()), log_file)
+    telemetry_file = data.get("telemetry_file")
+    if telemetry_file is not None and not isinstance(telemetry_file, str):
+        raise SpecError("telemetry_file must be a path")
+    interval = data.get("telemetry_interval_s", 0.1)
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:
+        raise SpecError(f"telemetry_interval_s must be a number of seconds above 0, got {interval!r}")
+    return FabricSpec(list(switches.values()), log_file, telemetry_file, float(interval))
 
 
 def _check_shared(switches: dict[str, FabricSwitch]) -> None:

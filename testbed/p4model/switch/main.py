@@ -15,6 +15,7 @@ import logging
 import socket
 import sys
 import time
+from pathlib import Path
 
 from testbed.errors import TestbedError
 from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported, compiler
@@ -182,6 +183,7 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
             switch.close()
             return 1
     previous = handle_signals(loop.stop, log)
+    sampler = None
     try:
         if not wait_accepting(opts.grpc_host, grpc_server.port):
             print(f"{prog}: the P4Runtime server on port {grpc_server.port} does not accept connections",
@@ -192,11 +194,22 @@ def run(opts: SwitchOptions, prog: str = "testbed switch") -> int:
                 f"{len(switch.ports)} ports, {switch.backend} packet path")
         print(line, flush=True)
         log.info(line)
+        if opts.telemetry_file:  # t_s in wall-clock seconds: a run subtracts its epoch
+            from testbed.p4model.telemetry import PortSampler, loop_reader
+
+            try:
+                sampler = PortSampler(loop_reader({"switch": switch}, loop), Path(opts.telemetry_file), 0.0,
+                                      opts.telemetry_interval_s).start()
+            except OSError as error:
+                print(f"{prog}: --telemetry-file {opts.telemetry_file}: {error.strerror}", file=sys.stderr)
+                return 1
         loop.run()
         log.info("stopped: %s", dict(switch.stats))
         log.info("ports: %s", list(switch.port_stats().values()))
         return 0
     finally:
+        if sampler is not None:
+            sampler.stop()
         grpc_server.stop(0.2)
         control.stop()
         switch.close()

@@ -56,6 +56,8 @@ class SwitchOptions:
     tm_file: str | None = None
     include_dirs: list[str] = field(default_factory=list)
     backend: str = "auto"  # auto, native or python: see testbed/p4model/switch/backend.py
+    telemetry_file: str | None = None  # every port sampled into it (testbed/p4model/telemetry.py)
+    telemetry_interval_s: float = 0.1
 
     @property
     def grpc_addr(self) -> str:
@@ -111,6 +113,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(the reference pipeline and loop), or auto (native when the program given "
                              "at start lowers to C and the log level is not debug or trace, else python; "
                              "default)")
+    parser.add_argument("--telemetry-file", metavar="PATH",
+                        help="append every port's counters, drops, ECN marks and queue peak as JSON lines "
+                             "to PATH every --telemetry-interval seconds (testbed's telemetry.jsonl format, "
+                             "t_s in wall-clock seconds)")
+    parser.add_argument("--telemetry-interval", type=float, default=0.1, metavar="S",
+                        help="seconds between telemetry samples (default 0.1)")
     parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="extra #include directory for the program")
 
@@ -181,6 +189,9 @@ def from_namespace(ns: argparse.Namespace) -> SwitchOptions:
     opts.tm_file = ns.tm_file
     opts.include_dirs = list(ns.include)
     opts.backend = ns.backend
+    if not ns.telemetry_interval > 0:
+        raise OptionsError(f"--telemetry-interval {ns.telemetry_interval:g} must be above 0 seconds")
+    opts.telemetry_file, opts.telemetry_interval_s = ns.telemetry_file, ns.telemetry_interval
     return opts
 
 

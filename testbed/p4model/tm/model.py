@@ -115,6 +115,7 @@ class _Port:
         "number", "queues", "rate_bps", "delay_ns", "free_ns", "last_tx_ns", "next_ns",
         "dropped_priority", "dropped_priority_bytes", "loss", "lost_by_class",
         "pause_until", "paused", "pauses_received", "resumes_received", "paused_since", "paused_ns",
+        "peak",
     )
 
     def __init__(self, number: int, queues: list[_Queue], rate_bps: int, delay_ns: int) -> None:
@@ -135,6 +136,7 @@ class _Port:
         self.pauses_received = self.resumes_received = 0
         self.paused_since: int | None = None  # model time the current pause began
         self.paused_ns = 0  # closed pauses, summed
+        self.peak = 0  # deepest queue (packets) since the last take_peaks()
 
 
 def _interval_ns(rate_pps: float) -> int:
@@ -253,6 +255,8 @@ class TrafficManager:
         q.class_bytes[cls] += length
         if depth >= q.max_depth:
             q.max_depth = depth + 1
+        if depth >= p.peak:
+            p.peak = depth + 1
         start = p.free_ns if p.free_ns > eligible else eligible
         if p.paused and p.pause_until[priority] > start:
             start = p.pause_until[priority]
@@ -297,6 +301,8 @@ class TrafficManager:
         q.class_bytes[cls] += length
         if not q.max_depth:
             q.max_depth = 1
+        if not p.peak:
+            p.peak = 1
         self.dequeue_lag.on_time += 1  # dequeued at its scheduled time
         rate = p.rate_bps
         if rate:
@@ -628,6 +634,21 @@ class TrafficManager:
                                  for c in range(CLASSES) if q.class_packets[c] or q.class_drops[c]},
                 })
         return rows
+
+    def sample(self) -> list[dict]:
+        """Every port's telemetry, as the native engine's NativeFabric.sample gives it (without
+        "switch"): "peak" is the deepest queue since the previous call, which restarts it from what
+        is queued now; a call from another thread may miss a packet's share of a peak, never a count."""
+        out = []
+        for number, p in sorted(self._ports.items()):
+            depth = max((len(q.items) for q in p.queues), default=0)
+            peak, p.peak = p.peak, depth
+            out.append({"port": number, "peak": peak,
+                        "queue_full": sum(q.dropped_full for q in p.queues),
+                        "lost": p.dropped_priority + sum(p.lost_by_class),
+                        "class_packets": [sum(q.class_packets[c] for q in p.queues) for c in range(CLASSES)],
+                        "class_bytes": [sum(q.class_bytes[c] for q in p.queues) for c in range(CLASSES)]})
+        return out
 
     def port_stats(self, port: int | None = None) -> list[dict]:
         """Per-port link settings and drops that belong to no queue."""

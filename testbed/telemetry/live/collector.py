@@ -8,6 +8,12 @@ through its Thrift CLI (testbed/bmv2_cli.py): one peak per port over the
 whole run, where the builtin target gives one per sample.  Samples
 are kept in memory and written as JSON lines at the end; each sample carries
 its time in seconds since the run's epoch and every value names its unit.
+
+This poll is slow (every 5 s): it is the P4Runtime view users read.  The
+fine series of a builtin run (every port every 100 ms, per cell type) comes
+from the switch processes themselves (testbed/p4model/telemetry.py, no
+P4Runtime); the run writes those samples to telemetry.jsonl instead of these
+when every switch has them (emulation/run.py).  bmv2 runs keep these.
 """
 
 from __future__ import annotations
@@ -20,9 +26,7 @@ from pathlib import Path
 
 from testbed.bmv2_cli import Bmv2CliError, read_and_reset_register
 from testbed.control.p4runtime_client import P4RuntimeClient, P4RuntimeError
-
-DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4",
-                6: "bad_ipv4_checksum", 7: "port_unconfigured"}
+from testbed.p4model.telemetry import DROP_REASONS
 
 
 @dataclass
@@ -136,7 +140,7 @@ def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: l
 @dataclass
 class Collector:
     """Samples every switch once at start (before any traffic), every
-    `interval_s` while traffic flows, and once at stop.
+    `interval_s` while traffic flows, and once at stop, over P4Runtime.
 
     Every poll is work on the switches' packet threads and shows up in their
     departure lag: with the pure-Python protobuf that p4runtime 1.4.1 pins,

@@ -98,3 +98,19 @@ def test_bmv2_gets_packet_rates_and_a_note_about_delay(default):
     assert not any(line.startswith(("set_port_rate_bps", "set_port_delay_us")) for line in lines)
     assert any(line.startswith("set_queue_depth") for line in lines)
     assert notes and "no link delay" in notes[0]
+
+
+def test_int_config_only_with_fabric_int(default):
+    from testbed.scenario.model import Int
+
+    assert not entries(plan_switch(default.topo, default, "leaf1"), "FabricEgress.int_config")
+    scenario = dataclasses.replace(default, fabric=dataclasses.replace(
+        default.fabric, int_telemetry=Int(True, sample=4, max_hops=5)))
+    ids = set()
+    for switch in scenario.topo.switches:
+        (entry,) = entries(plan_switch(scenario.topo, scenario, switch), "FabricEgress.int_config")
+        assert entry.is_default and entry.action == "FabricEgress.int_enable"
+        assert entry.params["max_hops"] == 5 and entry.params["sample_mask"] == 3
+        assert entry.params["switch_id"] == scenario.topo.node(switch).device_id
+        ids.add(entry.params["switch_id"])
+    assert len(ids) == len(scenario.topo.switches), "every switch has its own id"

@@ -39,3 +39,15 @@ def test_target_resolution(monkeypatch):
     monkeypatch.setattr(switches, "bmv2_problem", lambda: None)
     assert resolve_target("auto") == "bmv2"
     assert resolve_target("builtin") == "builtin"
+
+
+def test_a_builtin_switch_in_its_own_process_samples_its_ports_itself():
+    c = config("builtin")
+    c.telemetry_file, c.telemetry_interval_s = Path("/tmp/leaf1.telemetry.jsonl"), 0.25
+    argv = switches.SwitchProcess(c).argv()
+    assert argv[-4:] == ["--telemetry-file", "/tmp/leaf1.telemetry.jsonl", "--telemetry-interval", "0.25"]
+    assert "--telemetry-file" not in c.options()  # a fabric process has one file for all its switches
+    c = config("bmv2")
+    c.telemetry_file = Path("/tmp/leaf1.telemetry.jsonl")  # simple_switch_grpc has no such option
+    assert "--telemetry-file" not in switches.SwitchProcess(c).argv()
+    assert switches.SwitchProcess(c).telemetry_file is None

@@ -2,7 +2,7 @@
 
 Both fabrics of a planned leaf-spine are built the same way (the controller's plan written over
 the control plane); random frames (DATA, CREDIT and ACK cells with random fields, plain IPv4
-UDP/TCP, IPv4 with options, truncated and random bytes) enter random switches on random ports at
+UDP/TCP, IPv4 with options, truncated and random bytes, cells flagged INT) enter random switches on random ports at
 increasing times, and each switch must send the same frames out of the same ports, and end with
 the same registers and counters.  The credit meter is configured, so its colours are compared too.
 (random() is not used: the plan's modes here are round robin and entropy, and ECN is a step.)"""
@@ -28,7 +28,10 @@ workload: [{kind: pingall}]
 """
 
 
-@pytest.fixture(scope="module", params=["spray_rr_entropy", "spray_rr_switch", "ecmp"])
+# the last: in-band telemetry on (a hop record per switch, two at most: a leaf-spine-leaf path
+# overflows), so the header stack's push, the shim and the length rules are compared too
+@pytest.fixture(scope="module", params=["spray_rr_entropy", "spray_rr_switch", "ecmp",
+                                        "spray_rr_entropy, int: {enabled: true, sample: 2, max_hops: 2}"])
 def fabrics(request):
     from testbed.emulation.model_fabric import build
 
@@ -46,6 +49,8 @@ def _frames(fabric, rng: random.Random) -> list[bytes]:
     for cell in cells:
         b = bytearray(cell)
         b[42] = (b[42] & 0xF0) | rng.choice((0, 0, 1, 2, 3, 4, 5, 6, 9))  # the cell type
+        if rng.random() < 0.2:
+            b[43] |= 0x08  # the INT flag: whatever follows the header is read as a shim
         if rng.random() < 0.3:
             b[15] = rng.randrange(256)  # DSCP and ECN
         if rng.random() < 0.2:
@@ -72,9 +77,11 @@ def test_every_switch_sends_the_same_frames_and_keeps_the_same_state(fabrics, se
     rng = random.Random(seed)
     forwarded = 0
     for _ in range(6):
-        name = rng.choice(sorted(python.switches))
-        port = rng.choice([p.number for p in python.topology.ports(name)])
-        for frame in _frames(python, rng):
+        first = rng.choice(sorted(python.switches))
+        port = rng.choice([p.number for p in python.topology.ports(first)])
+        frames = [(first, port, f) for f in _frames(python, rng)]
+        relayed = 0
+        for name, port, frame in frames:  # grows: a forwarded frame goes on to the switch it left for
             step = rng.randrange(0, 3_000_000)
             for fabric in (python, native):
                 fabric.switches[name].clock.set_ns(fabric.switches[name].clock.now_ns() + step)
@@ -82,6 +89,12 @@ def test_every_switch_sends_the_same_frames_and_keeps_the_same_state(fabrics, se
             want = python.switches[name].datapath.pipeline.process(port, frame)
             assert got == want, (name, port, frame.hex())
             forwarded += len(got)
+            if got and relayed < 8:
+                out_port, out_frame = got[0]
+                nxt = python.topology.port(name, out_port)
+                if nxt.peer in python.switches:  # the next hop adds its record (INT) to the same cell
+                    frames.append((nxt.peer, nxt.peer_port, out_frame))
+                    relayed += 1
     assert forwarded > 0  # the cells are routed, not all dropped
     for name in python.switches:
         meters = python.switches[name].datapath.pipeline.meters["FabricIngress.credit_meter"]

@@ -262,3 +262,29 @@ def test_entropy_mode_is_symmetric_across_leaves():
         assert leaf_s.send(1, data)[0][0] == port
         chosen.add(port)
     assert chosen == set(spines)
+
+
+# -- in-band telemetry -------------------------------------------------------
+
+
+def test_int_hop_record_carries_the_queue_the_cell_met():
+    """The record's queue depth and latency are the traffic manager's enq_qdepth and deq_timedelta
+    (the STF files leave them '*': their queues decide them); a full stack only counts."""
+    from scapy.layers.l2 import Ether
+
+    from testbed.cells import wire
+
+    sw = Switch().configure(_setup({1: ([2], 0)}, {"10.0.1.0": 1}, [
+        f"setdefault {EGR}int_config {EGR}int_enable(switch_id:77, max_hops:2, sample_mask:0)"]))
+    cell = gen.int_cell("10.0.1.5", 0, None)
+    for job in sw.pipeline.ingress(1, raw(cell)):
+        (out,), _ = sw.pipeline.egress(job, QueueMeta(enq_qdepth=13, deq_timedelta_us=4321))
+    payload = bytes(Ether(out[1])[UDP].payload)
+    got = wire.decode(payload, gen.CELL_SIZE)
+    assert got.telemetry == wire.IntStack((wire.IntHop(77, 2, 13, 4321),), max_hops=2)
+    assert Ether(out[1])[UDP].len == 8 + len(payload) and Ether(out[1])[UDP].chksum == 0
+    full = gen.int_cell("10.0.1.5", 0, wire.IntStack((wire.IntHop(1, 1, 0, 0), wire.IntHop(2, 1, 0, 0)),
+                                                     max_hops=2), udp_checksum=0)
+    (out,) = sw.send_at_depth(1, full, 5)
+    got = wire.decode(bytes(Ether(out[1])[UDP].payload), gen.CELL_SIZE)
+    assert [h.switch_id for h in got.telemetry.hops] == [1, 2] and got.telemetry.overflow == 1

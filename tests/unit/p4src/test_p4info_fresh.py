@@ -30,7 +30,8 @@ def test_fabric_p4info_has_the_contract_objects():
              for kind in ("tables", "counters", "meters", "registers")}
     assert names["tables"] == {"FabricIngress.cell_config", "FabricIngress.ipv4_routes",
                                "FabricIngress.groups", "FabricIngress.group_members",
-                               "FabricIngress.hash_config", "FabricEgress.port_macs", "FabricEgress.ecn_config"}
+                               "FabricIngress.hash_config", "FabricEgress.port_macs", "FabricEgress.ecn_config",
+                               "FabricEgress.int_config"}
     assert names["counters"] == {"FabricIngress.rx_port", "FabricIngress.drops",
                                  "FabricEgress.tx_port", "FabricEgress.drops",
                                  "FabricEgress.ecn_marks"}

@@ -76,3 +76,50 @@ def test_testbed_report_writes_the_report_again_from_the_raw_files(out, monkeypa
     assert (out / "report.md").read_text().splitlines()[0].startswith("Fidelity kept")
     assert set(json.loads((out / "summary.json").read_text())) == {"load_balancing=ecmp", "load_balancing=spray"}
     assert recompute_report.main([str(out)]) == 0
+
+
+@pytest.fixture
+def int_out(tmp_path):
+    """Two variants, one with INT hop records from its receivers (leaf -> spine -> leaf paths)."""
+    scenario = load_scenario(ROOT / "scenarios" / "default.yaml")
+    topo = scenario.topo
+    ids = {s: topo.node(s).device_id for s in topo.switches}
+    leaves = [s for s in topo.switches if topo.node(s).kind == "leaf"]
+    spines = [s for s in topo.switches if topo.node(s).kind == "spine"]
+    dirs = {}
+    for name, lb in (("load_balancing=ecmp", "ecmp"), ("load_balancing=spray", "spray_entropy")):
+        run = make_run(tmp_path / lb, scenario, load_balancing=lb)
+        result = json.loads((run / "result.json").read_text())
+        result["variant"] = name
+        (run / "result.json").write_text(json.dumps(result))
+        dirs[name] = run
+    (dirs["load_balancing=ecmp"] / "records" / "int").mkdir()
+    lines = []
+    for i in range(40):
+        hops = [[ids[leaves[0]], 3, i % 3, 5 + i], [ids[spines[i % 2]], 2, i % 5, 100 + 7 * i],
+                [ids[leaves[1]], 1, 0, 2]]
+        lines.append(json.dumps({"t_s": 1.0 + i, "src": "h1", "flow_id": 1, "psn": i,
+                                 "overflow": int(i == 7), "hops": hops}))
+    (dirs["load_balancing=ecmp"] / "records" / "int" / "h3.jsonl").write_text("\n".join(lines) + "\n")
+    summaries = {n: summarize_variant(d, topo) for n, d in dirs.items()}
+    write_report(scenario, dirs, summaries, tmp_path)
+    return tmp_path
+
+
+def test_int_figures_agree_and_a_wrong_one_is_caught(int_out, capsys):
+    summary = json.loads((int_out / "summary.json").read_text())
+    figures = summary["load_balancing=ecmp"]["int"]
+    assert figures["cells"] == 40 and figures["overflow_cells"] == 1
+    assert figures["tiers"]["leaf"]["hops"] == 80 and figures["tiers"]["spine"]["hops"] == 40
+    assert figures["tiers"]["spine"]["latency_p99_us"] == 100 + 7 * 39
+    assert summary["load_balancing=spray"]["int"] is None
+    text = (int_out / "report.md").read_text()
+    assert "INT spine hop latency p50 / p99" in text and "int_latency.png" in text
+    assert (int_out / "int_latency.png").exists()
+    assert recompute_report.main([str(int_out)]) == 0
+    capsys.readouterr()
+    spine = figures["tiers"]["spine"]
+    (int_out / "report.md").write_text(text.replace(f"{spine['latency_p50_us']:.0f} / {spine['latency_p99_us']:.0f} us",
+                                                    f"{spine['latency_p50_us']:.0f} / 1 us", 1))
+    assert recompute_report.main([str(int_out)]) == 1
+    assert "INT spine hop latency" in capsys.readouterr().out
