@@ -36,6 +36,27 @@ PROGRAMS = [
     "table-entries-range-bmv2", "table-entries-ternary-bmv2", "table-entries-optional-bmv2",
     "stack_complex-bmv2", "runtime-index-2-bmv2", "parser_error-bmv2", "issue655-bmv2",
     "gauntlet_hdr_out_in_action-bmv2", "gauntlet_side_effect_order_2-bmv2", "v1model-const-entries-bmv2",
+    # calls with out/inout arguments inside expressions, in indices and compound assignments
+    "opassign2-bmv2", "gauntlet_short_circuit-bmv2", "gauntlet_side_effects_in_mux-bmv2", "issue2205-bmv2",
+    "gauntlet_index_5-bmv2", "gauntlet_index_8-bmv2", "gauntlet_hdr_in_value-bmv2",
+    # directional arguments bound in a table's action list; saturating arithmetic
+    "ternary2-bmv2", "issue2375-bmv2", "gauntlet_exit_combination_3-bmv2", "checksum2-bmv2",
+    # varbit fields (extract with a length, emit, ==, checksums), lookahead, advance
+    "issue447-2-bmv2", "issue447-5-bmv2", "issue1025-bmv2", "checksum1-bmv2", "equality-varbit-bmv2",
+    "test-parserinvalidargument-error-bmv2", "issue1755-1-bmv2",
+    # header unions, stacks of them, == on headers, unions and stacks
+    "union-valid-bmv2", "union2-bmv2", "issue561-3-bmv2", "issue561-6-bmv2", "equality-bmv2",
+    # signed int<W> (comparisons, >>, casts, saturating arithmetic), / and %
+    "saturated-bmv2", "arith5-bmv2", "runtime-index-bmv2", "gauntlet_various_ops-bmv2", "issue2287-bmv2",
+    # functions returning headers, slices and _ as targets and arguments, a sub-control applied
+    # three times, a whole stack assigned (forloop-bmv2 is left to the STF sweep: a mutated count
+    # of 255 makes its `i <= count` loop endless on both back ends)
+    "gauntlet_hdr_function_cast-bmv2", "issue2498-bmv2", "gauntlet_nested_slice-bmv2", "issue774-4-bmv2",
+    "header-stack-ops-bmv2", "array-copy-bmv2",
+    # bit<128> (a table key, a function's inout parameter and result, casts)
+    "gauntlet_action_return-bmv2", "gauntlet_int_casting-bmv2", "gauntlet_switch_nested_table_apply-bmv2",
+    # verify/update_checksum_with_payload (TCP's checksum over a varbit header and the payload)
+    "checksum-l4-bmv2",
 ]
 
 

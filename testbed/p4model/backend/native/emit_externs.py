@@ -19,7 +19,7 @@ same values."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import mask, scalar_width
+from testbed.p4model.backend.native.emit_types import mask, refuse_signed, refuse_wide, scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
@@ -47,6 +47,8 @@ class ExternMixin:
         if kind == "register":
             vt = inst.type.type_args[0] if inst.type.type_args else ir.BitT(32)
             width = scalar_width(vt, inst.loc)
+            refuse_signed(vt, inst.loc, f"register {inst.name}")
+            refuse_wide(vt, inst.loc, f"register {inst.name}")
         elif kind == "meter":
             from testbed.p4model.backend.python.externs import enum_member
 
@@ -104,15 +106,9 @@ class ExternMixin:
         name = enum_member(algo)
         if name not in HASHES:
             raise NativeUnsupported(algo.loc or c.loc, f"hash algorithm {name}")
-        leaves = self._leaves(data)
-        bits = sum(w for _, _, w in leaves)
-        buf = self.fresh("hb")
         self.emit("{")
         self.depth += 1
-        self.emit(f"uint8_t {buf}[{max((bits + 7) // 8 + 1, 1)}] = {{0}}; uint32_t {buf}_n = 0;")
-        for code, valid, w in leaves:
-            put = f"tb_put({buf}, {buf}_n, {w}, {code}); {buf}_n += {w};"
-            self.emit(f"if ({valid}) {{ {put} }}" if valid else put)
+        buf = self.pack_leaves(data, "hb")
         self.emit(f"{self.lvalue(result)} = tb_hash_reduce({HASHES[name]}({buf}, ({buf}_n + 7) / 8), "
                   f"{self.ex(base)}, {self.ex(max_)}) & {mask(self.width(result))};")
         self.depth -= 1

@@ -3,7 +3,7 @@ function per action (see TableMixin)."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import scalar_width
+from testbed.p4model.backend.native.emit_types import refuse_signed, refuse_wide, scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 
 
@@ -11,12 +11,20 @@ class TableInfo:
     """What the Python side needs to fill a C table: its id, P4 name, the
     match kinds and widths of its keys, its actions' control-plane names
     in C action-index order, and the row stride in uint64 words:
-    2 per key (value, mask; lo, hi for range), 1 action index, max_args."""
+    2 per key slot (value, mask; lo, hi for range), 1 action index, max_args.
+    A key is one slot per 64 bits of its width (a bit<128> key two, the
+    high word first); range keys are at most 64 bits."""
 
     def __init__(self, tid: int, decl, kinds: list, widths: list, actions: list, max_args: int):
         self.tid, self.decl, self.kinds, self.widths = tid, decl, kinds, widths
         self.actions, self.max_args = actions, max_args
-        self.stride = 2 * len(kinds) + 1 + max_args
+        self.slots = sum(key_slots(w) for w in widths)
+        self.stride = 2 * self.slots + 1 + max_args
+
+
+def key_slots(width: int) -> int:
+    """The uint64 slots of a key of `width` bits."""
+    return max(1, (width + 63) // 64)
 
 
 def _swap(emitter, lines):
@@ -31,7 +39,9 @@ class TableMixin:
     target ranks entries) and a default action row.  A key matches a row
     when (key & mask) == value for exact/lpm/ternary/optional, and
     lo <= key <= hi for range.  Action profiles, direct counters and meters,
-    and actions bound to directional arguments are refused."""
+    are refused.  An action's directional parameters, bound in the table's
+    action list (`actions = { a(hdr.x) }`), are copied in and out around the
+    action as for a direct call (CodeEmitter.copy_in)."""
 
     def table(self, t) -> None:
         from testbed.p4model.runtime import tableinfo
@@ -47,14 +57,18 @@ class TableMixin:
                 raise NativeUnsupported(k.loc or t.loc, f"match kind {k.match_kind}")
             kinds.append(k.match_kind)
             widths.append(scalar_width(k.expr.type, k.loc or t.loc))
+            refuse_signed(k.expr.type, k.loc or t.loc, f"a key of table {t.name}")
+            if k.match_kind == "range":
+                refuse_wide(k.expr.type, k.loc or t.loc, f"the range key of table {t.name}")
             keys.append(k.expr)
         refs = tableinfo.action_refs(t)
         tid = len(self.tables)
         names, fns = [], []
         max_args = 0
         for ref in refs:
-            if ref.args:
-                raise NativeUnsupported(ref.loc or t.loc, f"action {ref.action.name} bound to arguments in table {t.name}")
+            if len(ref.args) != len([p for p in ref.action.params if p.direction]):
+                raise NativeUnsupported(ref.loc or t.loc, f"action {ref.action.name} bound to arguments other "
+                                        f"than its directional ones in table {t.name}")
             fn = self.action(ref.action, t)
             names.append(ref.action.cp_name)
             fns.append(fn)
@@ -68,18 +82,39 @@ class TableMixin:
         lines: list[str] = []
         saved = _swap(self, lines)
         lines.append(f"static int {fn}(tb_state *s, uint32_t drop_port) {{")
-        n = len(keys)
+        n = info.slots
         if n:
-            self.emit(f"uint64_t k[{n}] = {{{', '.join(self.ex(x) for x in keys)}}};")
+            words = []
+            for x, w in zip(keys, widths):
+                code = self.ex(x)
+                # a wide key: its 64-bit words, the high one first
+                words += [f"(uint64_t)(({code}) >> {64 * j})" for j in reversed(range(key_slots(w)))] \
+                    if w > 64 else [code]
+            self.emit(f"uint64_t k[{n}] = {{{', '.join(words)}}};")
         else:
             self.emit("const uint64_t *k = 0;")
-        self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(str(int(x == 'range')) for x in kinds) or '0'}}};")
+        slot_kinds = [str(int(x == 'range')) for x, w in zip(kinds, widths) for _ in range(key_slots(w))]
+        self.emit(f"static const uint8_t kinds[{max(n, 1)}] = {{{', '.join(slot_kinds) or '0'}}};")
         self.emit(f"const uint64_t *row = tb_lookup(&s->inst->tables[{tid}], k, kinds);")
         self.emit(f"const uint64_t *act = row ? row + {2 * n} : s->inst->tables[{tid}].deflt;")
         self.emit("s->action_run = act[0];")
         self.emit("switch (act[0]) {")
-        for i, afn in enumerate(fns):
-            self.emit(f"case {i}: {afn}(s, act + 1, 0, drop_port); break;")
+        for i, (afn, ref) in enumerate(zip(fns, refs)):
+            if not ref.args:
+                self.emit(f"case {i}: {afn}(s, act + 1, 0, drop_port); break;")
+                continue
+            # arguments bound in the table's action list: copied in and out around the action
+            self.emit(f"case {i}: {{")
+            self.depth += 1
+            directional = [p for p in ref.action.params if p.direction]
+            copied = self.copy_in(directional, ref.args, ref.loc or t.loc)
+            refs_c = ", ".join(f"&{tmp}" for _p, tmp, _t in copied)
+            self.emit(f"void *const dr[] = {{{refs_c}}};")
+            self.emit(f"{afn}(s, act + 1, dr, drop_port);")
+            self.copy_out(copied)
+            self.emit("break;")
+            self.depth -= 1
+            self.emit("}")
         self.emit("}")
         self.emit("return row != 0;")
         lines.append("}")
@@ -97,14 +132,13 @@ class TableMixin:
         d = 0
         for p in a.params:
             if p.direction:
-                if t is not None:
-                    raise NativeUnsupported(p.loc or a.loc, f"the directional parameter {p.name} of action "
-                                            f"{a.name} in table {t.name}")
                 ctype = self.types.c_type(p.type, p.loc or a.loc)
                 self.env[id(p)] = f"(*({ctype} *)dir[{d}])"
                 d += 1
         for i, p in enumerate(x for x in a.params if not x.direction):
             scalar_width(p.type, p.loc or a.loc)
+            refuse_signed(p.type, p.loc or a.loc, f"the action data {p.name} of {a.name}")
+            refuse_wide(p.type, p.loc or a.loc, f"the action data {p.name} of {a.name}")
             self.env[id(p)] = f"args[{i}]"
         lines: list[str] = []
         saved = _swap(self, lines)

@@ -12,10 +12,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
+from testbed.p4model.backend.native.emit_tables import key_slots
 from testbed.p4model.runtime.externs import CounterArray, MeterArray, RegisterArray
 from testbed.p4model.runtime.tables import Table
 
 _MUTATORS = ("insert", "modify", "delete", "clear", "set_default", "reset_default")
+
+
+_WORD = (1 << 64) - 1
 
 
 class NativeTable(Table):
@@ -32,23 +36,31 @@ class NativeTable(Table):
         self._sync()
 
     def _row_keys(self, entry) -> list:
+        """The row's (value, mask) or (lo, hi) slots; a key over 64 bits as one (value, mask) pair per
+        64-bit word, the high word first (emit_tables.key_slots)."""
         out = []
         for kind, w, item in zip(self._info.kinds, self._info.widths, entry.match):
-            full = (1 << w) - 1
-            if kind == "exact":
-                out += [item & full, full]
-            elif kind == "lpm":
-                v, plen = item
-                m = (full >> (w - plen)) << (w - plen) if plen else 0
-                out += [v & m, m]
-            elif kind == "ternary":
-                v, m = item
-                out += [v & m, m]
-            elif kind == "range":
-                out += list(item)
-            else:  # optional
-                out += [0, 0] if item is None else [item & full, full]
+            pair = self._row_keys_one(kind, w, item)
+            for j in reversed(range(key_slots(w))):
+                out += [(pair[0] >> (64 * j)) & _WORD, (pair[1] >> (64 * j)) & _WORD]
         return out
+
+    @staticmethod
+    def _row_keys_one(kind, w, item) -> list:
+        """(value, mask) of one key (lo, hi for range), as Python ints of w bits."""
+        full = (1 << w) - 1
+        if kind == "exact":
+            return [item & full, full]
+        if kind == "lpm":
+            v, plen = item
+            m = (full >> (w - plen)) << (w - plen) if plen else 0
+            return [v & m, m]
+        if kind == "ternary":
+            v, m = item
+            return [v & m, m]
+        if kind == "range":
+            return list(item)
+        return [0, 0] if item is None else [item & full, full]   # optional
 
     def _action_row(self, call) -> list:
         args = list(call.args) + [0] * (self._info.max_args - len(call.args))

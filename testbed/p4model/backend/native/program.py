@@ -36,7 +36,7 @@ from __future__ import annotations
 from testbed.p4model.backend.native.emit_checksums import C_CSUM16
 from testbed.p4model.backend.native.emit_code import CodeEmitter
 from testbed.p4model.backend.native.emit_externs import C_EXTERNS
-from testbed.p4model.backend.native.emit_types import TypeEmitter, header_bits
+from testbed.p4model.backend.native.emit_types import TypeEmitter, max_header_bits
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
 
@@ -46,6 +46,32 @@ PRELUDE = r"""
 
 static inline uint64_t tb_shl(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a << n; }
 static inline uint64_t tb_shr(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a >> n; }
+
+/* bit<W> with 64 < W <= 128 */
+typedef unsigned __int128 tb_u128;
+static inline tb_u128 tb_shl128(tb_u128 a, uint64_t n) { return n >= 128 ? 0 : a << n; }
+static inline tb_u128 tb_shr128(tb_u128 a, uint64_t n) { return n >= 128 ? 0 : a >> n; }
+
+/* unsigned / and %; a zero divisor gives 0 */
+static inline uint64_t tb_div(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t tb_mod(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+
+/* int<w> (1 <= w <= 64) is held as its w-bit two's complement pattern in a uint64_t */
+static inline int64_t tb_sext(uint64_t a, uint32_t w) {
+    uint64_t sign = UINT64_C(1) << (w - 1);
+    return (int64_t)((a ^ sign) - sign);
+}
+static inline uint64_t tb_wmask(uint32_t w) { return w >= 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1; }
+/* arithmetic shift right of an int<w>: the sign fills in; a count >= w leaves only sign bits */
+static inline uint64_t tb_sar(uint64_t a, uint64_t n, uint32_t w) {
+    int64_t x = tb_sext(a, w);
+    return (uint64_t)(n >= 63 ? (x < 0 ? -1 : 0) : x >> n) & tb_wmask(w);
+}
+/* a |+| b and a |-| b on int<w>: the exact result clamped to [-2^(w-1), 2^(w-1) - 1] */
+static inline uint64_t tb_ssat(__int128 r, uint32_t w) {
+    __int128 hi = ((__int128)1 << (w - 1)) - 1, lo = -hi - 1;
+    return (uint64_t)(r > hi ? hi : r < lo ? lo : r) & tb_wmask(w);
+}
 
 /* `w` bits (w <= 64) at bit offset `bit` of p, big-endian (network order): the bytes that hold
  * them are read whole (at most 9), then shifted into place */
@@ -58,6 +84,15 @@ static inline uint64_t tb_get(const uint8_t *p, uint32_t bit, uint32_t w) {
     return w >= 64 ? (uint64_t)v : (uint64_t)v & ((UINT64_C(1) << w) - 1);
 }
 
+static inline void tb_put(uint8_t *p, uint32_t bit, uint32_t w, uint64_t val);
+/* the same for 64 < w <= 128: the high w - 64 bits, then the low 64 */
+static inline tb_u128 tb_get128(const uint8_t *p, uint32_t bit, uint32_t w) {
+    return ((tb_u128)tb_get(p, bit, w - 64) << 64) | tb_get(p, bit + w - 64, 64);
+}
+static inline void tb_put128(uint8_t *p, uint32_t bit, uint32_t w, tb_u128 val) {
+    tb_put(p, bit, w - 64, (uint64_t)(val >> 64));
+    tb_put(p, bit + w - 64, 64, (uint64_t)val);
+}
 static inline void tb_put(uint8_t *p, uint32_t bit, uint32_t w, uint64_t val) {
     if (!w) return;
     uint32_t b0 = bit >> 3, sh = bit & 7, nb = (sh + w + 7) >> 3, low = nb * 8 - sh - w;
@@ -122,12 +157,12 @@ def lower(program: ir.Program):
                  f"tb_meter *mtr[{max(len(mtrs), 1)}]; uint64_t rng; }} tb_inst;")
     oob = "".join(f" {name} oob_{name};" for name in types.stack_elems.values())
     parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
-                 f"uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst;{oob} }} tb_state;")
+                 f"const uint8_t *data; uint32_t data_len; uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst;{oob} }} tb_state;")
     parts.append("/* a stack element read or written at an index out of range: a fresh invalid header */")
     parts.append("#define TB_OOB(s, m) (memset(&(s)->m, 0, sizeof (s)->m), &(s)->m)")
     parts.append("static int tb_init(tb_inst *I) {")
     for info in code.tables:
-        parts.append(f"    I->tables[{info.tid}].nk = {len(info.kinds)}; I->tables[{info.tid}].stride = {info.stride};")
+        parts.append(f"    I->tables[{info.tid}].nk = {info.slots}; I->tables[{info.tid}].stride = {info.stride};")
     for x in regs:
         parts.append(f"    if (!(I->reg[{x.cid}] = calloc({max(x.size, 1)}, 8))) return -1;")
     for x in mtrs:
@@ -148,9 +183,11 @@ def lower(program: ir.Program):
 
 def _max_header_bytes(t) -> int:
     if isinstance(t, ir.HeaderT):
-        return header_bits(t, t.loc) // 8
-    if isinstance(t, ir.StructT):
+        return (max_header_bits(t, t.loc) + 7) // 8
+    if isinstance(t, (ir.StructT, ir.UnionT)):
         return sum(_max_header_bytes(f.type) for f in t.fields)
+    if isinstance(t, ir.StackT):
+        return t.size * _max_header_bytes(t.element)
     return 0
 
 
@@ -250,6 +287,7 @@ int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint
     s->sm.f_packet_length = len;
     s->sm.f_ingress_global_timestamp = now_us & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = now_us;
+    s->data = d; s->data_len = len;
     s->payload_off = tb_parser(s, d, len);
     tb_verify(s, drop_port);
     tb_ingress_ctl(s, drop_port);
@@ -269,6 +307,7 @@ int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
     s->sm.f_deq_qdepth = q[3] & UINT64_C(0x7FFFF);
     s->sm.f_egress_global_timestamp = q[4] & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = q[4];
+    s->data = d; s->data_len = len;   /* the received packet: its payload for *_with_payload */
     tb_egress_ctl(s, drop_port);
     if (s->sm.f_egress_spec == drop_port) return -1;
     tb_compute(s, drop_port);
