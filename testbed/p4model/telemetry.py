@@ -82,38 +82,52 @@ def switch_record(name: str, t_s: float, ports: list[dict], pipeline) -> dict:
             "max_qdepth_packets": peaks, "port_drops_packets": port_drops, "tx_by_type": types}
 
 
-def engine_records(engine, names: dict[int, str], pipelines: dict[int, object], t_s: float) -> list[dict]:
-    """Every switch of a NativeFabric in one engine call (under its lock, a copy of counters)."""
+def engine_records(engine, names: dict[int, str], pipelines: dict[int, object], t_s: float,
+                   internal: dict[str, set] | None = None) -> list[dict]:
+    """Every switch of a NativeFabric in one engine call (under its lock, a copy of counters);
+    `internal`: per switch name, ports left out (its CPU and drop ports)."""
     with engine.locked():
         ports = engine.sample()
     by_switch: dict[int, list[dict]] = {}
     for r in ports:
         by_switch.setdefault(int(r["switch"]), []).append(r)
-    return [switch_record(names[i], t_s, by_switch.get(i, []), pipelines.get(i))
+    return [switch_record(names[i], t_s, _cabled(by_switch.get(i, []), (internal or {}).get(names[i])),
+                          pipelines.get(i))
             for i in sorted(names)]
 
 
-def tm_records(switches: dict[str, tuple[object, object]], t_s: float) -> list[dict]:
+def tm_records(switches: dict[str, tuple[object, object]], t_s: float,
+               internal: dict[str, set] | None = None) -> list[dict]:
     """Python-path switches: name -> (TrafficManager, pipeline or None).  The packet thread shares
     the GIL with this one: it is let in between two switches (about 0.1 ms of work each)."""
     out = []
     for name, (tm, pipeline) in sorted(switches.items()):
-        out.append(switch_record(name, t_s, tm.sample(), pipeline))
+        out.append(switch_record(name, t_s, _cabled(tm.sample(), (internal or {}).get(name)), pipeline))
         time.sleep(0)
     return out
 
 
+def _cabled(ports: list[dict], skip: set | None) -> list[dict]:
+    """The port records without the ports in `skip`."""
+    return [r for r in ports if int(r["port"]) not in skip] if skip else ports
+
+
 def loop_reader(switches: dict, loop):
     """read(t_s) for a process's switches (name -> testbed.p4model.switch.loop.Switch) moved by `loop`:
-    an EngineLoop's engine in one call, else each switch's Python traffic manager."""
+    an EngineLoop's engine in one call, else each switch's Python traffic manager. Each switch's
+    CPU and drop ports are left out: the lines name the ports a cable or host is on, as the
+    simulator's do."""
     def pipeline(switch):
         return switch.datapath.pipeline if switch.datapath is not None else None
 
+    internal = {name: {p for p in (getattr(s, "cpu_port", None), getattr(s, "drop_port", None)) if p is not None}
+                for name, s in switches.items()}
     engine = getattr(loop, "engine", None)
     if engine is not None:
         names = {i: name for name, i in loop.index.items()}
-        return lambda t_s: engine_records(engine, names, {i: pipeline(switches[n]) for i, n in names.items()}, t_s)
-    return lambda t_s: tm_records({n: (s.tm, pipeline(s)) for n, s in switches.items()}, t_s)
+        pipelines = {i: pipeline(switches[n]) for i, n in names.items()}
+        return lambda t_s: engine_records(engine, names, pipelines, t_s, internal)
+    return lambda t_s: tm_records({n: (s.tm, pipeline(s)) for n, s in switches.items()}, t_s, internal)
 
 
 @dataclass

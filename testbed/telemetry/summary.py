@@ -35,6 +35,9 @@ from testbed.telemetry.rundir import load_json, load_jsonl
 # the CPU, not the modelled link, decided: below it, 99% of departures are
 # within one transmission slot of the model.
 FIDELITY_FLOOR_US = 1000.0
+# Drop reasons in telemetry lines that the traffic managers counted (the simulator's and the
+# switches' own 100 ms samples): not the program's; the drop table takes them from tm_stats.
+DATA_PLANE_DROP_REASONS = frozenset({"queue_full", "credit_queue_full", "link_down", "link_loss"})
 
 
 def fidelity_threshold_us(scenario: dict) -> float:
@@ -195,6 +198,8 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     program_drops: dict[str, int] = {}
     for sample in last_per_switch.values():
         for reason, packets in sample["drops_packets"].items():
+            if reason in DATA_PLANE_DROP_REASONS:  # the traffic managers' own, counted from tm_stats
+                continue
             program_drops[reason] = program_drops.get(reason, 0) + packets
     summary["drops"] = drops_and_balance(tm_stats, program_drops, hosts, result.get("host_counters") or {},
                                          result.get("target"), result.get("restarts"))
