@@ -74,9 +74,9 @@ from testbed.cells import pfc as pause_frame
 
 MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
-# Coalescing (see Agent.replay): the loop wakes at most once per window, a share of the time a
-# cell spends between the transport and the ToR (the host link's delay), and never more than
-# MAX_COALESCE_S apart for it; TESTBED_AGENT_COALESCE=0 turns it off (every event at wake-up time).
+# Coalescing (see Agent.replay): the loop wakes at most once per window: COALESCE_SHARE of the
+# host link's delay, at most the NIC's catch-up and MAX_COALESCE_S; TESTBED_AGENT_COALESCE=0
+# turns it off (every event handled at its wake-up's time, the loop before the replay).
 COALESCE_SHARE = 0.5
 MAX_COALESCE_S = 0.002
 PROGRESS_PERIOD_S = 1.0  # --progress-file's period: a line of counters for the run's progress display
