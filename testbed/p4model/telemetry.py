@@ -123,10 +123,10 @@ def loop_reader(switches: dict, loop):
     internal = {name: {p for p in (getattr(s, "cpu_port", None), getattr(s, "drop_port", None)) if p is not None}
                 for name, s in switches.items()}
     engine = getattr(loop, "engine", None)
-    if engine is not None:
+    if engine is not None:   # each read takes the programs loaded now (a controller may load one later)
         names = {i: name for name, i in loop.index.items()}
-        pipelines = {i: pipeline(switches[n]) for i, n in names.items()}
-        return lambda t_s: engine_records(engine, names, pipelines, t_s, internal)
+        return lambda t_s: engine_records(engine, names, {i: pipeline(switches[n]) for i, n in names.items()},
+                                          t_s, internal)
     return lambda t_s: tm_records({n: (s.tm, pipeline(s)) for n, s in switches.items()}, t_s, internal)
 
 
