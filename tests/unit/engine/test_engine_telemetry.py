@@ -104,3 +104,29 @@ def test_a_bad_telemetry_interval_in_a_fabric_spec_is_one_line(tmp_path):
     path.write_text(_json.dumps({"switches": [{"name": "s1", "argv": ["--no-p4"]}], "telemetry_file": "t.jsonl", "telemetry_interval_s": -1}))
     with pytest.raises(SpecError, match="telemetry_interval_s must be a number of seconds above 0, got -1$"):
         load_spec(str(path))
+
+
+def test_the_reader_takes_the_programs_loaded_after_it_was_made(program, monkeypatch):
+    """A process starts its sampler before a controller loads the switches' programs: each read
+    must hand switch_record the program loaded by then (its tx/rx/ECN counters), not None."""
+    from test_engine_differential import run_python
+
+    from testbed.p4model import telemetry
+
+    _, switches = run_python(program, [], pfc=False)
+    loaded = {name: s.datapath for name, s in switches.items()}
+    for s in switches.values():
+        s.datapath = None
+    read = telemetry.loop_reader(switches, object())
+    for name, s in switches.items():
+        s.datapath = loaded[name]
+    seen = {}
+    real = telemetry.switch_record
+
+    def recording(name, t_s, ports, pipeline):
+        seen[name] = pipeline
+        return real(name, t_s, ports, pipeline)
+
+    monkeypatch.setattr(telemetry, "switch_record", recording)
+    read(0.5)
+    assert seen and all(seen[name] is loaded[name].pipeline for name in switches)
