@@ -21,6 +21,10 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from testbed.control.p4info_index import P4InfoIndex, decode_value, encode_value
 from testbed.errors import TestbedError
 
+# A program load (SetForwardingPipelineConfig) may take this long: the switch runs the front end and
+# the native build first, and 20 switch processes loading at once on 2 cores took over 10 s.
+PIPELINE_TIMEOUT_S = 60.0
+
 
 class P4RuntimeError(TestbedError):
     """A request a switch refused, with the switch and each update's error."""
@@ -167,18 +171,21 @@ class P4RuntimeClient:
 
     # -- pipeline ----------------------------------------------------------------
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int = 0) -> None:
+        """Load a program. The switch compiles it (front end, native build) before it answers, and
+        a fabric of one process per switch loads all at once on a few cores, so this call waits
+        PIPELINE_TIMEOUT_S (at least the client's timeout), not the one for table writes."""
         request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, election_id=self.election_id,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         request.config.p4info.CopyFrom(p4info)
         request.config.p4_device_config = device_config
         request.config.cookie.cookie = cookie
-        self._call("SetForwardingPipelineConfig", request)
+        self._call("SetForwardingPipelineConfig", request, max(self.timeout_s, PIPELINE_TIMEOUT_S))
         self.index = P4InfoIndex(p4info)
 
-    def _call(self, method: str, request):
+    def _call(self, method: str, request, timeout_s: float | None = None):
         try:
-            return getattr(self.stub, method)(request, timeout=self.timeout_s)
+            return getattr(self.stub, method)(request, timeout=self.timeout_s if timeout_s is None else timeout_s)
         except grpc.RpcError as error:
             detail = _details(error)
             raise P4RuntimeError(f"{self.name}: {method} failed: {error.code().name}: {error.details()}"
