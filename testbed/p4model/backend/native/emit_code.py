@@ -246,11 +246,15 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         tmp = self.fresh("c")
         self.emit(f"uint64_t {tmp} = {first};")
         self.emit(f"if ({'' if run_if else '!'}{tmp}) {{")
+        self._assign_indented(tmp, e)
+        self.emit("}")
+        return tmp
+
+    def _assign_indented(self, tmp: str, e) -> None:
+        """`tmp = e;` one level in (the body of an if or else); e's statements land there too."""
         self.depth += 1
         self.emit(f"{tmp} = {self.ex(e)};")
         self.depth -= 1
-        self.emit("}")
-        return tmp
 
     def _mux(self, e) -> str:
         """cond ? a : b; when an arm runs a call as statements, an if/else so only the taken arm runs."""
@@ -259,13 +263,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         tmp = self.fresh("m")
         self.emit(f"{self.cvar(e.type)} {tmp};")
         self.emit(f"if ({self.ex(e.cond)}) {{")
-        self.depth += 1
-        self.emit(f"{tmp} = {self.ex(e.if_true)};")
-        self.depth -= 1
+        self._assign_indented(tmp, e.if_true)
         self.emit("} else {")
-        self.depth += 1
-        self.emit(f"{tmp} = {self.ex(e.if_false)};")
-        self.depth -= 1
+        self._assign_indented(tmp, e.if_false)
         self.emit("}")
         return tmp
 
