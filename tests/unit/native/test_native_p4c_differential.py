@@ -57,6 +57,9 @@ PROGRAMS = [
     "gauntlet_action_return-bmv2", "gauntlet_int_casting-bmv2", "gauntlet_switch_nested_table_apply-bmv2",
     # verify/update_checksum_with_payload (TCP's checksum over a varbit header and the payload)
     "checksum-l4-bmv2",
+    # packet replication: multicast groups (mc_* commands), I2E/E2E clones through mirroring
+    # sessions, resubmit and recirculate with field lists
+    "v1model-special-ops-bmv2", "ipv6-switch-ml-bmv2",
 ]
 
 

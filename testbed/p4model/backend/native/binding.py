@@ -2,13 +2,23 @@
 
 NativePipeline offers the calls the STF runner, the switch and the control
 plane make of testbed.p4model.pipeline.Pipeline: process, ingress, egress,
-drop_port, and the state dictionaries (empty: programs with tables or
-externs are refused by the lowering for now).  A job between ingress and
-egress is a NativeJob holding its tb_state buffer in C memory."""
+drop_port, and the tables, registers, counters and meters in C memory.  A
+job between ingress and egress is a NativeJob holding its tb_state buffer.
+
+A program that can ask for copies (tb_replicates(): mcast_grp, clone,
+resubmit, recirculate) runs its after-ingress and after-egress decisions
+here, in v1model.V1Switch's order and with its rules (bmv2's): I2E clone,
+resubmit (ends the pass), multicast through `pre`'s group (one tb_state
+copy per replica, egress_rid and instance_type 5), drop, unicast; after
+egress: E2E clone, drop, deparse, recirculate or transmit (cut to the
+clone session's packet_length_bytes).  Resubmit and recirculation passes
+are bounded by v1model.MAX_PASSES, as the Python target's.  A program that
+cannot ask for copies takes the one-call path (tb_ingress, tb_egress)."""
 
 from __future__ import annotations
 
 import ctypes
+import logging
 from pathlib import Path
 
 from testbed.p4model.backend.native.build import build
@@ -18,19 +28,37 @@ from testbed.p4model.backend.native.program import lower
 from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.runtime.externs import DigestQueue
 from testbed.p4model.runtime.pre import PacketReplicationEngine
-from testbed.p4model.v1model import DROP_PORT, EgressResult, QueueMeta, _queue_meta
+from testbed.p4model.v1model import (DROP_PORT, MAX_PASSES, NORMAL, RECIRC, REPLICATION,
+                                     RESUBMIT, EgressResult, QueueMeta, _queue_meta)
 
+log = logging.getLogger("testbed.p4model.backend.native")
 _U8P = ctypes.POINTER(ctypes.c_uint8)
+_P, _U32, _U64, _I64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
+_REPLICATION_ABI = {   # name: (restype, argtypes) of the C ABI's replication calls (program.py)
+    "tb_ingress_again": (_I64, [_P, _P, _P, _U32, ctypes.c_char_p, _U32, _U32, _U64, _U32]),
+    "tb_clone_i2e": (None, [_P, _P, _P, _U32, ctypes.c_char_p, _U32, _U32, _U64]),
+    "tb_clone_e2e": (None, [_P, _P, _U32]),
+    "tb_state_copy": (None, [_P, _P]),
+    "tb_set_egress_rid": (None, [_P, _U32]),
+    "tb_set_instance_type": (None, [_P, _U32]),
+    "tb_requests": (None, [_P, ctypes.POINTER(_U64)]),
+    "tb_egress_ctl_only": (_I64, [_P, ctypes.c_char_p, _U32, _U32, ctypes.POINTER(_U64), _U32]),
+    "tb_deparse": (_I64, [_P, ctypes.c_char_p, _U32, _U32, _P]),
+    "tb_replicates": (_U32, []),
+}
 
 
 class NativeJob:
     """A packet between ingress and egress: where to queue it and its state."""
 
-    __slots__ = ("port", "priority", "state", "data", "length", "ingress_length")
+    __slots__ = ("port", "priority", "state", "data", "length", "ingress_length", "passes", "truncate")
 
-    def __init__(self, port: int, state, data: bytes) -> None:
-        self.port, self.priority, self.state, self.data = port, 0, state, data
+    def __init__(self, port: int, state, data: bytes, priority: int = 0, passes: int = 0,
+                 truncate: int = 0) -> None:
+        self.port, self.priority, self.state, self.data = port, priority, state, data
         self.length = self.ingress_length = len(data)
+        self.passes = passes        # resubmit/recirculation passes so far (the loop guard)
+        self.truncate = truncate    # bytes to keep at transmit (a clone session's limit), 0: all
 
 
 class NativePipeline:
@@ -68,7 +96,12 @@ class NativePipeline:
         lib.tb_egress.restype = ctypes.c_int64
         lib.tb_egress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
                                   ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32, ctypes.c_void_p]
+        for fn, (restype, argtypes) in _REPLICATION_ABI.items():
+            getattr(lib, fn).restype, getattr(lib, fn).argtypes = restype, argtypes
         self.lib = lib
+        self.replicates = bool(lib.tb_replicates())
+        self.max_passes = MAX_PASSES
+        self._req = (ctypes.c_uint64 * 7)()
         self._state_size = lib.tb_state_size()
         self._max_hdr = lib.tb_max_header_bytes()
         self.drop_port = drop_port
@@ -107,12 +140,80 @@ class NativePipeline:
         state = ctypes.create_string_buffer(self._state_size)
         now = self.clock.now_us() if now_us is None else now_us
         out = self.lib.tb_ingress(self._inst, state, data, len(data), port, now, self.drop_port)
+        if self.replicates:
+            jobs: list = []
+            self._resubmit(port, data, self._after_ingress(state, port, data, 0, jobs), 0, jobs)
+            return jobs
         if out < 0:
             self.stats["dropped"] += 1
             return []
         job = NativeJob(out, state, data)
         job.priority = self.lib.tb_priority(state)
         return [job]
+
+    def _requests(self, state) -> tuple:
+        """(egress_spec, mcast_grp, priority, clone session + 1, clone field list, resubmit field
+        list + 1, recirculate field list + 1) of a pass (0: not asked)."""
+        self.lib.tb_requests(state, self._req)
+        return tuple(self._req)
+
+    def _after_ingress(self, state, port: int, data: bytes, passes: int, jobs: list):
+        """The after-ingress decisions in bmv2's order (v1model.V1Switch._after_ingress): I2E
+        clone, resubmit (returned: (field list, state), ends the pass), multicast, drop, unicast."""
+        spec, mgid, priority, clone, clone_fl, resubmit, _ = self._requests(state)
+        if clone:
+            self._ingress_clone(state, (clone - 1) & 0x7FFF, clone_fl, port, data, passes, jobs)
+        if resubmit:
+            return (resubmit - 1, state)
+        if mgid:
+            lib = self.lib
+            for rid, out_port in self.pre.group(mgid):
+                copy = ctypes.create_string_buffer(self._state_size)
+                lib.tb_state_copy(copy, state)
+                lib.tb_set_egress_rid(copy, rid)
+                lib.tb_set_instance_type(copy, REPLICATION)
+                self.stats["replicas"] += 1
+                jobs.append(NativeJob(out_port, copy, data, priority, passes))
+            return None
+        if spec == self.drop_port:
+            self.stats["dropped"] += 1
+            return None
+        self.lib.tb_set_instance_type(state, NORMAL)
+        jobs.append(NativeJob(spec, state, data, priority, passes))
+        return None
+
+    def _ingress_clone(self, state, session_id: int, fl: int, port: int, data: bytes, passes: int,
+                       jobs: list) -> None:
+        session = self.pre.clone_session(session_id)
+        if session is None:
+            return
+        now = self.clock.now_us()
+        for instance, out_port in session.replicas:
+            copy = ctypes.create_string_buffer(self._state_size)
+            self.lib.tb_clone_i2e(self._inst, copy, state, fl, data, len(data), port, now)
+            self.lib.tb_set_egress_rid(copy, instance)
+            self.stats["clones"] += 1
+            jobs.append(NativeJob(out_port, copy, data, 0, passes, session.packet_length_bytes))
+
+    def _resubmit(self, port: int, data: bytes, preserve, passes: int, jobs: list) -> None:
+        """Ingress again with the original bytes while a pass asks for it (preserve: (field
+        list, the pass's state), None: no request)."""
+        while preserve is not None:
+            passes += 1
+            self.stats["resubmits"] += 1
+            if passes >= self.max_passes:
+                self.stats["loop_drops"] += 1
+                log.warning("packet resubmitted %d times: dropped (bmv2 would loop forever)", passes)
+                return
+            preserve = self._ingress_pass(port, data, RESUBMIT, preserve, passes, jobs)
+
+    def _ingress_pass(self, port: int, data: bytes, instance_type: int, preserve, passes: int, jobs: list):
+        """One ingress pass of a resubmitted or recirculated packet; the next resubmit request."""
+        fl, old = preserve
+        state = ctypes.create_string_buffer(self._state_size)
+        self.lib.tb_ingress_again(self._inst, state, old, fl, data, len(data), instance_type,
+                                  self.clock.now_us(), self.drop_port)
+        return self._after_ingress(state, port, data, passes, jobs)
 
     def egress(self, job: NativeJob, queue_meta=None) -> EgressResult:
         q = queue_meta if hasattr(queue_meta, "enq_ts_us") else _queue_meta(queue_meta)
@@ -121,6 +222,8 @@ class NativePipeline:
         need = self._max_hdr + len(job.data)
         if need > len(self._out):   # one output buffer per pipeline, grown as needed
             self._out = ctypes.create_string_buffer(need)
+        if self.replicates:
+            return self._egress_replicating(job, qa)
         n = self.lib.tb_egress(job.state, job.data, len(job.data), job.port, qa, self.drop_port, self._out)
         if n < 0:
             self.stats["dropped"] += 1
@@ -128,15 +231,60 @@ class NativePipeline:
         self.stats["transmitted"] += 1
         return EgressResult([(job.port, ctypes.string_at(self._out, n))], [])
 
+    def _egress_replicating(self, job: NativeJob, qa) -> EgressResult:
+        """Egress and the after-egress decisions (v1model.V1Switch._after_egress): E2E clone,
+        drop, deparse, recirculate or transmit (cut to the job's limit)."""
+        lib, packets, jobs = self.lib, [], []
+        dropped = lib.tb_egress_ctl_only(job.state, job.data, len(job.data), job.port, qa, self.drop_port) < 0
+        _, _, _, clone, clone_fl, _, recirc = self._requests(job.state)
+        if clone:
+            session = self.pre.clone_session((clone - 1) & 0x7FFF)
+            for instance, port in session.replicas if session is not None else ():
+                copy = ctypes.create_string_buffer(self._state_size)
+                lib.tb_clone_e2e(copy, job.state, clone_fl)
+                lib.tb_set_egress_rid(copy, instance)
+                self.stats["clones"] += 1
+                clone_job = NativeJob(port, copy, job.data, 0, job.passes, session.packet_length_bytes)
+                clone_job.length, clone_job.ingress_length = job.length, job.ingress_length
+                jobs.append(clone_job)
+        if dropped:
+            self.stats["dropped"] += 1
+            return EgressResult(packets, jobs)
+        n = lib.tb_deparse(job.state, job.data, len(job.data), self.drop_port, self._out)
+        data = ctypes.string_at(self._out, n)
+        if recirc:
+            passes = job.passes + 1
+            self.stats["recirculations"] += 1
+            if passes >= self.max_passes:
+                self.stats["loop_drops"] += 1
+                log.warning("packet recirculated %d times: dropped (bmv2 would loop forever)", passes)
+                return EgressResult(packets, jobs)
+            preserve = self._ingress_pass(0, data, RECIRC, (recirc - 1, job.state), passes, jobs)
+            self._resubmit(0, data, preserve, passes, jobs)
+            return EgressResult(packets, jobs)
+        if job.truncate and len(data) > job.truncate:
+            data = data[:job.truncate]
+        self.stats["transmitted"] += 1
+        packets.append((job.port, data))
+        return EgressResult(packets, jobs)
+
     def egress_now(self, job: NativeJob, now_us: int | None = None) -> EgressResult:
         now = self.clock.now_us() if now_us is None else now_us
         return self.egress(job, QueueMeta(now, 0, 0, 0, now))
 
     def process(self, port: int, data: bytes) -> list:
+        """The whole switch with an ideal queue: the transmitted (port, bytes) in departure order
+        (E2E clones and recirculated packets queued after the jobs before them)."""
         out: list = []
-        for job in self.ingress(port, data):
+        queue = self.ingress(port, data)
+        i = 0
+        while i < len(queue):
+            job = queue[i]
+            i += 1
             now = self.clock.now_us()
-            out += self.egress(job, QueueMeta(now, 0, 0, 0, now)).packets
+            packets, jobs = self.egress(job, QueueMeta(now, 0, 0, 0, now))
+            out += packets
+            queue += jobs
         return out
 
     def packet_out(self, data: bytes) -> list:

@@ -19,6 +19,7 @@ from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits,
                                                        refuse_wide)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
 from testbed.p4model.backend.native.emit_externs import ExternMixin
+from testbed.p4model.backend.native.emit_replication import ReplicationMixin
 from testbed.p4model.backend.native.emit_tables import TableMixin
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
@@ -26,14 +27,11 @@ from testbed.p4model.frontend import ir
 PARSER_STATE_LIMIT = 10000
 BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++",
           "|+|", "|-|", "/", "%"}
-# standard_metadata fields whose writes ask the architecture for work the
-# native driver does not do yet (the PRE)
 # local variables held in a zeroed C variable of their type (not one uint64_t)
 LOCAL_COMPOSITES = (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.VarbitT)
-SM_REQUESTS = {"mcast_grp": "multicast (standard_metadata.mcast_grp)"}
 
 
-class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
+class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
     """Emits the C of one program's blocks; `env` maps P4 names to C lvalues."""
 
     def __init__(self, program: ir.Program, types: TypeEmitter) -> None:
@@ -56,6 +54,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         self.keep: list = []             # IR made here whose ids are keys of env
         self.result = None               # in a function returning a header/struct: its result
         self.loops: list = []            # the update statements of the enclosing for loops
+        self.field_lists: dict = {}      # field list key -> its id (emit_replication)
+        self.replicates = False          # mcast_grp named, or clone/resubmit/recirculate called
+        self.meta_t = self.sm_t = None   # the ingress block's metadata types (field lists)
 
     # ---------------------------------------------------------- helpers
 
@@ -84,6 +85,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(e, ir.Member):
             bt = e.base.type
             if isinstance(bt, (ir.HeaderT, ir.StructT, ir.UnionT)):
+                if e.name == "mcast_grp" and _is_sm(bt):
+                    self.replicates = True   # the driver replicates after ingress
                 return f"{self.lvalue(e.base)}.f_{e.name}"
             if isinstance(bt, ir.StackT) and e.name in ("next", "last"):
                 if self.ctx != "parser":
@@ -612,8 +615,6 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             value = self.ex(rhs)
             self.emit(f"{target} = {value};")
             return
-        if isinstance(lhs, ir.Member) and lhs.name in SM_REQUESTS and _is_sm(lhs.base.type):
-            raise NativeUnsupported(loc, SM_REQUESTS[lhs.name])
         if isinstance(lhs, ir.DontCare):   # `_ = e`: e evaluated, nothing written
             if is_scalar(rhs.type):
                 self.emit(f"(void){self.ex(rhs)};")
@@ -706,7 +707,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
         if isinstance(c, ir.BuiltinCall) and c.name in ("setValid", "setInvalid", "push_front", "pop_front"):
             self.builtin(c)
             return
-        if self.extern_call(c) or self.extern_function(c):
+        if self.extern_call(c) or self.extern_function(c) or self.replication_call(c):
             return
         if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
             self.sub_control(c)
@@ -1085,14 +1086,19 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin):
             raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
         back = []
         for p, arg in zip(decl.params, c.args):
-            if p.direction == "out" or isinstance(p.type, ir.ExternT):
-                raise NativeUnsupported(p.loc or c.loc, f"the {p.direction or 'extern'} parameter {p.name} of control {decl.name}")
+            if isinstance(p.type, ir.ExternT):
+                raise NativeUnsupported(p.loc or c.loc, f"the extern parameter {p.name} of control {decl.name}")
             ctype = self.types.c_type(p.type, p.loc or c.loc)
             name = self.fresh(f"p_{p.name}")
             self.statics.append(f"static {ctype} {name};")
+            self.env[id(p)] = name
+            if p.direction == "out":   # starts zero (headers invalid), as the Python target's
+                self.emit(f"memset(&{name}, 0, sizeof {name});")
+                if not isinstance(arg, ir.DontCare):
+                    back.append((self.lvalue(arg), name))
+                continue
             value = self.ex(arg) if is_scalar(p.type) else self.lvalue(arg)
             self.emit(f"{name} = {value};")
-            self.env[id(p)] = name
             if p.direction == "inout":
                 back.append((self.lvalue(arg), name))
         self.emit("do {")

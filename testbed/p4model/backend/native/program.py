@@ -15,7 +15,35 @@ C ABI (no Python needed to call it):
       egress -> compute_checksum -> deparser for a job queued on `port`;
       q = enq_ts_us, enq_qdepth, deq_timedelta_us, deq_qdepth, deq_ts_us.
       Writes the packet to out (at least tb_max_header_bytes() + len bytes)
-      and returns its length, or -1 when egress dropped it.
+      and returns its length, or -1 when egress dropped it.  It is
+      tb_egress_ctl_only then tb_deparse.
+  Packet replication (binding.NativePipeline runs the decisions, v1model's order):
+  uint32_t tb_replicates(void)
+      1 when the program can ask for copies (it names standard_metadata.mcast_grp
+      or calls clone*, resubmit*, recirculate*): tb_ingress's -1 / port is then
+      not the whole answer, and tb_egress must not be used (the native fabric
+      engine refuses such a program)
+  void tb_requests(const tb_state *s, uint64_t r[7])
+      after a pass: egress_spec, mcast_grp, priority, 1 + clone session (0: no
+      clone), the clone's field list, 1 + resubmit field list, 1 + recirculate
+      field list (0: not asked)
+  void tb_state_copy(tb_state *dst, const tb_state *src)   a multicast replica's PHV
+  void tb_set_egress_rid(s, rid), tb_set_instance_type(s, t)
+  int64_t tb_ingress_again(inst, s, const tb_state *old, uint32_t fl, d, len,
+                           uint32_t instance_type, uint64_t now_us, uint32_t drop_port)
+      a resubmitted (6, the original bytes) or recirculated (4, the deparsed
+      bytes) pass: metadata zero but field list fl copied from old, then as tb_ingress
+  void tb_clone_i2e(inst, c, const tb_state *orig, uint32_t fl, d, len, port, now_us)
+      the received bytes parsed again into c, metadata zero but field list fl
+      of orig, instance_type 1
+  void tb_clone_e2e(c, const tb_state *orig, uint32_t fl)
+      orig's headers (as egress left them) and payload, metadata zero but field
+      list fl, instance_type 2
+  int64_t tb_egress_ctl_only(s, d, len, port, q[5], drop_port)
+      the egress control alone (the requests of the pass before forgotten);
+      -1 when it dropped the packet (its E2E clone request still stands)
+  int64_t tb_deparse(s, d, len, drop_port, out)
+      compute_checksum -> deparser -> payload; the packet's length
   uint32_t tb_max_header_bytes(void)
   uint32_t tb_priority(const tb_state *s)
       standard_metadata.priority after ingress: the queue the TM puts it in
@@ -137,6 +165,7 @@ def lower(program: ir.Program):
     hdr_t, meta_t, sm_t = (p.type for p in ingress.params[:3])
     h, m, sm = (types.c_type(t, p.loc) for t, p in zip((hdr_t, meta_t, sm_t), ingress.params))
     code = CodeEmitter(program, types)
+    code.meta_t, code.sm_t = meta_t, sm_t
     roots3, roots2 = ["s->hdr", "s->meta", "s->sm"], ["s->hdr", "s->meta"]
     code.parser("tb_parser", blocks["parser"].type.decl, roots3)
     code.control("tb_verify", blocks["verify_checksum"].type.decl, roots2)
@@ -157,7 +186,8 @@ def lower(program: ir.Program):
                  f"tb_meter *mtr[{max(len(mtrs), 1)}]; uint64_t rng; }} tb_inst;")
     oob = "".join(f" {name} oob_{name};" for name in types.stack_elems.values())
     parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
-                 f"const uint8_t *data; uint32_t data_len; uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst;{oob} }} tb_state;")
+                 f"const uint8_t *data; uint32_t data_len; uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst; "
+                 f"uint32_t req_clone, clone_session, clone_fl, req_resubmit, req_recirc;{oob} }} tb_state;")
     parts.append("/* a stack element read or written at an index out of range: a fresh invalid header */")
     parts.append("#define TB_OOB(s, m) (memset(&(s)->m, 0, sizeof (s)->m), &(s)->m)")
     parts.append("static int tb_init(tb_inst *I) {")
@@ -177,6 +207,8 @@ def lower(program: ir.Program):
     parts += code.statics
     parts += code.funcs
     parts += code.lines
+    parts += code.field_list_c()
+    parts.append(f"#define TB_REPLICATES {int(code.replicates)}")
     parts.append(ABI.replace("MAX_HDR", str(max_hdr)))
     return "\n".join(parts) + "\n", code.tables, list(code.externs.values())
 
@@ -277,6 +309,16 @@ int tb_meter_set(void *inst, uint32_t id, uint32_t index, uint32_t size, int con
 
 void tb_seed(void *inst, uint64_t seed) { ((tb_inst *)inst)->rng = seed; }
 
+/* parser -> verify_checksum -> ingress on a zeroed-but-set-up *s */
+static int64_t tb_ingress_run(tb_state *s, const uint8_t *d, uint32_t len, uint32_t drop_port) {
+    s->data = d; s->data_len = len;
+    s->payload_off = tb_parser(s, d, len);
+    tb_verify(s, drop_port);
+    tb_ingress_ctl(s, drop_port);
+    if (s->sm.f_egress_spec == drop_port) return -1;
+    return (int64_t)s->sm.f_egress_spec;
+}
+
 int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
                    uint64_t now_us, uint32_t drop_port) {
     memset(s, 0, sizeof *s);
@@ -287,19 +329,76 @@ int64_t tb_ingress(void *inst, tb_state *s, const uint8_t *d, uint32_t len, uint
     s->sm.f_packet_length = len;
     s->sm.f_ingress_global_timestamp = now_us & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = now_us;
-    s->data = d; s->data_len = len;
-    s->payload_off = tb_parser(s, d, len);
-    tb_verify(s, drop_port);
-    tb_ingress_ctl(s, drop_port);
-    if (s->sm.f_egress_spec == drop_port) return -1;
-    return (int64_t)s->sm.f_egress_spec;
+    return tb_ingress_run(s, d, len, drop_port);
 }
 
-int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
-                  const uint64_t q[5], uint32_t drop_port, uint8_t *out) {
+/* a resubmitted (instance_type 6, the original bytes) or recirculated (4, the deparsed bytes)
+ * pass: new metadata but field list `fl` of the pass before (old), then as tb_ingress */
+int64_t tb_ingress_again(void *inst, tb_state *s, const tb_state *old, uint32_t fl, const uint8_t *d,
+                         uint32_t len, uint32_t instance_type, uint64_t now_us, uint32_t drop_port) {
+    memset(s, 0, sizeof *s);
+    s->inst = inst;
+    tb_fl_copy(fl, old, s);
+    s->ingress_length = len;
+    s->length = len;
+    s->sm.f_instance_type = instance_type;
+    s->sm.f_packet_length = len;
+    s->now_us = now_us;
+    return tb_ingress_run(s, d, len, drop_port);
+}
+
+/* an ingress-to-egress clone: the received bytes parsed again (ingress_port `port` for the
+ * parse), then new metadata but field list `fl` of the original (orig), instance_type 1 */
+void tb_clone_i2e(void *inst, tb_state *c, const tb_state *orig, uint32_t fl, const uint8_t *d, uint32_t len,
+                  uint32_t port, uint64_t now_us) {
+    memset(c, 0, sizeof *c);
+    c->inst = inst;
+    c->ingress_length = len;
+    c->length = len;
+    c->sm.f_ingress_port = port;
+    c->now_us = now_us;
+    c->data = d; c->data_len = len;
+    c->payload_off = tb_parser(c, d, len);
+    memset(&c->meta, 0, sizeof c->meta);
+    memset(&c->sm, 0, sizeof c->sm);
+    tb_fl_copy(fl, orig, c);
+    c->sm.f_instance_type = 1;
+    c->sm.f_packet_length = len;
+    c->ingress_length = len;
+    c->length = len;
+}
+
+/* an egress-to-egress clone: the headers as egress left them, the original's payload and
+ * lengths, new metadata but field list `fl`, instance_type 2 */
+void tb_clone_e2e(tb_state *c, const tb_state *orig, uint32_t fl) {
+    memcpy(c, orig, sizeof *c);
+    memset(&c->meta, 0, sizeof c->meta);
+    memset(&c->sm, 0, sizeof c->sm);
+    tb_fl_copy(fl, orig, c);
+    c->sm.f_instance_type = 2;
+}
+
+void tb_state_copy(tb_state *dst, const tb_state *src) { memcpy(dst, src, sizeof *dst); }
+void tb_set_egress_rid(tb_state *s, uint32_t rid) { s->sm.f_egress_rid = rid & 0xFFFF; }
+void tb_set_instance_type(tb_state *s, uint32_t t) { s->sm.f_instance_type = t; }
+uint32_t tb_replicates(void) { return TB_REPLICATES; }
+
+/* what a pass asked for: egress_spec, mcast_grp, priority, clone (1 + session, 0: none),
+ * the clone's field list, resubmit and recirculate (1 + field list, 0: none) */
+void tb_requests(const tb_state *s, uint64_t r[7]) {
+    r[0] = s->sm.f_egress_spec; r[1] = s->sm.f_mcast_grp; r[2] = s->sm.f_priority;
+    r[3] = s->req_clone ? (uint64_t)s->clone_session + 1 : 0; r[4] = s->clone_fl;
+    r[5] = s->req_resubmit; r[6] = s->req_recirc;
+}
+
+/* the egress control alone (requests of the pass before forgotten); -1 when it dropped */
+int64_t tb_egress_ctl_only(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
+                           const uint64_t q[5], uint32_t drop_port) {
     s->sm.f_egress_port = port;
     s->sm.f_egress_spec = drop_port != 0 ? 0 : 1;
-    s->sm.f_instance_type = 0;
+#if !TB_REPLICATES
+    s->sm.f_instance_type = 0;   /* unicast is all there is */
+#endif
     s->sm.f_packet_length = s->length & UINT64_C(0xFFFFFFFF);
     s->sm.f_enq_timestamp = q[0] & UINT64_C(0xFFFFFFFF);
     s->sm.f_enq_qdepth = q[1] & UINT64_C(0x7FFFF);
@@ -308,12 +407,23 @@ int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
     s->sm.f_egress_global_timestamp = q[4] & UINT64_C(0xFFFFFFFFFFFF);
     s->now_us = q[4];
     s->data = d; s->data_len = len;   /* the received packet: its payload for *_with_payload */
+    s->req_clone = s->req_resubmit = s->req_recirc = 0;
     tb_egress_ctl(s, drop_port);
-    if (s->sm.f_egress_spec == drop_port) return -1;
+    return s->sm.f_egress_spec == drop_port ? -1 : 0;
+}
+
+/* compute_checksum -> deparser -> the payload: the packet's length in out */
+int64_t tb_deparse(tb_state *s, const uint8_t *d, uint32_t len, uint32_t drop_port, uint8_t *out) {
     tb_compute(s, drop_port);
     uint32_t n = tb_deparser(s, out);
     uint32_t rest = s->payload_off < len ? len - s->payload_off : 0;
     memcpy(out + n, d + s->payload_off, rest);
     return (int64_t)(n + rest);
+}
+
+int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
+                  const uint64_t q[5], uint32_t drop_port, uint8_t *out) {
+    if (tb_egress_ctl_only(s, d, len, port, q, drop_port) < 0) return -1;
+    return tb_deparse(s, d, len, drop_port, out);
 }
 """

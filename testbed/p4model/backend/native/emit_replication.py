@@ -1,0 +1,123 @@
+"""v1model's requests for more copies of a packet -> fields of tb_state the
+driver reads after a pass (binding.NativePipeline, as v1model.V1Switch).
+
+Model.  A statement does not copy the packet; it leaves a request in the
+packet's tb_state, and the after-ingress / after-egress decisions of the
+driver act on it in bmv2's order (v1model.py): clone(type, session) and
+clone_preserving_field_list / clone3 set req_clone, clone_session and
+clone_fl; resubmit* sets req_resubmit and recirculate* req_recirc to the
+field list's id + 1 (0: no request; a later call replaces an earlier one).
+Writing standard_metadata.mcast_grp needs nothing here: the field is in
+the C standard metadata and the driver reads it after ingress.
+
+A field list says which user metadata (or standard metadata) the new
+packet keeps: id 0 keeps nothing (clone, resubmit() without data), an
+index (the *_preserving_field_list calls) keeps the fields of the user
+metadata annotated @field_list(index) (in nested structs too), a data
+argument (clone3, resubmit(data), recirculate(data)) keeps each item that
+is a field path of the block's metadata or standard_metadata parameter:
+the Python back end's rule (backend/python/program.py field lists).
+tb_fl_copy(id, old, new) copies them, values as they are when the
+pass ends.  `replicates` is set when the program can ask for any copy
+(mcast_grp named anywhere, or one of these calls): tb_replicates() tells
+the driver and the fabric engine."""
+
+from __future__ import annotations
+
+from testbed.p4model.backend.native.errors import NativeUnsupported
+from testbed.p4model.frontend import ir
+
+REQUEST_CALLS = ("clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
+                 "recirculate", "recirculate_preserving_field_list")
+
+
+class ReplicationMixin:
+    """Needs self.field_lists ({key: id}), self.replicates, self.meta_t and self.sm_t."""
+
+    def replication_call(self, c) -> bool:
+        """C for one of REQUEST_CALLS; False if `c` is not one."""
+        if not isinstance(c, ir.ExternFunctionCall) or c.decl.name not in REQUEST_CALLS:
+            return False
+        self.replicates = True
+        name = c.decl.name
+        if name.startswith("clone"):
+            if name == "clone":
+                fl = 0
+            elif name == "clone3":
+                fl = self.field_list_from_data(c.args[2])
+            else:
+                fl = self.field_list_from_index(c.args[2])
+            self.emit(f"s->req_clone = 1; s->clone_session = (uint32_t)({self.ex(c.args[1])}); "
+                      f"s->clone_fl = {fl};")
+            return True
+        if name.endswith("_preserving_field_list"):
+            fl = self.field_list_from_index(c.args[0])
+        else:
+            fl = self.field_list_from_data(c.args[0]) if c.args else 0
+        self.emit(f"s->{'req_resubmit' if name.startswith('resubmit') else 'req_recirc'} = {fl + 1};")
+        return True
+
+    def _field_list_id(self, key) -> int:
+        if key not in self.field_lists:
+            self.field_lists[key] = len(self.field_lists) + 1
+        return self.field_lists[key]
+
+    def field_list_from_index(self, e) -> int:
+        if not isinstance(e, ir.Const):
+            raise NativeUnsupported(e.loc, "a field list index that is not a constant")
+        return self._field_list_id(("index", int(e.value)))
+
+    def field_list_from_data(self, data) -> int:
+        items = data.items if isinstance(data, ir.ListExpr) else (
+            list(data.fields.values()) if isinstance(data, ir.StructExpr) else [data])
+        paths = tuple(p for p in (_meta_path(item) for item in items) if p is not None)
+        return self._field_list_id(("paths", paths)) if paths else 0
+
+    def field_list_c(self) -> list[str]:
+        """tb_fl_copy: the copies of every field list the program names."""
+        out = ["static void tb_fl_copy(uint32_t fl, const tb_state *o, tb_state *n) {",
+               "    switch (fl) {"]
+        for key, fid in self.field_lists.items():
+            if key[0] == "index":
+                paths = _annotated(self.meta_t, key[1], ())
+                copies = [f"n->meta{p} = o->meta{p};" for p in paths]
+            else:
+                copies = []
+                for root_t, path in key[1]:
+                    root = "meta" if root_t is self.meta_t else "sm" if root_t is self.sm_t else None
+                    if root is None or not path:
+                        continue
+                    p = "".join(f".f_{name}" for name in path)
+                    copies.append(f"n->{root}{p} = o->{root}{p};")
+            out.append(f"    case {fid}: {' '.join(copies)} break;")
+        out += ["    default: (void)o; (void)n; break;", "    }", "}"]
+        return out
+
+
+def _meta_path(e):
+    """(the root parameter's type, field names) of a field path, or None."""
+    names = []
+    while isinstance(e, ir.Member):
+        names.append(e.name)
+        e = e.base
+    if not isinstance(e, ir.VarRef) or not isinstance(e.target, ir.Param):
+        return None
+    return (e.target.type, tuple(reversed(names)))
+
+
+def _annotated(t, index: int, path: tuple) -> list[str]:
+    """C member paths (.f_a.f_b) of the fields of struct `t` annotated @field_list(index)."""
+    from testbed.p4model.backend.python.program import ProgramCompiler
+
+    t = ir.strip_newtype(t)
+    out: list[str] = []
+    if not isinstance(t, ir.StructT):
+        return out
+    for f in t.fields:
+        ann = ir.find_annotation(f.annotations, "field_list")
+        p = path + (f.name,)
+        if ann is not None and index in ProgramCompiler._ann_ints(ann):
+            out.append("".join(f".f_{name}" for name in p))
+        elif isinstance(ir.strip_newtype(f.type), ir.StructT):
+            out += _annotated(f.type, index, p)
+    return out
