@@ -26,7 +26,7 @@ from pathlib import Path
 
 from testbed.cells.wire import CELL_UDP_PORT
 from testbed.p4model.backend.native.build import build
-from testbed.p4model.backend.native.errors import NativeBuildError
+from testbed.p4model.backend.native.errors import NativeBuildError, NativeUnsupported
 from testbed.p4model.tm.model import CLASSES, MAX_PORT
 
 ENGINE_SOURCE = Path(__file__).with_name("engine.c")
@@ -100,6 +100,19 @@ def engine_library() -> ctypes.CDLL:
     return lib
 
 
+def engine_refusal(pipeline) -> NativeUnsupported | None:
+    """Why the engine cannot run `pipeline`, in one line naming the construct, or None.
+
+    The engine forwards the one unicast copy tb_ingress returns; a program that can ask for
+    more (multicast, clone, resubmit, recirculate: NativePipeline.replication) would lose them,
+    so it is refused and runs under the Python loop, where NativePipeline makes the copies."""
+    found = getattr(pipeline, "replication", None)
+    if found is None:
+        return None
+    loc, construct = found
+    return NativeUnsupported(loc, f"{construct} in the native fabric engine (one copy per packet)")
+
+
 def _address(fn) -> int:
     return ctypes.cast(fn, ctypes.c_void_p).value
 
@@ -134,10 +147,14 @@ class NativeFabric:
 
     def set_pipeline(self, index: int, pipeline, drop_port: int | None = None) -> None:
         """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
-        previous program finish with it (it is kept alive here)."""
+        previous program finish with it (it is kept alive here).  Raises NativeUnsupported for
+        a program that can ask for packet copies (engine_refusal)."""
         if pipeline is None:
             self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
             return
+        refusal = engine_refusal(pipeline)
+        if refusal is not None:
+            raise refusal
         lib = pipeline.lib
         rc = self.lib.eng_set_pipeline(self._e, index, pipeline._inst, _address(lib.tb_ingress),
                                        _address(lib.tb_egress), _address(lib.tb_priority), lib.tb_state_size(),

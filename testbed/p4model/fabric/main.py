@@ -68,7 +68,12 @@ class Fabric:
             except TestbedError as error:
                 raise TestbedError(f"switch {s.name}: {error}") from None
         switches = {name: part[0] for name, part in self.parts.items()}
-        if {sw.backend for sw in switches.values()} == {"native"}:
+        paths = {sw.backend: name for name, sw in switches.items()}
+        if len(paths) > 1:   # engine ports and the Python loop's ports cannot share one loop
+            raise TestbedError(f"switch {paths['python']} runs the Python packet path and switch "
+                               f"{paths['native']} the native engine: one fabric process runs one (see "
+                               "the switches' logs for why)")
+        if set(paths) == {"native"}:
             from testbed.p4model.engine.realtime import EngineLoop
 
             try:

@@ -70,7 +70,7 @@ class NativePipeline:
         self.program = program
         self.clock = clock if clock is not None else MonotonicClock()
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
-        self.c_source, infos, externs = _lowered(program)
+        self.c_source, infos, externs, self.replication = _lowered(program)
         self.so_path = build(self.c_source, name, program.main.loc)
         try:
             lib = ctypes.CDLL(str(self.so_path))

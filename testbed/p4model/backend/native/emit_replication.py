@@ -18,9 +18,10 @@ argument (clone3, resubmit(data), recirculate(data)) keeps each item that
 is a field path of the block's metadata or standard_metadata parameter:
 the Python back end's rule (backend/python/program.py field lists).
 tb_fl_copy(id, old, new) copies them, values as they are when the
-pass ends.  `replicates` is set when the program can ask for any copy
-(mcast_grp named anywhere, or one of these calls): tb_replicates() tells
-the driver and the fabric engine."""
+pass ends.  `replication` is (loc, construct) of the first thing that can
+ask for a copy (mcast_grp named anywhere, or one of these calls), None when
+nothing can: tb_replicates() tells the driver, and the fabric engine
+refuses such a program naming it."""
 
 from __future__ import annotations
 
@@ -32,14 +33,15 @@ REQUEST_CALLS = ("clone", "clone3", "clone_preserving_field_list", "resubmit", "
 
 
 class ReplicationMixin:
-    """Needs self.field_lists ({key: id}), self.replicates, self.meta_t and self.sm_t."""
+    """Needs self.field_lists ({key: id}), self.replication, self.meta_t and self.sm_t."""
 
     def replication_call(self, c) -> bool:
         """C for one of REQUEST_CALLS; False if `c` is not one."""
         if not isinstance(c, ir.ExternFunctionCall) or c.decl.name not in REQUEST_CALLS:
             return False
-        self.replicates = True
         name = c.decl.name
+        if self.replication is None:
+            self.replication = (c.loc, name)
         if name.startswith("clone"):
             if name == "clone":
                 fl = 0

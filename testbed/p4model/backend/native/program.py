@@ -152,8 +152,9 @@ ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "
 
 
 def lower(program: ir.Program):
-    """(the whole C translation unit of `program`, its TableInfo list);
-    raises NativeUnsupported at the first construct it cannot lower."""
+    """(the whole C translation unit of `program`, its TableInfo list, its ExternInfo list,
+    (loc, construct) of the first request for packet copies or None); raises
+    NativeUnsupported at the first construct it cannot lower."""
     types = TypeEmitter()
     blocks = {}
     for role in ROLES:
@@ -208,9 +209,9 @@ def lower(program: ir.Program):
     parts += code.funcs
     parts += code.lines
     parts += code.field_list_c()
-    parts.append(f"#define TB_REPLICATES {int(code.replicates)}")
+    parts.append(f"#define TB_REPLICATES {int(code.replication is not None)}")
     parts.append(ABI.replace("MAX_HDR", str(max_hdr)))
-    return "\n".join(parts) + "\n", code.tables, list(code.externs.values())
+    return "\n".join(parts) + "\n", code.tables, list(code.externs.values()), code.replication
 
 
 def _max_header_bytes(t) -> int:
