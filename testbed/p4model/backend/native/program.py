@@ -15,35 +15,7 @@ C ABI (no Python needed to call it):
       egress -> compute_checksum -> deparser for a job queued on `port`;
       q = enq_ts_us, enq_qdepth, deq_timedelta_us, deq_qdepth, deq_ts_us.
       Writes the packet to out (at least tb_max_header_bytes() + len bytes)
-      and returns its length, or -1 when egress dropped it.  It is
-      tb_egress_ctl_only then tb_deparse.
-  Packet replication (binding.NativePipeline runs the decisions, v1model's order):
-  uint32_t tb_replicates(void)
-      1 when the program can ask for copies (it names standard_metadata.mcast_grp
-      or calls clone*, resubmit*, recirculate*): tb_ingress's -1 / port is then
-      not the whole answer, and tb_egress must not be used (the native fabric
-      engine refuses such a program)
-  void tb_requests(const tb_state *s, uint64_t r[7])
-      after a pass: egress_spec, mcast_grp, priority, 1 + clone session (0: no
-      clone), the clone's field list, 1 + resubmit field list, 1 + recirculate
-      field list (0: not asked)
-  void tb_state_copy(tb_state *dst, const tb_state *src)   a multicast replica's PHV
-  void tb_set_egress_rid(s, rid), tb_set_instance_type(s, t)
-  int64_t tb_ingress_again(inst, s, const tb_state *old, uint32_t fl, d, len,
-                           uint32_t instance_type, uint64_t now_us, uint32_t drop_port)
-      a resubmitted (6, the original bytes) or recirculated (4, the deparsed
-      bytes) pass: metadata zero but field list fl copied from old, then as tb_ingress
-  void tb_clone_i2e(inst, c, const tb_state *orig, uint32_t fl, d, len, port, now_us)
-      the received bytes parsed again into c, metadata zero but field list fl
-      of orig, instance_type 1
-  void tb_clone_e2e(c, const tb_state *orig, uint32_t fl)
-      orig's headers (as egress left them) and payload, metadata zero but field
-      list fl, instance_type 2
-  int64_t tb_egress_ctl_only(s, d, len, port, q[5], drop_port)
-      the egress control alone (the requests of the pass before forgotten);
-      -1 when it dropped the packet (its E2E clone request still stands)
-  int64_t tb_deparse(s, d, len, drop_port, out)
-      compute_checksum -> deparser -> payload; the packet's length
+      and returns its length, or -1 when egress dropped it.
   uint32_t tb_max_header_bytes(void)
   uint32_t tb_priority(const tb_state *s)
       standard_metadata.priority after ingress: the queue the TM puts it in
@@ -57,7 +29,15 @@ C ABI (no Python needed to call it):
   int tb_table_set(void *inst, uint32_t id, uint32_t n, const uint64_t *rows)
       replace table id's rows (n rows of its stride, precedence order)
   void tb_table_default(void *inst, uint32_t id, const uint64_t *act)
-      the default action row: action index, then its arguments"""
+      the default action row: action index, then its arguments
+  Copies (binding.NativePipeline decides as v1model.py; each call's C comment says more):
+  tb_replicates() 1 when the program can ask for them (tb_egress is then unused and the fabric
+  engine refuses it); tb_requests(s, r[7]) egress_spec, mcast_grp, priority, 1 + clone session,
+  clone field list, 1 + resubmit / recirculate field list (0: none); a multicast replica:
+  tb_state_copy(dst, src), tb_set_egress_rid(s, rid), tb_set_instance_type(s, t); clones:
+  tb_clone_i2e(inst, c, orig, fl, d, len, port, now_us), tb_clone_e2e(c, orig, fl); another pass:
+  tb_ingress_again(inst, s, old, fl, d, len, instance_type, now_us, drop_port); tb_egress in two:
+  tb_egress_ctl_only(s, d, len, port, q, drop_port) (-1: dropped), tb_deparse(s, d, len, drop_port, out)"""
 
 from __future__ import annotations
 
