@@ -55,3 +55,11 @@ def test_an_engine_switch_refuses_such_a_program_sent_later():
     with pytest.raises(RpcError) as info:
         _require_native(_pipeline("replicate.p4"))
     assert "multicast" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_run_notes_that_its_switches_leave_the_engine():
+    from testbed.emulation.packet_path import _native_check
+
+    problem, engine = _native_check(NATIVE_TESTS / "replicate.p4")
+    assert problem is None and "multicast" in engine and "fabric engine" in engine and "\n" not in engine
+    assert _native_check(NATIVE_TESTS / "forward.p4") == (None, None)
