@@ -505,12 +505,13 @@ class Agent:
         self._due = due
 
     def _to_wire(self, due: float, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
-        """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`."""
+        """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`
+        (staged; the loop flushes what a wake-up released before it sleeps)."""
         channel = channel_of_datagram(data)
         flow = self._flow_socks.get((dst, channel, port))
         if flow is None:
             flow = self._open_flow(dst, port, channel)
-        self.nicq.submit(due, flow, dst, self.port, data, ECT0 if ect else 0)
+        self.nicq.stage(due, flow, dst, self.port, data, ECT0 if ect else 0)
 
     def _receive_pause_frames(self, port: int) -> None:
         sock, pause = self._pause_socks[port], self.pause_gates[port].pause
@@ -678,6 +679,7 @@ class Agent:
                 if now >= self.timeout_s:
                     break
                 self.wakeups += 1
+                nicq.flush()  # what this wake-up released, handed to the NIC in one call
                 readable = self._wait(watched, due, now + self.coalesce_s)
                 for fileobj in readable:
                     if fileobj is self.link_events:
