@@ -455,25 +455,24 @@ class Agent:
         events = 0
         if readable:
             _count, arrivals = self._read_arrivals()
-            t = None
-            for ep, src, data, tos, arrived in arrivals:
-                t = self._event_time(arrived, wall)
-                events += self._advance(t)
-                ep.receive(t, src, data, tos, t)
-                events += 1
-            if t is not None:
+            if arrivals:
+                for ep, src, data, tos, arrived in arrivals:
+                    # Its event time: the kernel receive time, kept in time order (read after a
+                    # later deadline was replayed, it counts from that) and never after `wall`.
+                    t = arrived if arrived is not None else wall
+                    if t < self._event_clock:
+                        t = self._event_clock
+                    elif t > wall:
+                        t = wall
+                    due = self._due
+                    if due is not None and due <= t:
+                        events += self._advance(t)
+                    ep.receive(t, src, data, tos, t)
+                events += len(arrivals)
                 self._kick(t)
         events += self._advance(wall)
         self.replayed_events += events
         return events
-
-    def _event_time(self, arrived: float | None, wall: float) -> float:
-        """An arrival's time for the replay: its kernel receive time, kept in time order (read
-        after a later deadline was replayed, it counts from that) and never after `wall`."""
-        t = arrived if arrived is not None else wall
-        if t < self._event_clock:
-            return self._event_clock
-        return wall if t > wall else t
 
     def _advance(self, t: float) -> int:
         """Poll the transport at each of its deadlines up to `t`, in order; how many."""
@@ -574,21 +573,35 @@ class Agent:
     def _poll_transport(self, now: float) -> int:
         """Service the workload and the transport at `now` and put what they release on the
         wires; how many datagrams were sent at `now` (not through the NIC's timed queue)."""
-        nic, gates = self.nic_ports, self.pause_gates
+        nic, gates, nicq = self.nic_ports, self.pause_gates, self.nicq
         self.runner.poll(now)
-        self.nicq.release(now)  # the Python NIC's due cells (the native one sends on its own)
+        nicq.release(now)  # the Python NIC's due cells (the native one sends on its own)
         sent = 0 if gates is None else self._release_held(now)
+        delay, multiport = self.link_delay_s, self.multiport
+        flow_socks = self._flow_socks
         for tx in self.ep.poll(now):
-            port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
-            self.nic_tx_bytes += len(data) + FRAME_OVERHEAD
-            if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start, (tx.dst, data, tx.ect), now):
+            data, dst = tx.data, tx.dst
+            channel = channel_of_datagram(data)
+            if multiport:
+                port, data = nic.choose(data, self._sport(dst), channel)
+            else:  # one port: no choice, but the peer's channel-0 flow is opened first, as always
+                port = 0
+                if (dst, 0) not in self._flow_sport:
+                    self._sport(dst)
+            wire_bytes = len(data) + FRAME_OVERHEAD
+            self.nic_tx_bytes += wire_bytes
+            kind = data[0] & 0x0F
+            if gates is not None and not gates[port].admit(kind, tx.start, (dst, data, tx.ect), now):
                 continue
-            if self.link_delay_s:
-                due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s, data[0] & 0x0F)
-                self._to_wire(due, tx.dst, data, tx.ect, port)
+            if delay:
+                due = nic.on_wire(port, tx.start, wire_bytes, delay, kind)
+                flow = flow_socks.get((dst, channel, port))  # _to_wire, inlined: the hot path
+                if flow is None:
+                    flow = self._open_flow(dst, port, channel)
+                nicq.stage(due, flow, dst, self.port, data, ECT0 if tx.ect else 0)
             else:
-                nic.sent(port, now, data[0] & 0x0F)
-                self._send(tx.dst, data, tx.ect, port)
+                nic.sent(port, now, kind)
+                self._send(dst, data, tx.ect, port)
                 sent += 1
         if self.local_ep is not None:
             for tx in self.local_ep.poll(now):
