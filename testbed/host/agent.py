@@ -744,24 +744,28 @@ class Agent:
     def _wait(self, watched: list, due: float | None, not_before: float) -> list:
         """Sleep until something in `watched` is readable or `due` comes, but do not start work
         before `not_before` (the coalescing window): a deadline inside the window waits for its
-        end, and so does a datagram that wakes the loop inside it, with whatever else arrives
-        meanwhile (each keeps its kernel receive time). Returns what is readable. select() takes
+        end, and so does a datagram that arrives inside it, with whatever else arrives meanwhile
+        (each keeps its kernel receive time). Returns what is readable. So that a datagram inside
+        the window does not wake the loop only to put it to sleep again (two wake-ups), the cell
+        socket (watched[0]) is left out of the wait until the window ends; the rest of `watched`
+        (link changes, a host_slow command, PFC frames) wakes it at once. select() takes
         microseconds; selectors' epoll and poll round a timeout up to whole milliseconds, and at
         5 Mbit/s a cell takes 1.7 ms."""
         now = self.now()
-        if due is None:
-            wait = MAX_SLEEP_S
-        else:
-            wait = min(MAX_SLEEP_S, max(0.0, max(due, not_before) - now))
         try:
-            readable = select.select(watched, [], [], wait)[0]
+            if not_before > now:
+                others = watched[1:]
+                if others:
+                    readable = select.select(others, [], [], not_before - now)[0]
+                    if readable:
+                        return readable
+                else:
+                    time.sleep(not_before - now)
+                now = self.now()
+            wait = MAX_SLEEP_S if due is None else min(MAX_SLEEP_S, max(0.0, due - now))
+            return select.select(watched, [], [], wait)[0]
         except InterruptedError:
             return []
-        if readable == [self.sock]:
-            now = self.now()
-            if now < not_before:
-                time.sleep(not_before - now)
-        return readable
 
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
