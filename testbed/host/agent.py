@@ -760,9 +760,8 @@ class Agent:
             if not_before > now:
                 others = watched[1:]
                 if others:
-                    readable = select.select(others, [], [], not_before - now)[0]
-                    if readable:
-                        return readable
+                    if select.select(others, [], [], not_before - now)[0]:
+                        return select.select(watched, [], [], 0)[0]  # with the cells that came meanwhile
                 else:
                     time.sleep(not_before - now)
                 now = self.now()
