@@ -227,6 +227,7 @@ class Agent:
         self._due: float | None = None
         self._event_clock = 0.0
         self.replayed_events = 0
+        self.built_ahead_bytes = 0  # payload bytes WorkloadRunner.prepare built before the loop
         self.replay_stalls = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
@@ -621,6 +622,7 @@ class Agent:
         self._open_nic()  # after the scheduling change: a native pacing thread takes it
         self.coalesce_s = self._coalescing_window()
         replaying = self.coalesce_s > 0
+        self.built_ahead_bytes = self.runner.prepare()  # payloads built before the epoch, not in the loop
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         watched = [self.sock] + list(self._pause_socks)
         for index, _pause_sock in enumerate(self._pause_socks):
@@ -771,6 +773,7 @@ class Agent:
             "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
             "loop_wakeups": self.wakeups, "rx_counts": dict(self.ep.counters),
             "loop_coalesce_us": round(self.coalesce_s * 1e6, 1), "replayed_events": self.replayed_events,
+            "payload_bytes_built_ahead": self.built_ahead_bytes,
             "replay_stalls": self.replay_stalls,
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
