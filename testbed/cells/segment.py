@@ -45,3 +45,37 @@ def cell_body(framed: bytes, index: int, cell_size: int) -> bytes:
 def reassemble(bodies: list[bytes], framed_len: int) -> bytes:
     """Concatenate cell bodies and drop the padding."""
     return b"".join(bodies)[:framed_len]
+
+
+def unframe_cells(bodies: list[bytes], framed_len: int) -> bytes | None:
+    """A message's application bytes from its cell bodies in order, if its trailer matches, else
+    None: unframe(reassemble(bodies, framed_len)) with the message copied once, not three times
+    (the join, the cut of the padding and the cut of the trailer each made a fresh buffer, about
+    1.5 ms per 2 MiB of page faults and copying). Bodies that hold fewer than `framed_len` bytes
+    are not a message (None)."""
+    n = framed_len - TRAILER_LEN
+    if n < 0:
+        return None
+    parts: list[bytes] = []
+    have = 0
+    rest = b""  # what follows the application bytes: the trailer, then padding
+    for i, body in enumerate(bodies):
+        if have + len(body) < n:
+            parts.append(body)
+            have += len(body)
+            continue
+        cut = n - have
+        parts.append(body[:cut])
+        rest = body[cut:cut + TRAILER_LEN]
+        for more in bodies[i + 1:]:  # the trailer may run over into the next cells
+            if len(rest) >= TRAILER_LEN:
+                break
+            rest += more[:TRAILER_LEN]
+        have = n
+        break
+    if have < n or len(rest) < TRAILER_LEN:
+        return None
+    payload = b"".join(parts)
+    if zlib.crc32(payload).to_bytes(TRAILER_LEN, "big") != rest[:TRAILER_LEN]:
+        return None
+    return payload
