@@ -761,7 +761,9 @@ class Agent:
         (each keeps its kernel receive time). Returns what is readable. So that a datagram inside
         the window does not wake the loop only to put it to sleep again (two wake-ups), the cell
         socket (watched[0]) is left out of the wait until the window ends; the rest of `watched`
-        (link changes, a host_slow command, PFC frames) wakes it at once. select() takes
+        (link changes, a host_slow command, PFC frames) wakes it at once. A window only comes with
+        the replay, which reads the socket after a wait that returns nothing, so a deadline
+        already due at the window's end returns at once, without a select. select() takes
         microseconds; selectors' epoll and poll round a timeout up to whole milliseconds, and at
         5 Mbit/s a cell takes 1.7 ms."""
         now = self.now()
@@ -774,6 +776,8 @@ class Agent:
                 else:
                     time.sleep(not_before - now)
                 now = self.now()
+                if due is not None and due <= now:
+                    return []  # due already: the replay reads the socket anyway, no select to ask
             wait = MAX_SLEEP_S if due is None else min(MAX_SLEEP_S, max(0.0, due - now))
             return select.select(watched, [], [], wait)[0]
         except InterruptedError:

@@ -37,6 +37,16 @@ def test_a_datagram_inside_the_window_waits_for_its_end(tmp_path):
         agent.sock.close()
 
 
+def test_a_deadline_inside_the_window_waits_for_its_end(tmp_path):
+    agent = make_agent(tmp_path)
+    try:
+        start = time.monotonic()
+        agent._wait([agent.sock], agent.now() + 0.005, agent.now() + 0.03)
+        assert time.monotonic() - start >= 0.029
+    finally:
+        agent.sock.close()
+
+
 def test_another_watched_socket_ends_the_window_at_once(tmp_path):
     agent = make_agent(tmp_path)
     wake, other = socket.socketpair()
