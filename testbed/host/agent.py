@@ -76,7 +76,9 @@ MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
 # Coalescing (see Agent.replay): the loop wakes at most once per window: COALESCE_SHARE of the
 # host link's delay, at most the NIC's catch-up and MAX_COALESCE_S; TESTBED_AGENT_COALESCE=0
-# turns it off (every event handled at its wake-up's time, the loop before the replay).
+# turns it off (every event handled at its wake-up's time, the loop before the replay) and
+# TESTBED_AGENT_COALESCE_SHARE sets another share (above 0, below 1: a cell must still reach
+# the NIC before it is due at the ToR).
 COALESCE_SHARE = 0.5
 MAX_COALESCE_S = 0.002
 PROGRESS_PERIOD_S = 1.0  # --progress-file's period: a line of counters for the run's progress display
@@ -99,6 +101,21 @@ class AgentResult:
     delivered: int
     acked: int
     reason: str
+
+
+def coalesce_share() -> float:
+    """The share of the host link's delay the loop may coalesce over: COALESCE_SHARE, or
+    TESTBED_AGENT_COALESCE_SHARE when it is set."""
+    text = os.environ.get("TESTBED_AGENT_COALESCE_SHARE")
+    if text is None:
+        return COALESCE_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share < 1:
+        raise AgentError(f"TESTBED_AGENT_COALESCE_SHARE={text!r} must be a number above 0 and below 1")
+    return share
 
 
 def load_peers(path: Path) -> dict[str, str]:
@@ -224,6 +241,7 @@ class Agent:
         # Event-time replay (`replay`): the window the loop coalesces wake-ups over (0: off), the
         # transport's next deadline as the last kick left it, and the time of the last event replayed.
         self.coalesce_s = 0.0
+        self.coalesce_share = coalesce_share()
         self._due: float | None = None
         self._event_clock = 0.0
         self.replayed_events = 0
@@ -621,7 +639,7 @@ class Agent:
             self.receiver = BatchReceiver(self.sock, self.epoch)
 
     def _coalescing_window(self) -> float:
-        """How late the loop may wake (`replay`): COALESCE_SHARE of the shortest delay a cell
+        """How late the loop may wake (`replay`): `coalesce_share` of the shortest delay a cell
         has between the transport and the ToR (the host link's, and the local channel's), at
         most the NIC's catch-up and MAX_COALESCE_S. Zero (every event at its wake-up, as before) without the native
         NIC's timed queue and batched receive, with PFC (its gates run on the wall clock), or
@@ -633,7 +651,7 @@ class Agent:
         budget = self.link_delay_s
         if self.local_ep is not None:
             budget = min(budget, self.local_delay_s)
-        return min(MAX_COALESCE_S, COALESCE_SHARE * budget, self.cfg.nic_catchup_s)
+        return min(MAX_COALESCE_S, self.coalesce_share * budget, self.cfg.nic_catchup_s)
 
     def prepare(self) -> int:
         """Build the workload's payloads ahead (WorkloadRunner.prepare), once: `testbed host` calls

@@ -4,9 +4,11 @@ loop, anything else it watches does; after the window, a datagram or the deadlin
 import socket
 import time
 
+import pytest
+
 from testbed.host import agent as agent_module
 from testbed.host import workloads
-from testbed.host.agent import Agent
+from testbed.host.agent import Agent, AgentError
 from testbed.host.config import TransportConfig
 
 HOSTS = {"h1": "127.0.0.91", "h2": "127.0.0.92"}
@@ -75,3 +77,17 @@ def test_after_the_window_a_datagram_or_the_deadline_ends_the_wait(tmp_path, mon
         assert time.monotonic() - start < 2.5
     finally:
         agent.sock.close()
+
+
+def test_the_coalescing_share_comes_from_the_environment_and_is_checked(tmp_path, monkeypatch):
+    agent = make_agent(tmp_path)
+    agent.sock.close()
+    assert agent.coalesce_share == 0.5
+    monkeypatch.setenv("TESTBED_AGENT_COALESCE_SHARE", "0.6")
+    agent = make_agent(tmp_path)
+    agent.sock.close()
+    assert agent.coalesce_share == 0.6
+    for bad in ("1", "0", "-0.2", "half", "nan"):
+        monkeypatch.setenv("TESTBED_AGENT_COALESCE_SHARE", bad)
+        with pytest.raises(AgentError, match="TESTBED_AGENT_COALESCE_SHARE"):
+            make_agent(tmp_path)
