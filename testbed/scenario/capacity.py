@@ -8,8 +8,8 @@ its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
 (`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
 more per packet; the check takes the median of the last few, weighted by the
-packets each counted), and until a first run has done so the figures measured on this project's 2-core reference machine
-stand in. A run that needs more than `HEADROOM` of the machine's cores is
+packets each counted), and until a first run has done so the figures
+measured on this project's 2-core reference machine stand in. A run that needs more than `HEADROOM` of the machine's cores is
 refused before anything is built, with the largest rate that fits.
 
 A fabric spread over servers (`placement.servers`) is planned server by
