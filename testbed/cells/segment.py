@@ -20,6 +20,29 @@ def frame(payload: bytes) -> bytes:
     return payload + zlib.crc32(payload).to_bytes(TRAILER_LEN, "big")
 
 
+class Framed(bytes):
+    """A message framed ahead of its start (frame_ahead): the framed bytes, which a sender takes as
+    they are instead of framing the payload when the message starts."""
+
+    @property
+    def payload_bytes(self) -> int:
+        return len(self) - TRAILER_LEN
+
+
+def frame_ahead(payload: bytes) -> Framed:
+    """frame(payload), kept as a Framed: a 2 MiB message's copy and CRC cost about 1.4 ms, which
+    a host pays before its run rather than when all its messages start at one instant."""
+    return Framed(frame(payload))
+
+
+def framed(message: bytes) -> tuple[bytes, int]:
+    """A message handed to a sender as its framed bytes and its payload's length: a Framed as it
+    is, any other bytes framed now."""
+    if isinstance(message, Framed):
+        return message, message.payload_bytes
+    return frame(message), len(message)
+
+
 def unframe(framed: bytes) -> bytes | None:
     """Application bytes if the trailer matches, else None."""
     if len(framed) < TRAILER_LEN:

@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from testbed.cells import segment
 from testbed.host import collectives, records, workloads
 from testbed.host.endpoint import Endpoint
 from testbed.host.receiver import Delivered
@@ -59,7 +60,7 @@ class WorkloadRunner:
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         # point-to-point messages to this host: their bytes are regenerated to verify them
         self._to_check = {(s.src, s.msg_id): s for s in specs if s.dst == name and not s.op}
-        self._prepared: dict[int, bytes] = {}  # index into _specs -> its payload, built ahead
+        self._prepared: dict[int, bytes] = {}  # index into _specs -> its framed payload, built ahead
         self._expected: dict[tuple[str, int], bytes] = {}  # (src, msg_id) -> the bytes it must carry
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
         self.received: set[tuple[str, int]] = set()
@@ -86,11 +87,12 @@ class WorkloadRunner:
         it will verify, earliest start first, until `budget_bytes` are held; returns the bytes built.
 
         An agent calls this before its run's epoch: a payload costs about 2.5-6.5 ms per 2 MiB to
-        generate (page faults included), and every host of a permutation starting its message at the
-        same instant made that a burst of CPU inside the packet loops, which the first cells' pacer
-        lateness showed.  Messages past the budget are built when they start, as before; the bytes
-        are the same either way (workloads.payload), so the simulator, which does not call this,
-        gives the same results."""
+        generate (page faults included) and 1.4 ms to frame, and every host of a permutation starting
+        its message at the same instant made that a burst of CPU inside the packet loops, which the
+        first cells' pacer lateness showed.  A message sent is kept framed (segment.frame_ahead), a
+        message to verify as its bytes.  Messages past the budget are built when they start, as
+        before; the bytes are the same either way (workloads.payload), so the simulator, which does
+        not call this, gives the same results."""
         mine = [(spec.start_us, 0, i, spec) for i, spec in enumerate(self._specs) if not spec.op]
         theirs = [(spec.start_us, 1, i, spec) for i, spec in enumerate(self._to_check.values())]
         held = 0
@@ -102,7 +104,7 @@ class WorkloadRunner:
             if incoming:
                 self._expected[(spec.src, spec.msg_id)] = data
             else:
-                self._prepared[i] = data
+                self._prepared[i] = segment.frame_ahead(data)  # the transport's framing too
         return held
 
     def _endpoint(self, dst: str) -> Endpoint:

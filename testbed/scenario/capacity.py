@@ -8,8 +8,8 @@ its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
 (`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
 more per packet; the check takes the median of the last few, weighted by the
-packets each counted), and until a first run has done so the figures measured on this project's 2-core reference machine
-stand in. A run that needs more than `HEADROOM` of the machine's cores is
+packets each counted), and until a first run has done so the figures
+measured on this project's 2-core reference machine stand in. A run that needs more than `HEADROOM` of the machine's cores is
 refused before anything is built, with the largest rate that fits.
 
 A fabric spread over servers (`placement.servers`) is planned server by
@@ -54,6 +54,9 @@ DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 21
 # 5 Mbit/s on the same machine: 51-67 us per datagram.
 DEFAULT_AGENT_US_PER_DATAGRAM = 60.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
+# A quiet switch inside a fabric process (telemetry every 100 ms, its gRPC and control servers),
+# the most that fabric runs of fattree.yaml on the reference machine measured per switch.
+DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC = 0.0014
 # A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
 # 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).
 DEFAULT_IDLE_CPU_PER_AGENT = 0.003
@@ -325,12 +328,15 @@ def largest_fitting(scenario, mode: str, memory: int) -> str:
 
 def _idle_cpu(scenario, costs: Costs) -> float:
     """CPU-s/s the fabric's processes spend with no traffic at all: per switch as runs on this
-    machine measured it, else the reference figure per switch process."""
+    machine measured it, else the reference figure per switch process, or per switch of a fabric
+    process (its telemetry, servers and control ticks grow with the switches it holds)."""
     agents = len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
+    switches = len(scenario.topo.switches)
     if costs.switch_idle_cpu_per_switch is not None:
-        return len(scenario.topo.switches) * costs.switch_idle_cpu_per_switch + agents
-    switch_processes = len(scenario.topo.switches) if costs.mode != "fabric" else auto_fabric_processes()
-    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + agents
+        return switches * costs.switch_idle_cpu_per_switch + agents
+    if in_fabric_processes(costs.mode):
+        return switches * DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC + agents
+    return switches * DEFAULT_IDLE_CPU_PER_PROCESS + agents
 
 
 def _busy_hosts(phase, paced: bool) -> int:

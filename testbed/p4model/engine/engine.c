@@ -1144,13 +1144,6 @@ int eng_wire_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
     return 4;
 }
 
-/* Run in real time until eng_stop: one thread owns every packet.
- *   wait(epoll_pwait2: every wire port and the wake-up eventfd, timing out at the heap's earliest
- *        event, to the nanosecond)
- *   then, holding the lock: every event due by now; each readable port drained (up to RX_BATCH
- *   frames a turn, recvmmsg), each frame arriving at its own clock reading.
- * `epoch_ns`: CLOCK_MONOTONIC's reading at the switch clock's zero (its metadata timestamps).
- * Returns 0 when stopped, -errno when it could not start. */
 /* the real-time loop's thread CPU time (ns) while it runs, else what it last was */
 static uint64_t loop_cpu_ns(engine *e) {
     struct timespec cpu;
@@ -1159,6 +1152,13 @@ static uint64_t loop_cpu_ns(engine *e) {
     return e->thread_cpu_ns;
 }
 
+/* Run in real time until eng_stop: one thread owns every packet.
+ *   wait(epoll_pwait2: every wire port and the wake-up eventfd, timing out at the heap's earliest
+ *        event, to the nanosecond)
+ *   then, holding the lock: every event due by now; each readable port drained (up to RX_BATCH
+ *   frames a turn, recvmmsg), each frame arriving at its own clock reading.
+ * `epoch_ns`: CLOCK_MONOTONIC's reading at the switch clock's zero (its metadata timestamps).
+ * Returns 0 when stopped, -errno when it could not start. */
 int eng_run_realtime(void *ep, int64_t epoch_ns) {
     engine *e = ep;
     prctl(PR_SET_NAME, "tb-engine", 0, 0, 0);   /* emulation/realtime.py raises this thread */

@@ -175,3 +175,16 @@ def test_runs_weigh_by_the_packets_they_counted(tmp_path, monkeypatch):
     assert capacity.load_costs("fabric/native").switch_us_per_packet == 18.0  # the last five, 60 45 14 18 16, weigh one
     assert capacity.weighted_median([(1.0, 1), (2.0, 1), (3.0, 1), (4.0, 1)]) == 2.5
     assert capacity.weighted_median([(1.0, 1), (9.0, 5)]) == 9.0
+
+
+def test_a_reference_plan_counts_the_idle_of_switches_in_fabric_processes_per_switch():
+    """With no run measured yet, a native fabric's quiet cost is its switches' in their fabric
+    processes, not one switch process's each (80 of them made a k=8 fat-tree fit 0.005 Mbit/s)."""
+    k8 = scenario("{kind: fat_tree, k: 8}", rate=0.001)
+    hosts, switches = len(k8.topo.hosts), len(k8.topo.switches)
+    agents = hosts * capacity.DEFAULT_IDLE_CPU_PER_AGENT
+    for mode, per_switch in (("fabric/native", capacity.DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC),
+                             ("fabric", capacity.DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC),
+                             ("per_switch/native", capacity.DEFAULT_IDLE_CPU_PER_PROCESS)):
+        costs = capacity.Costs(switch_us_per_packet=0.0, agent_us_per_datagram=0.0, mode=mode)
+        assert capacity.demand(k8, costs).cpu == pytest.approx(switches * per_switch + agents), mode

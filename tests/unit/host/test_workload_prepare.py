@@ -3,6 +3,7 @@ budget, and a message that arrives short fails its check whether its bytes were 
 
 from types import SimpleNamespace
 
+from testbed.cells import segment
 from testbed.host import workloads
 from testbed.host.app import WorkloadRunner
 from testbed.host.receiver import Delivered, MsgReorder
@@ -46,8 +47,11 @@ def test_prepared_messages_carry_the_bytes_built_when_they_start():
     assert built == 3000 + 5000 + 4000  # both sends and the one message h1 checks; h3 -> h2 is not h1's
     for r in (ahead, late):
         r.poll(3.0)
-    assert ep_ahead.sent == ep_late.sent
-    assert ep_ahead.sent[0] == ("h3", 1, workloads.payload(5, "h1", "h3", 1, 5000))  # earliest start first
+    # the one built ahead is handed over framed, the other framed by the transport: the same message
+    assert [(dst, i, segment.framed(m)) for dst, i, m in ep_ahead.sent] == \
+        [(dst, i, segment.framed(m)) for dst, i, m in ep_late.sent]
+    assert isinstance(ep_ahead.sent[0][2], segment.Framed) and not isinstance(ep_late.sent[0][2], segment.Framed)
+    assert segment.framed(ep_ahead.sent[0][2]) == (segment.frame(workloads.payload(5, "h1", "h3", 1, 5000)), 5000)
 
 
 def test_the_budget_takes_the_earliest_messages_first():
@@ -65,3 +69,15 @@ def test_a_short_or_wrong_message_fails_its_check_built_ahead_or_not():
         r, _, _ = runner(budget)
         r._delivered(delivered("h2", 7, good))
         assert r.verify_failures == 0 and r.records[-1]["verified"]
+
+
+def test_a_sender_takes_a_message_framed_ahead_as_the_same_message():
+    from testbed.host.config import TransportConfig
+    from testbed.host.sender import SenderFlow
+
+    payload = workloads.payload(5, "h1", "h2", 3, 4097)
+    cfg = TransportConfig(cc="none", link_rate_bps=5e6)
+    a, b = SenderFlow(cfg, "10.0.0.2", 1, 0.0), SenderFlow(cfg, "10.0.0.2", 1, 0.0)
+    now_framed, ahead = a.enqueue(0.0, 3, payload), b.enqueue(0.0, 3, segment.frame_ahead(payload))
+    assert (ahead.framed, ahead.payload_bytes, ahead.ncells) == (now_framed.framed, 4097, now_framed.ncells)
+    assert [a.build(0.0) for _ in range(5)] == [b.build(0.0) for _ in range(5)]
