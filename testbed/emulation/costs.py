@@ -140,7 +140,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     kept_time = max(lags, default=0) <= threshold_us
     if (switch_us or agent_us) and kept_time:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
-                            idle_per_switch)
+                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams))
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1),
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
