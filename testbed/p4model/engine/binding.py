@@ -10,7 +10,9 @@ two switch ports, host ports deliver to numbered hosts.  Time is model time
 in integer nanoseconds: `inject` puts a frame on a port at a time, `run`
 handles every event up to a time.  Everything the Python switch counts
 per switch, port and queue is read back with `switch_stats`, `port_stats`
-and `queue_stats`.
+and `queue_stats`.  A program that multicasts gets the pipeline's PRE
+groups copied into the engine, again after every change (pre.on_change);
+one that clones, resubmits or recirculates is refused (engine_refusal).
 
 The engine's link loss draws from its own seeded generator (splitmix64 per
 switch), not Python's: a lossy link loses the same share of packets, not
@@ -46,6 +48,8 @@ _SIGNATURES = {
     "eng_free": (None, [_c.c_void_p]),
     "eng_add_switch": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
     "eng_set_pipeline": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 4 + [_c.c_uint32] * 3),
+    "eng_set_copies": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 3),
+    "eng_set_groups": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint32)]),
     "eng_wire_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p]),
     "eng_cpu_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
     "eng_pcap": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_char_p]),
@@ -103,14 +107,15 @@ def engine_library() -> ctypes.CDLL:
 def engine_refusal(pipeline) -> NativeUnsupported | None:
     """Why the engine cannot run `pipeline`, in one line naming the construct, or None.
 
-    The engine forwards the one unicast copy tb_ingress returns; a program that can ask for
-    more (multicast, clone, resubmit, recirculate: NativePipeline.replication) would lose them,
-    so it is refused and runs under the Python loop, where NativePipeline makes the copies."""
-    found = getattr(pipeline, "replication", None)
-    if found is None:
-        return None
-    loc, construct = found
-    return NativeUnsupported(loc, f"{construct} in the native fabric engine (one copy per packet)")
+    The engine makes multicast copies (engine.c), not clones, resubmits or recirculations: a
+    program that can ask for those (NativePipeline.replication) would lose them, so it is
+    refused and runs under the Python loop, where NativePipeline makes every copy."""
+    found = getattr(pipeline, "replication", None) or {}
+    for kind in ("clone", "resubmit", "recirculate"):
+        if kind in found:
+            loc, construct = found[kind]
+            return NativeUnsupported(loc, f"{construct} in the native fabric engine (multicast only)")
+    return None
 
 
 def _address(fn) -> int:
@@ -127,6 +132,7 @@ class NativeFabric:
         if not self._e:
             raise MemoryError("native fabric engine: no memory")
         self.pipelines: list = []  # kept alive: the engine calls into their C instances
+        self._current: dict = {}   # switch index -> the pipeline it runs now
 
     def __del__(self) -> None:
         e, self._e = getattr(self, "_e", None), None
@@ -149,6 +155,7 @@ class NativeFabric:
         """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
         previous program finish with it (it is kept alive here).  Raises NativeUnsupported for
         a program that can ask for packet copies (engine_refusal)."""
+        self._current[index] = None
         if pipeline is None:
             self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
             return
@@ -163,6 +170,28 @@ class NativeFabric:
         if rc != 0:
             raise MemoryError("native fabric engine: cannot set a pipeline")
         self.pipelines.append(pipeline)
+        self._current[index] = pipeline
+        if "multicast" in (getattr(pipeline, "replication", None) or {}):
+            if self.lib.eng_set_copies(self._e, index, _address(lib.tb_mcast_grp), _address(lib.tb_set_egress_rid),
+                                       _address(lib.tb_set_instance_type)) != 0:
+                raise MemoryError("native fabric engine: cannot set a pipeline")
+            self._push_groups(index, pipeline)
+            pipeline.pre.on_change = lambda: self._groups_changed(index, pipeline)
+
+    def _push_groups(self, index: int, pipeline) -> None:
+        """The PRE's multicast groups of `pipeline` into switch `index` (the caller holds the lock
+        when another thread runs the engine)."""
+        pre = pipeline.pre
+        rows = [(gid, rid, port) for gid in pre.group_ids() for rid, port in pre.group(gid)]
+        flat = (ctypes.c_uint32 * (3 * len(rows) or 1))(*(x for row in rows for x in row))
+        if self.lib.eng_set_groups(self._e, index, len(rows), flat) != 0:
+            raise MemoryError("native fabric engine: no memory for the multicast groups")
+
+    def _groups_changed(self, index: int, pipeline) -> None:
+        """A control-plane write changed the PRE's groups: copy them all again, under the lock."""
+        if self._current.get(index) is pipeline:   # not a program the switch no longer runs
+            with self.locked():
+                self._push_groups(index, pipeline)
 
     def sync_tm(self, index: int, tm) -> None:
         """Copy a TrafficManager's settings (defaults, every port and queue, PFC) into switch `index`."""

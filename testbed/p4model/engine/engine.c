@@ -19,6 +19,14 @@
  * frame is counted and, when asked, kept for the caller with its time), or
  * none (counted as no_interface, as the Python switch does).
  *
+ * Multicast (v1model.py's rule): when a program names mcast_grp
+ * (eng_set_copies gives its tb_mcast_grp and setters) and a packet leaves
+ * ingress with mcast_grp != 0, each (rid, port) of that group (eng_set_groups,
+ * the PRE's groups in replication order) gets its own copy of the packet's
+ * state with egress_rid = rid and instance_type 5; an unknown group makes no
+ * copy.  Clones, resubmit and recirculation are not here: the binding
+ * refuses such a program.
+ *
  * Not thread-safe by itself: one thread drives it (eng_run); a caller that
  * changes tables from another thread holds eng_lock around the change.
  */
@@ -57,6 +65,7 @@
 typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_t, uint64_t, uint32_t);
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
 typedef uint32_t (*priority_fn)(const void *);
+typedef void (*set_fn)(void *, uint32_t);
 
 enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2, PORT_WIRE = 3, PORT_CPU = 4 };
 enum { EV_ARRIVAL = 0, EV_SERVICE = 1, EV_TRANSMIT = 2 };
@@ -126,6 +135,10 @@ typedef struct {
     ingress_fn ingress;
     egress_fn egress;
     priority_fn priority;
+    priority_fn mcast_grp;      /* multicast (eng_set_copies): tb_mcast_grp, or 0 */
+    set_fn set_rid, set_type;
+    uint32_t *groups, ngroups;  /* (group, rid, port) triples, each group's in replication order */
+    uint8_t *replica;           /* one copy's state */
     uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
     uint32_t d_limit;
@@ -757,6 +770,45 @@ static void on_pause_frame(engine *e, sw_t *s, uint32_t number, const uint8_t *f
 }
 
 /* one frame arrives at port `number` of switch `swi` at `now` (the switch's receive_frames) */
+/* a packet after ingress (its state) to port `out`: egress at once when the link is idle, else queued */
+static void forward(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_t out, uint8_t *state,
+                    const uint8_t *f, uint32_t n, int cls, int64_t now) {
+    uint64_t now_us = (uint64_t)(now / 1000);
+    port *p = get_port(s, out);
+    if (!p) {
+        s->stats[S_PIPELINE_ERRORS]++;
+        return;
+    }
+    uint32_t prio = s->priority ? s->priority(state) : 0;
+    int64_t at = depart_now(s, p, prio, now, n, cls);
+    if (at >= 0) {
+        uint64_t q5[5] = {now_us, 0, 0, 0, now_us};
+        e->cell_hops++;
+        if (e->rt) lag_record(s->deq_lag, 0);
+        int64_t m = s->egress(state, f, n, out, q5, s->drop_port, s->out);
+        if (m < 0)
+            s->stats[S_EGRESS_DROPS]++;
+        else
+            transmit(e, s, out, at, s->out, (uint32_t)m);
+        return;
+    }
+    offer(e, s, out, p, prio, state, f, n, n, cls, (int32_t)number, now);
+    arm(e, swi, out, p);
+}
+
+/* multicast: one copy of the ingress state per (rid, port) of `group` (see the header) */
+static void replicate(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_t group, const uint8_t *f,
+                      uint32_t n, int cls, int64_t now) {
+    for (uint32_t i = 0; i < s->ngroups; i++) {
+        const uint32_t *g = s->groups + 3 * (size_t)i;
+        if (g[0] != group) continue;
+        memcpy(s->replica, s->scratch, s->state_size);
+        s->set_rid(s->replica, g[1]);
+        s->set_type(s->replica, 5);
+        forward(e, s, swi, number, g[2], s->replica, f, n, cls, now);
+    }
+}
+
 static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, uint32_t n, int64_t now) {
     sw_t *s = e->sw[swi];
     s->stats[S_RX]++;
@@ -781,6 +833,14 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     int cls = cell_class(f, n, e->cell_port);
     uint64_t now_us = (uint64_t)(now / 1000);
     int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
+    if (s->mcast_grp) {
+        uint32_t group = s->mcast_grp(s->scratch);
+        if (group) {
+            replicate(e, s, swi, number, group, f, n, cls, now);
+            return;
+        }
+        if (out >= 0) s->set_type(s->scratch, 0);   /* unicast: instance_type NORMAL */
+    }
     if (out < 0) {
         s->stats[S_INGRESS_DROPS]++;
         return;
@@ -789,26 +849,7 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
         s->stats[S_DROP_PORT]++;
         return;
     }
-    port *p = get_port(s, (uint32_t)out);
-    if (!p) {
-        s->stats[S_PIPELINE_ERRORS]++;
-        return;
-    }
-    uint32_t prio = s->priority ? s->priority(s->scratch) : 0;
-    int64_t at = depart_now(s, p, prio, now, n, cls);
-    if (at >= 0) {
-        uint64_t q5[5] = {now_us, 0, 0, 0, now_us};
-        e->cell_hops++;
-        if (e->rt) lag_record(s->deq_lag, 0);
-        int64_t m = s->egress(s->scratch, f, n, (uint32_t)out, q5, s->drop_port, s->out);
-        if (m < 0)
-            s->stats[S_EGRESS_DROPS]++;
-        else
-            transmit(e, s, (uint32_t)out, at, s->out, (uint32_t)m);
-        return;
-    }
-    offer(e, s, (uint32_t)out, p, prio, s->scratch, f, n, n, cls, (int32_t)number, now);
-    arm(e, swi, (uint32_t)out, p);
+    forward(e, s, swi, number, (uint32_t)out, s->scratch, f, n, cls, now);
 }
 
 /* ---- the C API ------------------------------------------------------------ */
@@ -849,7 +890,7 @@ void eng_free(void *ep) {
             free(p->txbuf);
             free(p);
         }
-        free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s);
+        free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s->groups), free(s->replica), free(s);
     }
     free(e->sw), free(e->heap), free(e->delivered), free(e->host_pause_frames), free(e->host_paused);
     free(e->kept), free(e->cpu_frames);
@@ -901,8 +942,42 @@ int eng_set_pipeline(void *ep, uint32_t swi, void *inst, void *ingress, void *eg
     free(s->scratch), free(s->out);
     s->scratch = scratch, s->out = out;
     s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
+    s->mcast_grp = 0;   /* until eng_set_copies says the new program makes copies */
     s->priority = (priority_fn)priority;
     s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port;
+    return 0;
+}
+
+/* switch `swi`'s program makes multicast copies (mcast_grp: its tb_mcast_grp, set_rid / set_type: its
+ * tb_set_egress_rid / tb_set_instance_type), or none (all 0); call after eng_set_pipeline. 0, or -1 */
+int eng_set_copies(void *ep, uint32_t swi, void *mcast_grp, void *set_rid, void *set_type) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    if (!mcast_grp) {
+        s->mcast_grp = 0;
+        return 0;
+    }
+    if (!set_rid || !set_type || !s->state_size) return -1;
+    uint8_t *replica = calloc(1, s->state_size + 16);
+    if (!replica) return -1;
+    free(s->replica);
+    s->replica = replica;
+    s->mcast_grp = (priority_fn)mcast_grp, s->set_rid = (set_fn)set_rid, s->set_type = (set_fn)set_type;
+    return 0;
+}
+
+/* switch `swi`'s multicast groups, all at once: n (group, rid, port) triples, each group's copies in
+ * replication order (runtime/pre.py group()). 0, or -1 */
+int eng_set_groups(void *ep, uint32_t swi, uint32_t n, const uint32_t *triples) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    uint32_t *copy = n ? malloc((size_t)n * 3 * sizeof *copy) : 0;
+    if (n && !copy) return -1;
+    if (n) memcpy(copy, triples, (size_t)n * 3 * sizeof *copy);
+    free(s->groups);
+    s->groups = copy, s->ngroups = n;
     return 0;
 }
 

@@ -24,9 +24,9 @@ move in engine.c's own thread:
 Rules.  Every switch's program must be on the native back end: a
 SetForwardingPipelineConfig whose program the native back end refuses is
 refused in one line (start the switch with --backend python for it), and
-so is a program that can ask for packet copies (multicast, clone, resubmit,
-recirculate: the engine forwards one copy per packet; a switch started
-with such a program runs the Python loop instead, switch/main.py).  The
+so is a program that can ask for clones, resubmit or recirculation (the
+engine makes multicast copies only; a switch started with such a program
+runs the Python loop instead, switch/main.py).  The
 traffic manager's settings live in the Python TrafficManager (its commands,
 the controller's plan); its packets and counters live in the engine, and
 EngineTrafficManager reads them from there.  Pcap files (--pcap) are

@@ -98,6 +98,14 @@ class PacketReplicationEngine:
         self._free_handles: list = []
         self._cache: dict = {}       # group id -> tuple of (rid, port)
         self._sessions: dict = {}    # session id -> CloneSession
+        self.on_change = getattr(self, "on_change", None)   # called after a group changes (kept by reset)
+
+    def _changed(self, group_id) -> None:
+        """Group `group_id` changed: its cached copies go, and on_change (the native engine's copy
+        of the groups) hears of it."""
+        self._cache.pop(group_id, None)
+        if self.on_change is not None:
+            self.on_change()
 
     # ------------------------------------------------------ replication
 
@@ -154,7 +162,7 @@ class PacketReplicationEngine:
             raise _err("NOT_FOUND", f"multicast group {group_id} does not exist")
         for handle in self._groups.pop(group_id):
             self._release(handle)
-        self._cache.pop(group_id, None)
+        self._changed(group_id)
 
     def group_replicas(self, group_id: int) -> list:
         """P4Runtime read-back: (rid, port) per replica (== group())."""
@@ -171,7 +179,7 @@ class PacketReplicationEngine:
             self._nodes[handle].group = group_id
             handles.append(handle)
         self._groups[group_id] = handles
-        self._cache.pop(group_id, None)
+        self._changed(group_id)
 
     # ------------------------------------------- bmv2 CLI / STF node API
 
@@ -183,7 +191,7 @@ class PacketReplicationEngine:
         for handle in self._groups.get(group_id, ()):
             self._nodes[handle].group = None
         self._groups[group_id] = []
-        self._cache.pop(group_id, None)
+        self._changed(group_id)
 
     def create_node(self, rid: int, ports) -> int:
         """mc_node_create: a node (rid + port set); returns its handle."""
@@ -200,7 +208,7 @@ class PacketReplicationEngine:
             _check_port(port)
         node.ports = tuple(sorted(set(ports)))
         if node.group is not None:
-            self._cache.pop(node.group, None)
+            self._changed(node.group)
 
     def associate_node(self, group_id: int, handle: int) -> None:
         node = self._node(handle)
@@ -210,7 +218,7 @@ class PacketReplicationEngine:
             raise _err("FAILED_PRECONDITION", f"node {handle} is already associated")
         node.group = group_id
         self._groups[group_id].append(handle)
-        self._cache.pop(group_id, None)
+        self._changed(group_id)
 
     def dissociate_node(self, group_id: int, handle: int) -> None:
         node = self._node(handle)
@@ -219,13 +227,13 @@ class PacketReplicationEngine:
                        f"node {handle} is not associated with group {group_id}")
         self._groups[group_id].remove(handle)
         node.group = None
-        self._cache.pop(group_id, None)
+        self._changed(group_id)
 
     def destroy_node(self, handle: int) -> None:
         node = self._node(handle)
         if node.group is not None and node.group in self._groups:
             self._groups[node.group].remove(handle)
-            self._cache.pop(node.group, None)
+            self._changed(node.group)
         self._release(handle)
 
     def _node(self, handle) -> _Node:
@@ -309,3 +317,5 @@ class PacketReplicationEngine:
 
     def reset(self) -> None:
         self.__init__()
+        if self.on_change is not None:
+            self.on_change()

@@ -75,9 +75,9 @@ def _load(opts: SwitchOptions, clock):
 
 def _engine_mode(opts: SwitchOptions, pipeline) -> bool:
     """Whether the native engine moves the packets: the program given at start is native and asks
-    for no packet copies (else the Python loop drives its native pipeline, with one log line), or
-    none is given and --backend native asks for it (programs sent later must then lower to C and
-    ask for no copies)."""
+    for no clones, resubmit or recirculation (else the Python loop drives its native pipeline, with
+    one log line), or none is given and --backend native asks for it (programs sent later must then
+    lower to C and ask for none of those)."""
     if pipeline is not None:
         if getattr(pipeline, "backend", "python") != "native":
             return False

@@ -55,7 +55,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.result = None               # in a function returning a header/struct: its result
         self.loops: list = []            # the update statements of the enclosing for loops
         self.field_lists: dict = {}      # field list key -> its id (emit_replication)
-        self.replication = None          # (loc, construct) of the first request for copies
+        self.replication: dict = {}      # kind of copy -> (loc, construct) of its first request
         self.meta_t = self.sm_t = None   # the ingress block's metadata types (field lists)
 
     # ---------------------------------------------------------- helpers
@@ -85,8 +85,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(e, ir.Member):
             bt = e.base.type
             if isinstance(bt, (ir.HeaderT, ir.StructT, ir.UnionT)):
-                if e.name == "mcast_grp" and _is_sm(bt) and self.replication is None:
-                    self.replication = (e.loc, "multicast (standard_metadata.mcast_grp)")
+                if e.name == "mcast_grp" and _is_sm(bt) and "multicast" not in self.replication:
+                    self.replication["multicast"] = (e.loc, "multicast (standard_metadata.mcast_grp)")
                 return f"{self.lvalue(e.base)}.f_{e.name}"
             if isinstance(bt, ir.StackT) and e.name in ("next", "last"):
                 if self.ctx != "parser":

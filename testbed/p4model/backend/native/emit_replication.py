@@ -18,10 +18,11 @@ argument (clone3, resubmit(data), recirculate(data)) keeps each item that
 is a field path of the block's metadata or standard_metadata parameter:
 the Python back end's rule (backend/python/program.py field lists).
 tb_fl_copy(id, old, new) copies them, values as they are when the
-pass ends.  `replication` is (loc, construct) of the first thing that can
-ask for a copy (mcast_grp named anywhere, or one of these calls), None when
-nothing can: tb_replicates() tells the driver, and the fabric engine
-refuses such a program naming it."""
+pass ends.  `replication` maps each kind of copy the program can ask for
+(multicast: mcast_grp named anywhere; clone, resubmit, recirculate: these
+calls) to (loc, construct) of its first request: tb_replicates() tells the
+driver, and the fabric engine refuses a program with clones, resubmit or
+recirculation naming the construct (it makes multicast copies itself)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,7 @@ class ReplicationMixin:
         if not isinstance(c, ir.ExternFunctionCall) or c.decl.name not in REQUEST_CALLS:
             return False
         name = c.decl.name
-        if self.replication is None:
-            self.replication = (c.loc, name)
+        self.replication.setdefault(name.split("_")[0].rstrip("3"), (c.loc, name))
         if name.startswith("clone"):
             if name == "clone":
                 fl = 0

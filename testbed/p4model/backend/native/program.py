@@ -34,7 +34,7 @@ C ABI (no Python needed to call it):
   tb_replicates() 1 when the program can ask for them (tb_egress is then unused and the fabric
   engine refuses it); tb_requests(s, r[7]) egress_spec, mcast_grp, priority, 1 + clone session,
   clone field list, 1 + resubmit / recirculate field list (0: none); a multicast replica:
-  tb_state_copy(dst, src), tb_set_egress_rid(s, rid), tb_set_instance_type(s, t); clones:
+  tb_state_copy(dst, src), tb_set_egress_rid(s, rid), tb_set_instance_type(s, t), tb_mcast_grp(s); clones:
   tb_clone_i2e(inst, c, orig, fl, d, len, port, now_us), tb_clone_e2e(c, orig, fl); another pass:
   tb_ingress_again(inst, s, old, fl, d, len, instance_type, now_us, drop_port); tb_egress in two:
   tb_egress_ctl_only(s, d, len, port, q, drop_port) (-1: dropped), tb_deparse(s, d, len, drop_port, out)"""
@@ -133,7 +133,7 @@ ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "
 
 def lower(program: ir.Program):
     """(the whole C translation unit of `program`, its TableInfo list, its ExternInfo list,
-    (loc, construct) of the first request for packet copies or None); raises
+    {kind of copy: (loc, construct) of its first request}: emit_replication); raises
     NativeUnsupported at the first construct it cannot lower."""
     types = TypeEmitter()
     blocks = {}
@@ -189,7 +189,7 @@ def lower(program: ir.Program):
     parts += code.funcs
     parts += code.lines
     parts += code.field_list_c()
-    parts.append(f"#define TB_REPLICATES {int(code.replication is not None)}")
+    parts.append(f"#define TB_REPLICATES {int(bool(code.replication))}")
     parts.append(ABI.replace("MAX_HDR", str(max_hdr)))
     return "\n".join(parts) + "\n", code.tables, list(code.externs.values()), code.replication
 
@@ -362,6 +362,7 @@ void tb_clone_e2e(tb_state *c, const tb_state *orig, uint32_t fl) {
 void tb_state_copy(tb_state *dst, const tb_state *src) { memcpy(dst, src, sizeof *dst); }
 void tb_set_egress_rid(tb_state *s, uint32_t rid) { s->sm.f_egress_rid = rid & 0xFFFF; }
 void tb_set_instance_type(tb_state *s, uint32_t t) { s->sm.f_instance_type = t; }
+uint32_t tb_mcast_grp(const tb_state *s) { return (uint32_t)s->sm.f_mcast_grp; }
 uint32_t tb_replicates(void) { return TB_REPLICATES; }
 
 /* what a pass asked for: egress_spec, mcast_grp, priority, clone (1 + session, 0: none),
