@@ -10,6 +10,8 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testbed.p4model.backend.native import NativeUnsupported, compiler
 
@@ -108,3 +110,44 @@ def test_the_engine_multicasts_as_the_native_pipeline_does():
         pre.delete_group(6)
     for frame in (tagged(5), tagged(6)):
         both(frame)
+
+
+_replicas = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 7)), max_size=5, unique=True)
+
+
+@pytest.fixture(scope="module")
+def mcast_switch():
+    from testbed.p4model.backend.native.binding import NativePipeline
+    from testbed.p4model.clock import ManualClock
+    from testbed.p4model.engine.binding import NativeFabric
+    from testbed.p4model.frontend import load_program
+    from testbed.p4model.tm.model import TrafficManager
+
+    program = load_program(Path(__file__).with_name("mcast.p4"))
+    reference, pipeline = NativePipeline(program), NativePipeline(program, clock=ManualClock())
+    engine = NativeFabric(seed=1, hosts=8)
+    engine.keep()
+    switch = engine.add_switch(pipeline, TrafficManager(ManualClock(), ports=range(8)))
+    for port in range(8):
+        engine.host_port(switch, port, port)
+    return reference, pipeline, engine, switch, [0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups=st.dictionaries(st.integers(1, 3), _replicas, max_size=3),
+       frames=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 4), st.booleans(), st.booleans(),
+                                 st.binary(max_size=20)), min_size=1, max_size=6))
+def test_random_groups_and_frames_multicast_the_same(mcast_switch, groups, frames):
+    reference, pipeline, engine, switch, clock = mcast_switch
+    for pre in (reference.pre, pipeline.pre):
+        pre.reset()
+        for gid, reps in groups.items():
+            pre.insert_group(gid, reps)
+    for port, group, tagged, drop, rest in frames:
+        frame = (b"\xff" if drop else b"\x00") + bytes(3) + group.to_bytes(2, "big") + bytes(6) \
+            + (b"\x88\xb5" if tagged else b"\x08\x00") + rest
+        clock[0] += 1_000_000
+        engine.inject(switch, port, frame, clock[0])
+        engine.run(clock[0] + 500_000)
+        got = sorted((host, data) for _, host, data in engine.take())
+        assert got == sorted(reference.process(port, frame)), frame.hex()
