@@ -769,7 +769,6 @@ static void on_pause_frame(engine *e, sw_t *s, uint32_t number, const uint8_t *f
     }
 }
 
-/* one frame arrives at port `number` of switch `swi` at `now` (the switch's receive_frames) */
 /* a packet after ingress (its state) to port `out`: egress at once when the link is idle, else queued */
 static void forward(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_t out, uint8_t *state,
                     const uint8_t *f, uint32_t n, int cls, int64_t now) {
@@ -809,6 +808,7 @@ static void replicate(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_
     }
 }
 
+/* one frame arrives at port `number` of switch `swi` at `now` (the switch's receive_frames) */
 static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, uint32_t n, int64_t now) {
     sw_t *s = e->sw[swi];
     s->stats[S_RX]++;
