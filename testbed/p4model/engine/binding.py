@@ -154,7 +154,8 @@ class NativeFabric:
     def set_pipeline(self, index: int, pipeline, drop_port: int | None = None) -> None:
         """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
         previous program finish with it (it is kept alive here).  Raises NativeUnsupported for
-        a program that can ask for packet copies (engine_refusal)."""
+        a program that can ask for clones, resubmit or recirculation (engine_refusal); a
+        multicasting one gets the PRE's groups, kept current through pre.on_change."""
         self._current[index] = None
         if pipeline is None:
             self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
