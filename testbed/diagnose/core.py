@@ -173,11 +173,9 @@ def read_run_records(variant_dir: Path) -> dict[str, list[dict]]:
     return out
 
 
-def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
-    """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
-    direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
-    switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
-    go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
+def switch_samples(variant_dir: Path, topo) -> tuple[Path, list[dict], dict[tuple, tuple[str, str, str]]] | None:
+    """(telemetry.jsonl's path, its samples in time order, (switch, port) -> (cable, this end, far
+    end)), None when the run has no switch telemetry."""
     path = variant_dir / "telemetry.jsonl"
     if not path.exists():
         return None
@@ -186,10 +184,22 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
     for link in topo.links:
         ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
         ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    return path, sorted(rows, key=lambda r: r.get("t_s", 0.0)), ends
+
+
+def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
+    """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
+    direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
+    switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
+    go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
+    telemetry = switch_samples(variant_dir, topo)
+    if telemetry is None:
+        return None
+    path, rows, ends = telemetry
     hosts = set(topo.hosts)
     last: dict[tuple, int] = {}
     out: dict[str, list[float]] = {}
-    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+    for r in rows:
         try:
             b = sample_bin(float(r["t_s"]), nbins)
             switch = r["switch"]
@@ -231,14 +241,10 @@ def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str,
     Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series).
     Arrived: a switch port's rx counter, a host's NIC rx bytes. A healthy cable delivers what it is
     sent (within a bin, the cells on the wire at its edge); what goes missing was lost on it."""
-    path = variant_dir / "telemetry.jsonl"
-    if not path.exists():
+    telemetry = switch_samples(variant_dir, topo)
+    if telemetry is None:
         return None
-    rows, _ = load_jsonl(path)
-    ends = {}
-    for link in topo.links:
-        ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
-        ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    path, rows, ends = telemetry
     sent: dict[str, list[float]] = {}
     arrived: dict[str, list[float]] = {}
     resets: dict[str, int] = {}
@@ -254,7 +260,7 @@ def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str,
         last[(key, id(out))] = value
 
     sampled: dict[str, set[int]] = {}
-    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+    for r in rows:
         try:
             b = sample_bin(float(r["t_s"]), nbins)
             switch = r["switch"]

@@ -157,43 +157,53 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]
 
 
 def score(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
-    """Each corpus run diagnosed: a row with the injected fault, the first culprit, whether it is right
-    (kind and target, start within 1 s; a healthy run: no culprit), whether the symptom is, and the
+    """Each corpus run (`runs`) diagnosed: see `score_runs`."""
+    return score_runs(runs(root, faults_per_scenario, seed))
+
+
+def score_runs(corpus: list[dict]) -> list[dict]:
+    """Each run of `corpus` (rows of `runs`) diagnosed: a row with the injected fault, the first
+    culprit, whether it is right (kind and target, start within 1 s; a healthy run: no culprit),
+    whether its kind and target are (whatever its start), whether the symptom is, and the
     diagnosis's wall time."""
     import time
 
     from testbed.diagnose.core import diagnose_variant
 
     rows = []
-    for run in runs(root, faults_per_scenario, seed):
+    for run in corpus:
         started = time.monotonic()
         diagnosis = diagnose_variant(run["dir"])
         wall = time.monotonic() - started
         first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
         fault = run["fault"]
         if fault is None:
-            right, symptom_right = diagnosis["healthy"], diagnosis["healthy"]
+            right = target_right = symptom_right = diagnosis["healthy"]
         else:
-            right = (first is not None and (first["kind"], first["target"]) == (fault["kind"], fault["target"])
-                     and abs(first["start_s"] - fault["at_s"]) <= 1.0)
+            target_right = first is not None and (first["kind"], first["target"]) == (fault["kind"], fault["target"])
+            right = target_right and abs(first["start_s"] - fault["at_s"]) <= 1.0
             symptom_right = right and first["symptom"] == fault["symptom"]
         rows.append({"scenario": run["scenario"],
                      "injected": fault and f"{fault['kind']} {fault['target']} {fault['symptom']} at {fault['at_s']} s",
                      "injected_class": fault and f"{fault['kind']} {fault['symptom']}",
                      "first": first and f"{first['kind']} {first['target']} {first['symptom']} from {first['start_s']} s",
                      "first_class": first and f"{first['kind']} {first['symptom']}",
-                     "right": right, "symptom_right": symptom_right, "wall_s": round(wall, 2)})
+                     "right": right, "target_right": target_right, "symptom_right": symptom_right,
+                     "culprits": [f"{c['kind']} {c['target']} {c['symptom']} from {c['start_s']} s ({c['score']})"
+                                  for c in diagnosis["culprits"][:4]],
+                     "wall_s": round(wall, 2)})
     return rows
 
 
 def confusion(rows: list[dict]) -> str:
     """The confusion table: injected kind/symptom (rows) x first culprit's kind/symptom (columns,
-    `wrong target` when the kind and target or the start are not the injected ones)."""
+    `wrong target` when the kind and target are not the injected ones, `wrong start` when they are
+    but the start is more than 1 s off)."""
     def col(r):
         if r["first_class"] is None:
             return "none"
         if r["injected"] is not None and not r["right"]:
-            return "wrong target"
+            return "wrong start" if r["target_right"] else "wrong target"
         return r["first_class"]
 
     rows_ = sorted({r["injected_class"] or "healthy" for r in rows})
