@@ -321,7 +321,43 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
     return out
 
 
-def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
+HOLD_MARGIN_FRAMES = 0.5  # above what a cable's wire holds: acks and credits between the frames, never a frame
+
+
+def wire_holds(scenario, frame: int) -> dict[str, float]:
+    """tier -> the most bytes one direction of a healthy cable holds at an instant: a frame counts
+    as sent when its first bit leaves and as arrived when its last does, so the frames that started
+    within one serialisation plus the propagation delay, ceil((delay + serialisation) /
+    serialisation) of them, plus HOLD_MARGIN_FRAMES."""
+    out = {}
+    for tier in ("host", "fabric"):
+        params = scenario.links.for_tier(tier)
+        serialise = frame * 8 / (params.rate_mbps * 1e6)
+        out[tier] = (math.ceil((params.delay_us / 1e6 + serialise) / serialise) + HOLD_MARGIN_FRAMES) * frame
+    return out
+
+
+def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[int, int, str, float] | None:
+    """(first bin, last bin, direction, most held) when a direction of a cable held more than `hold`
+    bytes on its wire at MIN_BINS bin edges or more and all it held arrived by the end: a delay
+    longer than its nominal one. The first bin is the foot of the stretch of bins, ending at the
+    first edge above `hold`, in which it held something: the delay began there."""
+    found = []
+    for key in keys:
+        held, cum = [], 0.0
+        for s, a in zip(sent[key], arrived[key]):
+            cum += s - a
+            held.append(cum)
+        over = [b for b, h in enumerate(held) if h > hold]
+        if len(over) >= MIN_BINS and held[-1] <= hold:
+            i = over[0]
+            while i > 0 and held[i - 1] > 0:
+                i -= 1
+            found.append((i, over[-1], key, max(held)))
+    return min(found, default=None)
+
+
+def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culprit]:
     """Culprits the counters show directly, before any comparison of amounts (docs/diagnose.md):
 
     * a switch whose counters started from zero again: `restarted`, from the first bin in which all
@@ -362,7 +398,8 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
             out.append(Culprit("switch", switch, "down", i * BIN_S, (j + 1) * BIN_S, 1.0,
                                f"every port silent from {i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s while the "
                                "twin's forwarded", crossed=i * BIN_S))
-    restarted = {c.target for c in out}
+    restarted = set(resets)
+    cables = {}  # id(culprit) -> the cable it was read from
     for link in topo.links:
         if link.a in restarted or link.b in restarted:
             continue
@@ -378,6 +415,14 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
                 for b in range(n)]
         lossy = [b for b in range(n) if lost[b] >= WIRE_LOSS_BYTES]
         if not lossy:
+            late = held_late(sent, arrived, keys, holds[link.tier])
+            if late is not None:
+                i, j, key, most = late
+                out.append(Culprit("link", link.name, "delayed", i * BIN_S, (j + 1) * BIN_S, 0.5,
+                                   f"{key.split(':')[1]} held up to {most / 1e3:.1f} kB on the wire, more than "
+                                   f"its nominal delay can ({holds[link.tier] / 1e3:.1f} kB), in {j - i + 1} bins "
+                                   "or fewer; all of it arrived", crossed=i * BIN_S))
+                cables[id(out[-1])] = link
             continue
         first, last_loss = lossy[0], lossy[-1]
         twin_busy = [sum(twin.get(k, [0.0] * n)[b] for k in keys) > 0 for b in range(n)]
@@ -406,23 +451,40 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
                            f"{len(lossy)} bins" + (f"; delivered nothing in {len(cuts)} stretch(es) of "
                                                    f"{', '.join(f'{(j - i + 1) * BIN_S:.1f} s' for i, j in cuts)}" if cuts else ""),
                            crossed=first * BIN_S))
+        cables[id(out[-1])] = link
+    # a stopped switch loses what its cables carry toward it, on every busy one at once; a switch
+    # that falls silent when a single cable of it was cut is idle because the routes left it
+    for c in [c for c in out if c.kind == "switch" and c.symptom == "down"]:
+        own = [d for d in out if id(d) in cables and c.target in (cables[id(d)].a, cables[id(d)].b)]
+        near = [d for d in own if abs(d.start_s - c.start_s) <= TOGETHER_S]
+        drop = [c] if len(near) == 1 else own
+        out = [d for d in out if all(d is not x for x in drop)]
     out.sort(key=lambda c: (c.start_s, -c.score))
     return out
 
 
 STALL_BINS = 3  # a host whose NIC sent nothing this many bins running while its twin's sent
 CEILING_BINS = 5  # a NIC flat at a ceiling this many bins running ...
-CEILING_FLAT = 0.2  # ... every bin within this share of its largest ...
+CEILING_FRAMES = 2  # ... every bin within this many data frames of its largest (a paced wire: +-1) ...
 CEILING_SHARE = 0.7  # ... at most this share of the twin's peak in them: its rate was cut
 SLOW_SHARE = 0.35  # ... or sent at most this share of its twin's bytes, but not nothing
 
 
-def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
-    """A host's NIC against its twin's (the bytes it sent into its cable per bin): `stalled` when it
-    sent nothing for STALL_BINS bins running while the twin's sent, `slow` when it sent at most
-    SLOW_SHARE of the twin's bytes (but something) for STALL_BINS bins running; from the first such
-    bin. A stalled agent stops at once; the hosts it holds up stop after their windows drain, so
-    the earliest onset ranks first."""
+def frame_bytes(scenario) -> int:
+    """A data cell's frame on the wire (Ethernet, IP, UDP, cell header, body)."""
+    from testbed.cells.wire import FRAME_OVERHEAD, HEADER_LEN
+
+    return FRAME_OVERHEAD + HEADER_LEN + scenario.fabric.cell_size
+
+
+def host_culprits(wire, run: dict, twin: dict, topo, frame: int) -> list[Culprit]:
+    """A host's NIC against its twin's (the bytes it sent into its cable per bin), from the first bin
+    of the earliest of: `stalled`, it sent nothing for STALL_BINS bins running while the twin's sent;
+    `slow`, it sent at most SLOW_SHARE of the twin's bytes (but something) for STALL_BINS bins
+    running; `slow` (pinned), it sent flat at a ceiling (`ceiling`). A stalled agent stops at once;
+    the hosts it holds up stop after their windows drain, so the earliest onset ranks first. A slow
+    span in which the ToR's port to the host holds a standing queue is its cable's, not its NIC's
+    (a NIC whose rate was cut builds no queue toward itself)."""
     sent = wire[0]
     out = []
     for link in topo.links:
@@ -434,40 +496,54 @@ def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
         if key not in sent or key not in twin:
             continue
         mine, tw = sent[key], twin[key]
+        found = []  # (first bin, last bin, symptom, pinned ceiling or None)
         stalled = [tw[b] > 0 and mine[b] == 0 for b in range(len(tw))]
         slow = [tw[b] > 0 and 0 < mine[b] <= SLOW_SHARE * tw[b] for b in range(len(tw))]
         for symptom, flags in (("stalled", stalled), ("slow", slow)):
             spans = [(i, j) for i, j in _runs(flags) if j - i + 1 >= STALL_BINS]
             if spans:
-                i, j = spans[0]
-                share = sum(mine[i:j + 1]) / max(1.0, sum(tw[i:j + 1]))
-                held = Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2), "")
-                if symptom == "slow" and queue_excess(run, twin, topo, held) >= QUEUE_EXCESS:
-                    break  # the ToR's port to it holds a standing queue: its cable is slow, not its NIC
+                found.append((*spans[0], symptom, None))
+        capped = ceiling(mine, tw, frame)
+        if capped is not None:
+            found.append((capped[0], capped[0] + CEILING_BINS - 1, "slow", capped))
+        for i, j, symptom, capped in sorted(found, key=lambda f: f[0]):  # stable: stalled, slow, pinned
+            share = sum(mine[i:j + 1]) / max(1.0, sum(tw[i:j + 1]))
+            held = Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2), "")
+            if symptom == "slow" and queue_excess(run, twin, topo, held) >= QUEUE_EXCESS:
+                break  # the ToR's port to it holds a standing queue: its cable is slow, not its NIC
+            if capped is None:
                 out.append(Culprit("host", host, symptom, i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2),
                                    f"its NIC sent {share:.0%} of its twin's bytes from {i * BIN_S:.1f} s to "
                                    f"{(j + 1) * BIN_S:.1f} s", crossed=i * BIN_S))
-                break
-        else:
-            capped = nic_ceiling(mine, tw)
-            if capped is not None:
-                i, top, twin_top = capped
+            else:
+                _, top, twin_top = capped
                 out.append(Culprit("host", host, "slow", i * BIN_S, (i + CEILING_BINS) * BIN_S,
                                    round(1 - top / twin_top, 2),
                                    f"its NIC sent flat at {top * 8 / BIN_S / 1e6:.2f} Mbit/s from {i * BIN_S:.1f} s "
-                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S, pinned=True))
+                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S,
+                                   pinned=True))
+            break
     out.sort(key=lambda c: (c.start_s, -c.score))
     return out
 
 
-def nic_ceiling(mine: list[float], twin: list[float]) -> tuple[int, float, float] | None:
-    """(first bin, the run's ceiling, the twin's peak) of the first CEILING_BINS bins in which a NIC
-    sent flat at a ceiling (every bin within CEILING_FLAT of its largest) at most CEILING_SHARE of what
-    its twin's reached in them: a NIC whose rate was cut sends at its new rate, not at the fabric's."""
+def ceiling(mine: list[float], twin: list[float], frame: int, where: list[bool] | None = None
+            ) -> tuple[int, float, float] | None:
+    """(first bin, the run's ceiling, the twin's peak) of the first CEILING_BINS bins (all of them
+    `where`, when given) in which a sender sent flat at a ceiling, every bin at least CEILING_FRAMES
+    frames and within CEILING_FRAMES frames of its largest, at most CEILING_SHARE of what its twin's
+    reached in them and more than CEILING_FRAMES frames below it. A wire or pacer whose rate was cut
+    sends its new rate every bin, give or take the one frame a bin's edge cuts; a sender held back
+    by its window sends in bursts, several frames apart from bin to bin; a trickle (acks, a tail) is
+    flat within two frames whatever holds it, so a ceiling is read only above that granularity."""
     for i in range(len(twin) - CEILING_BINS + 1):
+        if where is not None and not all(where[i:i + CEILING_BINS]):
+            continue
         run_w, twin_w = mine[i:i + CEILING_BINS], twin[i:i + CEILING_BINS]
         top, twin_top = max(run_w), max(twin_w)
-        if top > 0 and top <= CEILING_SHARE * twin_top and min(run_w) >= (1 - CEILING_FLAT) * top:
+        tolerance = CEILING_FRAMES * frame
+        if (top <= CEILING_SHARE * twin_top and top - tolerance <= min(run_w)
+                and min(run_w) >= tolerance and twin_top - top > tolerance):
             return i, top, twin_top
     return None
 
@@ -564,7 +640,7 @@ def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
     return drops
 
 
-def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culprit]:
+def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 1090) -> list[Culprit]:
     """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
 
     1. a fabric link both of whose directions lost SHARE_DROP of their share of their senders'
@@ -626,11 +702,22 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culpr
         queued = [c for c in together if c.kind == "link" and queue_excess(run, twin, topo, c) >= QUEUE_EXCESS]
         for c in queued:
             c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
+        # a queue the port drains flat at a ceiling: the port's own rate was cut, the cause of what
+        # else is flat or slow (a NIC held back by the cable sends in bursts, not at a ceiling)
+        cut = []
+        for c in queued:
+            drained = cable_ceiling(run, twin, topo, c, frame)
+            if drained is not None:
+                c.evidence += (f"; {drained[0].split(':')[1]} drained it flat at "
+                               f"{drained[1] * 8 / BIN_S / 1e6:.2f} Mbit/s where the twin's reached "
+                               f"{drained[2] * 8 / BIN_S / 1e6:.2f}")
+                cut.append(c)
         # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver)
         silent = [c for c in early if c.pinned or c.symptom in ("stalled", "down")
                   and (not queued or c.start_s < min(q.start_s for q in queued)
                        or any(c.target in (topo.link(q.target).a, topo.link(q.target).b) for q in queued))]
-        ranked = silent + queued + [c for c in ranked if c not in queued and c not in silent]
+        ranked = cut + silent + [c for c in queued if c not in cut] + [
+            c for c in ranked if c not in queued and c not in silent]
     stopped = {c.target for c in nic if c.kind == "switch"}  # its cables fell silent with it: the switch says it
     return [c for c in first + ranked
             if c.kind != "link" or not stopped & {topo.link(c.target).a, topo.link(c.target).b}]
@@ -647,6 +734,25 @@ def standing_queue(run: dict, twin: dict, keys: list[str]) -> tuple[int, int, st
         for i, j in _runs([a - b >= QUEUE_EXCESS for a, b in zip(q, tq)]):
             if j - i + 1 >= MIN_BINS and sum(run[key][i:j + 1]) < sum(twin[key][i:j + 1]):
                 return i, j, key
+    return None
+
+
+def cable_ceiling(run: dict, twin: dict, topo, culprit: Culprit, frame: int) -> tuple[str, float, float] | None:
+    """(direction, its ceiling, the twin's peak) when a switch egress of the culprit's cable, within
+    the culprit's window, held a queue QUEUE_EXCESS cells above the twin's while it sent flat at a
+    ceiling (`ceiling`) for CEILING_BINS bins: a port with cells waiting sends at its rate, so a flat
+    rate well below the twin's is the port's rate cut."""
+    link = topo.link(culprit.target)
+    lo, hi = int(culprit.start_s / BIN_S + 1e-6), int(culprit.end_s / BIN_S + 1e-6) + 1
+    for a, b in ((link.a, link.b), (link.b, link.a)):
+        key = f"{link.name}:{a}>{b}"
+        q, tq = run.get(f"{key}:queue"), twin.get(f"{key}:queue")
+        if q is None or tq is None or key not in run or key not in twin:
+            continue
+        where = [x - y >= QUEUE_EXCESS for x, y in zip(q[lo:hi], tq[lo:hi])]
+        capped = ceiling(run[key][lo:hi], twin[key][lo:hi], frame, where)
+        if capped is not None:
+            return key, capped[1], capped[2]
     return None
 
 
@@ -679,13 +785,14 @@ def diagnose_variant(variant_dir: Path) -> dict:
         run.update(links)
         twin.update(twin_links)
     wire = run_wire(variant_dir, scenario.topo, nbins)
-    culprits = wire_culprits(wire, twin, scenario.topo) if wire is not None else []
-    nic = host_culprits(wire, run, twin, scenario.topo) if wire is not None else []
+    frame = frame_bytes(scenario)
+    culprits = wire_culprits(wire, twin, scenario.topo, wire_holds(scenario, frame)) if wire is not None else []
+    nic = host_culprits(wire, run, twin, scenario.topo, frame) if wire is not None else []
     nic += [c for c in culprits if c.kind == "switch" and c.symptom == "down"]  # silence only: onset-ranked
     culprits = [c for c in culprits if c not in nic]
     named = {(c.kind, c.target) for c in culprits}
     nic.sort(key=lambda c: (c.start_s, -c.score))
-    culprits += [c for c in localise(run, twin, scenario.topo, nic) if (c.kind, c.target) not in named]
+    culprits += [c for c in localise(run, twin, scenario.topo, nic, frame) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,

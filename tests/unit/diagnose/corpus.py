@@ -8,7 +8,12 @@ telemetry.jsonl and faults.jsonl); diagnose must read neither the faults section
 
 A target is drawn among what the healthy run kept busy during the fault's window: a cable that
 carried bytes both ways, a host that sent or received, a switch that forwarded (a fault on something
-the job does not use changes nothing and no diagnosis can see it).
+the job does not use changes nothing and no diagnosis can see it). A `link_degrade` acts on the
+switch-side egress of its cable (both directions of a fabric cable, only the ToR's toward the host
+of a host cable), so its cable is drawn among those where such a direction carried data in the
+window (BUSY_BYTES or more, not acks and credits only): the host cable of an incast sender carries
+only acks toward the host, and slowing, delaying or thinning those, far below the cable's rate,
+changes nothing the run records.
 
 Injected (kind, symptom), the answer diagnose must give:
 
@@ -63,6 +68,17 @@ def scenario_text(name: str, topology: str, workload: str) -> str:
     return yaml.safe_dump(scenario_data(name, topology, workload), sort_keys=False)
 
 
+def corpus_seeds(text: str | None) -> list[int]:
+    """The seeds of the target and time draws TESTBED_DIAGNOSE_SEEDS names (`7,11,43`); [43] when it
+    is unset or empty."""
+    if not (text or "").strip():
+        return [43]
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"TESTBED_DIAGNOSE_SEEDS={text!r}: not comma-separated integers") from None
+
+
 def write_run(data: dict, out: Path) -> Path:
     """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`."""
     from testbed.scenario import expand_variants, load_scenario
@@ -83,11 +99,12 @@ def write_run(data: dict, out: Path) -> Path:
 
 def busy(run_dir: Path, topo) -> tuple[dict[str, list[float]], float]:
     """(per cable, host and switch: bytes per 100 ms bin of the healthy run (a cable: the smaller of its
-    two directions; a host: its cables'; a switch: its ports' tx), the time the last cable went idle)."""
+    two directions; a host: its cables'; a switch: its ports' tx; and per direction `cable:a>b`), the
+    time the last cable went idle)."""
     from testbed.diagnose.core import BIN_S, _bins, run_link_series
 
     series = run_link_series(run_dir, topo, _bins(DURATION_S))
-    active: dict[str, list[float]] = {}
+    active: dict[str, list[float]] = {k: v for k, v in series.items() if not k.endswith(":queue")}
     for link in topo.links:
         a, b = series.get(f"{link.name}:{link.a}>{link.b}"), series.get(f"{link.name}:{link.b}>{link.a}")
         if not (a and b):
@@ -110,8 +127,14 @@ def draw_fault(rng: random.Random, active: dict[str, list[float]], topo, kind: s
     at_s = round(rng.uniform(0.8, max(1.0, 0.6 * busy_until_s)), 1)
     duration_s = round(rng.uniform(1.5, 3.0), 1)
     lo, hi = int(at_s / 0.1), int((at_s + duration_s) / 0.1)
+    from testbed.diagnose.core import BUSY_BYTES
+
     pool = ({l.name for l in topo.links} if CULPRIT_KIND[kind] == "link"
             else set(topo.hosts) if CULPRIT_KIND[kind] == "host" else set(topo.switches))
+    if kind == "link_degrade":  # it acts on the switch-side egress: a direction carrying data there
+        pool = {l.name for l in topo.links if any(
+            sum(active.get(f"{l.name}:{x}>{y}", ())[lo:hi]) >= BUSY_BYTES
+            for x, y in ((l.a, l.b), (l.b, l.a)) if x in topo.switches)}
     target = rng.choice(sorted(n for n in pool if n in active and sum(active[n][lo:hi]) > 0))
     base = {"at_s": at_s, "kind": kind, "target": target}
     if kind == "link_down":

@@ -11,20 +11,10 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import INJECTED, confusion, score
+from tests.unit.diagnose.corpus import INJECTED, confusion, corpus_seeds, score
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_CORPUS") != "1",
                                 reason="the full corpus takes minutes: make diagnose-corpus")
-
-
-def corpus_seeds(text: str | None) -> list[int]:
-    """The seeds TESTBED_DIAGNOSE_SEEDS names (`7,11,43`), [43] when it is unset or empty."""
-    if not (text or "").strip():
-        return [43]
-    try:
-        return [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise pytest.UsageError(f"TESTBED_DIAGNOSE_SEEDS={text!r}: not comma-separated integers") from None
 
 
 @pytest.mark.parametrize("seed", corpus_seeds(os.environ.get("TESTBED_DIAGNOSE_SEEDS")))
