@@ -660,9 +660,18 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
             score = min(drops[k] for k in busy)
             start = min((w[0] for w in windows), default=0) * BIN_S
             end = (max((w[1] for w in windows), default=len(twin[keys[0]]) - 1) + 1) * BIN_S
-            first.append(Culprit("link", link.name, "slow", start, end, round(min(1.0, score), 2),
+            # a slow cable still carries its rate; one that carried nothing either way while its
+            # twin's carried was down (the routes moved around it, so it lost too little to see)
+            n = len(twin[keys[0]])
+            quiet = [all(run.get(k, [0.0] * n)[b] == 0 for k in keys) and sum(twin[k][b] for k in keys) > 0
+                     for b in range(n)]
+            cuts = [(i, j) for i, j in _runs(quiet) if j - i + 1 >= CUT_BINS]
+            symptom = "flapping" if len(cuts) >= 2 else "down" if cuts else "slow"
+            first.append(Culprit("link", link.name, symptom, start, end, round(min(1.0, score), 2),
                                  "share of its senders' fabric bytes below the twin's by "
-                                 + ", ".join(f"{k.split(':')[1]} {drops[k]:.0%}" for k in keys)))
+                                 + ", ".join(f"{k.split(':')[1]} {drops[k]:.0%}" for k in busy)
+                                 + (f"; carried nothing either way in {len(cuts)} stretch(es) of "
+                                    + ", ".join(f"{(j - i + 1) * BIN_S:.1f} s" for i, j in cuts) if cuts else "")))
         elif len(windows) == 2:
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
             score = min(1.0, min(w[2] for w in windows))
@@ -712,9 +721,10 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
                                f"{drained[1] * 8 / BIN_S / 1e6:.2f} Mbit/s where the twin's reached "
                                f"{drained[2] * 8 / BIN_S / 1e6:.2f}")
                 cut.append(c)
-        # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver)
+        # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver) and,
+        # from the same bin, on the cables toward it
         silent = [c for c in early if c.pinned or c.symptom in ("stalled", "down")
-                  and (not queued or c.start_s < min(q.start_s for q in queued)
+                  and (not queued or c.start_s <= min(q.start_s for q in queued)
                        or any(c.target in (topo.link(q.target).a, topo.link(q.target).b) for q in queued))]
         ranked = cut + silent + [c for c in queued if c not in cut] + [
             c for c in ranked if c not in queued and c not in silent]
