@@ -188,16 +188,16 @@ def score_runs(corpus: list[dict]) -> list[dict]:
     """Each run of `corpus` (rows of `runs`) diagnosed: a row with the injected fault, the first
     culprit, whether it is right (kind and target, start within 1 s; a healthy run: no culprit),
     whether its kind and target are (whatever its start), whether the symptom is, and the
-    diagnosis's wall time."""
+    diagnosis's wall and CPU time (the twin's simulation runs in this process)."""
     import time
 
     from testbed.diagnose.core import diagnose_variant
 
     rows = []
     for run in corpus:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         diagnosis = diagnose_variant(run["dir"])
-        wall = time.monotonic() - started
+        wall, cpu = time.monotonic() - started, time.process_time() - cpu
         first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
         fault = run["fault"]
         if fault is None:
@@ -214,7 +214,7 @@ def score_runs(corpus: list[dict]) -> list[dict]:
                      "right": right, "target_right": target_right, "symptom_right": symptom_right,
                      "culprits": [f"{c['kind']} {c['target']} {c['symptom']} from {c['start_s']} s ({c['score']})"
                                   for c in diagnosis["culprits"][:4]],
-                     "wall_s": round(wall, 2)})
+                     "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
     return rows
 
 

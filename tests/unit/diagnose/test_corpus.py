@@ -29,7 +29,7 @@ def test_corpus_acceptance(tmp_path, seed):
     print(f"seed {seed}: first culprit right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/"
           f"{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy with no "
           f"culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per variant at most "
-          f"{max(r['wall_s'] for r in rows):.1f} s")
+          f"{max(r['wall_s'] for r in rows):.1f} s (CPU {max(r['cpu_s'] for r in rows):.1f} s)")
     assert len(faulty) >= 24 and len(healthy) >= 6
     assert {r["injected_class"] for r in faulty} == {f"{k} {s}" for k, s in (
         (("link" if kind.startswith("link") else "switch" if kind == "switch_restart" else "host"), symptom)
