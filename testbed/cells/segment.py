@@ -20,6 +20,29 @@ def frame(payload: bytes) -> bytes:
     return payload + zlib.crc32(payload).to_bytes(TRAILER_LEN, "big")
 
 
+class Framed(bytes):
+    """A message framed ahead of its start (frame_ahead): the framed bytes, which a sender takes as
+    they are instead of framing the payload when the message starts."""
+
+    @property
+    def payload_bytes(self) -> int:
+        return len(self) - TRAILER_LEN
+
+
+def frame_ahead(payload: bytes) -> Framed:
+    """frame(payload), kept as a Framed: a 2 MiB message's copy and CRC cost about 1.4 ms, which
+    a host pays before its run rather than when all its messages start at one instant."""
+    return Framed(frame(payload))
+
+
+def framed(message: bytes) -> tuple[bytes, int]:
+    """A message handed to a sender as its framed bytes and its payload's length: a Framed as it
+    is, any other bytes framed now."""
+    if isinstance(message, Framed):
+        return message, message.payload_bytes
+    return frame(message), len(message)
+
+
 def unframe(framed: bytes) -> bytes | None:
     """Application bytes if the trailer matches, else None."""
     if len(framed) < TRAILER_LEN:
@@ -45,3 +68,37 @@ def cell_body(framed: bytes, index: int, cell_size: int) -> bytes:
 def reassemble(bodies: list[bytes], framed_len: int) -> bytes:
     """Concatenate cell bodies and drop the padding."""
     return b"".join(bodies)[:framed_len]
+
+
+def unframe_cells(bodies: list[bytes], framed_len: int) -> bytes | None:
+    """A message's application bytes from its cell bodies in order, if its trailer matches, else
+    None: unframe(reassemble(bodies, framed_len)) with the message copied once, not three times
+    (the join, the cut of the padding and the cut of the trailer each made a fresh buffer, about
+    1.5 ms per 2 MiB of page faults and copying). Bodies that hold fewer than `framed_len` bytes
+    are not a message (None)."""
+    n = framed_len - TRAILER_LEN
+    if n < 0:
+        return None
+    parts: list[bytes] = []
+    have = 0
+    rest = b""  # what follows the application bytes: the trailer, then padding
+    for i, body in enumerate(bodies):
+        if have + len(body) < n:
+            parts.append(body)
+            have += len(body)
+            continue
+        cut = n - have
+        parts.append(body[:cut])
+        rest = body[cut:cut + TRAILER_LEN]
+        for more in bodies[i + 1:]:  # the trailer may run over into the next cells
+            if len(rest) >= TRAILER_LEN:
+                break
+            rest += more[:TRAILER_LEN]
+        have = n
+        break
+    if have < n or len(rest) < TRAILER_LEN:
+        return None
+    payload = b"".join(parts)
+    if zlib.crc32(payload).to_bytes(TRAILER_LEN, "big") != rest[:TRAILER_LEN]:
+        return None
+    return payload

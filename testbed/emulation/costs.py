@@ -17,7 +17,9 @@ per-packet figure is what is left after that rate times the window. A run
 whose idle estimate takes more than MAX_IDLE_SHARE of the switches' CPU, or
 that has too few packets, or whose switch CPU could not be read, records no
 per-packet figure (and says why), never a zero: a zero would calibrate the
-pre-flight check to rates the machine cannot hold.
+pre-flight check to rates the machine cannot hold. The agents' figure follows
+the same rule with their quiet wake-ups (capacity.DEFAULT_IDLE_CPU_PER_AGENT
+over each loop) as the idle part.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     switch_us = None if unmeasured else busy_cpu * 1e6 / packets
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]
-    agent_cpu = datagrams = 0.0
+    agent_cpu = agent_total = datagrams = 0.0
     for path in records.glob("*.stats.json"):
         try:
             stats = json.loads(path.read_text())
@@ -133,16 +135,24 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
         # an agent's quiet wake-ups over its loop (the capacity check adds them as idle demand)
         times = (stats.get("series") or {}).get("t_s") or [0.0]
         quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (times[-1] - times[0])
+        agent_total += stats.get("cpu_s") or 0.0
         agent_cpu += max(0.0, (stats.get("cpu_s") or 0.0) - quiet)
         datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
         lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
-    agent_us = agent_cpu * 1e6 / datagrams if datagrams > MIN_SAMPLE else None
+    agent_unmeasured = None
+    if datagrams <= MIN_SAMPLE:
+        agent_unmeasured = f"{int(datagrams)} agent datagrams are too few to measure a cost per datagram"
+    elif agent_cpu < (1 - MAX_IDLE_SHARE) * agent_total:
+        # a loop stretched long (--fit) with few datagrams: its quiet wake-ups are most of its CPU
+        agent_unmeasured = (f"the agents' quiet wake-ups leave less than {1 - MAX_IDLE_SHARE:.0%} of their "
+                            f"{agent_total:.2f} CPU-s to their datagrams")
+    agent_us = None if agent_unmeasured else agent_cpu * 1e6 / datagrams
     kept_time = max(lags, default=0) <= threshold_us
     if (switch_us or agent_us) and kept_time:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
-                            idle_per_switch)
+                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams))
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
-            "agent_us_per_datagram": agent_us and round(agent_us, 1),
+            "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
             "switch_mode": mode,
             "switch_idle_cpu_per_switch": idle_per_switch if idle_per_switch is None else round(idle_per_switch, 5),

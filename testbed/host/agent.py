@@ -76,7 +76,9 @@ MAX_BATCH = 256
 MAX_SLEEP_S = 0.05
 # Coalescing (see Agent.replay): the loop wakes at most once per window: COALESCE_SHARE of the
 # host link's delay, at most the NIC's catch-up and MAX_COALESCE_S; TESTBED_AGENT_COALESCE=0
-# turns it off (every event handled at its wake-up's time, the loop before the replay).
+# turns it off (every event handled at its wake-up's time, the loop before the replay) and
+# TESTBED_AGENT_COALESCE_SHARE sets another share (above 0, below 1: a cell must still reach
+# the NIC before it is due at the ToR).
 COALESCE_SHARE = 0.5
 MAX_COALESCE_S = 0.002
 PROGRESS_PERIOD_S = 1.0  # --progress-file's period: a line of counters for the run's progress display
@@ -99,6 +101,21 @@ class AgentResult:
     delivered: int
     acked: int
     reason: str
+
+
+def coalesce_share() -> float:
+    """The share of the host link's delay the loop may coalesce over: COALESCE_SHARE, or
+    TESTBED_AGENT_COALESCE_SHARE when it is set."""
+    text = os.environ.get("TESTBED_AGENT_COALESCE_SHARE")
+    if text is None:
+        return COALESCE_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share < 1:
+        raise AgentError(f"TESTBED_AGENT_COALESCE_SHARE={text!r} must be a number above 0 and below 1")
+    return share
 
 
 def load_peers(path: Path) -> dict[str, str]:
@@ -224,9 +241,11 @@ class Agent:
         # Event-time replay (`replay`): the window the loop coalesces wake-ups over (0: off), the
         # transport's next deadline as the last kick left it, and the time of the last event replayed.
         self.coalesce_s = 0.0
+        self.coalesce_share = coalesce_share()
         self._due: float | None = None
         self._event_clock = 0.0
         self.replayed_events = 0
+        self.built_ahead_bytes: int | None = None  # payload bytes built before the loop (prepare)
         self.replay_stalls = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
@@ -455,25 +474,24 @@ class Agent:
         events = 0
         if readable:
             _count, arrivals = self._read_arrivals()
-            t = None
-            for ep, src, data, tos, arrived in arrivals:
-                t = self._event_time(arrived, wall)
-                events += self._advance(t)
-                ep.receive(t, src, data, tos, t)
-                events += 1
-            if t is not None:
+            if arrivals:
+                for ep, src, data, tos, arrived in arrivals:
+                    # Its event time: the kernel receive time, kept in time order (read after a
+                    # later deadline was replayed, it counts from that) and never after `wall`.
+                    t = arrived if arrived is not None else wall
+                    if t < self._event_clock:
+                        t = self._event_clock
+                    elif t > wall:
+                        t = wall
+                    due = self._due
+                    if due is not None and due <= t:
+                        events += self._advance(t)
+                    ep.receive(t, src, data, tos, t)
+                events += len(arrivals)
                 self._kick(t)
         events += self._advance(wall)
         self.replayed_events += events
         return events
-
-    def _event_time(self, arrived: float | None, wall: float) -> float:
-        """An arrival's time for the replay: its kernel receive time, kept in time order (read
-        after a later deadline was replayed, it counts from that) and never after `wall`."""
-        t = arrived if arrived is not None else wall
-        if t < self._event_clock:
-            return self._event_clock
-        return wall if t > wall else t
 
     def _advance(self, t: float) -> int:
         """Poll the transport at each of its deadlines up to `t`, in order; how many."""
@@ -505,12 +523,13 @@ class Agent:
         self._due = due
 
     def _to_wire(self, due: float, dst: str, data: bytes, ect: bool, port: int = 0) -> None:
-        """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`."""
+        """Hand a cell to the NIC's timed send queue: it leaves when it reaches the ToR, `due`
+        (staged; the loop flushes what a wake-up released before it sleeps)."""
         channel = channel_of_datagram(data)
         flow = self._flow_socks.get((dst, channel, port))
         if flow is None:
             flow = self._open_flow(dst, port, channel)
-        self.nicq.submit(due, flow, dst, self.port, data, ECT0 if ect else 0)
+        self.nicq.stage(due, flow, dst, self.port, data, ECT0 if ect else 0)
 
     def _receive_pause_frames(self, port: int) -> None:
         sock, pause = self._pause_socks[port], self.pause_gates[port].pause
@@ -542,7 +561,11 @@ class Agent:
         return sent
 
     def _done(self) -> bool:
-        return self.runner.finished() and self.expected_in <= self.runner.received
+        """Every message of this host's acknowledged and every message to it delivered. Asked at
+        every wake-up: the counts are compared first (no subset test while messages are missing)."""
+        received = self.runner.received
+        return (len(received) >= len(self.expected_in) and self.runner.finished()
+                and self.expected_in <= received)
 
     @staticmethod
     def cpu_s() -> float:
@@ -573,21 +596,35 @@ class Agent:
     def _poll_transport(self, now: float) -> int:
         """Service the workload and the transport at `now` and put what they release on the
         wires; how many datagrams were sent at `now` (not through the NIC's timed queue)."""
-        nic, gates = self.nic_ports, self.pause_gates
+        nic, gates, nicq = self.nic_ports, self.pause_gates, self.nicq
         self.runner.poll(now)
-        self.nicq.release(now)  # the Python NIC's due cells (the native one sends on its own)
+        nicq.release(now)  # the Python NIC's due cells (the native one sends on its own)
         sent = 0 if gates is None else self._release_held(now)
+        delay, multiport = self.link_delay_s, self.multiport
+        flow_socks = self._flow_socks
         for tx in self.ep.poll(now):
-            port, data = nic.choose(tx.data, self._sport(tx.dst), channel_of_datagram(tx.data))
-            self.nic_tx_bytes += len(data) + FRAME_OVERHEAD
-            if gates is not None and not gates[port].admit(data[0] & 0x0F, tx.start, (tx.dst, data, tx.ect), now):
+            data, dst = tx.data, tx.dst
+            channel = channel_of_datagram(data)
+            if multiport:
+                port, data = nic.choose(data, self._sport(dst), channel)
+            else:  # one port: no choice, but the peer's channel-0 flow is opened first, as always
+                port = 0
+                if (dst, 0) not in self._flow_sport:
+                    self._sport(dst)
+            wire_bytes = len(data) + FRAME_OVERHEAD
+            self.nic_tx_bytes += wire_bytes
+            kind = data[0] & 0x0F
+            if gates is not None and not gates[port].admit(kind, tx.start, (dst, data, tx.ect), now):
                 continue
-            if self.link_delay_s:
-                due = nic.on_wire(port, tx.start, len(data) + FRAME_OVERHEAD, self.link_delay_s, data[0] & 0x0F)
-                self._to_wire(due, tx.dst, data, tx.ect, port)
+            if delay:
+                due = nic.on_wire(port, tx.start, wire_bytes, delay, kind)
+                flow = flow_socks.get((dst, channel, port))  # _to_wire, inlined: the hot path
+                if flow is None:
+                    flow = self._open_flow(dst, port, channel)
+                nicq.stage(due, flow, dst, self.port, data, ECT0 if tx.ect else 0)
             else:
-                nic.sent(port, now, data[0] & 0x0F)
-                self._send(tx.dst, data, tx.ect, port)
+                nic.sent(port, now, kind)
+                self._send(dst, data, tx.ect, port)
                 sent += 1
         if self.local_ep is not None:
             for tx in self.local_ep.poll(now):
@@ -602,7 +639,7 @@ class Agent:
             self.receiver = BatchReceiver(self.sock, self.epoch)
 
     def _coalescing_window(self) -> float:
-        """How late the loop may wake (`replay`): COALESCE_SHARE of the shortest delay a cell
+        """How late the loop may wake (`replay`): `coalesce_share` of the shortest delay a cell
         has between the transport and the ToR (the host link's, and the local channel's), at
         most the NIC's catch-up and MAX_COALESCE_S. Zero (every event at its wake-up, as before) without the native
         NIC's timed queue and batched receive, with PFC (its gates run on the wall clock), or
@@ -614,13 +651,21 @@ class Agent:
         budget = self.link_delay_s
         if self.local_ep is not None:
             budget = min(budget, self.local_delay_s)
-        return min(MAX_COALESCE_S, COALESCE_SHARE * budget, self.cfg.nic_catchup_s)
+        return min(MAX_COALESCE_S, self.coalesce_share * budget, self.cfg.nic_catchup_s)
+
+    def prepare(self) -> int:
+        """Build the workload's payloads ahead (WorkloadRunner.prepare), once: `testbed host` calls
+        this before it says it is ready, so the work is done before the run's epoch is even set."""
+        if self.built_ahead_bytes is None:
+            self.built_ahead_bytes = self.runner.prepare()
+        return self.built_ahead_bytes
 
     def run(self) -> AgentResult:
         self._enter_realtime()
         self._open_nic()  # after the scheduling change: a native pacing thread takes it
         self.coalesce_s = self._coalescing_window()
         replaying = self.coalesce_s > 0
+        self.prepare()  # when the command line did not already (before the epoch)
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
         watched = [self.sock] + list(self._pause_socks)
         for index, _pause_sock in enumerate(self._pause_socks):
@@ -678,6 +723,7 @@ class Agent:
                 if now >= self.timeout_s:
                     break
                 self.wakeups += 1
+                nicq.flush()  # what this wake-up released, handed to the NIC in one call
                 readable = self._wait(watched, due, now + self.coalesce_s)
                 for fileobj in readable:
                     if fileobj is self.link_events:
@@ -729,24 +775,31 @@ class Agent:
     def _wait(self, watched: list, due: float | None, not_before: float) -> list:
         """Sleep until something in `watched` is readable or `due` comes, but do not start work
         before `not_before` (the coalescing window): a deadline inside the window waits for its
-        end, and so does a datagram that wakes the loop inside it, with whatever else arrives
-        meanwhile (each keeps its kernel receive time). Returns what is readable. select() takes
+        end, and so does a datagram that arrives inside it, with whatever else arrives meanwhile
+        (each keeps its kernel receive time). Returns what is readable. So that a datagram inside
+        the window does not wake the loop only to put it to sleep again (two wake-ups), the cell
+        socket (watched[0]) is left out of the wait until the window ends; the rest of `watched`
+        (link changes, a host_slow command, PFC frames) wakes it at once. A window only comes with
+        the replay, which reads the socket after a wait that returns nothing, so a deadline
+        already due at the window's end returns at once, without a select. select() takes
         microseconds; selectors' epoll and poll round a timeout up to whole milliseconds, and at
         5 Mbit/s a cell takes 1.7 ms."""
         now = self.now()
-        if due is None:
-            wait = MAX_SLEEP_S
-        else:
-            wait = min(MAX_SLEEP_S, max(0.0, max(due, not_before) - now))
         try:
-            readable = select.select(watched, [], [], wait)[0]
+            if not_before > now:
+                others = watched[1:]
+                if others:
+                    if select.select(others, [], [], not_before - now)[0]:
+                        return select.select(watched, [], [], 0)[0]  # with the cells that came meanwhile
+                else:
+                    time.sleep(not_before - now)
+                now = self.now()
+                if due is not None and due <= now:
+                    return []  # due already: the replay reads the socket anyway, no select to ask
+            wait = MAX_SLEEP_S if due is None else min(MAX_SLEEP_S, max(0.0, due - now))
+            return select.select(watched, [], [], wait)[0]
         except InterruptedError:
             return []
-        if readable == [self.sock]:
-            now = self.now()
-            if now < not_before:
-                time.sleep(not_before - now)
-        return readable
 
     def write_records(self, reason: str) -> None:
         records.write_jsonl(self.records_dir / f"{self.name}.jsonl", self.runner.records)
@@ -771,6 +824,7 @@ class Agent:
             "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
             "loop_wakeups": self.wakeups, "rx_counts": dict(self.ep.counters),
             "loop_coalesce_us": round(self.coalesce_s * 1e6, 1), "replayed_events": self.replayed_events,
+            "payload_bytes_built_ahead": self.built_ahead_bytes,
             "replay_stalls": self.replay_stalls,
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,

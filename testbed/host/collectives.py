@@ -369,7 +369,8 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
                                read=(boff + off, length), contrib=frozenset({src}),
                                data_offset=boff + off)
         return b.out
-    if p.op == "all_gather":
+    if p.op in ("all_gather", "reduce_scatter"):
+        step = _ring_all_gather if p.op == "all_gather" else _ring_rs_segments
         parts = shards(p.size_bytes, n)
         # channel c carries slice c of every shard
         per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
@@ -377,16 +378,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
             b.channel = c
             order = _ring_order(ranks, c)
             segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
-            _ring_all_gather(b, order, segs)
-        return b.out
-    if p.op == "reduce_scatter":
-        parts = shards(p.size_bytes, n)
-        per_shard = [[(off + o, length) for o, length in _slices(plen, p.channels)] for off, plen in parts]
-        for c in range(p.channels):
-            b.channel = c
-            order = _ring_order(ranks, c)
-            segs = [per_shard[j][c] if c < len(per_shard[j]) else (parts[j][0], 0) for j in order]
-            _ring_rs_segments(b, order, segs)
+            step(b, order, segs)
         return b.out
     # all_reduce
     if p.algorithm == "ring":

@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
                   local=load_local(args.peers_file, args.name),
                   nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc,
                   progress_file=args.progress_file, command_file=args.command_file)
+    agent.prepare()  # the payloads, before 'agent ready': the run sets its epoch after that
     install_sigterm(agent)
     if agent.commands is not None:  # before 'agent ready': a run may signal it from then on
         agent.commands.install()

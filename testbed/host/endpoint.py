@@ -279,14 +279,15 @@ class Endpoint:
         compute it twice."""
         out: list[Transmit] = []
         due = None
+        nic = self.nic
         for _ in range(4):  # sending can move a timer (e.g. RTO level); settle it now
             self._service_timers(now)
-            while self.nic.ready(now):
+            while now >= nic.next_free:  # the pacer is ready
                 tx = self._next_packet(now)
                 if tx is None:
-                    self.nic.idle(now)
+                    nic.idle(now)
                     break
-                tx.start = self.nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD, tx.ready)
+                tx.start = nic.consume(now, len(tx.data) + wire.FRAME_OVERHEAD, tx.ready)
                 if self._restamp is not None:
                     flow, psn = self._restamp
                     self._restamp = None
@@ -301,12 +302,13 @@ class Endpoint:
         return out
 
     def _service_timers(self, now: float) -> None:
+        control = self._control
         for flow in self.senders.values():
             due = flow.deadline()
             if due is not None and now >= due:
                 was_sendable = flow.sendable()
                 for cell in flow.on_timer(now):
-                    self._control.append((flow.dst, cell, due))
+                    control.append((flow.dst, cell, due))
                 self._spend_held_credits(now, flow)  # a timeout's retransmissions may use them
                 if not was_sendable and flow.sendable():
                     flow.ready_at = due
@@ -315,12 +317,15 @@ class Endpoint:
             if due is not None and now >= due:
                 ack = rflow.ack_due_now(now)
                 if ack is not None:
-                    self._control.append((rflow.src, ack, due))
-            nacks = rflow.nacks_due(now)
-            if nacks:
-                self.rcc.on_nack_sent(rflow.src, rflow.flow_id, len(nacks))
-                self._control.extend((rflow.src, n, now) for n in nacks)
-        self._control.extend((dst, cell, None) for dst, cell in self.rcc.poll(now))
+                    control.append((rflow.src, ack, due))
+            if rflow.hole_since is not None:  # no hole, no NACK (nacks_due would say so)
+                nacks = rflow.nacks_due(now)
+                if nacks:
+                    self.rcc.on_nack_sent(rflow.src, rflow.flow_id, len(nacks))
+                    control.extend((rflow.src, n, now) for n in nacks)
+        credits = self.rcc.poll(now)
+        if credits:
+            control.extend((dst, cell, None) for dst, cell in credits)
 
     def _next_packet(self, now: float) -> Transmit | None:
         if self._control:
@@ -350,25 +355,32 @@ class Endpoint:
 
     def next_deadline(self) -> float | None:
         """When `poll` must next be called (None: only when a datagram arrives)."""
-        times = []
-        if self._control or self._credited:
-            times.append(self.nic.next_free)
+        next_free = self.nic.next_free
+        first = next_free if self._control or self._credited else None
         for flow in self.senders.values():
             due = flow.deadline()
-            if due is not None:
-                times.append(due)
+            if due is not None and (first is None or due < first):
+                first = due
             if not flow.cc.credit_gated and flow.sendable():
-                times.append(max(self.nic.next_free, flow.cc.next_send_time()))
+                due = flow.cc.next_send_time()
+                if due < next_free:
+                    due = next_free
+                if first is None or due < first:
+                    first = due
         for rflow in self.receivers.values():
             due = rflow.deadline()
-            if due is not None:
-                times.append(due)
-            if rflow.ack_due is not None:
-                times.append(rflow.ack_due)
+            if due is not None and (first is None or due < first):
+                first = due
+            due = rflow.ack_due
+            if due is not None and (first is None or due < first):
+                first = due
         due = self.rcc.deadline()
         if due is not None:
-            times.append(max(due, self.nic.next_free) if self._control else due)
-        return min(times) if times else None
+            if self._control and due < next_free:
+                due = next_free
+            if first is None or due < first:
+                first = due
+        return first
 
     # -- metrics ------------------------------------------------------------------
     def stats(self) -> dict:

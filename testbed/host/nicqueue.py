@@ -12,6 +12,9 @@ Two engines behave the same:
 * `NativeNic`: a thread of the agent's process in C (`testbed.host.nic_native`) that
   sleeps until the earliest release and sends what is due with sendmmsg; `receive`
   reads arrivals in batches with recvmmsg, each with its TOS byte and kernel receive time.
+  `stage` collects datagrams and `flush` hands them over in one call (the agent flushes
+  once per wake-up of its loop, before it sleeps: long before any is due, as a release
+  time is at least the host link's delay after the hand-over); `submit` is both at once.
 * `PythonNic`: a heap the agent's loop releases from (`release(now)`), waking at
   `next_due()`; arrivals are read one recvmsg at a time.  Used where no C compiler is
   found or with TESTBED_NIC=python.
@@ -34,6 +37,9 @@ SO_TIMESTAMPNS = 35  # Linux <asm-generic/socket.h> (SCM_TIMESTAMPNS is the same
 TIMESPEC = struct.Struct("@qq")
 RECV_ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
 RECV_BATCH = 64
+# nic_submit_many's record header (pacer.c `record`): release time (ns, CLOCK_REALTIME), socket,
+# destination address and port (network order), TOS byte, length; the datagram's bytes follow.
+RECORD = struct.Struct("=qiIHHI")
 SLOT = 2048  # bytes per received datagram (a cell is at most cell_size + header + 100 B of INT records)
 
 
@@ -53,9 +59,14 @@ class PythonNic:
     def start(self) -> None:
         pass
 
+    def flush(self) -> None:
+        pass  # submit queues at once
+
     def submit(self, due: float, flow: FlowSocket, dst: str, port: int, data: bytes, tos: int) -> None:
         heapq.heappush(self._heap, (due, self._seq, flow, dst, port, data, tos))
         self._seq += 1
+
+    stage = submit
 
     def next_due(self) -> float | None:
         return self._heap[0][0] if self._heap else None
@@ -100,6 +111,9 @@ class NativeNic:
             raise nic_native.NativeUnavailable("the native NIC could not allocate its queue")
         self._addr: dict[str, int] = {}
         self._submit = self.lib.nic_submit
+        self._submit_many = self.lib.nic_submit_many
+        self._staged = bytearray()
+        self._pack = RECORD.pack
         self.submit_errors = 0
         self._final: tuple[int, int] | None = None
 
@@ -115,6 +129,22 @@ class NativeNic:
         if self._submit(self._h, flow.sock.fileno(), addr, socket.htons(port), tos,
                         int((due + self.epoch) * 1e9), data, len(data)) != 0:
             self.submit_errors += 1
+
+    def stage(self, due: float, flow: FlowSocket, dst: str, port: int, data: bytes, tos: int) -> None:
+        """Collect a datagram for the next `flush` (the same hand-over as `submit`, in order)."""
+        addr = self._addr.get(dst)
+        if addr is None:
+            addr = self._addr[dst] = int.from_bytes(socket.inet_aton(dst), sys.byteorder)
+        staged = self._staged
+        staged += self._pack(int((due + self.epoch) * 1e9), flow.sock.fileno(), addr, socket.htons(port), tos,
+                             len(data))
+        staged += data
+
+    def flush(self) -> None:
+        """Hand every staged datagram to the thread in one call."""
+        if self._staged:
+            self.submit_errors += self._submit_many(self._h, bytes(self._staged), len(self._staged))
+            self._staged.clear()
 
     def next_due(self) -> float | None:
         return None  # the thread releases on its own
@@ -148,6 +178,7 @@ class NativeNic:
         """Stop the thread; what is still queued is dropped (returns how many)."""
         if self._final is not None:
             return 0
+        self.flush()  # staged datagrams are queued ones: dropped with them if not yet due
         dropped = self.lib.nic_stop(self._h)
         counts = self._counts()
         self._final = (counts[0], counts[1])

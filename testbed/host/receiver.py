@@ -193,7 +193,7 @@ class ReceiverFlow:
         stats = self._stats.pop(asm.msg_id, None) or MsgReorder(first_cell_s=now)
         payload = None
         if asm.consistent and last and full:
-            payload = segment.unframe(segment.reassemble(asm.bodies, asm.framed_len))
+            payload = segment.unframe_cells(asm.bodies, asm.framed_len)
         if payload is None:
             self.corrupt += 1
             return None

@@ -57,13 +57,14 @@ class SenderFlow:
 
     # -- application side --------------------------------------------------
     def enqueue(self, now: float, msg_id: int, payload: bytes) -> OutMessage:
-        framed = segment.frame(payload)
+        """Queue a message: its payload, or the segment.Framed of it built ahead."""
+        framed, payload_bytes = segment.framed(payload)
         if len(framed) > wire.U32:
-            raise ValueError(f"message of {len(payload)} B does not fit the 32-bit length field")
+            raise ValueError(f"message of {payload_bytes} B does not fit the 32-bit length field")
         ncells = segment.cell_count(len(framed), self.cfg.cell_size)
         if self.end_psn + ncells > wire.U32:
             raise ValueError("flow exhausted its 32-bit psn space")
-        msg = OutMessage(msg_id, framed, len(payload), self.end_psn, ncells, now)
+        msg = OutMessage(msg_id, framed, payload_bytes, self.end_psn, ncells, now)
         self._msgs.append(msg)
         self._firsts.append(msg.first_psn)
         self.end_psn += ncells

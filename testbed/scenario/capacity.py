@@ -7,10 +7,9 @@ at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
 (`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
-more per packet; the check takes the median of the last few), and
-until a first run has
-done so the figures measured on this project's 2-core reference machine
-stand in. A run that needs more than `HEADROOM` of the machine's cores is
+more per packet; the check takes the median of the last few, weighted by the
+packets each counted), and until a first run has done so the figures
+measured on this project's 2-core reference machine stand in. A run that needs more than `HEADROOM` of the machine's cores is
 refused before anything is built, with the largest rate that fits.
 
 A fabric spread over servers (`placement.servers`) is planned server by
@@ -55,6 +54,9 @@ DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 21
 # 5 Mbit/s on the same machine: 51-67 us per datagram.
 DEFAULT_AGENT_US_PER_DATAGRAM = 60.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
+# A quiet switch inside a fabric process (telemetry every 100 ms, its gRPC and control servers),
+# the most that fabric runs of fattree.yaml on the reference machine measured per switch.
+DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC = 0.0014
 # A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
 # 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).
 DEFAULT_IDLE_CPU_PER_AGENT = 0.003
@@ -100,7 +102,7 @@ def calibration_path() -> Path:
     return CALIBRATION_PATH
 
 
-RECENT_RUNS = 5  # the calibration is the median of the last few runs: one run on a busy machine does not decide
+RECENT_RUNS = 5  # the calibration is the weighted median of the last few runs: one run on a busy machine does not decide
 
 
 def _runs() -> list[dict]:
@@ -132,31 +134,64 @@ def in_fabric_processes(mode: str) -> bool:
     return mode.split("/")[0] == "fabric"
 
 
+def weighted_median(values: list[tuple[float, float]]) -> float:
+    """The median of (value, weight) pairs: the value at which half the weight lies on each side,
+    the mean of two values when the halves meet between them (equal weights: statistics.median)."""
+    ordered = sorted(values)
+    half = sum(w for _, w in ordered) / 2
+    seen = 0.0
+    for i, (value, weight) in enumerate(ordered):
+        seen += weight
+        if seen > half:
+            return value
+        if seen == half:
+            return (value + ordered[i + 1][0]) / 2
+    return ordered[-1][0]
+
+
+def _typical(runs: list[dict], cost: str, count: str) -> float | None:
+    """A cost of the recent runs, their median weighted by the packets (or datagrams) each counted.
+
+    A switch or an agent costs less per packet the more packets share a wake-up, so a slow or
+    sparse run (an incast slowed by --fit) costs several times more per packet than a run at full
+    rate; weighted by count, the runs whose rates the check is about decide. Runs kept before the
+    counts were recorded weigh as one each, as does every run when any lacks its count."""
+    measured = [r for r in runs if r.get(cost)]
+    if not measured:
+        return None
+    counted = all(isinstance(r.get(count), (int, float)) and r[count] > 0 for r in measured)
+    return weighted_median([(float(r[cost]), float(r[count]) if counted else 1.0) for r in measured])
+
+
 def load_costs(mode: str = "per_switch") -> Costs:
-    """The costs for switches run in `mode`: the median of this machine's recent runs, or the reference."""
+    """The costs for switches run in `mode`: the packet-weighted median of this machine's recent
+    runs (_typical), or the reference."""
     runs = _recent(mode)
-    switch = [float(r["switch_us_per_packet"]) for r in runs if r.get("switch_us_per_packet")]
-    agent = [float(r["agent_us_per_datagram"]) for r in runs if r.get("agent_us_per_datagram")]
+    switch = _typical(runs, "switch_us_per_packet", "switch_packets")
+    agent = _typical(runs, "agent_us_per_datagram", "agent_datagrams")
     idle = [float(r["switch_idle_cpu_per_switch"]) for r in runs if r.get("switch_idle_cpu_per_switch") is not None]
-    if not switch and not agent:
+    if switch is None and agent is None:
         return Costs(DEFAULT_SWITCH_US_PER_PACKET[mode], mode=mode,
                      source=f"reference figures for {mode.replace('_', '-')} switches "
                             "(no run measured on this machine yet)")
-    return Costs(statistics.median(switch) if switch else DEFAULT_SWITCH_US_PER_PACKET[mode],
-                 statistics.median(agent) if agent else DEFAULT_AGENT_US_PER_DATAGRAM,
-                 f"median of the last {max(len(switch), len(agent))} runs on this machine with "
+    return Costs(switch if switch is not None else DEFAULT_SWITCH_US_PER_PACKET[mode],
+                 agent if agent is not None else DEFAULT_AGENT_US_PER_DATAGRAM,
+                 f"weighted median of the last {len(runs)} runs on this machine with "
                  f"{mode.replace('_', '-')} switches, newest {runs[-1].get('from', 'unnamed')}", mode,
                  statistics.median(idle) if idle else None)
 
 
 def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str,
-               mode: str = "per_switch", switch_idle_cpu_per_switch: float | None = None) -> None:
-    """Keep a run's measured costs (None: not measured) for the next checks."""
+               mode: str = "per_switch", switch_idle_cpu_per_switch: float | None = None,
+               switch_packets: int | None = None, agent_datagrams: int | None = None) -> None:
+    """Keep a run's measured costs (None: not measured) and the counts they were measured over
+    (their weights in load_costs) for the next checks."""
     kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
     kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
                                  "agent_us_per_datagram": agent_us_per_datagram,
                                  "switch_idle_cpu_per_switch": switch_idle_cpu_per_switch, "from": source,
-                                 "mode": mode}])[-RECENT_RUNS:]
+                                 "mode": mode, "switch_packets": switch_packets,
+                                 "agent_datagrams": agent_datagrams}])[-RECENT_RUNS:]
     try:
         calibration_path().parent.mkdir(parents=True, exist_ok=True)
         calibration_path().write_text(json.dumps({"runs": [r for m in kept.values() for r in m]}, indent=1))
@@ -293,12 +328,15 @@ def largest_fitting(scenario, mode: str, memory: int) -> str:
 
 def _idle_cpu(scenario, costs: Costs) -> float:
     """CPU-s/s the fabric's processes spend with no traffic at all: per switch as runs on this
-    machine measured it, else the reference figure per switch process."""
+    machine measured it, else the reference figure per switch process, or per switch of a fabric
+    process (its telemetry, servers and control ticks grow with the switches it holds)."""
     agents = len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
+    switches = len(scenario.topo.switches)
     if costs.switch_idle_cpu_per_switch is not None:
-        return len(scenario.topo.switches) * costs.switch_idle_cpu_per_switch + agents
-    switch_processes = len(scenario.topo.switches) if costs.mode != "fabric" else auto_fabric_processes()
-    return switch_processes * DEFAULT_IDLE_CPU_PER_PROCESS + agents
+        return switches * costs.switch_idle_cpu_per_switch + agents
+    if in_fabric_processes(costs.mode):
+        return switches * DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC + agents
+    return switches * DEFAULT_IDLE_CPU_PER_PROCESS + agents
 
 
 def _busy_hosts(phase, paced: bool) -> int:

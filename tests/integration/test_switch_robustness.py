@@ -22,6 +22,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 sys.path.insert(0, str(Path(__file__).parent))
 from switch_net import PROGRAMS, SwitchNet, install_host_routes  # noqa: E402
 
+from testbed.p4model.tm.control import SwitchControlClient, SwitchControlError  # noqa: E402
+
 pytestmark = pytest.mark.integration
 
 FUZZER = r"""
@@ -66,6 +68,18 @@ def pings(net):
     return net.exec(1, "ping", "-c", "3", "-i", "0.2", "-W", "1", "10.0.2.1", check=False).returncode == 0
 
 
+def switch_state(net) -> str:
+    """What the switch says of itself when it stopped forwarding: its TM's counters, the queues of
+    the two host ports and its log's last lines (a failure names its cause, not just its symptom)."""
+    try:
+        with SwitchControlClient("127.0.0.1", net.control_port, timeout_s=5.0) as c:
+            state = f"tm {c.tm_stats()}; port 1 {c.queue_stats(1)}; port 2 {c.queue_stats(2)}"
+    except (OSError, SwitchControlError) as error:
+        state = f"no answer on the control port ({error})"
+    log = net.log_path.read_text(errors="replace").splitlines()[-5:]
+    return f"{state}; log: {log}"
+
+
 @pytest.fixture(params=["python", "native"])
 def net(tmp_path, request):
     """The Python packet path (switch_l3_cpu.p4) and the native engine (basic_ipv4.p4, which the
@@ -95,7 +109,7 @@ def test_a_million_random_frames(net):
     # back once it has drained (polled on a deadline, not slept for).
     deadline = time.monotonic() + 15
     while not pings(net):
-        assert time.monotonic() < deadline, "the switch stopped forwarding after the fuzz"
+        assert time.monotonic() < deadline, f"the switch stopped forwarding after the fuzz: {switch_state(net)}"
     rss_after = net.rss_kb()
     assert rss_after - rss_before < 30_000, (rss_before, rss_after)  # KiB: no leak
     assert net.stop_switch() == 0

@@ -97,6 +97,8 @@ def load() -> ctypes.CDLL:
     lib.nic_submit.restype = c.c_int
     lib.nic_submit.argtypes = [c.c_void_p, c.c_int, c.c_uint32, c.c_uint16, c.c_int, c.c_int64,
                                c.c_char_p, c.c_size_t]
+    lib.nic_submit_many.restype = c.c_int
+    lib.nic_submit_many.argtypes = [c.c_void_p, c.c_char_p, c.c_size_t]
     lib.nic_counts.restype = None
     lib.nic_counts.argtypes = [c.c_void_p, c.POINTER(c.c_uint64)]
     lib.nic_lateness.restype = c.c_size_t

@@ -7,7 +7,10 @@
  * timerfd armed for the earliest release (CLOCK_REALTIME, the agent's clock, absolute):
  * the thread that hands a datagram over re-arms it only when the datagram is due before
  * the time it is armed for, so the pacing thread wakes once per release, never to be told
- * of new work.  It sends every datagram that is due with sendmmsg, one call per run of datagrams
+ * of new work (when the queue runs empty the timer, already expired, is left as it is).
+ * Datagrams are handed over one at a time (nic_submit) or as a batch of records in one call
+ * (nic_submit_many: the agent hands over what one wake-up of its loop released).
+ * It sends every datagram that is due with sendmmsg, one call per run of datagrams
  * of the same socket, each with its TOS byte as IP_TOS ancillary data.  For every
  * datagram it records how late it left (send time minus release time, nanoseconds).
  * A datagram the kernel refuses (buffer full, peer unreachable) is counted, like a
@@ -192,7 +195,10 @@ static void *run(void *arg) {
             send_batch(q, batch, k);
             pthread_mutex_lock(&q->mu);
         }
-        arm(q, q->n ? q->heap[0].due_ns : 0);
+        if (q->n)
+            arm(q, q->heap[0].due_ns);
+        else
+            q->armed_ns = INT64_MAX; /* it fired (or a hand-over re-armed it for a time now past): no call */
         pthread_mutex_unlock(&q->mu);
     }
     return NULL;
@@ -220,6 +226,17 @@ int nic_start(void *h) {
     return r;
 }
 
+/* Make room for one more item (lock held); 0, or -1 when out of memory. */
+static int reserve(nic *q) {
+    if (q->n < q->cap) return 0;
+    size_t cap = q->cap ? 2 * q->cap : 1024;
+    item *grown = realloc(q->heap, cap * sizeof *grown);
+    if (!grown) return -1;
+    q->heap = grown;
+    q->cap = cap;
+    return 0;
+}
+
 /* Queue one datagram; 0, or -1 when out of memory (the datagram is then lost). */
 int nic_submit(void *h, int fd, uint32_t addr, uint16_t port, int tos, int64_t due_ns,
                const unsigned char *data, size_t len) {
@@ -228,22 +245,64 @@ int nic_submit(void *h, int fd, uint32_t addr, uint16_t port, int tos, int64_t d
     if (!copy) return -1;
     memcpy(copy, data, len);
     pthread_mutex_lock(&q->mu);
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? 2 * q->cap : 1024;
-        item *grown = realloc(q->heap, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&q->mu);
-            free(copy);
-            return -1;
-        }
-        q->heap = grown;
-        q->cap = cap;
+    if (reserve(q) != 0) {
+        pthread_mutex_unlock(&q->mu);
+        free(copy);
+        return -1;
     }
     item it = {due_ns, q->seq++, fd, addr, port, tos, len, copy};
     heap_push(q, it);
     if (due_ns < q->armed_ns) arm(q, due_ns > 0 ? due_ns : 1);
     pthread_mutex_unlock(&q->mu);
     return 0;
+}
+
+/* One datagram of a nic_submit_many batch: this header (native byte order, packed), then its
+ * `len` bytes; records follow each other. */
+#pragma pack(push, 1)
+typedef struct {
+    int64_t due_ns;
+    int32_t fd;
+    uint32_t addr; /* network order */
+    uint16_t port; /* network order */
+    uint16_t tos;
+    uint32_t len;
+} record;
+#pragma pack(pop)
+
+/* Queue the datagrams of `size` bytes of records, in their order (one lock, the timer armed once
+ * at most); how many could not be queued (out of memory, or a record cut short: the rest is lost). */
+int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
+    nic *q = h;
+    int lost = 0, cut = 0;
+    int64_t first = INT64_MAX;
+    size_t at = 0;
+    pthread_mutex_lock(&q->mu);
+    while (at + sizeof(record) <= size) {
+        record r;
+        memcpy(&r, buf + at, sizeof r);
+        at += sizeof r;
+        if (r.len > size - at) {
+            cut = 1;
+            break;
+        }
+        unsigned char *copy = malloc(r.len ? r.len : 1);
+        if (!copy || reserve(q) != 0) {
+            free(copy);
+            lost++;
+            at += r.len;
+            continue;
+        }
+        memcpy(copy, buf + at, r.len);
+        at += r.len;
+        item it = {r.due_ns, q->seq++, r.fd, r.addr, r.port, r.tos, r.len, copy};
+        heap_push(q, it);
+        if (r.due_ns < first) first = r.due_ns;
+    }
+    if (cut || at != size) lost++; /* a record cut short, or a trailing piece shorter than a header */
+    if (first < q->armed_ns) arm(q, first > 0 ? first : 1);
+    pthread_mutex_unlock(&q->mu);
+    return lost;
 }
 
 /* Counters: sent, errors, queued, lateness samples taken so far. */

@@ -157,3 +157,34 @@ def test_native_packet_path_refuses_bmv2():
     with pytest.raises(Exception, match="switch.backend.*bmv2 has its own"):
         parse_scenario("topology: {kind: fat_tree, k: 4}\nswitch: {backend: native, target: bmv2}\n"
                        "workload: [{kind: pingall}]\n", "t.yaml")
+
+
+def test_runs_weigh_by_the_packets_they_counted(tmp_path, monkeypatch):
+    """A sparse run (an incast slowed by --fit: few packets, each waking the switch alone) costs
+    more per packet than a full-rate one; weighted by count, the full-rate runs decide."""
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    for cost, packets in ((50.0, 30_000), (60.0, 25_000), (45.0, 28_000)):  # slowed incasts
+        capacity.save_costs(cost, 100.0, "slowed", mode="fabric/native", switch_packets=packets, agent_datagrams=9_000)
+    for cost, packets in ((14.0, 240_000), (18.0, 230_000)):  # full-rate permutations
+        capacity.save_costs(cost, 55.0, "full rate", mode="fabric/native", switch_packets=packets,
+                            agent_datagrams=95_000)
+    costs = capacity.load_costs("fabric/native")
+    assert costs.switch_us_per_packet == 18.0 and costs.agent_us_per_datagram == 55.0
+    assert "weighted median" in costs.source
+    capacity.save_costs(16.0, 50.0, "an older record", mode="fabric/native")  # no counts: all weigh one
+    assert capacity.load_costs("fabric/native").switch_us_per_packet == 18.0  # the last five, 60 45 14 18 16, weigh one
+    assert capacity.weighted_median([(1.0, 1), (2.0, 1), (3.0, 1), (4.0, 1)]) == 2.5
+    assert capacity.weighted_median([(1.0, 1), (9.0, 5)]) == 9.0
+
+
+def test_a_reference_plan_counts_the_idle_of_switches_in_fabric_processes_per_switch():
+    """With no run measured yet, a native fabric's quiet cost is its switches' in their fabric
+    processes, not one switch process's each (80 of them made a k=8 fat-tree fit 0.005 Mbit/s)."""
+    k8 = scenario("{kind: fat_tree, k: 8}", rate=0.001)
+    hosts, switches = len(k8.topo.hosts), len(k8.topo.switches)
+    agents = hosts * capacity.DEFAULT_IDLE_CPU_PER_AGENT
+    for mode, per_switch in (("fabric/native", capacity.DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC),
+                             ("fabric", capacity.DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC),
+                             ("per_switch/native", capacity.DEFAULT_IDLE_CPU_PER_PROCESS)):
+        costs = capacity.Costs(switch_us_per_packet=0.0, agent_us_per_datagram=0.0, mode=mode)
+        assert capacity.demand(k8, costs).cpu == pytest.approx(switches * per_switch + agents), mode

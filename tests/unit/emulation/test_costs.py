@@ -20,7 +20,8 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
     agent(tmp_path, "h1", 1.0, 6000, 4000, 300.0)
     out = costs.measure_costs({"s1": 2.0, "s2": 2.0}, {"s1": tm(10_000, 200), "s2": tm(10_000, 250)},
                               tmp_path, 1000.0, "run a")
-    assert out == {"switch_us_per_packet": 200.0, "agent_us_per_datagram": 100.0, "switch_packets": 20_000,
+    assert out == {"switch_us_per_packet": 200.0, "agent_us_per_datagram": 100.0, "agent_cost_unmeasured": None,
+                   "switch_packets": 20_000,
                    "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch",
                    "switch_idle_cpu_per_switch": None, "switch_window_s": None, "switch_cost_unmeasured": None}
     assert capacity.load_costs().switch_us_per_packet == 200.0
@@ -62,6 +63,13 @@ def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_
          "series": {"t_s": [0.0, 50.0, 100.0]}}))
     assert costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0,
                                "agents")["agent_us_per_datagram"] == 100.0
+    # a loop stretched to 460 s (--fit x23) with 2,000 datagrams: its quiet wake-ups (1.38 CPU-s)
+    # are more than its 1.4 CPU-s less a tenth: no figure, and a reason, never 0.0
+    (tmp_path / "h1.stats.json").write_text(json.dumps(
+        {"cpu_s": 1.4, "tx_datagrams": 1000, "rx_datagrams": 1000, "pacer_lateness": {"p99_us": 300.0},
+         "series": {"t_s": [0.0, 460.0]}}))
+    stretched = costs.measure_costs({"fabric0": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "stretched")
+    assert stretched["agent_us_per_datagram"] is None and "quiet wake-ups" in stretched["agent_cost_unmeasured"]
 
 
 def test_the_idle_period_measures_a_quiet_and_a_busy_process():

@@ -8,7 +8,7 @@ import pytest
 
 from testbed.host import nic_native
 from testbed.cells.flowports import FlowSocket
-from testbed.host.nicqueue import SO_TIMESTAMPNS, BatchReceiver, NativeNic, PythonNic, open_nic
+from testbed.host.nicqueue import RECORD, SO_TIMESTAMPNS, BatchReceiver, NativeNic, PythonNic, open_nic
 
 
 def native_or_skip():
@@ -114,6 +114,38 @@ def test_native_nic_paces_in_release_order_and_on_time():
     assert len(late) == 5 and all(v >= 0 for v in late)
     assert sorted(late)[2] < 5000  # the median leaves within 5 ms of its time on a busy machine
     assert nic.close() == 0 and nic.sent == 5 and nic.errors == 0
+
+
+def test_native_nic_staged_datagrams_leave_only_after_the_flush_in_release_order():
+    """stage collects, flush hands the batch over in one call: the same order and TOS as submit."""
+    native_or_skip()
+    rx = listener("127.0.0.51")
+    port = rx.getsockname()[1]
+    flows = [FlowSocket.on_port("127.0.0.52", 0), FlowSocket.on_port("127.0.0.53", 0)]
+    epoch = time.time()
+    nic = NativeNic(epoch)
+    nic.start()
+    now = time.time() - epoch
+    plan = [(now + 0.020, 1, b"c"), (now - 0.001, 0, b"a"), (now + 0.020, 0, b"d"), (now + 0.010, 1, b"b")]
+    for due, f, data in plan:
+        nic.stage(due, flows[f], "127.0.0.51", port, data, 2 if f else 0)
+    time.sleep(0.02)
+    assert nic.queued() == 0 and nic.sent == 0  # staged, not handed over: even the one already due waits
+    nic.flush()
+    got = drain(rx, 4)
+    assert got == [(b"a", 0), (b"b", 2), (b"c", 2), (b"d", 0)]
+    assert nic.close() == 0 and nic.sent == 4 and nic.errors == 0
+
+
+def test_native_nic_counts_a_batch_record_cut_short_as_lost():
+    native_or_skip()
+    nic = NativeNic(time.time())
+    nic.start()
+    header = RECORD.pack(int((time.time() + 60) * 1e9), 0, 0, 0, 0, 10)
+    assert nic.lib.nic_submit_many(nic._h, header + b"short", len(header) + 5) == 1
+    assert nic.lib.nic_submit_many(nic._h, header + bytes(10) + b"xy", len(header) + 12) == 1
+    assert nic.queued() == 1  # the whole record before the trailing piece is queued
+    assert nic.close() == 1
 
 
 def test_native_nic_drops_what_is_queued_at_close():

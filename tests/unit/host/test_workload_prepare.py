@@ -1,0 +1,83 @@
+"""Payloads built ahead of the epoch (WorkloadRunner.prepare): same bytes, same verdicts, held to a
+budget, and a message that arrives short fails its check whether its bytes were built ahead or not."""
+
+from types import SimpleNamespace
+
+from testbed.cells import segment
+from testbed.host import workloads
+from testbed.host.app import WorkloadRunner
+from testbed.host.receiver import Delivered, MsgReorder
+from testbed.host.workloads import MessageSpec
+
+
+class FakeEndpoint:
+    """What WorkloadRunner asks of an endpoint: the messages it was handed."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, bytes]] = []
+        self.on_delivered = self.on_acked = None
+
+    def send_message(self, now, dst, msg_id, payload, channel=0):
+        self.sent.append((dst, msg_id, payload))
+        return SimpleNamespace(msg_id=msg_id)
+
+    def idle(self) -> bool:
+        return True
+
+
+SPECS = [MessageSpec("h1", "h2", 0, 3000, start_us=2e6), MessageSpec("h1", "h3", 1, 5000, start_us=1e6),
+         MessageSpec("h2", "h1", 7, 4000, start_us=0.0), MessageSpec("h3", "h2", 9, 100, start_us=0.0)]
+
+
+def runner(budget=None):
+    ep = FakeEndpoint()
+    r = WorkloadRunner("h1", ep, SPECS, seed=5)
+    built = r.prepare() if budget is None else r.prepare(budget)
+    return r, ep, built
+
+
+def delivered(src, msg_id, payload):
+    return Delivered(src=src, flow_id=1, msg_id=msg_id, payload=payload, delivered_s=1.0, cells=1,
+                     reorder=MsgReorder(first_cell_s=0.5))
+
+
+def test_prepared_messages_carry_the_bytes_built_when_they_start():
+    ahead, ep_ahead, built = runner()
+    late, ep_late, _ = runner(budget=0)
+    assert built == 3000 + 5000 + 4000  # both sends and the one message h1 checks; h3 -> h2 is not h1's
+    for r in (ahead, late):
+        r.poll(3.0)
+    # the one built ahead is handed over framed, the other framed by the transport: the same message
+    assert [(dst, i, segment.framed(m)) for dst, i, m in ep_ahead.sent] == \
+        [(dst, i, segment.framed(m)) for dst, i, m in ep_late.sent]
+    assert isinstance(ep_ahead.sent[0][2], segment.Framed) and not isinstance(ep_late.sent[0][2], segment.Framed)
+    assert segment.framed(ep_ahead.sent[0][2]) == (segment.frame(workloads.payload(5, "h1", "h3", 1, 5000)), 5000)
+
+
+def test_the_budget_takes_the_earliest_messages_first():
+    r, _, built = runner(budget=9000)
+    assert built == 4000 + 5000  # h2 -> h1 at 0 s, then h1 -> h3 at 1 s; h1 -> h2 at 2 s does not fit
+    assert set(r._expected) == {("h2", 7)} and [r._specs[i].msg_id for i in r._prepared] == [1]
+
+
+def test_a_short_or_wrong_message_fails_its_check_built_ahead_or_not():
+    good = workloads.payload(5, "h2", "h1", 7, 4000)
+    for budget in (None, 0):
+        r, _, _ = runner(budget)
+        r._delivered(delivered("h2", 7, good[:3000]))  # a prefix of the right bytes is not the message
+        assert r.verify_failures == 1
+        r, _, _ = runner(budget)
+        r._delivered(delivered("h2", 7, good))
+        assert r.verify_failures == 0 and r.records[-1]["verified"]
+
+
+def test_a_sender_takes_a_message_framed_ahead_as_the_same_message():
+    from testbed.host.config import TransportConfig
+    from testbed.host.sender import SenderFlow
+
+    payload = workloads.payload(5, "h1", "h2", 3, 4097)
+    cfg = TransportConfig(cc="none", link_rate_bps=5e6)
+    a, b = SenderFlow(cfg, "10.0.0.2", 1, 0.0), SenderFlow(cfg, "10.0.0.2", 1, 0.0)
+    now_framed, ahead = a.enqueue(0.0, 3, payload), b.enqueue(0.0, 3, segment.frame_ahead(payload))
+    assert (ahead.framed, ahead.payload_bytes, ahead.ncells) == (now_framed.framed, 4097, now_framed.ncells)
+    assert [a.build(0.0) for _ in range(5)] == [b.build(0.0) for _ in range(5)]
