@@ -364,9 +364,13 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culpr
       its ports fell silent before the reset;
     * a cable that lost bytes between its ends (sent minus arrived, WIRE_LOSS_BYTES a bin): `down`
       when it then delivered nothing for CUT_BINS bins or more while its twin carried bytes, once;
-      `flapping` when it did so twice or more, resuming between; `lossy` when it kept delivering.
-      A host's only cable cut to the end of the run is the host `down` (the two look the same
-      from the fabric; a cable that mends was not the host)."""
+      `flapping` when it did so twice or more, resuming between; `lossy` when it kept delivering;
+    * a cable that lost nothing but held more on its wire than its nominal delay lets it
+      (`held_late`, `wire_holds`): `delayed`;
+    * a switch that stopped and was not seen back: `down`, unless exactly one of its cables lost
+      bytes as it fell silent (then the cable was cut and the routes left the switch idle).
+    A host's only cable cut to the end of the run is the host `down` (the two look the same from the
+    fabric; a cable that mends was not the host)."""
     sent, arrived, resets = wire
     out = []
     for switch, reset_bin in resets.items():
@@ -419,9 +423,10 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culpr
             if late is not None:
                 i, j, key, most = late
                 out.append(Culprit("link", link.name, "delayed", i * BIN_S, (j + 1) * BIN_S, 0.5,
-                                   f"{key.split(':')[1]} held up to {most / 1e3:.1f} kB on the wire, more than "
-                                   f"its nominal delay can ({holds[link.tier] / 1e3:.1f} kB), in {j - i + 1} bins "
-                                   "or fewer; all of it arrived", crossed=i * BIN_S))
+                                   f"{key.split(':')[1]} held up to {most / 1e3:.1f} kB on its wire from "
+                                   f"{i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s, more than its nominal delay "
+                                   f"lets it hold ({holds[link.tier] / 1e3:.1f} kB); all of it arrived",
+                                   crossed=i * BIN_S))
                 cables[id(out[-1])] = link
             continue
         first, last_loss = lossy[0], lossy[-1]
