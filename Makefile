@@ -11,7 +11,7 @@ help:
 	@echo "make test       install what is missing, run the whole test suite"
 	@echo "make scenario S=NAME   run scenarios/NAME.yaml"
 	@echo "make reproduce  run TiTa's claims experiments (simulator and emulated), one report"
-	@echo "make diagnose-corpus  score testbed diagnose on its fault corpus (minutes)"
+	@echo "make diagnose-corpus  score testbed diagnose on its fault corpus (2 min a seed; TESTBED_DIAGNOSE_SEEDS=7,11,43)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make p4info     regenerate the committed P4Info files of p4src/"
 	@echo "make clean      remove what killed runs left behind"

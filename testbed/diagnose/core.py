@@ -173,11 +173,9 @@ def read_run_records(variant_dir: Path) -> dict[str, list[dict]]:
     return out
 
 
-def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
-    """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
-    direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
-    switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
-    go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
+def switch_samples(variant_dir: Path, topo) -> tuple[Path, list[dict], dict[tuple, tuple[str, str, str]]] | None:
+    """(telemetry.jsonl's path, its samples in time order, (switch, port) -> (cable, this end, far
+    end)), None when the run has no switch telemetry."""
     path = variant_dir / "telemetry.jsonl"
     if not path.exists():
         return None
@@ -186,10 +184,22 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
     for link in topo.links:
         ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
         ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    return path, sorted(rows, key=lambda r: r.get("t_s", 0.0)), ends
+
+
+def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
+    """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
+    direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
+    switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
+    go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
+    telemetry = switch_samples(variant_dir, topo)
+    if telemetry is None:
+        return None
+    path, rows, ends = telemetry
     hosts = set(topo.hosts)
     last: dict[tuple, int] = {}
     out: dict[str, list[float]] = {}
-    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+    for r in rows:
         try:
             b = sample_bin(float(r["t_s"]), nbins)
             switch = r["switch"]
@@ -231,14 +241,10 @@ def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str,
     Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series).
     Arrived: a switch port's rx counter, a host's NIC rx bytes. A healthy cable delivers what it is
     sent (within a bin, the cells on the wire at its edge); what goes missing was lost on it."""
-    path = variant_dir / "telemetry.jsonl"
-    if not path.exists():
+    telemetry = switch_samples(variant_dir, topo)
+    if telemetry is None:
         return None
-    rows, _ = load_jsonl(path)
-    ends = {}
-    for link in topo.links:
-        ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
-        ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
+    path, rows, ends = telemetry
     sent: dict[str, list[float]] = {}
     arrived: dict[str, list[float]] = {}
     resets: dict[str, int] = {}
@@ -254,7 +260,7 @@ def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str,
         last[(key, id(out))] = value
 
     sampled: dict[str, set[int]] = {}
-    for r in sorted(rows, key=lambda r: r.get("t_s", 0.0)):
+    for r in rows:
         try:
             b = sample_bin(float(r["t_s"]), nbins)
             switch = r["switch"]
@@ -315,16 +321,56 @@ def _runs(flags: list[bool]) -> list[tuple[int, int]]:
     return out
 
 
-def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
+HOLD_MARGIN_FRAMES = 0.5  # above what a cable's wire holds: acks and credits between the frames, never a frame
+
+
+def wire_holds(scenario, frame: int) -> dict[str, float]:
+    """tier -> the most bytes one direction of a healthy cable holds at an instant: a frame counts
+    as sent when its first bit leaves and as arrived when its last does, so the frames that started
+    within one serialisation plus the propagation delay, ceil((delay + serialisation) /
+    serialisation) of them, plus HOLD_MARGIN_FRAMES."""
+    out = {}
+    for tier in ("host", "fabric"):
+        params = scenario.links.for_tier(tier)
+        serialise = frame * 8 / (params.rate_mbps * 1e6)
+        out[tier] = (math.ceil((params.delay_us / 1e6 + serialise) / serialise) + HOLD_MARGIN_FRAMES) * frame
+    return out
+
+
+def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[int, int, str, float] | None:
+    """(first bin, last bin, direction, most held) when a direction of a cable held more than `hold`
+    bytes on its wire at MIN_BINS bin edges or more and all it held arrived by the end: a delay
+    longer than its nominal one. The first bin is the foot of the stretch of bins, ending at the
+    first edge above `hold`, in which it held something: the delay began there."""
+    found = []
+    for key in keys:
+        held, cum = [], 0.0
+        for s, a in zip(sent[key], arrived[key]):
+            cum += s - a
+            held.append(cum)
+        over = [b for b, h in enumerate(held) if h > hold]
+        if len(over) >= MIN_BINS and held[-1] <= hold:
+            i = over[0]
+            while i > 0 and held[i - 1] > 0:
+                i -= 1
+            found.append((i, over[-1], key, max(held)))
+    return min(found, default=None)
+
+
+def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culprit]:
     """Culprits the counters show directly, before any comparison of amounts (docs/diagnose.md):
 
     * a switch whose counters started from zero again: `restarted`, from the first bin in which all
       its ports fell silent before the reset;
     * a cable that lost bytes between its ends (sent minus arrived, WIRE_LOSS_BYTES a bin): `down`
       when it then delivered nothing for CUT_BINS bins or more while its twin carried bytes, once;
-      `flapping` when it did so twice or more, resuming between; `lossy` when it kept delivering.
-      A host's only cable cut to the end of the run is the host `down` (the two look the same
-      from the fabric; a cable that mends was not the host)."""
+      `flapping` when it did so twice or more, resuming between; `lossy` when it kept delivering;
+    * a cable that lost nothing but held more on its wire than its nominal delay lets it
+      (`held_late`, `wire_holds`): `delayed`;
+    * a switch that stopped and was not seen back: `down`, unless exactly one of its cables lost
+      bytes as it fell silent (then the cable was cut and the routes left the switch idle).
+    A host's only cable cut to the end of the run is the host `down` (the two look the same from the
+    fabric; a cable that mends was not the host)."""
     sent, arrived, resets = wire
     out = []
     for switch, reset_bin in resets.items():
@@ -356,7 +402,8 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
             out.append(Culprit("switch", switch, "down", i * BIN_S, (j + 1) * BIN_S, 1.0,
                                f"every port silent from {i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s while the "
                                "twin's forwarded", crossed=i * BIN_S))
-    restarted = {c.target for c in out}
+    restarted = set(resets)
+    cables = {}  # id(culprit) -> the cable it was read from
     for link in topo.links:
         if link.a in restarted or link.b in restarted:
             continue
@@ -372,6 +419,15 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
                 for b in range(n)]
         lossy = [b for b in range(n) if lost[b] >= WIRE_LOSS_BYTES]
         if not lossy:
+            late = held_late(sent, arrived, keys, holds[link.tier])
+            if late is not None:
+                i, j, key, most = late
+                out.append(Culprit("link", link.name, "delayed", i * BIN_S, (j + 1) * BIN_S, 0.5,
+                                   f"{key.split(':')[1]} held up to {most / 1e3:.1f} kB on its wire from "
+                                   f"{i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s, more than its nominal delay "
+                                   f"lets it hold ({holds[link.tier] / 1e3:.1f} kB); all of it arrived",
+                                   crossed=i * BIN_S))
+                cables[id(out[-1])] = link
             continue
         first, last_loss = lossy[0], lossy[-1]
         twin_busy = [sum(twin.get(k, [0.0] * n)[b] for k in keys) > 0 for b in range(n)]
@@ -400,23 +456,40 @@ def wire_culprits(wire, twin: dict, topo) -> list[Culprit]:
                            f"{len(lossy)} bins" + (f"; delivered nothing in {len(cuts)} stretch(es) of "
                                                    f"{', '.join(f'{(j - i + 1) * BIN_S:.1f} s' for i, j in cuts)}" if cuts else ""),
                            crossed=first * BIN_S))
+        cables[id(out[-1])] = link
+    # a stopped switch loses what its cables carry toward it, on every busy one at once; a switch
+    # that falls silent when a single cable of it was cut is idle because the routes left it
+    for c in [c for c in out if c.kind == "switch" and c.symptom == "down"]:
+        own = [d for d in out if id(d) in cables and c.target in (cables[id(d)].a, cables[id(d)].b)]
+        near = [d for d in own if abs(d.start_s - c.start_s) <= TOGETHER_S]
+        drop = [c] if len(near) == 1 else own
+        out = [d for d in out if all(d is not x for x in drop)]
     out.sort(key=lambda c: (c.start_s, -c.score))
     return out
 
 
 STALL_BINS = 3  # a host whose NIC sent nothing this many bins running while its twin's sent
 CEILING_BINS = 5  # a NIC flat at a ceiling this many bins running ...
-CEILING_FLAT = 0.2  # ... every bin within this share of its largest ...
+CEILING_FRAMES = 2  # ... every bin within this many data frames of its largest (a paced wire: +-1) ...
 CEILING_SHARE = 0.7  # ... at most this share of the twin's peak in them: its rate was cut
 SLOW_SHARE = 0.35  # ... or sent at most this share of its twin's bytes, but not nothing
 
 
-def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
-    """A host's NIC against its twin's (the bytes it sent into its cable per bin): `stalled` when it
-    sent nothing for STALL_BINS bins running while the twin's sent, `slow` when it sent at most
-    SLOW_SHARE of the twin's bytes (but something) for STALL_BINS bins running; from the first such
-    bin. A stalled agent stops at once; the hosts it holds up stop after their windows drain, so
-    the earliest onset ranks first."""
+def frame_bytes(scenario) -> int:
+    """A data cell's frame on the wire (Ethernet, IP, UDP, cell header, body)."""
+    from testbed.cells.wire import FRAME_OVERHEAD, HEADER_LEN
+
+    return FRAME_OVERHEAD + HEADER_LEN + scenario.fabric.cell_size
+
+
+def host_culprits(wire, run: dict, twin: dict, topo, frame: int) -> list[Culprit]:
+    """A host's NIC against its twin's (the bytes it sent into its cable per bin), from the first bin
+    of the earliest of: `stalled`, it sent nothing for STALL_BINS bins running while the twin's sent;
+    `slow`, it sent at most SLOW_SHARE of the twin's bytes (but something) for STALL_BINS bins
+    running; `slow` (pinned), it sent flat at a ceiling (`ceiling`). A stalled agent stops at once;
+    the hosts it holds up stop after their windows drain, so the earliest onset ranks first. A slow
+    span in which the ToR's port to the host holds a standing queue is its cable's, not its NIC's
+    (a NIC whose rate was cut builds no queue toward itself)."""
     sent = wire[0]
     out = []
     for link in topo.links:
@@ -428,40 +501,54 @@ def host_culprits(wire, run: dict, twin: dict, topo) -> list[Culprit]:
         if key not in sent or key not in twin:
             continue
         mine, tw = sent[key], twin[key]
+        found = []  # (first bin, last bin, symptom, pinned ceiling or None)
         stalled = [tw[b] > 0 and mine[b] == 0 for b in range(len(tw))]
         slow = [tw[b] > 0 and 0 < mine[b] <= SLOW_SHARE * tw[b] for b in range(len(tw))]
         for symptom, flags in (("stalled", stalled), ("slow", slow)):
             spans = [(i, j) for i, j in _runs(flags) if j - i + 1 >= STALL_BINS]
             if spans:
-                i, j = spans[0]
-                share = sum(mine[i:j + 1]) / max(1.0, sum(tw[i:j + 1]))
-                held = Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2), "")
-                if symptom == "slow" and queue_excess(run, twin, topo, held) >= QUEUE_EXCESS:
-                    break  # the ToR's port to it holds a standing queue: its cable is slow, not its NIC
+                found.append((*spans[0], symptom, None))
+        capped = ceiling(mine, tw, frame)
+        if capped is not None:
+            found.append((capped[0], capped[0] + CEILING_BINS - 1, "slow", capped))
+        for i, j, symptom, capped in sorted(found, key=lambda f: f[0]):  # stable: stalled, slow, pinned
+            share = sum(mine[i:j + 1]) / max(1.0, sum(tw[i:j + 1]))
+            held = Culprit("link", link.name, "slow", i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2), "")
+            if symptom == "slow" and queue_excess(run, twin, topo, held) >= QUEUE_EXCESS:
+                break  # the ToR's port to it holds a standing queue: its cable is slow, not its NIC
+            if capped is None:
                 out.append(Culprit("host", host, symptom, i * BIN_S, (j + 1) * BIN_S, round(1 - share, 2),
                                    f"its NIC sent {share:.0%} of its twin's bytes from {i * BIN_S:.1f} s to "
                                    f"{(j + 1) * BIN_S:.1f} s", crossed=i * BIN_S))
-                break
-        else:
-            capped = nic_ceiling(mine, tw)
-            if capped is not None:
-                i, top, twin_top = capped
+            else:
+                _, top, twin_top = capped
                 out.append(Culprit("host", host, "slow", i * BIN_S, (i + CEILING_BINS) * BIN_S,
                                    round(1 - top / twin_top, 2),
                                    f"its NIC sent flat at {top * 8 / BIN_S / 1e6:.2f} Mbit/s from {i * BIN_S:.1f} s "
-                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S, pinned=True))
+                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S,
+                                   pinned=True))
+            break
     out.sort(key=lambda c: (c.start_s, -c.score))
     return out
 
 
-def nic_ceiling(mine: list[float], twin: list[float]) -> tuple[int, float, float] | None:
-    """(first bin, the run's ceiling, the twin's peak) of the first CEILING_BINS bins in which a NIC
-    sent flat at a ceiling (every bin within CEILING_FLAT of its largest) at most CEILING_SHARE of what
-    its twin's reached in them: a NIC whose rate was cut sends at its new rate, not at the fabric's."""
+def ceiling(mine: list[float], twin: list[float], frame: int, where: list[bool] | None = None
+            ) -> tuple[int, float, float] | None:
+    """(first bin, the run's ceiling, the twin's peak) of the first CEILING_BINS bins (all of them
+    `where`, when given) in which a sender sent flat at a ceiling, every bin at least CEILING_FRAMES
+    frames and within CEILING_FRAMES frames of its largest, at most CEILING_SHARE of what its twin's
+    reached in them and more than CEILING_FRAMES frames below it. A wire or pacer whose rate was cut
+    sends its new rate every bin, give or take the one frame a bin's edge cuts; a sender held back
+    by its window sends in bursts, several frames apart from bin to bin; a trickle (acks, a tail) is
+    flat within two frames whatever holds it, so a ceiling is read only above that granularity."""
     for i in range(len(twin) - CEILING_BINS + 1):
+        if where is not None and not all(where[i:i + CEILING_BINS]):
+            continue
         run_w, twin_w = mine[i:i + CEILING_BINS], twin[i:i + CEILING_BINS]
         top, twin_top = max(run_w), max(twin_w)
-        if top > 0 and top <= CEILING_SHARE * twin_top and min(run_w) >= (1 - CEILING_FLAT) * top:
+        tolerance = CEILING_FRAMES * frame
+        if (top <= CEILING_SHARE * twin_top and top - tolerance <= min(run_w)
+                and min(run_w) >= tolerance and twin_top - top > tolerance):
             return i, top, twin_top
     return None
 
@@ -558,7 +645,7 @@ def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
     return drops
 
 
-def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culprit]:
+def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 1090) -> list[Culprit]:
     """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
 
     1. a fabric link both of whose directions lost SHARE_DROP of their share of their senders'
@@ -578,9 +665,18 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culpr
             score = min(drops[k] for k in busy)
             start = min((w[0] for w in windows), default=0) * BIN_S
             end = (max((w[1] for w in windows), default=len(twin[keys[0]]) - 1) + 1) * BIN_S
-            first.append(Culprit("link", link.name, "slow", start, end, round(min(1.0, score), 2),
+            # a slow cable still carries its rate; one that carried nothing either way while its
+            # twin's carried was down (the routes moved around it, so it lost too little to see)
+            n = len(twin[keys[0]])
+            quiet = [all(run.get(k, [0.0] * n)[b] == 0 for k in keys) and sum(twin[k][b] for k in keys) > 0
+                     for b in range(n)]
+            cuts = [(i, j) for i, j in _runs(quiet) if j - i + 1 >= CUT_BINS]
+            symptom = "flapping" if len(cuts) >= 2 else "down" if cuts else "slow"
+            first.append(Culprit("link", link.name, symptom, start, end, round(min(1.0, score), 2),
                                  "share of its senders' fabric bytes below the twin's by "
-                                 + ", ".join(f"{k.split(':')[1]} {drops[k]:.0%}" for k in keys)))
+                                 + ", ".join(f"{k.split(':')[1]} {drops[k]:.0%}" for k in busy)
+                                 + (f"; carried nothing either way in {len(cuts)} stretch(es) of "
+                                    + ", ".join(f"{(j - i + 1) * BIN_S:.1f} s" for i, j in cuts) if cuts else "")))
         elif len(windows) == 2:
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
             score = min(1.0, min(w[2] for w in windows))
@@ -620,11 +716,23 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = ()) -> list[Culpr
         queued = [c for c in together if c.kind == "link" and queue_excess(run, twin, topo, c) >= QUEUE_EXCESS]
         for c in queued:
             c.evidence += f"; its switch egress queue peaked {queue_excess(run, twin, topo, c):.0f} cells above the twin's"
-        # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver)
+        # a queue the port drains flat at a ceiling: the port's own rate was cut, the cause of what
+        # else is flat or slow (a NIC held back by the cable sends in bursts, not at a ceiling)
+        cut = []
+        for c in queued:
+            drained = cable_ceiling(run, twin, topo, c, frame)
+            if drained is not None:
+                c.evidence += (f"; {drained[0].split(':')[1]} drained it flat at "
+                               f"{drained[1] * 8 / BIN_S / 1e6:.2f} Mbit/s where the twin's reached "
+                               f"{drained[2] * 8 / BIN_S / 1e6:.2f}")
+                cut.append(c)
+        # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver) and,
+        # from the same bin, on the cables toward it
         silent = [c for c in early if c.pinned or c.symptom in ("stalled", "down")
-                  and (not queued or c.start_s < min(q.start_s for q in queued)
+                  and (not queued or c.start_s <= min(q.start_s for q in queued)
                        or any(c.target in (topo.link(q.target).a, topo.link(q.target).b) for q in queued))]
-        ranked = silent + queued + [c for c in ranked if c not in queued and c not in silent]
+        ranked = cut + silent + [c for c in queued if c not in cut] + [
+            c for c in ranked if c not in queued and c not in silent]
     stopped = {c.target for c in nic if c.kind == "switch"}  # its cables fell silent with it: the switch says it
     return [c for c in first + ranked
             if c.kind != "link" or not stopped & {topo.link(c.target).a, topo.link(c.target).b}]
@@ -641,6 +749,25 @@ def standing_queue(run: dict, twin: dict, keys: list[str]) -> tuple[int, int, st
         for i, j in _runs([a - b >= QUEUE_EXCESS for a, b in zip(q, tq)]):
             if j - i + 1 >= MIN_BINS and sum(run[key][i:j + 1]) < sum(twin[key][i:j + 1]):
                 return i, j, key
+    return None
+
+
+def cable_ceiling(run: dict, twin: dict, topo, culprit: Culprit, frame: int) -> tuple[str, float, float] | None:
+    """(direction, its ceiling, the twin's peak) when a switch egress of the culprit's cable, within
+    the culprit's window, held a queue QUEUE_EXCESS cells above the twin's while it sent flat at a
+    ceiling (`ceiling`) for CEILING_BINS bins: a port with cells waiting sends at its rate, so a flat
+    rate well below the twin's is the port's rate cut."""
+    link = topo.link(culprit.target)
+    lo, hi = int(culprit.start_s / BIN_S + 1e-6), int(culprit.end_s / BIN_S + 1e-6) + 1
+    for a, b in ((link.a, link.b), (link.b, link.a)):
+        key = f"{link.name}:{a}>{b}"
+        q, tq = run.get(f"{key}:queue"), twin.get(f"{key}:queue")
+        if q is None or tq is None or key not in run or key not in twin:
+            continue
+        where = [x - y >= QUEUE_EXCESS for x, y in zip(q[lo:hi], tq[lo:hi])]
+        capped = ceiling(run[key][lo:hi], twin[key][lo:hi], frame, where)
+        if capped is not None:
+            return key, capped[1], capped[2]
     return None
 
 
@@ -673,13 +800,14 @@ def diagnose_variant(variant_dir: Path) -> dict:
         run.update(links)
         twin.update(twin_links)
     wire = run_wire(variant_dir, scenario.topo, nbins)
-    culprits = wire_culprits(wire, twin, scenario.topo) if wire is not None else []
-    nic = host_culprits(wire, run, twin, scenario.topo) if wire is not None else []
+    frame = frame_bytes(scenario)
+    culprits = wire_culprits(wire, twin, scenario.topo, wire_holds(scenario, frame)) if wire is not None else []
+    nic = host_culprits(wire, run, twin, scenario.topo, frame) if wire is not None else []
     nic += [c for c in culprits if c.kind == "switch" and c.symptom == "down"]  # silence only: onset-ranked
     culprits = [c for c in culprits if c not in nic]
     named = {(c.kind, c.target) for c in culprits}
     nic.sort(key=lambda c: (c.start_s, -c.score))
-    culprits += [c for c in localise(run, twin, scenario.topo, nic) if (c.kind, c.target) not in named]
+    culprits += [c for c in localise(run, twin, scenario.topo, nic, frame) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,

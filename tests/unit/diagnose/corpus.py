@@ -8,7 +8,12 @@ telemetry.jsonl and faults.jsonl); diagnose must read neither the faults section
 
 A target is drawn among what the healthy run kept busy during the fault's window: a cable that
 carried bytes both ways, a host that sent or received, a switch that forwarded (a fault on something
-the job does not use changes nothing and no diagnosis can see it).
+the job does not use changes nothing and no diagnosis can see it). A `link_degrade` acts on the
+switch-side egress of its cable (both directions of a fabric cable, only the ToR's toward the host
+of a host cable), so its cable is drawn among those where such a direction carried data in the
+window (BUSY_BYTES or more, not acks and credits only): the host cable of an incast sender carries
+only acks toward the host, and slowing, delaying or thinning those, far below the cable's rate,
+changes nothing the run records.
 
 Injected (kind, symptom), the answer diagnose must give:
 
@@ -63,6 +68,17 @@ def scenario_text(name: str, topology: str, workload: str) -> str:
     return yaml.safe_dump(scenario_data(name, topology, workload), sort_keys=False)
 
 
+def corpus_seeds(text: str | None) -> list[int]:
+    """The seeds of the target and time draws TESTBED_DIAGNOSE_SEEDS names (`7,11,43`); [43] when it
+    is unset or empty."""
+    if not (text or "").strip():
+        return [43]
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"TESTBED_DIAGNOSE_SEEDS={text!r}: not comma-separated integers") from None
+
+
 def write_run(data: dict, out: Path) -> Path:
     """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`."""
     from testbed.scenario import expand_variants, load_scenario
@@ -83,11 +99,12 @@ def write_run(data: dict, out: Path) -> Path:
 
 def busy(run_dir: Path, topo) -> tuple[dict[str, list[float]], float]:
     """(per cable, host and switch: bytes per 100 ms bin of the healthy run (a cable: the smaller of its
-    two directions; a host: its cables'; a switch: its ports' tx), the time the last cable went idle)."""
+    two directions; a host: its cables'; a switch: its ports' tx; and per direction `cable:a>b`), the
+    time the last cable went idle)."""
     from testbed.diagnose.core import BIN_S, _bins, run_link_series
 
     series = run_link_series(run_dir, topo, _bins(DURATION_S))
-    active: dict[str, list[float]] = {}
+    active: dict[str, list[float]] = {k: v for k, v in series.items() if not k.endswith(":queue")}
     for link in topo.links:
         a, b = series.get(f"{link.name}:{link.a}>{link.b}"), series.get(f"{link.name}:{link.b}>{link.a}")
         if not (a and b):
@@ -110,8 +127,14 @@ def draw_fault(rng: random.Random, active: dict[str, list[float]], topo, kind: s
     at_s = round(rng.uniform(0.8, max(1.0, 0.6 * busy_until_s)), 1)
     duration_s = round(rng.uniform(1.5, 3.0), 1)
     lo, hi = int(at_s / 0.1), int((at_s + duration_s) / 0.1)
+    from testbed.diagnose.core import BUSY_BYTES
+
     pool = ({l.name for l in topo.links} if CULPRIT_KIND[kind] == "link"
             else set(topo.hosts) if CULPRIT_KIND[kind] == "host" else set(topo.switches))
+    if kind == "link_degrade":  # it acts on the switch-side egress: a direction carrying data there
+        pool = {l.name for l in topo.links if any(
+            sum(active.get(f"{l.name}:{x}>{y}", ())[lo:hi]) >= BUSY_BYTES
+            for x, y in ((l.a, l.b), (l.b, l.a)) if x in topo.switches)}
     target = rng.choice(sorted(n for n in pool if n in active and sum(active[n][lo:hi]) > 0))
     base = {"at_s": at_s, "kind": kind, "target": target}
     if kind == "link_down":
@@ -157,43 +180,53 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]
 
 
 def score(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
-    """Each corpus run diagnosed: a row with the injected fault, the first culprit, whether it is right
-    (kind and target, start within 1 s; a healthy run: no culprit), whether the symptom is, and the
-    diagnosis's wall time."""
+    """Each corpus run (`runs`) diagnosed: see `score_runs`."""
+    return score_runs(runs(root, faults_per_scenario, seed))
+
+
+def score_runs(corpus: list[dict]) -> list[dict]:
+    """Each run of `corpus` (rows of `runs`) diagnosed: a row with the injected fault, the first
+    culprit, whether it is right (kind and target, start within 1 s; a healthy run: no culprit),
+    whether its kind and target are (whatever its start), whether the symptom is, and the
+    diagnosis's wall and CPU time (the twin's simulation runs in this process)."""
     import time
 
     from testbed.diagnose.core import diagnose_variant
 
     rows = []
-    for run in runs(root, faults_per_scenario, seed):
-        started = time.monotonic()
+    for run in corpus:
+        started, cpu = time.monotonic(), time.process_time()
         diagnosis = diagnose_variant(run["dir"])
-        wall = time.monotonic() - started
+        wall, cpu = time.monotonic() - started, time.process_time() - cpu
         first = diagnosis["culprits"][0] if diagnosis["culprits"] else None
         fault = run["fault"]
         if fault is None:
-            right, symptom_right = diagnosis["healthy"], diagnosis["healthy"]
+            right = target_right = symptom_right = diagnosis["healthy"]
         else:
-            right = (first is not None and (first["kind"], first["target"]) == (fault["kind"], fault["target"])
-                     and abs(first["start_s"] - fault["at_s"]) <= 1.0)
+            target_right = first is not None and (first["kind"], first["target"]) == (fault["kind"], fault["target"])
+            right = target_right and abs(first["start_s"] - fault["at_s"]) <= 1.0
             symptom_right = right and first["symptom"] == fault["symptom"]
         rows.append({"scenario": run["scenario"],
                      "injected": fault and f"{fault['kind']} {fault['target']} {fault['symptom']} at {fault['at_s']} s",
                      "injected_class": fault and f"{fault['kind']} {fault['symptom']}",
                      "first": first and f"{first['kind']} {first['target']} {first['symptom']} from {first['start_s']} s",
                      "first_class": first and f"{first['kind']} {first['symptom']}",
-                     "right": right, "symptom_right": symptom_right, "wall_s": round(wall, 2)})
+                     "right": right, "target_right": target_right, "symptom_right": symptom_right,
+                     "culprits": [f"{c['kind']} {c['target']} {c['symptom']} from {c['start_s']} s ({c['score']})"
+                                  for c in diagnosis["culprits"][:4]],
+                     "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
     return rows
 
 
 def confusion(rows: list[dict]) -> str:
     """The confusion table: injected kind/symptom (rows) x first culprit's kind/symptom (columns,
-    `wrong target` when the kind and target or the start are not the injected ones)."""
+    `wrong target` when the kind and target are not the injected ones, `wrong start` when they are
+    but the start is more than 1 s off)."""
     def col(r):
         if r["first_class"] is None:
             return "none"
         if r["injected"] is not None and not r["right"]:
-            return "wrong target"
+            return "wrong start" if r["target_right"] else "wrong target"
         return r["first_class"]
 
     rows_ = sorted({r["injected_class"] or "healthy" for r in rows})

@@ -1,8 +1,9 @@
 """The diagnosis scored on the whole corpus (tests/unit/diagnose/corpus.py): 6 scenarios (leaf-spine and
 k=4 fat-tree x permutation, incast, all-reduce) x (1 healthy + 5 faulty) runs on the simulator with the
-scenario's own faults, every kind. About two minutes on two cores, so it runs under
-`make diagnose-corpus` (TESTBED_DIAGNOSE_CORPUS=1), not in the unit suite; -s prints every run and the
-confusion table."""
+scenario's own faults, every kind, per seed of the target and time draw. About two minutes a seed on
+two cores, so it runs under `make diagnose-corpus` (TESTBED_DIAGNOSE_CORPUS=1), not in the unit suite.
+TESTBED_DIAGNOSE_SEEDS (comma-separated, default 43) names the draws, each scored on its own; -s
+prints every run and each seed's confusion table."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import INJECTED, confusion, score
+from tests.unit.diagnose.corpus import INJECTED, confusion, corpus_seeds, score
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_CORPUS") != "1",
                                 reason="the full corpus takes minutes: make diagnose-corpus")
 
 
-def test_corpus_acceptance(tmp_path):
-    rows = score(tmp_path)
+@pytest.mark.parametrize("seed", corpus_seeds(os.environ.get("TESTBED_DIAGNOSE_SEEDS")))
+def test_corpus_acceptance(tmp_path, seed):
+    rows = score(tmp_path, seed=seed)
     for row in rows:
         print(row)
-    print(confusion(rows))
     faulty = [r for r in rows if r["injected"]]
     healthy = [r for r in rows if not r["injected"]]
-    print(f"first culprit right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/{len(faulty)}; "
-          f"symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy with no culprit: "
-          f"{sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per variant at most "
-          f"{max(r['wall_s'] for r in rows):.1f} s")
+    print(f"\nseed {seed}:")
+    print(confusion(rows))
+    print(f"seed {seed}: first culprit right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/"
+          f"{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy with no "
+          f"culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per variant at most "
+          f"{max(r['wall_s'] for r in rows):.1f} s (CPU {max(r['cpu_s'] for r in rows):.1f} s)")
     assert len(faulty) >= 24 and len(healthy) >= 6
     assert {r["injected_class"] for r in faulty} == {f"{k} {s}" for k, s in (
         (("link" if kind.startswith("link") else "switch" if kind == "switch_restart" else "host"), symptom)

@@ -1,6 +1,7 @@
 """`testbed diagnose` on small simulated runs (`testbed sim`'s run directories, faults from the
-scenario's own `faults`): a healthy run has no culprit, a cut cable, a stalled agent and a restarted
-switch are each named first with their symptom and start, and bad input is one line each."""
+scenario's own `faults`): a healthy run has no culprit; a cut, lossy, slowed or delayed cable, a
+stalled or slowed host and a restarted switch are each named first with their symptom and start
+(among them misses of the held-out corpus draws); bad input is one line each."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.diagnose.core import DiagnoseError, departures, diagnose_run
+from testbed.diagnose.core import DiagnoseError, ceiling, departures, diagnose_run
 from testbed.errors import TestbedError
 from tests.unit.diagnose.corpus import scenario_data, write_run
 
@@ -33,17 +34,32 @@ def test_healthy_run_has_no_culprit(healthy):
     assert (healthy / "diagnosis.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("workload,faults,culprit", [
-    ("permutation", [{"at_s": 1.4, "kind": "link_down", "target": "h4-leaf2"},
-                     {"at_s": 3.0, "kind": "link_up", "target": "h4-leaf2"}], ("link", "h4-leaf2", "down")),
-    ("incast", [{"at_s": 1.7, "kind": "link_degrade", "target": "leaf1-spine2", "duration_s": 2, "loss": 0.2}],
-     ("link", "leaf1-spine2", "lossy")),
-    ("incast", [{"at_s": 2.2, "kind": "agent_stall", "target": "h1", "duration_s": 2}], ("host", "h1", "stalled")),
-    ("incast", [{"at_s": 1.3, "kind": "switch_restart", "target": "leaf1", "duration_s": 2}],
+@pytest.mark.parametrize("topology,workload,faults,culprit", [
+    ("leafspine", "permutation", [{"at_s": 1.4, "kind": "link_down", "target": "h4-leaf2"},
+                                  {"at_s": 3.0, "kind": "link_up", "target": "h4-leaf2"}], ("link", "h4-leaf2", "down")),
+    ("leafspine", "incast", [{"at_s": 1.7, "kind": "link_degrade", "target": "leaf1-spine2", "duration_s": 2,
+                              "loss": 0.2}], ("link", "leaf1-spine2", "lossy")),
+    ("leafspine", "incast", [{"at_s": 2.2, "kind": "agent_stall", "target": "h1", "duration_s": 2}],
+     ("host", "h1", "stalled")),
+    ("leafspine", "incast", [{"at_s": 1.3, "kind": "switch_restart", "target": "leaf1", "duration_s": 2}],
      ("switch", "leaf1", "restarted")),
+    # the incast receiver's leaf loses one of its two spines: the other spine then idles because the
+    # routes left it, it did not stop (held-out seed 11)
+    ("leafspine", "incast", [{"at_s": 1.8, "kind": "link_down", "target": "leaf1-spine1"},
+                             {"at_s": 4.5, "kind": "link_up", "target": "leaf1-spine1"}],
+     ("link", "leaf1-spine1", "down")),
+    # a slowed fabric cable holds the ring's NICs back (bursty, not flat at a ceiling) (seed 23)
+    ("leafspine", "allreduce", [{"at_s": 1.3, "kind": "link_degrade", "target": "leaf4-spine2", "duration_s": 1.8,
+                                 "rate_mbps": 0.5}], ("link", "leaf4-spine2", "slow")),
+    # a 20 ms delay on a fabric cable carrying a sixth of its rate: 2 to 6 kB held on its wire (seed 101)
+    ("fattree", "incast", [{"at_s": 2.4, "kind": "link_degrade", "target": "agg1_2-core4", "duration_s": 2.8,
+                            "extra_delay_us": 20000}], ("link", "agg1_2-core4", "delayed")),
+    # an incast sender's NIC cut to 0.5 Mbit/s, 40% of its twin's share: flat at the cut (seed 11)
+    ("fattree", "incast", [{"at_s": 2.1, "kind": "host_slow", "target": "h6", "duration_s": 1.8, "rate_mbps": 0.5,
+                            "delay_ms": 100}], ("host", "h6", "slow")),
 ])
-def test_the_injected_fault_is_the_first_culprit(tmp_path, workload, faults, culprit):
-    data = scenario_data(f"leafspine-{workload}", "leafspine", workload)
+def test_the_injected_fault_is_the_first_culprit(tmp_path, topology, workload, faults, culprit):
+    data = scenario_data(f"{topology}-{workload}", topology, workload)
     run = write_run({**data, "faults": faults}, tmp_path / "run")
     (diagnosis,) = diagnose_run(run).values()
     first = diagnosis["culprits"][0]
@@ -70,6 +86,47 @@ def test_departure_window_starts_at_onset():
     ((start, _, peak, crossed),) = departures(run, twin)
     assert start == 10 and crossed > start and peak > 0.15
     assert departures(twin, twin) == []
+
+
+def test_a_ceiling_is_flat_within_two_frames_above_the_frame_granularity():
+    frame = 1090
+    twin = [30000.0] * 10
+    cut = [6540.0, 5450.0, 6540.0, 6540.0, 5450.0] * 2  # a 0.5 Mbit/s wire: 5 or 6 frames a bin
+    assert ceiling(cut, twin, frame) == (0, 6540.0, 30000.0)
+    held = [22300.0, 22200.0, 23300.0, 25600.0, 26600.0] * 2  # a window-held NIC: bursts 4 frames apart
+    assert ceiling(held, twin, frame) is None
+    acks = [2180.0, 0.0, 0.0, 0.0, 0.0] * 2  # a tail, then nothing: below the granularity
+    assert ceiling(acks, twin, frame) is None
+    assert ceiling([4900.0] * 10, [7000.0] * 10, frame) is None  # not below the twin by more than the granularity
+    assert ceiling([4900.0] * 10, [7100.0] * 10, frame) == (0, 4900.0, 7100.0)
+    assert ceiling(cut, twin, frame, where=[False] + [True] * 9) == (1, 6540.0, 30000.0)
+
+
+def test_a_cable_holding_more_than_its_wire_can_is_delayed():
+    from types import SimpleNamespace
+
+    from testbed.diagnose.core import held_late, wire_holds
+
+    params = SimpleNamespace(rate_mbps=5, delay_us=1000)
+    scenario = SimpleNamespace(links=SimpleNamespace(for_tier=lambda tier: params))
+    hold = wire_holds(scenario, 1090)["fabric"]
+    assert hold == 2.5 * 1090  # 1 ms of propagation is under one 1.74 ms frame: 2 frames, plus half
+    sent = {"c:a>b": [10900.0] * 10, "c:b>a": [100.0] * 10}
+    on_time = {"c:a>b": [10900.0] * 10, "c:b>a": [100.0] * 10}
+    assert held_late(sent, on_time, ["c:a>b", "c:b>a"], hold) is None
+    late = {"c:a>b": [10900.0] * 3 + [5450.0] + [10900.0] * 5 + [16350.0], "c:b>a": [100.0] * 10}
+    assert held_late(sent, late, ["c:a>b", "c:b>a"], hold) == (3, 8, "c:a>b", 5450.0)
+    lost = {"c:a>b": [10900.0] * 3 + [5450.0] + [10900.0] * 6, "c:b>a": [100.0] * 10}
+    assert held_late(sent, lost, ["c:a>b", "c:b>a"], hold) is None  # never arrived: not late, lost
+
+
+def test_corpus_seeds_from_the_environment():
+    from tests.unit.diagnose.corpus import corpus_seeds
+
+    assert corpus_seeds(None) == [43] and corpus_seeds(" ") == [43]
+    assert corpus_seeds("7, 11,43") == [7, 11, 43]
+    with pytest.raises(ValueError, match="TESTBED_DIAGNOSE_SEEDS='7,x'"):
+        corpus_seeds("7,x")
 
 
 def test_not_a_run_directory(tmp_path):
