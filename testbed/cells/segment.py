@@ -30,8 +30,8 @@ class Framed(bytes):
 
 
 def frame_ahead(payload: bytes) -> Framed:
-    """frame(payload), kept as a Framed: a 2 MiB message's copy and CRC cost about 1.4 ms, which
-    a host pays before its run rather than when all its messages start at one instant."""
+    """frame(payload), kept as a Framed: the copy and the CRC are paid when the host builds its
+    messages ahead, not at the instant the message starts."""
     return Framed(frame(payload))
 
 
@@ -73,9 +73,8 @@ def reassemble(bodies: list[bytes], framed_len: int) -> bytes:
 def unframe_cells(bodies: list[bytes], framed_len: int) -> bytes | None:
     """A message's application bytes from its cell bodies in order, if its trailer matches, else
     None: unframe(reassemble(bodies, framed_len)) with the message copied once, not three times
-    (the join, the cut of the padding and the cut of the trailer each made a fresh buffer, about
-    1.5 ms per 2 MiB of page faults and copying). Bodies that hold fewer than `framed_len` bytes
-    are not a message (None)."""
+    (the join, the cut of the padding and the cut of the trailer each made a fresh buffer). Bodies
+    that hold fewer than `framed_len` bytes are not a message (None)."""
     n = framed_len - TRAILER_LEN
     if n < 0:
         return None

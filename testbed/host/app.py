@@ -86,11 +86,10 @@ class WorkloadRunner:
         """Build ahead the payloads of this host's point-to-point messages, those it sends and those
         it will verify, earliest start first, until `budget_bytes` are held; returns the bytes built.
 
-        An agent calls this before its run's epoch: a payload costs about 2.5-6.5 ms per 2 MiB to
-        generate (page faults included) and 1.4 ms to frame, and every host of a permutation starting
-        its message at the same instant made that a burst of CPU inside the packet loops, which the
-        first cells' pacer lateness showed.  A message sent is kept framed (segment.frame_ahead), a
-        message to verify as its bytes.  Messages past the budget are built when they start, as
+        An agent calls this before its run's epoch: generating and framing a payload is work in
+        proportion to its size, and every host of a permutation starting its message at one instant
+        would do it at once inside the packet loops.  A message sent is kept framed
+        (segment.frame_ahead), a message to verify as its bytes.  Messages past the budget are built when they start, as
         before; the bytes are the same either way (workloads.payload), so the simulator, which does
         not call this, gives the same results."""
         mine = [(spec.start_us, 0, i, spec) for i, spec in enumerate(self._specs) if not spec.op]

@@ -9,8 +9,9 @@ measured: every run writes what its switches and agents spent per packet
 (`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
 more per packet; the check takes the median of the last few, weighted by the
 packets each counted), and until a first run has done so the figures
-measured on this project's 2-core reference machine stand in. A run that needs more than `HEADROOM` of the machine's cores is
-refused before anything is built, with the largest rate that fits.
+measured on this project's 2-core reference machine stand in. A run that
+needs more than `HEADROOM` of the machine's cores is refused before anything
+is built, with the largest rate that fits.
 
 A fabric spread over servers (`placement.servers`) is planned server by
 server, each against its own cores and memory (`servers.probe`): a server
@@ -54,8 +55,8 @@ DEFAULT_SWITCH_US_PER_PACKET = {"per_switch": 210.0, "fabric": 125.0, "bmv2": 21
 # 5 Mbit/s on the same machine: 51-67 us per datagram.
 DEFAULT_AGENT_US_PER_DATAGRAM = 60.0
 DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process spends
-# A quiet switch inside a fabric process (telemetry every 100 ms, its gRPC and control servers),
-# the most that fabric runs of fattree.yaml on the reference machine measured per switch.
+# A quiet switch inside a fabric process (telemetry every 100 ms, its gRPC and control servers):
+# the reference machine's figure (docs/measurements.md), used until this machine has runs.
 DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC = 0.0014
 # A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
 # 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).

@@ -1267,7 +1267,7 @@ int eng_run_realtime(void *ep, int64_t epoch_ns) {
     }
     struct epoll_event ready[64];
     /* the loop's CPU time is read from its thread's clock when eng_totals asks (any thread may), not
-     * at every wake-up: a CPU-clock read is a system call, 2% of the loop's time in a fat-tree run */
+     * at every wake-up: a CPU-clock read is a system call */
     e->loop_clock_set = pthread_getcpuclockid(pthread_self(), &e->loop_clock) == 0;
     e->rt = 1;
     pthread_mutex_lock(&e->lock);
