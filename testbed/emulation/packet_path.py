@@ -12,7 +12,6 @@ run with that line.
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from testbed.errors import TestbedError
 from testbed.targets import PER_PACKET_LOG_LEVELS, packet_path
@@ -22,12 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 def native_problem(program: Path) -> str | None:
     """Why `program` cannot run on the native back end, in one line; None when it can."""
-    return _native_check(program)[0]
-
-
-def _native_check(program: Path) -> tuple[str | None, str | None]:
-    """(native_problem, why the native engine cannot move its packets or None): a program that
-    asks for packet copies runs its native pipeline under the Python loop (switch/main.py)."""
     from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported
     from testbed.p4model.backend.native.build import build
     from testbed.p4model.backend.native.program import lower
@@ -35,16 +28,13 @@ def _native_check(program: Path) -> tuple[str | None, str | None]:
 
     try:
         ir = load_program(program)
-        source, _tables, _externs, replication = lower(ir)
+        source = lower(ir)[0]
         build(source, program.name, ir.main.loc)
     except (NativeUnsupported, NativeBuildError) as error:
-        return str(error), None
+        return str(error)
     except TestbedError as error:  # the program itself does not load: the switches will say so
-        return str(error), None
-    from testbed.p4model.engine.binding import engine_refusal
-
-    refusal = engine_refusal(SimpleNamespace(replication=replication))
-    return None, None if refusal is None else str(refusal)
+        return str(error)
+    return None
 
 
 def choose(scenario) -> tuple[str, str | None]:
@@ -57,10 +47,9 @@ def choose(scenario) -> tuple[str, str | None]:
             return "python", (f"switch.backend auto ran the Python packet path: switch.log_level "
                               f"{switch.log_level} logs every packet, which only the Python path does")
         return proposed, None
-    problem, engine = _native_check(REPO / switch.program)
+    problem = native_problem(REPO / switch.program)
     if problem is None:
-        return "native", (None if engine is None else
-                          f"the switches run the native pipeline under the Python loop: {engine}")
+        return "native", None
     if switch.backend == "native":
         raise TestbedError(f"switch.backend native: {problem}")
     return "python", f"switch.backend auto ran the Python packet path: {problem}"

@@ -10,9 +10,10 @@ two switch ports, host ports deliver to numbered hosts.  Time is model time
 in integer nanoseconds: `inject` puts a frame on a port at a time, `run`
 handles every event up to a time.  Everything the Python switch counts
 per switch, port and queue is read back with `switch_stats`, `port_stats`
-and `queue_stats`.  A program that multicasts gets the pipeline's PRE
-groups copied into the engine, again after every change (pre.on_change);
-one that clones, resubmits or recirculates is refused (engine_refusal).
+and `queue_stats`.  A program that makes copies gets the pipeline's PRE
+groups and clone sessions copied into the engine, again after every change
+(pre.on_change); the engine makes multicast replicas, clones, resubmits and
+recirculations itself, through the program's copy calls (engine.c).
 
 The engine's link loss draws from its own seeded generator (splitmix64 per
 switch), not Python's: a lossy link loses the same share of packets, not
@@ -28,12 +29,13 @@ from pathlib import Path
 
 from testbed.cells.wire import CELL_UDP_PORT
 from testbed.p4model.backend.native.build import build
-from testbed.p4model.backend.native.errors import NativeBuildError, NativeUnsupported
+from testbed.p4model.backend.native.errors import NativeBuildError
 from testbed.p4model.tm.model import CLASSES, MAX_PORT
 
 ENGINE_SOURCE = Path(__file__).with_name("engine.c")
 SWITCH_STATS = ("rx", "tx", "ingress_drops", "tm_drops", "drop_port", "egress_drops", "pfc_frames_rx",
-                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors", "no_pipeline")
+                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors", "no_pipeline", "clones", "resubmits",
+                "recirculations", "replicas", "loop_drops")
 WIRE_STATS = ("rx_frames", "rx_truncated", "tx_frames", "tx_errors")
 FINE_US = 16384  # tm/lag.py's histogram, as engine.c keeps it
 QUEUE_STATS = ("depth", "bytes", "limit", "byte_limit", "max_depth", "enqueued", "dequeued", "dropped_full",
@@ -50,6 +52,8 @@ _SIGNATURES = {
     "eng_set_pipeline": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 4 + [_c.c_uint32] * 3),
     "eng_set_copies": (_c.c_int, [_c.c_void_p, _c.c_uint32] + [_c.c_void_p] * 3),
     "eng_set_groups": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint32)]),
+    "eng_set_replication": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_void_p), _c.c_uint32]),
+    "eng_set_sessions": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint32)]),
     "eng_wire_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p]),
     "eng_cpu_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
     "eng_pcap": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_char_p]),
@@ -90,10 +94,11 @@ _SIGNATURES = {
 SAMPLE_HEAD = ("switch", "port", "peak", "queue_full", "lost", "rx", "tx")
 
 
-@functools.lru_cache(maxsize=1)
-def engine_library() -> ctypes.CDLL:
-    """engine.c built (or found in the native back end's cache) and loaded, its signatures set."""
-    so = build(ENGINE_SOURCE.read_text(), "engine.c")
+@functools.lru_cache(maxsize=2)
+def engine_library(source: str | None = None) -> ctypes.CDLL:
+    """engine.c (or another engine source, e.g. a test's altered copy) built (or found in the
+    native back end's cache) and loaded, its signatures set."""
+    so = build(ENGINE_SOURCE.read_text() if source is None else source, "engine.c")
     try:
         lib = ctypes.CDLL(str(so))
     except OSError as exc:
@@ -104,18 +109,9 @@ def engine_library() -> ctypes.CDLL:
     return lib
 
 
-def engine_refusal(pipeline) -> NativeUnsupported | None:
-    """Why the engine cannot run `pipeline`, in one line naming the construct, or None.
-
-    The engine makes multicast copies (engine.c), not clones, resubmits or recirculations: a
-    program that can ask for those (NativePipeline.replication) would lose them, so it is
-    refused and runs under the Python loop, where NativePipeline makes every copy."""
-    found = getattr(pipeline, "replication", None) or {}
-    for kind in ("clone", "resubmit", "recirculate"):
-        if kind in found:
-            loc, construct = found[kind]
-            return NativeUnsupported(loc, f"{construct} in the native fabric engine (multicast only)")
-    return None
+# the program's calls the engine makes clones, resubmits and recirculations with (eng_set_replication)
+COPY_CALLS = ("tb_requests", "tb_state_copy", "tb_clone_i2e", "tb_clone_e2e", "tb_ingress_again", "tb_egress_ctl_only",
+              "tb_deparse", "tb_set_egress_rid", "tb_set_instance_type")
 
 
 def _address(fn) -> int:
@@ -125,8 +121,8 @@ def _address(fn) -> int:
 class NativeFabric:
     """Switches of native pipelines in one C engine (see the module docstring)."""
 
-    def __init__(self, seed: int = 1, hosts: int = 0) -> None:
-        self.lib = engine_library()
+    def __init__(self, seed: int = 1, hosts: int = 0, source: str | None = None) -> None:
+        self.lib = engine_library(source)
         self.hosts = hosts
         self._e = self.lib.eng_new(seed, hosts, CELL_UDP_PORT)
         if not self._e:
@@ -153,16 +149,14 @@ class NativeFabric:
 
     def set_pipeline(self, index: int, pipeline, drop_port: int | None = None) -> None:
         """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
-        previous program finish with it (it is kept alive here).  Raises NativeUnsupported for
-        a program that can ask for clones, resubmit or recirculation (engine_refusal); a
-        multicasting one gets the PRE's groups, kept current through pre.on_change."""
+        previous program finish with it (it is kept alive here).  A program that can ask for
+        clones, resubmit or recirculation gets the engine's copy path (eng_set_replication, the
+        pipeline's max_passes), a multicast-only one the replica path (eng_set_copies); either
+        gets the PRE's groups and clone sessions, kept current through pre.on_change."""
         self._current[index] = None
         if pipeline is None:
             self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
             return
-        refusal = engine_refusal(pipeline)
-        if refusal is not None:
-            raise refusal
         lib = pipeline.lib
         rc = self.lib.eng_set_pipeline(self._e, index, pipeline._inst, _address(lib.tb_ingress),
                                        _address(lib.tb_egress), _address(lib.tb_priority), lib.tb_state_size(),
@@ -172,27 +166,41 @@ class NativeFabric:
             raise MemoryError("native fabric engine: cannot set a pipeline")
         self.pipelines.append(pipeline)
         self._current[index] = pipeline
-        if "multicast" in (getattr(pipeline, "replication", None) or {}):
-            if self.lib.eng_set_copies(self._e, index, _address(lib.tb_mcast_grp), _address(lib.tb_set_egress_rid),
-                                       _address(lib.tb_set_instance_type)) != 0:
-                raise MemoryError("native fabric engine: cannot set a pipeline")
-            self._push_groups(index, pipeline)
-            pipeline.pre.on_change = lambda: self._groups_changed(index, pipeline)
+        kinds = getattr(pipeline, "replication", None) or {}
+        if kinds.keys() & {"clone", "resubmit", "recirculate"}:
+            fns = (ctypes.c_void_p * len(COPY_CALLS))(*(_address(getattr(lib, name)) for name in COPY_CALLS))
+            rc = self.lib.eng_set_replication(self._e, index, fns, pipeline.max_passes)
+        elif "multicast" in kinds:
+            rc = self.lib.eng_set_copies(self._e, index, _address(lib.tb_mcast_grp), _address(lib.tb_set_egress_rid),
+                                         _address(lib.tb_set_instance_type))
+        else:
+            return
+        if rc != 0:
+            raise MemoryError("native fabric engine: cannot set a pipeline")
+        self._push_pre(index, pipeline)
+        pipeline.pre.on_change = lambda: self._pre_changed(index, pipeline)
 
-    def _push_groups(self, index: int, pipeline) -> None:
-        """The PRE's multicast groups of `pipeline` into switch `index` (the caller holds the lock
-        when another thread runs the engine)."""
+    def _push_pre(self, index: int, pipeline) -> None:
+        """The PRE's multicast groups and clone sessions of `pipeline` into switch `index` (the
+        caller holds the lock when another thread runs the engine)."""
         pre = pipeline.pre
         rows = [(gid, rid, port) for gid in pre.group_ids() for rid, port in pre.group(gid)]
         flat = (ctypes.c_uint32 * (3 * len(rows) or 1))(*(x for row in rows for x in row))
         if self.lib.eng_set_groups(self._e, index, len(rows), flat) != 0:
             raise MemoryError("native fabric engine: no memory for the multicast groups")
+        sessions = [(sid, instance, port, session.packet_length_bytes)
+                    for sid in pre.clone_session_ids() for session in (pre.clone_session(sid),)
+                    for instance, port in session.replicas]
+        flat = (ctypes.c_uint32 * (4 * len(sessions) or 1))(*(x for row in sessions for x in row))
+        if self.lib.eng_set_sessions(self._e, index, len(sessions), flat) != 0:
+            raise MemoryError("native fabric engine: no memory for the clone sessions")
 
-    def _groups_changed(self, index: int, pipeline) -> None:
-        """A control-plane write changed the PRE's groups: copy them all again, under the lock."""
+    def _pre_changed(self, index: int, pipeline) -> None:
+        """A control-plane write changed the PRE's groups or clone sessions: copy them all again,
+        under the lock."""
         if self._current.get(index) is pipeline:   # not a program the switch no longer runs
             with self.locked():
-                self._push_groups(index, pipeline)
+                self._push_pre(index, pipeline)
 
     def sync_tm(self, index: int, tm) -> None:
         """Copy a TrafficManager's settings (defaults, every port and queue, PFC) into switch `index`."""

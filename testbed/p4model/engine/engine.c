@@ -24,8 +24,26 @@
  * ingress with mcast_grp != 0, each (rid, port) of that group (eng_set_groups,
  * the PRE's groups in replication order) gets its own copy of the packet's
  * state with egress_rid = rid and instance_type 5; an unknown group makes no
- * copy.  Clones, resubmit and recirculation are not here: the binding
- * refuses such a program.
+ * copy.
+ *
+ * Clones, resubmit and recirculation (v1model.py's order and rules, as
+ * backend/native/binding.py NativePipeline makes them): a program that can
+ * ask for them (eng_set_replication gives its copy calls and the loop
+ * bound) runs each pass's after-ingress decisions here: I2E clone (one copy
+ * per replica of the clone session, eng_set_sessions, re-parsed with the
+ * field list kept, instance_type 1, cut to the session's
+ * packet_length_bytes at transmit), resubmit (ends the pass; ingress again
+ * with the original bytes, instance_type 6), multicast, drop, unicast.  Its
+ * egress runs the egress control alone, then: E2E clone (instance_type 2,
+ * the headers as egress left them), drop, compute_checksum and deparse,
+ * then recirculate (ingress again with the deparsed bytes, instance_type 4)
+ * or transmit.  Copies made by ingress take the idle-link fast path as any
+ * packet; copies made in egress (E2E clones, the jobs of a recirculated
+ * pass) are queued, as the Python switch loop queues an egress's jobs (no
+ * source port, unclassified).  Resubmit and recirculation passes are
+ * bounded (v1model.MAX_PASSES): the pass that reaches the bound is dropped
+ * and counted in loop_drops.  A recirculated packet longer than MAX_FRAME
+ * is dropped as a pipeline error.
  *
  * Not thread-safe by itself: one thread drives it (eng_run); a caller that
  * changes tables from another thread holds eng_lock around the change.
@@ -66,6 +84,32 @@ typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
 typedef uint32_t (*priority_fn)(const void *);
 typedef void (*set_fn)(void *, uint32_t);
+typedef void (*requests_fn)(const void *, uint64_t *);
+typedef void (*copy_fn)(void *, const void *);
+typedef void (*clone_i2e_fn)(void *, void *, const void *, uint32_t, const uint8_t *, uint32_t, uint32_t, uint64_t);
+typedef void (*clone_e2e_fn)(void *, const void *, uint32_t);
+typedef int64_t (*again_fn)(void *, void *, const void *, uint32_t, const uint8_t *, uint32_t, uint32_t, uint64_t,
+                            uint32_t);
+typedef int64_t (*egress_ctl_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t);
+typedef int64_t (*deparse_fn)(void *, const uint8_t *, uint32_t, uint32_t, uint8_t *);
+
+enum { IT_NORMAL = 0, IT_INGRESS_CLONE = 1, IT_EGRESS_CLONE = 2, IT_RECIRC = 4, IT_REPLICATION = 5, IT_RESUBMIT = 6 };
+
+/* a program's copy calls (program.py's C ABI; eng_set_replication): every one a switch has had is kept,
+ * since packets queued under a previous program finish their egress with its own */
+typedef struct repl_s {
+    struct repl_s *next;
+    void *inst;
+    requests_fn requests;
+    copy_fn copy;
+    clone_i2e_fn clone_i2e;
+    clone_e2e_fn clone_e2e;
+    again_fn again;
+    egress_ctl_fn egress_ctl;
+    deparse_fn deparse;
+    set_fn set_rid, set_type;
+    uint32_t state_size, max_passes;
+} repl_t;
 
 enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2, PORT_WIRE = 3, PORT_CPU = 4 };
 enum { EV_ARRIVAL = 0, EV_SERVICE = 1, EV_TRANSMIT = 2 };
@@ -94,7 +138,9 @@ typedef struct pkt {
     int64_t eligible, enq_ns;
     uint32_t enq_depth, length, data_len;
     int32_t source;
+    uint32_t passes, truncate;  /* resubmit/recirculation passes so far; bytes kept at transmit (0: all) */
     egress_fn egress;          /* the program it was queued under */
+    repl_t *repl;              /* and its copy calls, when it makes clones, resubmits or recirculations */
     uint8_t *state, *data;     /* both inside this allocation */
 } pkt;
 
@@ -139,6 +185,8 @@ typedef struct {
     set_fn set_rid, set_type;
     uint32_t *groups, ngroups;  /* (group, rid, port) triples, each group's in replication order */
     uint8_t *replica;           /* one copy's state */
+    repl_t *repl, *repls;       /* the copy calls of the program now (0: none), all the switch has had */
+    uint32_t *sessions, nsessions;  /* clone sessions: (session, instance, port, packet_length_bytes) rows */
     uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
     uint32_t d_limit;
@@ -154,13 +202,14 @@ typedef struct {
     uint32_t pfc_held[NPORT];
     uint8_t pfc_off[NPORT];
     uint64_t pfc_sent[NPORT][2];
-    uint64_t stats[16];
+    uint64_t stats[24];
     lag_t *deq_lag, *tx_lag;    /* real time only */
 } sw_t;
 
 /* switch counters, in this order (the binding names them) */
 enum { S_RX, S_TX, S_INGRESS_DROPS, S_TM_DROPS, S_DROP_PORT, S_EGRESS_DROPS, S_PFC_RX, S_PFC_TX,
-       S_PFC_MALFORMED, S_NO_INTERFACE, S_PIPELINE_ERRORS, S_NO_PIPELINE, S_NSTATS };
+       S_PFC_MALFORMED, S_NO_INTERFACE, S_PIPELINE_ERRORS, S_NO_PIPELINE, S_CLONES, S_RESUBMITS, S_RECIRCS,
+       S_REPLICAS, S_LOOP_DROPS, S_NSTATS };
 
 typedef struct {
     int64_t t;
@@ -572,12 +621,19 @@ static void pfc_release(engine *e, sw_t *s, int32_t source, int64_t at) {
 
 /* ---- the traffic manager ------------------------------------------------ */
 
+static void egress_copies(engine *e, sw_t *s, uint32_t number, const pkt *k, uint8_t *state,
+                          const uint64_t q5[5], int64_t t, int64_t at);
+
 static void depart(engine *e, sw_t *s, uint32_t number, uint32_t prio, pkt *k, int64_t t, uint32_t deq_depth,
                    int64_t at) {
     uint64_t q5[5];
     uint64_t enq_us = (uint64_t)(k->enq_ns / 1000), deq_us = (uint64_t)(t / 1000);
     q5[0] = enq_us, q5[1] = k->enq_depth, q5[2] = deq_us - enq_us, q5[3] = deq_depth, q5[4] = deq_us;
     (void)prio;
+    if (k->repl) {
+        egress_copies(e, s, number, k, k->state, q5, t, at);
+        return;
+    }
     int64_t n = k->egress(k->state, k->data, k->data_len, number, q5, s->drop_port, s->out);
     if (n < 0) {
         s->stats[S_EGRESS_DROPS]++;
@@ -600,7 +656,10 @@ static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until
             if (p->pause_until[i] > el) el = p->pause_until[i];
             if (head < 0 || el < head) head = el;
         }
-        if (head < 0) break;
+        if (head < 0) {
+            p->busy = 0;   /* a copy queued here by an egress of this loop may have set it */
+            break;
+        }
         int64_t t = free_ns > head ? free_ns : head;
         if (t > until) {
             p->busy = 1;
@@ -630,6 +689,7 @@ static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until
         if (e->rt) lag_record(s->deq_lag, e->now - t);
         depart(e, s, number, (uint32_t)prio, k, t, q->depth, at);
         free(k);
+        free_ns = p->free_ns, last_tx = p->last_tx_ns;   /* what an egress's copies did to this port */
     }
     p->free_ns = free_ns;
     p->last_tx_ns = last_tx;
@@ -637,7 +697,8 @@ static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until
 
 /* tm/model.py offer(): queue a packet (its state and data) or drop it */
 static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, const uint8_t *state,
-                  const uint8_t *data, uint32_t data_len, uint32_t length, int cls, int32_t source, int64_t now) {
+                  const uint8_t *data, uint32_t data_len, uint32_t length, int cls, int32_t source, int64_t now,
+                  const pkt *like) {
     if (p->busy && p->next_ns < now) run_port(e, s, number, p, now - 1);
     if (prio >= s->nprio) {
         p->dropped_priority++;
@@ -660,7 +721,8 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
         s->stats[S_TM_DROPS]++;
         return;
     }
-    uint32_t ss = (s->state_size + 15) & ~15u;
+    uint32_t size = like && like->repl ? like->repl->state_size : s->state_size;
+    uint32_t ss = (size + 15) & ~15u;
     pkt *k = malloc(sizeof *k + ss + data_len);
     if (!k) {
         s->stats[S_PIPELINE_ERRORS]++;
@@ -668,7 +730,7 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
     }
     k->state = (uint8_t *)(k + 1);
     k->data = k->state + ss;
-    memcpy(k->state, state, s->state_size);
+    memcpy(k->state, state, size);
     memcpy(k->data, data, data_len);
     int64_t eligible = q->last_ns + q->interval_ns;
     if (eligible < now) eligible = now;
@@ -679,6 +741,9 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
         source = -1;
     k->next = 0, k->eligible = eligible, k->enq_ns = now, k->enq_depth = q->depth, k->egress = s->egress;
     k->length = length, k->data_len = data_len, k->source = source;
+    k->passes = like ? like->passes : 0, k->truncate = like ? like->truncate : 0;
+    k->repl = like ? like->repl : 0;
+    if (like) k->egress = like->egress;
     if (q->tail) q->tail->next = k; else q->head = k;
     q->tail = k;
     if (q->depth >= q->max_depth) q->max_depth = q->depth + 1;
@@ -769,21 +834,29 @@ static void on_pause_frame(engine *e, sw_t *s, uint32_t number, const uint8_t *f
     }
 }
 
-/* a packet after ingress (its state) to port `out`: egress at once when the link is idle, else queued */
+/* a packet after ingress (its state) to port `out`: egress at once when the link is idle, else queued.
+ * prio < 0: the program's tb_priority of the state; like: the job's passes, truncation and copy calls
+ * (0: a packet of a program that makes no clones, resubmits or recirculations) */
 static void forward(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_t out, uint8_t *state,
-                    const uint8_t *f, uint32_t n, int cls, int64_t now) {
+                    const uint8_t *f, uint32_t n, int cls, int64_t now, int prio_or_own, const pkt *like) {
     uint64_t now_us = (uint64_t)(now / 1000);
     port *p = get_port(s, out);
     if (!p) {
         s->stats[S_PIPELINE_ERRORS]++;
         return;
     }
-    uint32_t prio = s->priority ? s->priority(state) : 0;
+    uint32_t prio = prio_or_own >= 0 ? (uint32_t)prio_or_own : s->priority ? s->priority(state) : 0;
     int64_t at = depart_now(s, p, prio, now, n, cls);
     if (at >= 0) {
         uint64_t q5[5] = {now_us, 0, 0, 0, now_us};
         e->cell_hops++;
         if (e->rt) lag_record(s->deq_lag, 0);
+        if (like && like->repl) {
+            pkt job = *like;
+            job.data = (uint8_t *)f, job.data_len = n;
+            egress_copies(e, s, out, &job, state, q5, now, at);
+            return;
+        }
         int64_t m = s->egress(state, f, n, out, q5, s->drop_port, s->out);
         if (m < 0)
             s->stats[S_EGRESS_DROPS]++;
@@ -791,7 +864,7 @@ static void forward(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_t 
             transmit(e, s, out, at, s->out, (uint32_t)m);
         return;
     }
-    offer(e, s, out, p, prio, state, f, n, n, cls, (int32_t)number, now);
+    offer(e, s, out, p, prio, state, f, n, n, cls, (int32_t)number, now, like);
     arm(e, swi, out, p);
 }
 
@@ -804,8 +877,174 @@ static void replicate(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_
         memcpy(s->replica, s->scratch, s->state_size);
         s->set_rid(s->replica, g[1]);
         s->set_type(s->replica, 5);
-        forward(e, s, swi, number, g[2], s->replica, f, n, cls, now);
+        s->stats[S_REPLICAS]++;
+        forward(e, s, swi, number, g[2], s->replica, f, n, cls, now, -1, 0);
     }
+}
+
+/* ---- clones, resubmit and recirculation (see the header) --------------------------------------- */
+
+/* A job made by a program with copy calls: to `out` through the idle-link fast path (made by ingress),
+ * or queued with no source port and unclassified (made by an egress: v1model's "more" jobs). */
+static void put_job(engine *e, sw_t *s, uint32_t number, uint32_t out, uint8_t *state, const uint8_t *f,
+                    uint32_t n, int cls, int64_t now, uint32_t prio, const pkt *like, int queued) {
+    if (!queued) {
+        forward(e, s, s->index, number, out, state, f, n, cls, now, (int)prio, like);
+        return;
+    }
+    if ((uint32_t)out == s->drop_port) {
+        s->stats[S_DROP_PORT]++;
+        return;
+    }
+    port *p = get_port(s, out);
+    if (!p) {
+        s->stats[S_PIPELINE_ERRORS]++;
+        return;
+    }
+    offer(e, s, out, p, prio, state, f, n, n, UNCLASSIFIED, -1, now, like);
+    arm(e, s->index, out, p);
+}
+
+/* The after-ingress decisions of one pass whose state is `st` (frame f of n bytes, in on `number`):
+ * I2E clones, then resubmit (returned: 1 + its field list, the pass ends), multicast, drop, unicast. */
+static uint64_t after_ingress(engine *e, sw_t *s, repl_t *R, uint32_t number, const uint8_t *f, uint32_t n,
+                              uint8_t *st, uint32_t passes, int cls, int64_t now, int queued) {
+    uint64_t r[7];
+    R->requests(st, r);
+    pkt like;
+    memset(&like, 0, sizeof like);
+    like.repl = R, like.passes = passes, like.egress = s->egress;
+    uint8_t *copy = 0;
+    if (r[3] || r[1]) {
+        copy = malloc(R->state_size + 16);
+        if (!copy) {
+            s->stats[S_PIPELINE_ERRORS]++;
+            return 0;
+        }
+    }
+    if (r[3]) {
+        uint32_t session = (uint32_t)(r[3] - 1) & 0x7FFF;
+        for (uint32_t i = 0; i < s->nsessions; i++) {
+            const uint32_t *row = s->sessions + 4 * (size_t)i;
+            if (row[0] != session) continue;
+            R->clone_i2e(R->inst, copy, st, (uint32_t)r[4], f, n, number, (uint64_t)(now / 1000));
+            R->set_rid(copy, row[1]);
+            s->stats[S_CLONES]++;
+            like.truncate = row[3];
+            put_job(e, s, number, row[2], copy, f, n, cls, now, 0, &like, queued);
+        }
+        like.truncate = 0;
+    }
+    if (r[5]) {
+        free(copy);
+        return r[5];
+    }
+    if (r[1]) {
+        uint32_t group = (uint32_t)r[1];
+        for (uint32_t i = 0; i < s->ngroups; i++) {
+            const uint32_t *g = s->groups + 3 * (size_t)i;
+            if (g[0] != group) continue;
+            R->copy(copy, st);
+            R->set_rid(copy, g[1]);
+            R->set_type(copy, IT_REPLICATION);
+            s->stats[S_REPLICAS]++;
+            put_job(e, s, number, g[2], copy, f, n, cls, now, (uint32_t)r[2], &like, queued);
+        }
+        free(copy);
+        return 0;
+    }
+    free(copy);
+    if (r[0] == s->drop_port) {
+        s->stats[queued ? S_DROP_PORT : S_INGRESS_DROPS]++;
+        return 0;
+    }
+    R->set_type(st, IT_NORMAL);
+    put_job(e, s, number, (uint32_t)r[0], st, f, n, cls, now, (uint32_t)r[2], &like, queued);
+    return 0;
+}
+
+/* Ingress again with the original bytes while a pass asks for it (resubmit: 1 + field list, 0: none;
+ * old: that pass's state), each pass bounded by R->max_passes. */
+static void resubmits(engine *e, sw_t *s, repl_t *R, uint32_t number, const uint8_t *f, uint32_t n,
+                      const uint8_t *old, uint64_t resubmit, uint32_t passes, int cls, int64_t now, int queued) {
+    uint8_t *mine = 0;
+    while (resubmit) {
+        passes++;
+        s->stats[S_RESUBMITS]++;
+        if (passes >= R->max_passes) {
+            s->stats[S_LOOP_DROPS]++;
+            break;
+        }
+        uint8_t *st = malloc(R->state_size + 16);
+        if (!st) {
+            s->stats[S_PIPELINE_ERRORS]++;
+            break;
+        }
+        R->again(R->inst, st, old, (uint32_t)(resubmit - 1), f, n, IT_RESUBMIT, (uint64_t)(now / 1000),
+                 s->drop_port);
+        free(mine);
+        mine = st, old = st;
+        resubmit = after_ingress(e, s, R, number, f, n, st, passes, cls, now, queued);
+    }
+    free(mine);
+}
+
+/* The egress of job k (its state `st`: the queued copy, or the caller's on the fast path) on port
+ * `number`, dequeued at t, leaving at `at`: egress control, E2E clones, drop, deparse, then recirculate
+ * or transmit (cut to k->truncate). */
+static void egress_copies(engine *e, sw_t *s, uint32_t number, const pkt *k, uint8_t *st, const uint64_t q5[5],
+                          int64_t t, int64_t at) {
+    repl_t *R = k->repl;
+    int dropped = R->egress_ctl(st, k->data, k->data_len, number, q5, s->drop_port) < 0;
+    uint64_t r[7];
+    R->requests(st, r);
+    if (r[3]) {
+        uint32_t session = (uint32_t)(r[3] - 1) & 0x7FFF;
+        uint8_t *copy = malloc(R->state_size + 16);
+        if (!copy) {
+            s->stats[S_PIPELINE_ERRORS]++;
+        } else {
+            pkt like = *k;
+            for (uint32_t i = 0; i < s->nsessions; i++) {
+                const uint32_t *row = s->sessions + 4 * (size_t)i;
+                if (row[0] != session) continue;
+                R->clone_e2e(copy, st, (uint32_t)r[4]);
+                R->set_rid(copy, row[1]);
+                s->stats[S_CLONES]++;
+                like.truncate = row[3];
+                put_job(e, s, number, row[2], copy, k->data, k->data_len, UNCLASSIFIED, t, 0, &like, 1);
+            }
+            free(copy);
+        }
+    }
+    if (dropped) {
+        s->stats[S_EGRESS_DROPS]++;
+        return;
+    }
+    int64_t m = R->deparse(st, k->data, k->data_len, s->drop_port, s->out);
+    if (r[6]) {
+        uint32_t passes = k->passes + 1;
+        s->stats[S_RECIRCS]++;
+        if (passes >= R->max_passes) {
+            s->stats[S_LOOP_DROPS]++;
+            return;
+        }
+        uint8_t *bytes = m <= MAX_FRAME ? malloc((size_t)m + 1) : 0, *next = malloc(R->state_size + 16);
+        if (!bytes || !next) {
+            free(bytes), free(next);
+            s->stats[S_PIPELINE_ERRORS]++;
+            return;
+        }
+        memcpy(bytes, s->out, (size_t)m);
+        R->again(R->inst, next, st, (uint32_t)(r[6] - 1), bytes, (uint32_t)m, IT_RECIRC, (uint64_t)(t / 1000),
+                 s->drop_port);
+        uint64_t resubmit = after_ingress(e, s, R, 0, bytes, (uint32_t)m, next, passes, UNCLASSIFIED, t, 1);
+        resubmits(e, s, R, 0, bytes, (uint32_t)m, next, resubmit, passes, UNCLASSIFIED, t, 1);
+        free(next), free(bytes);
+        return;
+    }
+    if (k->truncate && (uint64_t)m > k->truncate) m = k->truncate;
+    transmit(e, s, number, at, s->out, (uint32_t)m);
 }
 
 /* one frame arrives at port `number` of switch `swi` at `now` (the switch's receive_frames) */
@@ -833,6 +1072,12 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     int cls = cell_class(f, n, e->cell_port);
     uint64_t now_us = (uint64_t)(now / 1000);
     int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
+    if (s->repl) {
+        repl_t *R = s->repl;
+        uint64_t resubmit = after_ingress(e, s, R, number, f, n, s->scratch, 0, cls, now, 0);
+        resubmits(e, s, R, number, f, n, s->scratch, resubmit, 0, cls, now, 0);
+        return;
+    }
     if (s->mcast_grp) {
         uint32_t group = s->mcast_grp(s->scratch);
         if (group) {
@@ -849,7 +1094,7 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
         s->stats[S_DROP_PORT]++;
         return;
     }
-    forward(e, s, swi, number, (uint32_t)out, s->scratch, f, n, cls, now);
+    forward(e, s, swi, number, (uint32_t)out, s->scratch, f, n, cls, now, -1, 0);
 }
 
 /* ---- the C API ------------------------------------------------------------ */
@@ -890,7 +1135,9 @@ void eng_free(void *ep) {
             free(p->txbuf);
             free(p);
         }
-        free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s->groups), free(s->replica), free(s);
+        free(s->scratch), free(s->out), free(s->deq_lag), free(s->tx_lag), free(s->groups), free(s->replica);
+        for (repl_t *r = s->repls, *nx; r; r = nx) nx = r->next, free(r);
+        free(s->sessions), free(s);
     }
     free(e->sw), free(e->heap), free(e->delivered), free(e->host_pause_frames), free(e->host_paused);
     free(e->kept), free(e->cpu_frames);
@@ -943,6 +1190,7 @@ int eng_set_pipeline(void *ep, uint32_t swi, void *inst, void *ingress, void *eg
     s->scratch = scratch, s->out = out;
     s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
     s->mcast_grp = 0;   /* until eng_set_copies says the new program makes copies */
+    s->repl = 0;        /* and eng_set_replication that it clones, resubmits or recirculates */
     s->priority = (priority_fn)priority;
     s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port;
     return 0;
@@ -978,6 +1226,45 @@ int eng_set_groups(void *ep, uint32_t swi, uint32_t n, const uint32_t *triples) 
     if (n) memcpy(copy, triples, (size_t)n * 3 * sizeof *copy);
     free(s->groups);
     s->groups = copy, s->ngroups = n;
+    return 0;
+}
+
+/* switch `swi`'s program clones, resubmits or recirculates: fns are its tb_requests, tb_state_copy,
+ * tb_clone_i2e, tb_clone_e2e, tb_ingress_again, tb_egress_ctl_only, tb_deparse, tb_set_egress_rid and
+ * tb_set_instance_type (program.py), passes the bound on resubmit/recirculation passes; call after
+ * eng_set_pipeline (eng_set_sessions gives the clone sessions, eng_set_groups the multicast groups).
+ * 0, or -1 */
+int eng_set_replication(void *ep, uint32_t swi, void *const fns[9], uint32_t max_passes) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    if (!s->ingress || !s->state_size) return -1;
+    for (int i = 0; i < 9; i++)
+        if (!fns[i]) return -1;
+    repl_t *r = calloc(1, sizeof *r);
+    if (!r) return -1;
+    r->inst = s->inst;
+    r->requests = (requests_fn)fns[0], r->copy = (copy_fn)fns[1], r->clone_i2e = (clone_i2e_fn)fns[2];
+    r->clone_e2e = (clone_e2e_fn)fns[3], r->again = (again_fn)fns[4], r->egress_ctl = (egress_ctl_fn)fns[5];
+    r->deparse = (deparse_fn)fns[6], r->set_rid = (set_fn)fns[7], r->set_type = (set_fn)fns[8];
+    r->state_size = s->state_size, r->max_passes = max_passes;
+    r->next = s->repls;
+    s->repls = r;
+    s->repl = r;
+    return 0;
+}
+
+/* switch `swi`'s clone sessions, all at once: n (session, instance, port, packet_length_bytes) rows,
+ * each session's copies in replication order (runtime/pre.py clone_session()). 0, or -1 */
+int eng_set_sessions(void *ep, uint32_t swi, uint32_t n, const uint32_t *rows) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    uint32_t *copy = n ? malloc((size_t)n * 4 * sizeof *copy) : 0;
+    if (n && !copy) return -1;
+    if (n) memcpy(copy, rows, (size_t)n * 4 * sizeof *copy);
+    free(s->sessions);
+    s->sessions = copy, s->nsessions = n;
     return 0;
 }
 

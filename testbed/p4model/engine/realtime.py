@@ -23,11 +23,9 @@ move in engine.c's own thread:
 
 Rules.  Every switch's program must be on the native back end: a
 SetForwardingPipelineConfig whose program the native back end refuses is
-refused in one line (start the switch with --backend python for it), and
-so is a program that can ask for clones, resubmit or recirculation (the
-engine makes multicast copies only; a switch started with such a program
-runs the Python loop instead, switch/main.py).  The
-traffic manager's settings live in the Python TrafficManager (its commands,
+refused in one line (start the switch with --backend python for it).  The
+engine makes every copy a program asks for (multicast, clones, resubmit,
+recirculation).  The traffic manager's settings live in the Python TrafficManager (its commands,
 the controller's plan); its packets and counters live in the engine, and
 EngineTrafficManager reads them from there.  Pcap files (--pcap) are
 written by the engine, in the Python switch's names and format.
@@ -40,7 +38,7 @@ import os
 import select
 import threading
 
-from testbed.p4model.engine.binding import NativeFabric, SwitchStats, engine_refusal
+from testbed.p4model.engine.binding import NativeFabric, SwitchStats
 from testbed.p4model.engine.traffic_manager import EngineTrafficManager
 from testbed.p4model.p4runtime.status import RpcError
 
@@ -209,10 +207,6 @@ def _require_native(pipeline) -> None:
     if pipeline is not None and getattr(pipeline, "backend", "python") != "native":
         raise RpcError("INVALID_ARGUMENT", "this switch runs the native engine and the program is on the Python "
                                            "pipeline; start it with --backend python to run such a program")
-    refusal = engine_refusal(pipeline)
-    if refusal is not None:
-        raise RpcError("INVALID_ARGUMENT", f"this switch runs the native engine: {refusal}; start the switch "
-                                           "with this program (the Python loop then drives it) to run it")
 
 
 def _drain_eventfd(fd: int) -> None:

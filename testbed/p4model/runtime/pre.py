@@ -98,7 +98,7 @@ class PacketReplicationEngine:
         self._free_handles: list = []
         self._cache: dict = {}       # group id -> tuple of (rid, port)
         self._sessions: dict = {}    # session id -> CloneSession
-        self.on_change = getattr(self, "on_change", None)   # called after a group changes (kept by reset)
+        self.on_change = getattr(self, "on_change", None)   # called after a group or session changes (kept by reset)
 
     def _changed(self, group_id) -> None:
         """Group `group_id` changed: its cached copies go, and on_change (the native engine's copy
@@ -266,6 +266,7 @@ class PacketReplicationEngine:
             raise _err("OUT_OF_RANGE", f"clone session id {session_id!r} not in 0..{MAX_MIRROR_ID}")
         self._sessions[session_id] = self._make_session(
             session_id, replicas, class_of_service, packet_length_bytes)
+        self._sessions_changed()
 
     def insert_clone_session(self, session_id: int, replicas, class_of_service: int = 0,
                              packet_length_bytes: int = 0) -> None:
@@ -276,6 +277,7 @@ class PacketReplicationEngine:
             raise _err("ALREADY_EXISTS", f"clone session {session_id} already exists")
         self._sessions[session_id] = self._make_session(
             session_id, replicas, class_of_service, packet_length_bytes)
+        self._sessions_changed()
 
     def modify_clone_session(self, session_id: int, replicas, class_of_service: int = 0,
                              packet_length_bytes: int = 0) -> None:
@@ -284,11 +286,18 @@ class PacketReplicationEngine:
             raise _err("NOT_FOUND", f"clone session {session_id} does not exist")
         self._sessions[session_id] = self._make_session(
             session_id, replicas, class_of_service, packet_length_bytes)
+        self._sessions_changed()
 
     def delete_clone_session(self, session_id: int) -> None:
         if session_id not in self._sessions:
             raise _err("NOT_FOUND", f"clone session {session_id!r} does not exist")
         del self._sessions[session_id]
+        self._sessions_changed()
+
+    def _sessions_changed(self) -> None:
+        """A clone session changed: on_change (the native engine's copy of the sessions) hears of it."""
+        if self.on_change is not None:
+            self.on_change()
 
     def clone_session(self, session_id: int) -> Optional[CloneSession]:
         return self._sessions.get(session_id)

@@ -74,20 +74,11 @@ def _load(opts: SwitchOptions, clock):
 
 
 def _engine_mode(opts: SwitchOptions, pipeline) -> bool:
-    """Whether the native engine moves the packets: the program given at start is native and asks
-    for no clones, resubmit or recirculation (else the Python loop drives its native pipeline, with
-    one log line), or none is given and --backend native asks for it (programs sent later must then
-    lower to C and ask for none of those)."""
+    """Whether the native engine moves the packets: the program given at start is native (the
+    engine makes its multicast replicas, clones, resubmits and recirculations), or none is given and
+    --backend native asks for it (programs sent later must then lower to C)."""
     if pipeline is not None:
-        if getattr(pipeline, "backend", "python") != "native":
-            return False
-        from testbed.p4model.engine.binding import engine_refusal
-
-        refusal = engine_refusal(pipeline)
-        if refusal is not None:   # the native pipeline makes the copies under the Python loop
-            log.warning("%s: the Python loop drives the native pipeline", refusal)
-            return False
-        return True
+        return getattr(pipeline, "backend", "python") == "native"
     if opts.backend == "native":
         if compiler() is None:
             raise TestbedError("--backend native needs a C compiler (cc or gcc) and this machine has none")

@@ -21,8 +21,9 @@ tb_fl_copy(id, old, new) copies them, values as they are when the
 pass ends.  `replication` maps each kind of copy the program can ask for
 (multicast: mcast_grp named anywhere; clone, resubmit, recirculate: these
 calls) to (loc, construct) of its first request: tb_replicates() tells the
-driver, and the fabric engine refuses a program with clones, resubmit or
-recirculation naming the construct (it makes multicast copies itself)."""
+driver, and the fabric engine takes the copy path for a program with
+clones, resubmit or recirculation, the replica path for one that only
+multicasts (engine/binding.py set_pipeline)."""
 
 from __future__ import annotations
 

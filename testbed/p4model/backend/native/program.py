@@ -31,8 +31,8 @@ C ABI (no Python needed to call it):
   void tb_table_default(void *inst, uint32_t id, const uint64_t *act)
       the default action row: action index, then its arguments
   Copies (binding.NativePipeline decides as v1model.py; each call's C comment says more):
-  tb_replicates() 1 when the program can ask for them (tb_egress is then unused and the fabric
-  engine refuses it); tb_requests(s, r[7]) egress_spec, mcast_grp, priority, 1 + clone session,
+  tb_replicates() 1 when the program can ask for them (tb_egress is then unused; the fabric
+  engine makes the copies through these calls, engine.c); tb_requests(s, r[7]) egress_spec, mcast_grp, priority, 1 + clone session,
   clone field list, 1 + resubmit / recirculate field list (0: none); a multicast replica:
   tb_state_copy(dst, src), tb_set_egress_rid(s, rid), tb_set_instance_type(s, t), tb_mcast_grp(s); clones:
   tb_clone_i2e(inst, c, orig, fl, d, len, port, now_us), tb_clone_e2e(c, orig, fl); another pass:
