@@ -13,7 +13,8 @@ per switch, port and queue is read back with `switch_stats`, `port_stats`
 and `queue_stats`.  A program that makes copies gets the pipeline's PRE
 groups and clone sessions copied into the engine, again after every change
 (pre.on_change); the engine makes multicast replicas, clones, resubmits and
-recirculations itself, through the program's copy calls (engine.c).
+recirculations itself, through the program's copy calls (engine.c); the
+digests it collects reach the pipelines' DigestQueues through take_cpu.
 
 The engine's link loss draws from its own seeded generator (splitmix64 per
 switch), not Python's: a lossy link loses the same share of packets, not
@@ -54,6 +55,7 @@ _SIGNATURES = {
     "eng_set_groups": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint32)]),
     "eng_set_replication": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_void_p), _c.c_uint32]),
     "eng_set_sessions": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.POINTER(_c.c_uint32)]),
+    "eng_set_digests": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_void_p, _c.c_uint32]),
     "eng_wire_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p]),
     "eng_cpu_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32]),
     "eng_pcap": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_char_p]),
@@ -111,7 +113,8 @@ def engine_library(source: str | None = None) -> ctypes.CDLL:
 
 # the program's calls the engine makes clones, resubmits and recirculations with (eng_set_replication)
 COPY_CALLS = ("tb_requests", "tb_state_copy", "tb_clone_i2e", "tb_clone_e2e", "tb_ingress_again", "tb_egress_ctl_only",
-              "tb_deparse", "tb_set_egress_rid", "tb_set_instance_type")
+              "tb_deparse", "tb_set_egress_rid", "tb_set_instance_type", "tb_truncate")
+DIGEST_RECORD = 0x80000000   # engine.c: a CPU-channel record that is a digest
 
 
 def _address(fn) -> int:
@@ -166,6 +169,9 @@ class NativeFabric:
             raise MemoryError("native fabric engine: cannot set a pipeline")
         self.pipelines.append(pipeline)
         self._current[index] = pipeline
+        if getattr(pipeline, "digest_layouts", None):
+            if self.lib.eng_set_digests(self._e, index, _address(lib.tb_digest), lib.tb_digest_words()) != 0:
+                raise MemoryError("native fabric engine: cannot set a pipeline")
         kinds = getattr(pipeline, "replication", None) or {}
         if kinds.keys() & {"clone", "resubmit", "recirculate"}:
             fns = (ctypes.c_void_p * len(COPY_CALLS))(*(_address(getattr(lib, name)) for name in COPY_CALLS))
@@ -250,7 +256,8 @@ class NativeFabric:
         return self.lib.eng_notify_fd(self._e)
 
     def take_cpu(self) -> list[tuple[int, bytes]]:
-        """(switch, frame) of each frame a program sent to its CPU port since the last call."""
+        """(switch, frame) of each frame a program sent to its CPU port since the last call; the
+        digests programs sent meanwhile go into their pipelines' DigestQueue (push_digest)."""
         out = []
         buf = ctypes.create_string_buffer(1 << 20)
         with self.locked():
@@ -258,7 +265,13 @@ class NativeFabric:
         raw, off = buf.raw[:n], 0
         while off < n:
             switch, length = struct.unpack_from("<II", raw, off)
-            out.append((switch, raw[off + 8:off + 8 + length]))
+            if switch & DIGEST_RECORD:
+                words = struct.unpack_from(f"<{length // 8}Q", raw, off + 8)
+                pipeline = self._current.get(switch & ~DIGEST_RECORD)
+                if pipeline is not None and 0 < words[0] <= len(pipeline.digest_layouts):
+                    pipeline.push_digest(words[0], words[1:])
+            else:
+                out.append((switch, raw[off + 8:off + 8 + length]))
             off += 8 + ((length + 7) & ~7)
         return out
 

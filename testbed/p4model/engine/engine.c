@@ -45,6 +45,14 @@
  * and counted in loop_drops.  A recirculated packet longer than MAX_FRAME
  * is dropped as a pipeline error.
  *
+ * Truncation: the one-call path's tb_egress cuts the packet itself; the
+ * copy path cuts it to the smaller non-zero of the clone session's limit
+ * and tb_truncate (the program's).  Digests: after each ingress pass of a
+ * program that sends them (eng_set_digests), the pass's digest (tb_digest:
+ * its layout id + 1 and words) joins the CPU port's frames as a record
+ * whose switch field has DIGEST_RECORD set (eng_take_cpu), for the control
+ * side to decode with the program's layouts.
+ *
  * Not thread-safe by itself: one thread drives it (eng_run); a caller that
  * changes tables from another thread holds eng_lock around the change.
  */
@@ -79,6 +87,7 @@
 #define FRAME_OVERHEAD 42       /* Ethernet 14 + IPv4 20 + UDP 8 before the cell header */
 #define PFC_FRAME_LEN 60
 #define MAX_FRAME 16384
+#define DIGEST_RECORD 0x80000000u   /* a CPU-channel record that is a digest: (id, words) */
 
 typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_t, uint64_t, uint32_t);
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
@@ -92,6 +101,7 @@ typedef int64_t (*again_fn)(void *, void *, const void *, uint32_t, const uint8_
                             uint32_t);
 typedef int64_t (*egress_ctl_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t);
 typedef int64_t (*deparse_fn)(void *, const uint8_t *, uint32_t, uint32_t, uint8_t *);
+typedef uint32_t (*digest_fn)(const void *, uint64_t *);
 
 enum { IT_NORMAL = 0, IT_INGRESS_CLONE = 1, IT_EGRESS_CLONE = 2, IT_RECIRC = 4, IT_REPLICATION = 5, IT_RESUBMIT = 6 };
 
@@ -108,7 +118,9 @@ typedef struct repl_s {
     egress_ctl_fn egress_ctl;
     deparse_fn deparse;
     set_fn set_rid, set_type;
-    uint32_t state_size, max_passes;
+    priority_fn truncate;       /* tb_truncate: the limit the program set (ingress's or egress's) */
+    digest_fn digest;           /* the program's tb_digest (0: it sends none) */
+    uint32_t state_size, max_passes, digest_words;
 } repl_t;
 
 enum { PORT_NONE = 0, PORT_CABLE = 1, PORT_HOST = 2, PORT_WIRE = 3, PORT_CPU = 4 };
@@ -187,6 +199,8 @@ typedef struct {
     uint8_t *replica;           /* one copy's state */
     repl_t *repl, *repls;       /* the copy calls of the program now (0: none), all the switch has had */
     uint32_t *sessions, nsessions;  /* clone sessions: (session, instance, port, packet_length_bytes) rows */
+    digest_fn digest;           /* the program's tb_digest (eng_set_digests), or 0 */
+    uint32_t digest_words;
     uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
     uint32_t d_limit;
@@ -582,6 +596,32 @@ static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint
     push(e, at, EV_ARRIVAL, (uint32_t)p->peer_sw, (uint32_t)p->peer_port, copy, n);
 }
 
+/* the digest an ingress pass asked for (if any), into the CPU channel: switch | DIGEST_RECORD, the
+ * record's length, then the layout id + 1 and its words as uint64 (see the header) */
+static void take_digest(engine *e, sw_t *s, digest_fn digest, uint32_t words, const uint8_t *state) {
+    uint32_t n = (1 + words) * 8;
+    uint64_t need = 8 + n;
+    if (e->ncpu + need > e->capcpu) {
+        uint64_t cap = e->capcpu ? e->capcpu * 2 : 1 << 16;
+        while (cap < e->ncpu + need) cap *= 2;
+        uint8_t *c = realloc(e->cpu_frames, cap);
+        if (!c) return;
+        e->cpu_frames = c, e->capcpu = cap;
+    }
+    uint8_t *r = e->cpu_frames + e->ncpu;   /* 8-byte aligned: every record's length is */
+    uint64_t id = digest(state, (uint64_t *)(r + 16));
+    if (!id) return;
+    uint32_t tag = sw_index(e, s) | DIGEST_RECORD;
+    memcpy(r, &tag, 4);
+    memcpy(r + 4, &n, 4);
+    memcpy(r + 8, &id, 8);
+    e->ncpu += need;
+    if (e->notify_fd >= 0) {
+        uint64_t one = 1;
+        (void)!write(e->notify_fd, &one, 8);
+    }
+}
+
 /* ---- PFC ---------------------------------------------------------------- */
 
 static void send_pause(engine *e, sw_t *s, uint32_t source, int pause, int64_t at) {
@@ -935,6 +975,7 @@ static uint64_t after_ingress(engine *e, sw_t *s, repl_t *R, uint32_t number, co
         }
         like.truncate = 0;
     }
+    if (R->digest) take_digest(e, s, R->digest, R->digest_words, st);
     if (r[5]) {
         free(copy);
         return r[5];
@@ -1043,7 +1084,9 @@ static void egress_copies(engine *e, sw_t *s, uint32_t number, const pkt *k, uin
         free(next), free(bytes);
         return;
     }
-    if (k->truncate && (uint64_t)m > k->truncate) m = k->truncate;
+    uint32_t limit = k->truncate, cut = R->truncate(st);   /* the clone session's; the program's */
+    if (cut && (!limit || cut < limit)) limit = cut;
+    if (limit && (uint64_t)m > limit) m = limit;
     transmit(e, s, number, at, s->out, (uint32_t)m);
 }
 
@@ -1072,6 +1115,7 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     int cls = cell_class(f, n, e->cell_port);
     uint64_t now_us = (uint64_t)(now / 1000);
     int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
+    if (s->digest && !s->repl) take_digest(e, s, s->digest, s->digest_words, s->scratch);
     if (s->repl) {
         repl_t *R = s->repl;
         uint64_t resubmit = after_ingress(e, s, R, number, f, n, s->scratch, 0, cls, now, 0);
@@ -1191,6 +1235,7 @@ int eng_set_pipeline(void *ep, uint32_t swi, void *inst, void *ingress, void *eg
     s->inst = inst, s->ingress = (ingress_fn)ingress, s->egress = (egress_fn)egress;
     s->mcast_grp = 0;   /* until eng_set_copies says the new program makes copies */
     s->repl = 0;        /* and eng_set_replication that it clones, resubmits or recirculates */
+    s->digest = 0;      /* and eng_set_digests that it sends digests */
     s->priority = (priority_fn)priority;
     s->state_size = state_size, s->max_hdr = max_hdr, s->drop_port = drop_port;
     return 0;
@@ -1229,17 +1274,27 @@ int eng_set_groups(void *ep, uint32_t swi, uint32_t n, const uint32_t *triples) 
     return 0;
 }
 
+/* switch `swi`'s program sends digests: digest is its tb_digest, words its tb_digest_words(); call
+ * after eng_set_pipeline and before eng_set_replication. 0, or -1 */
+int eng_set_digests(void *ep, uint32_t swi, void *digest, uint32_t words) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    s->digest = (digest_fn)digest, s->digest_words = words;
+    return 0;
+}
+
 /* switch `swi`'s program clones, resubmits or recirculates: fns are its tb_requests, tb_state_copy,
- * tb_clone_i2e, tb_clone_e2e, tb_ingress_again, tb_egress_ctl_only, tb_deparse, tb_set_egress_rid and
- * tb_set_instance_type (program.py), passes the bound on resubmit/recirculation passes; call after
- * eng_set_pipeline (eng_set_sessions gives the clone sessions, eng_set_groups the multicast groups).
- * 0, or -1 */
-int eng_set_replication(void *ep, uint32_t swi, void *const fns[9], uint32_t max_passes) {
+ * tb_clone_i2e, tb_clone_e2e, tb_ingress_again, tb_egress_ctl_only, tb_deparse, tb_set_egress_rid,
+ * tb_set_instance_type and tb_truncate (program.py), passes the bound on resubmit/recirculation
+ * passes; call after eng_set_pipeline (eng_set_sessions gives the clone sessions, eng_set_groups the
+ * multicast groups). 0, or -1 */
+int eng_set_replication(void *ep, uint32_t swi, void *const fns[10], uint32_t max_passes) {
     engine *e = ep;
     if (swi >= e->nsw) return -1;
     sw_t *s = e->sw[swi];
     if (!s->ingress || !s->state_size) return -1;
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         if (!fns[i]) return -1;
     repl_t *r = calloc(1, sizeof *r);
     if (!r) return -1;
@@ -1247,6 +1302,8 @@ int eng_set_replication(void *ep, uint32_t swi, void *const fns[9], uint32_t max
     r->requests = (requests_fn)fns[0], r->copy = (copy_fn)fns[1], r->clone_i2e = (clone_i2e_fn)fns[2];
     r->clone_e2e = (clone_e2e_fn)fns[3], r->again = (again_fn)fns[4], r->egress_ctl = (egress_ctl_fn)fns[5];
     r->deparse = (deparse_fn)fns[6], r->set_rid = (set_fn)fns[7], r->set_type = (set_fn)fns[8];
+    r->truncate = (priority_fn)fns[9];
+    r->digest = s->digest, r->digest_words = s->digest_words;
     r->state_size = s->state_size, r->max_passes = max_passes;
     r->next = s->repls;
     s->repls = r;

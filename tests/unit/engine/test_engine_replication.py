@@ -146,7 +146,7 @@ class CopySwitch:
     """replicate.p4 on the Python pipeline (the reference) and in an engine switch with 16 host
     ports (an engine built from `source`, engine.c by default)."""
 
-    def __init__(self, source: str | None = None, max_passes: int | None = None) -> None:
+    def __init__(self, source: str | None = None, max_passes: int | None = None, program: Path = REPLICATE) -> None:
         from testbed.p4model.backend.native.binding import NativePipeline
         from testbed.p4model.clock import ManualClock
         from testbed.p4model.engine.binding import NativeFabric
@@ -154,9 +154,8 @@ class CopySwitch:
         from testbed.p4model.pipeline import load
         from testbed.p4model.tm.model import TrafficManager
 
-        self.python = load(REPLICATE, backend="python", clock=ManualClock())
-        self.native = NativePipeline(load_program(REPLICATE), clock=ManualClock())
-        assert {"clone", "resubmit", "recirculate", "multicast"} <= self.native.replication.keys()
+        self.python = load(program, backend="python", clock=ManualClock())
+        self.native = NativePipeline(load_program(program), clock=ManualClock())
         if max_passes is not None:   # the bound on resubmit/recirculation passes, on both
             self.python.switch.max_passes = self.native.max_passes = max_passes
         self.engine = NativeFabric(seed=1, hosts=16, source=source)
@@ -190,7 +189,9 @@ class CopySwitch:
 
 @pytest.fixture(scope="module")
 def copy_switch():
-    return CopySwitch()
+    switch = CopySwitch()
+    assert {"clone", "resubmit", "recirculate", "multicast"} <= switch.native.replication.keys()
+    return switch
 
 
 @settings(max_examples=100, deadline=None)
@@ -250,3 +251,40 @@ def test_an_engine_with_a_broken_copy_fails_the_comparison(right, wrong):
     switch.configure({2: [(1, 3), (2, 4)]}, {1: ([(7, 5)], 20)})
     got, want = switch.send(0, _copy_frame(b"\x00" * 5 + b"\x01", 0b0001_0001, 0x31, 2, b"xyz", True))
     assert got != want
+
+
+@pytest.fixture(scope="module", params=["copies", "one call"])
+def digest_switch(request, tmp_path_factory):
+    """tests/unit/native/digest.p4 (digests, truncate, clones) in the engine, and without its clone
+    calls (the engine's one-call path: tb_ingress, tb_egress)."""
+    program = NATIVE_TESTS / "digest.p4"
+    if request.param == "one call":
+        program = tmp_path_factory.mktemp("digest") / "digest_no_clones.p4"
+        program.write_text("\n".join(line for line in (NATIVE_TESTS / "digest.p4").read_text().splitlines()
+                                     if "clone(" not in line))
+    switch = CopySwitch(program=program)
+    assert switch.native.digest_layouts and switch.native.replicates is (request.param == "copies")
+    return switch
+
+
+_digest_frames = st.lists(st.tuples(st.integers(0, 7), st.binary(min_size=6, max_size=6), st.integers(0, 255),
+                                    st.integers(0, 60), st.integers(0, 60), st.integers(0, 255),
+                                    st.integers(0, 2**128 - 1), st.integers(0, 255), st.binary(max_size=30),
+                                    st.sampled_from([True, True, False])), min_size=1, max_size=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(sessions=_sessions, frames=_digest_frames)
+def test_the_engine_digests_and_truncates_as_the_python_pipeline(digest_switch, sessions, frames):
+    """Every frame (cut where the program or a clone session says) and every digest, in order: the
+    engine's digests reach the pipeline's DigestQueue through take_cpu, as in real time."""
+    digest_switch.configure({}, sessions)
+    for pipe in (digest_switch.python, digest_switch.native):
+        pipe.digests.drain()
+    for port, dst, op, a, b, n, wide, sv, rest, tagged in frames:
+        eth = dst + bytes(range(6)) + (b"\x88\xb6" if tagged else b"\x08\x00")
+        data = eth + (bytes([op, a, b, n]) + wide.to_bytes(16, "big") + bytes([sv]) if tagged else b"") + rest
+        got, want = digest_switch.send(port, data)
+        assert got == want, (port, data.hex())
+        assert digest_switch.engine.take_cpu() == []   # digest records are not CPU frames
+        assert digest_switch.native.digests.drain() == digest_switch.python.digests.drain(), data.hex()

@@ -11,9 +11,11 @@ here, in v1model.V1Switch's order and with its rules (bmv2's): I2E clone,
 resubmit (ends the pass), multicast through `pre`'s group (one tb_state
 copy per replica, egress_rid and instance_type 5), drop, unicast; after
 egress: E2E clone, drop, deparse, recirculate or transmit (cut to the
-clone session's packet_length_bytes).  Resubmit and recirculation passes
-are bounded by v1model.MAX_PASSES, as the Python target's.  A program that
-cannot ask for copies takes the one-call path (tb_ingress, tb_egress)."""
+smaller of the clone session's packet_length_bytes and the program's
+truncate()).  Each ingress pass's digest goes to `digests`.  Resubmit and
+recirculation passes are bounded by v1model.MAX_PASSES, as the Python
+target's.  A program that cannot ask for copies takes the one-call path
+(tb_ingress, tb_egress)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ _REPLICATION_ABI = {   # name: (restype, argtypes) of the C ABI's replication ca
     "tb_egress_ctl_only": (_I64, [_P, ctypes.c_char_p, _U32, _U32, ctypes.POINTER(_U64), _U32]),
     "tb_deparse": (_I64, [_P, ctypes.c_char_p, _U32, _U32, _P]),
     "tb_replicates": (_U32, []),
+    "tb_truncate": (_U32, [_P]),
+    "tb_digest": (_U32, [_P, ctypes.POINTER(_U64)]),
+    "tb_digest_words": (_U32, []),
 }
 
 
@@ -70,7 +75,7 @@ class NativePipeline:
         self.program = program
         self.clock = clock if clock is not None else MonotonicClock()
         name = Path(program.source_files[0]).name if program.source_files else "<program>"
-        self.c_source, infos, externs, self.replication = _lowered(program)
+        self.c_source, infos, externs, self.replication, self.digest_layouts = _lowered(program)
         self.so_path = build(self.c_source, name, program.main.loc)
         try:
             lib = ctypes.CDLL(str(self.so_path))
@@ -120,6 +125,7 @@ class NativePipeline:
         self.value_sets, self.hashers = {}, []
         self.pre = PacketReplicationEngine()
         self.digests = DigestQueue()
+        self._digest_words = (_U64 * max(lib.tb_digest_words(), 1))()
         self.cpu_port: int | None = None
         self.stats = {"received": 0, "transmitted": 0, "dropped": 0, "errors": 0,
                       "loop_drops": 0, "clones": 0, "resubmits": 0, "recirculations": 0,
@@ -140,6 +146,8 @@ class NativePipeline:
         state = ctypes.create_string_buffer(self._state_size)
         now = self.clock.now_us() if now_us is None else now_us
         out = self.lib.tb_ingress(self._inst, state, data, len(data), port, now, self.drop_port)
+        if self.digest_layouts and not self.replicates:
+            self._push_digest(state)
         if self.replicates:
             jobs: list = []
             self._resubmit(port, data, self._after_ingress(state, port, data, 0, jobs), 0, jobs)
@@ -163,6 +171,8 @@ class NativePipeline:
         spec, mgid, priority, clone, clone_fl, resubmit, _ = self._requests(state)
         if clone:
             self._ingress_clone(state, (clone - 1) & 0x7FFF, clone_fl, port, data, passes, jobs)
+        if self.digest_layouts:
+            self._push_digest(state)
         if resubmit:
             return (resubmit - 1, state)
         if mgid:
@@ -181,6 +191,26 @@ class NativePipeline:
         self.lib.tb_set_instance_type(state, NORMAL)
         jobs.append(NativeJob(spec, state, data, priority, passes))
         return None
+
+    def _push_digest(self, state) -> None:
+        """The digest an ingress pass asked for (if any) into `digests`, as the Python target's."""
+        did = self.lib.tb_digest(state, self._digest_words)
+        if did:
+            self.push_digest(did, self._digest_words)
+
+    def push_digest(self, did: int, words) -> None:
+        """Digest layout `did` (C id: index + 1) with its words (emit_replication's layout) as
+        (name, values) into `digests`; the fabric engine hands its digests over here too."""
+        name, widths = self.digest_layouts[did - 1]
+        values, k = [], 0
+        for w in widths:
+            if w > 64:
+                values.append((words[k] << 64) | words[k + 1])
+                k += 2
+            else:
+                values.append(words[k])
+                k += 1
+        self.digests.push(name, tuple(values))
 
     def _ingress_clone(self, state, session_id: int, fl: int, port: int, data: bytes, passes: int,
                        jobs: list) -> None:
@@ -262,8 +292,11 @@ class NativePipeline:
             preserve = self._ingress_pass(0, data, RECIRC, (recirc - 1, job.state), passes, jobs)
             self._resubmit(0, data, preserve, passes, jobs)
             return EgressResult(packets, jobs)
-        if job.truncate and len(data) > job.truncate:
-            data = data[:job.truncate]
+        limit, cut = job.truncate, lib.tb_truncate(job.state)   # the clone session's; the program's
+        if cut and (not limit or cut < limit):
+            limit = cut
+        if limit and len(data) > limit:
+            data = data[:limit]
         self.stats["transmitted"] += 1
         packets.append((job.port, data))
         return EgressResult(packets, jobs)

@@ -56,6 +56,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.loops: list = []            # the update statements of the enclosing for loops
         self.field_lists: dict = {}      # field list key -> its id (emit_replication)
         self.replication: dict = {}      # kind of copy -> (loc, construct) of its first request
+        self.digests: list = []          # (name, leaf widths) per digest layout; C id = index + 1
+        self.digest_words = 0            # the most 64-bit words one digest call stores
         self.meta_t = self.sm_t = None   # the ingress block's metadata types (field lists)
 
     # ---------------------------------------------------------- helpers
@@ -707,7 +709,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(c, ir.BuiltinCall) and c.name in ("setValid", "setInvalid", "push_front", "pop_front"):
             self.builtin(c)
             return
-        if self.extern_call(c) or self.extern_function(c) or self.replication_call(c):
+        if self.extern_call(c) or self.extern_function(c) or self.replication_call(c) or self.digest_call(c):
             return
         if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
             self.sub_control(c)

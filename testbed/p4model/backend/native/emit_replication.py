@@ -23,12 +23,20 @@ pass ends.  `replication` maps each kind of copy the program can ask for
 calls) to (loc, construct) of its first request: tb_replicates() tells the
 driver, and the fabric engine takes the copy path for a program with
 clones, resubmit or recirculation, the replica path for one that only
-multicasts (engine/binding.py set_pipeline)."""
+multicasts (engine/binding.py set_pipeline).
+
+Digests and truncation are requests too, with the Python back end's rules
+(digest_call says them)."""
 
 from __future__ import annotations
 
+from testbed.p4model.backend.native.emit_types import scalar_width
 from testbed.p4model.backend.native.errors import NativeUnsupported
 from testbed.p4model.frontend import ir
+
+# what a digest's data may hold: the Python back end flattens these too, the C layout here does not
+_NO_DIGEST = ((ir.UnionT, "a header union"), (ir.StackT, "a header stack"), (ir.ArrayT, "an array"),
+              (ir.VarbitT, "a varbit"))
 
 REQUEST_CALLS = ("clone", "clone3", "clone_preserving_field_list", "resubmit", "resubmit_preserving_field_list",
                  "recirculate", "recirculate_preserving_field_list")
@@ -59,6 +67,59 @@ class ReplicationMixin:
             fl = self.field_list_from_data(c.args[0]) if c.args else 0
         self.emit(f"s->{'req_resubmit' if name.startswith('resubmit') else 'req_recirc'} = {fl + 1};")
         return True
+
+    def digest_call(self, c) -> bool:
+        """C for truncate() and digest(); False if `c` is neither.
+
+        digest(receiver, data) stores the data's scalar leaves (in order: list items, struct
+        fields, a header's fields whether it is valid or not; bool as 0/1, int<W> as its W-bit
+        pattern; a leaf over 64 bits as two words, the high one first) in tb_state with its
+        layout's id + 1; a later call replaces an earlier one, and the driver pushes what the pass
+        holds after each ingress pass, never after egress.  `digests` lists the layouts (digest
+        name, leaf widths), the name that of the data's type, as the Python back end names it for
+        the P4Runtime DigestList.  truncate(n) sets the pass's limit; the egress control starts
+        with none, and the packet leaves cut to the smallest non-zero of the limit ingress set
+        (carried by a unicast packet and its multicast replicas), the one egress set and its
+        clone session's packet_length_bytes (a clone's), unless it recirculates."""
+        if not isinstance(c, ir.ExternFunctionCall) or c.decl.name not in ("truncate", "digest"):
+            return False
+        if c.decl.name == "truncate":
+            self.emit(f"s->truncate = (uint32_t)({self.ex(c.args[0])});")
+            return True
+        data = c.args[1]
+        t = ir.strip_newtype(c.type_args[0] if c.type_args else data.type)
+        leaves = self.digest_leaves(data)
+        layout = (getattr(t, "name", "digest"), tuple(w for _, w in leaves))
+        if layout not in self.digests:
+            self.digests.append(layout)
+        words = sum(2 if w > 64 else 1 for _, w in leaves)
+        self.digest_words = max(self.digest_words, words)
+        stores, k = [], 0
+        for code, w in leaves:
+            if w > 64:
+                v = self.fresh("dv")
+                stores.append(f"{{ tb_u128 {v} = (tb_u128)({code}); s->digest_w[{k}] = (uint64_t)({v} >> 64); "
+                              f"s->digest_w[{k + 1}] = (uint64_t){v}; }}")
+                k += 2
+            else:
+                stores.append(f"s->digest_w[{k}] = (uint64_t)({code});")
+                k += 1
+        self.emit(f"s->req_digest = {self.digests.index(layout) + 1}; s->digest_n = {words}; " + " ".join(stores))
+        return True
+
+    def digest_leaves(self, e) -> list:
+        """(C value, width) of each scalar leaf of a digest's data, in the Python back end's order."""
+        t = ir.strip_newtype(e.type)
+        if isinstance(e, ir.ListExpr):
+            return [x for item in e.items for x in self.digest_leaves(item)]
+        if isinstance(e, ir.StructExpr):
+            return [x for item in e.fields.values() for x in self.digest_leaves(item)]
+        for kind, what in _NO_DIGEST:
+            if isinstance(t, kind):
+                raise NativeUnsupported(e.loc, f"{what} in a digest's data")
+        if isinstance(t, (ir.HeaderT, ir.StructT)):
+            return [x for f in t.fields for x in self.digest_leaves(ir.Member(e, f.name, type=f.type, loc=e.loc))]
+        return [(self.ex(e), scalar_width(t, e.loc))]
 
     def _field_list_id(self, key) -> int:
         if key not in self.field_lists:

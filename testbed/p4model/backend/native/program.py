@@ -1,5 +1,5 @@
 """Assemble a program's C: prelude, types, the six v1model blocks and the
-C ABI the Python driver (and later the native fabric engine) calls.
+C ABI the Python driver and the native fabric engine call.
 
 C ABI (no Python needed to call it):
   uint32_t tb_state_size(void)       bytes of one packet's tb_state
@@ -16,9 +16,7 @@ C ABI (no Python needed to call it):
       q = enq_ts_us, enq_qdepth, deq_timedelta_us, deq_qdepth, deq_ts_us.
       Writes the packet to out (at least tb_max_header_bytes() + len bytes)
       and returns its length, or -1 when egress dropped it.
-  uint32_t tb_max_header_bytes(void)
-  uint32_t tb_priority(const tb_state *s)
-      standard_metadata.priority after ingress: the queue the TM puts it in
+  uint32_t tb_max_header_bytes(void); tb_priority(s): the queue (standard_metadata.priority)
   int tb_meter_set(inst, id, index, size, configured, cir, cburst, pir, pburst)
       configure (or reset) one meter cell; void tb_seed(inst, seed): random()'s generator
   uint32_t tb_job_length(const tb_state *s)
@@ -32,14 +30,17 @@ C ABI (no Python needed to call it):
       the default action row: action index, then its arguments
   Copies (binding.NativePipeline decides as v1model.py; each call's C comment says more):
   tb_replicates() 1 when the program can ask for them (tb_egress is then unused; the fabric
-  engine makes the copies through these calls, engine.c); tb_requests(s, r[7]) egress_spec, mcast_grp, priority, 1 + clone session,
-  clone field list, 1 + resubmit / recirculate field list (0: none); a multicast replica:
+  engine makes the copies through these calls too); tb_requests(s, r[7]) egress_spec, mcast_grp,
+  priority, 1 + clone session, clone field list, 1 + resubmit / recirculate field list (0: none); a multicast replica:
   tb_state_copy(dst, src), tb_set_egress_rid(s, rid), tb_set_instance_type(s, t), tb_mcast_grp(s); clones:
   tb_clone_i2e(inst, c, orig, fl, d, len, port, now_us), tb_clone_e2e(c, orig, fl); another pass:
   tb_ingress_again(inst, s, old, fl, d, len, instance_type, now_us, drop_port); tb_egress in two:
-  tb_egress_ctl_only(s, d, len, port, q, drop_port) (-1: dropped), tb_deparse(s, d, len, drop_port, out)"""
+  tb_egress_ctl_only(s, d, len, port, q, drop_port) (-1: dropped), tb_deparse(s, d, len, drop_port, out)
+  (uncut; tb_truncate(s) the limit). Digests: tb_digest(s, words), tb_digest_words() (C comments)."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from testbed.p4model.backend.native.emit_checksums import C_CSUM16
 from testbed.p4model.backend.native.emit_code import CodeEmitter
@@ -131,10 +132,9 @@ static uint64_t tb_random(tb_inst *I, uint64_t lo, uint64_t hi) {
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 
-def lower(program: ir.Program):
-    """(the whole C translation unit of `program`, its TableInfo list, its ExternInfo list,
-    {kind of copy: (loc, construct) of its first request}: emit_replication); raises
-    NativeUnsupported at the first construct it cannot lower."""
+def lower(program: ir.Program) -> "Lowered":
+    """The whole C translation unit of `program` and what its driver needs to know (Lowered);
+    raises NativeUnsupported at the first construct it cannot lower."""
     types = TypeEmitter()
     blocks = {}
     for role in ROLES:
@@ -168,7 +168,9 @@ def lower(program: ir.Program):
     oob = "".join(f" {name} oob_{name};" for name in types.stack_elems.values())
     parts.append(f"typedef struct {{ {h} hdr; {m} meta; {sm} sm; uint32_t payload_off; "
                  f"const uint8_t *data; uint32_t data_len; uint32_t ingress_length, length, action_run; uint8_t exited; uint64_t now_us; tb_inst *inst; "
-                 f"uint32_t req_clone, clone_session, clone_fl, req_resubmit, req_recirc;{oob} }} tb_state;")
+                 f"uint32_t req_clone, clone_session, clone_fl, req_resubmit, req_recirc; "
+                 f"uint32_t truncate, req_digest, digest_n; uint64_t digest_w[{max(code.digest_words, 1)}];"
+                 f"{oob} }} tb_state;")
     parts.append("/* a stack element read or written at an index out of range: a fresh invalid header */")
     parts.append("#define TB_OOB(s, m) (memset(&(s)->m, 0, sizeof (s)->m), &(s)->m)")
     parts.append("static int tb_init(tb_inst *I) {")
@@ -190,8 +192,22 @@ def lower(program: ir.Program):
     parts += code.lines
     parts += code.field_list_c()
     parts.append(f"#define TB_REPLICATES {int(bool(code.replication))}")
+    parts.append(f"#define TB_DIGEST_WORDS {code.digest_words}")
     parts.append(ABI.replace("MAX_HDR", str(max_hdr)))
-    return "\n".join(parts) + "\n", code.tables, list(code.externs.values()), code.replication
+    return (Lowered("\n".join(parts) + "\n", code.tables, list(code.externs.values()), code.replication,
+                    code.digests))
+
+
+class Lowered(NamedTuple):
+    """What lower() makes: the C source, TableInfo list, ExternInfo list, {kind of copy: (loc,
+    construct) of its first request} (emit_replication) and the digest layouts ((name, leaf
+    widths), C id = index + 1)."""
+
+    source: str
+    tables: list
+    externs: list
+    replication: dict
+    digests: list
 
 
 def _max_header_bytes(t) -> int:
@@ -357,6 +373,7 @@ void tb_clone_e2e(tb_state *c, const tb_state *orig, uint32_t fl) {
     memset(&c->sm, 0, sizeof c->sm);
     tb_fl_copy(fl, orig, c);
     c->sm.f_instance_type = 2;
+    c->truncate = 0, c->req_digest = 0;   /* its own limit is its session's (the driver's) */
 }
 
 void tb_state_copy(tb_state *dst, const tb_state *src) { memcpy(dst, src, sizeof *dst); }
@@ -390,7 +407,11 @@ int64_t tb_egress_ctl_only(tb_state *s, const uint8_t *d, uint32_t len, uint32_t
     s->now_us = q[4];
     s->data = d; s->data_len = len;   /* the received packet: its payload for *_with_payload */
     s->req_clone = s->req_resubmit = s->req_recirc = 0;
+    uint32_t limit = s->truncate;     /* set by ingress: egress starts with none, the smaller one wins */
+    s->truncate = 0;
     tb_egress_ctl(s, drop_port);
+    if (s->truncate && (!limit || s->truncate < limit)) limit = s->truncate;
+    s->truncate = limit;
     return s->sm.f_egress_spec == drop_port ? -1 : 0;
 }
 
@@ -406,6 +427,19 @@ int64_t tb_deparse(tb_state *s, const uint8_t *d, uint32_t len, uint32_t drop_po
 int64_t tb_egress(tb_state *s, const uint8_t *d, uint32_t len, uint32_t port,
                   const uint64_t q[5], uint32_t drop_port, uint8_t *out) {
     if (tb_egress_ctl_only(s, d, len, port, q, drop_port) < 0) return -1;
-    return tb_deparse(s, d, len, drop_port, out);
+    int64_t n = tb_deparse(s, d, len, drop_port, out);
+    return s->truncate && n > (int64_t)s->truncate ? (int64_t)s->truncate : n;
 }
+
+/* the packet's truncation limit after egress (0: none; tb_egress applies it itself) */
+uint32_t tb_truncate(const tb_state *s) { return s->truncate; }
+
+/* the digest the pass asked for: its layout id + 1 (0: none), its digest_n words copied to out
+ * (at least tb_digest_words()) */
+uint32_t tb_digest(const tb_state *s, uint64_t *out) {
+    if (!s->req_digest) return 0;
+    memcpy(out, s->digest_w, s->digest_n * sizeof(uint64_t));
+    return s->req_digest;
+}
+uint32_t tb_digest_words(void) { return TB_DIGEST_WORDS; }
 """
