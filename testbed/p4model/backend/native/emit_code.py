@@ -28,7 +28,15 @@ PARSER_STATE_LIMIT = 10000
 BINOPS = {"+", "-", "*", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "++",
           "|+|", "|-|", "/", "%"}
 # local variables held in a zeroed C variable of their type (not one uint64_t)
-LOCAL_COMPOSITES = (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.VarbitT)
+LOCAL_COMPOSITES = (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.VarbitT, ir.TupleT)
+
+
+def _shared_instance(x) -> bool:
+    """An instance every apply of its control may share: a register, counter or meter (its arrays
+    live in tb_inst), or a control (inlined, and checked, where it is applied)."""
+    if isinstance(x.type, ir.ControlT):
+        return True
+    return isinstance(x.type, ir.ExternT) and x.type.decl.name in ("register", "counter", "meter")
 
 
 class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
@@ -97,6 +105,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
                 # the parser statement checked the index first (stack_guards)
                 return f"{b}.elem[{b}.next]" if e.name == "next" else f"{b}.elem[{b}.next - 1]"
             raise NativeUnsupported(e.loc, f"member .{e.name} of {type(bt).__name__}")
+        if isinstance(e, ir.Index) and isinstance(ir.strip_newtype(e.base.type), ir.TupleT):
+            n = len(ir.strip_newtype(e.base.type).elements)
+            if not isinstance(e.index, ir.Const) or not 0 <= e.index.value < n:
+                raise NativeUnsupported(e.loc, f"an index of a tuple of {n} that is not a constant in range")
+            return f"{self.lvalue(e.base)}.f_{e.index.value}"
         if isinstance(e, ir.Index) and isinstance(e.base.type, ir.StackT):
             b, size = self.lvalue(e.base), e.base.type.size
             if isinstance(e.index, ir.Const):
@@ -205,6 +218,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(e, ir.Slice):
             w = e.hi - e.lo + 1
             return f"(({self.ex(e.base)} >> {e.lo}) & {mask(w)})"
+        if isinstance(e, ir.Index) and isinstance(ir.strip_newtype(e.base.type), ir.TupleT):
+            if not is_scalar(e.type):
+                raise NativeUnsupported(e.loc, f"a {type(e.type).__name__} used as a value")
+            self.width(e)
+            return self.lvalue(e)
         if isinstance(e, ir.Index) and isinstance(e.base.type, ir.ArrayT):
             root, pos, cond, w = self.array_place(e, self.ex)
             value = f"(({root} >> ({pos})) & {mask(w)})"
@@ -641,7 +659,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(_varbit_t(lhs.type), ir.VarbitT) and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)):
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* varbit: width and bytes */")
             return
-        if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT)) \
+        if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.TupleT)) \
                 and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and _same_c_type(lhs.type, rhs.type):
             self.types.c_type(lhs.type, loc)
             target = self.lvalue(lhs)
@@ -649,6 +667,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             siblings = self.union_siblings(lhs)
             if siblings:   # a valid header written into a union makes its other members invalid
                 self.emit(f"if ({target}.valid) {{ {' '.join(f'{x}.valid = 0;' for x, _t in siblings)} }}")
+            return
+        if isinstance(ir.strip_newtype(lhs.type), ir.TupleT) and isinstance(rhs, ir.ListExpr):
+            self.assign_tuple(lhs, rhs, loc)
             return
         if isinstance(lhs.type, (ir.HeaderT, ir.StructT)) and isinstance(rhs, (ir.ListExpr, ir.StructExpr)):
             self.assign_fields(lhs, rhs, loc)
@@ -665,6 +686,28 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             u = self.lvalue(e.base)
             return [(f"{u}.f_{f.name}", f.type) for f in e.base.type.fields if f.name != e.name]
         return []
+
+    def assign_tuple(self, lhs, rhs, loc) -> None:
+        """A tuple from `{a, b, ...}`: the values computed first, in order, then stored."""
+        t = ir.strip_newtype(lhs.type)
+        if len(rhs.items) != len(t.elements):
+            raise NativeUnsupported(loc, f"an initializer of {t} with {len(rhs.items)} values")
+        target, tmp = self.lvalue(lhs), self.fresh("tup")
+        self.emit(f"{{ {self.types.c_type(t, loc)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+        self.depth += 1
+        for i, (et, item) in enumerate(zip(t.elements, rhs.items)):
+            element = ir.Index(ir.VarRef(self._temp_var(tmp, t, loc), type=t, loc=loc), ir.Const(i, type=ir.IntLitT(), loc=loc),
+                               type=et, loc=loc)
+            self.assign(element, item, loc)
+        self.emit(f"{target} = {tmp};")
+        self.depth -= 1
+        self.emit("}")
+
+    def _temp_var(self, cname: str, t, loc):
+        var = ir.Var(cname, t, loc=loc)
+        self.env[id(var)] = cname
+        self.keep.append(var)
+        return var
 
     def assign_fields(self, lhs, rhs, loc) -> None:
         """A header or struct from `{a, b, ...}` or `{f = a, ...}`: the values are computed first (they
@@ -713,6 +756,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             return
         if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ControlT):
             self.sub_control(c)
+            return
+        if isinstance(c, ir.SubApply) and isinstance(c.instance.type, ir.ParserT) and self.ctx == "parser":
+            self.sub_parser(c)
             return
         if isinstance(c, ir.ActionCall):
             self.action_call(c)
@@ -1062,8 +1108,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ExternT) and \
                     local.type.decl.name in ("register", "counter", "meter"):
                 continue   # its arrays live in tb_inst (emit_externs)
-            elif isinstance(local, ir.Instance) and isinstance(local.type, ir.ControlT):
-                continue   # inlined where it is applied (sub_control)
+            elif isinstance(local, ir.Instance) and isinstance(local.type, (ir.ControlT, ir.ParserT)):
+                continue   # inlined where it is applied (sub_control, sub_parser)
             elif isinstance(local, ir.Instance):
                 raise NativeUnsupported(local.loc, f"the instance {local.name} ({_type_name(local.type)})")
             elif isinstance(local, ir.ValueSetDecl):
@@ -1079,13 +1125,15 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         parameter's type (so the sub-control's tables and actions reach
         it), the body runs, and inout arguments are copied back."""
         inst, decl = c.instance, c.instance.type.decl
-        # applied again: inlined again, unless it has tables, actions or instances (emitted once,
-        # bound to the first apply's copies of the parameters)
-        if id(inst) in self.applied and any(not isinstance(x, ir.Var) for x in decl.locals):
+        # applied again: inlined again, unless it has tables or actions (emitted once, bound to the
+        # first apply's copies of the parameters); its register, counter and meter instances are
+        # the same arrays on every apply, its sub-controls are checked where they are applied
+        if id(inst) in self.applied and any(isinstance(x, (ir.TableDecl, ir.ActionDecl)) or (
+                isinstance(x, ir.Instance) and not _shared_instance(x)) for x in decl.locals):
             raise NativeUnsupported(c.loc, f"a second apply of {inst.name}, which has tables, actions or instances")
         self.applied.add(id(inst))
-        if inst.args or decl.ctor_params:
-            raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
+        # constructor arguments need nothing here: the front end specialises the body per
+        # instance (its constructor parameters are constants, its control arguments instances)
         back = []
         for p, arg in zip(decl.params, c.args):
             if isinstance(p.type, ir.ExternT):
@@ -1140,9 +1188,20 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.lines.append("    uint32_t off = 0, steps = 0; uint32_t drop_port = 0; (void)drop_port;")
         self.bind_params(decl, roots)
         self.locals_(decl)
-        self.emit("goto st_start;")
+        self.states(decl, "st_", "done")
+        self.lines.append("st_accept:")
+        self.lines.append("st_reject:")
+        self.lines.append("done:")
+        self.lines.append("    return off;")
+        self.lines.append("}")
+
+    def states(self, decl, prefix: str, end: str) -> None:
+        """A parser's states as labels `prefix<state>` (a transition to accept or reject, none, or
+        a select without a match goes to `end`), from its start state."""
+        outer, self.state_labels = getattr(self, "state_labels", None), (prefix, end)
+        self.emit(f"goto {prefix}start;")
         for st in decl.states:
-            self.lines.append(f"st_{st.name}:")
+            self.lines.append(f"{prefix}{st.name}:")
             self.emit(f"if (++steps > {PARSER_STATE_LIMIT}) goto done;")
             for x in st.stmts:
                 self.stack_guards(x)
@@ -1150,18 +1209,61 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             if st.transition is not None and not isinstance(st.transition, str):
                 self.stack_guards(st.transition)
             self.transition(st.transition, st.loc)
-        self.lines.append("st_accept:")
-        self.lines.append("st_reject:")
-        self.lines.append("done:")
-        self.lines.append("    return off;")
-        self.lines.append("}")
+        self.state_labels = outer
+
+    def sub_parser(self, c) -> None:
+        """A parser applied from a parser state, inlined into the caller's function (the Python
+        back end's call, same cursor): header, struct and stack arguments by reference (an out one
+        reset first, an in one copied), scalars through file-scope copies written back after the
+        sub-parser ends; its accept, reject and unmatched select return to the caller, an error
+        (extract, verify) ends the whole parse, where the caller's scalar arguments keep their
+        values.  Its locals start zero on every apply."""
+        inst, decl = c.instance, c.instance.type.decl
+        if inst.args or decl.ctor_params:
+            raise NativeUnsupported(c.loc, f"constructor arguments of {inst.name}")
+        back = []
+        for p, arg in zip(decl.params, c.args):
+            pt = ir.strip_newtype(p.type)
+            if isinstance(pt, ir.ExternT):
+                if pt.decl.name != "packet_in":
+                    raise NativeUnsupported(p.loc or c.loc, f"the extern parameter {p.name} of parser {decl.name}")
+                continue   # the caller's cursor
+            if not is_scalar(p.type) and p.direction in ("out", "inout") and not isinstance(arg, ir.DontCare):
+                if _dynamic(arg):
+                    raise NativeUnsupported(arg.loc or c.loc, f"an {p.direction} argument of {inst.name} named "
+                                            "through a run-time index")
+                target = self.lvalue(arg)
+                self.env[id(p)] = target
+                if p.direction == "out":
+                    self.emit(f"memset(&{target}, 0, sizeof {target});")
+                continue
+            name = self.fresh(f"p_{p.name}")
+            self.statics.append(f"static {self.types.c_type(p.type, p.loc or c.loc)} {name};")
+            self.env[id(p)] = name
+            if p.direction == "out" or isinstance(arg, ir.DontCare):
+                self.emit(f"memset(&{name}, 0, sizeof {name});")
+            else:
+                self.emit(f"{name} = {self.ex(arg) if is_scalar(p.type) else self.lvalue(arg)};")
+            if p.direction in ("out", "inout") and is_scalar(p.type) and not isinstance(arg, ir.DontCare):
+                back.append((arg, name))
+        prefix, end = self.fresh("sp") + "_", self.fresh("sp_end")
+        self.emit("{")
+        self.depth += 1
+        self.locals_(decl)
+        self.states(decl, prefix, end)
+        self.depth -= 1
+        self.lines.append(f"{end}: ;")
+        self.emit("}")
+        for arg, name in back:   # a slice, a run-time index: written back through assign
+            self.assign(arg, self.temp_ref(name, arg.type, c.loc), c.loc)
 
     def transition(self, tr, loc) -> None:
+        prefix, end = getattr(self, "state_labels", None) or ("st_", "done")
         if tr is None:
-            self.emit("goto done;")
+            self.emit(f"goto {end};")
             return
         if isinstance(tr, str):
-            self.emit(f"goto st_{tr};")
+            self.emit(f"goto {end};" if prefix != "st_" and tr in ("accept", "reject") else f"goto {prefix}{tr};")
             return
         keys = []
         for k in tr.keys:
@@ -1175,8 +1277,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
                     items = [ks] * len(keys) if isinstance(ks, (ir.KeysetDefault, ir.DontCare)) else items
             conds = [self._keyset(item, key) for item, key in zip(items, keys)]
             conds = [c for c in conds if c != "1"]
-            self.emit(f"if ({' && '.join(conds) or '1'}) goto st_{target};")
-        self.emit("goto done;   /* no match: accept with NoError (as the Python target) */")
+            label = end if prefix != "st_" and target in ("accept", "reject") else f"{prefix}{target}"
+            self.emit(f"if ({' && '.join(conds) or '1'}) goto {label};")
+        self.emit(f"goto {end};   /* no match: accept with NoError (as the Python target) */")
 
     def _keyset(self, ks, key: str) -> str:
         if isinstance(ks, (ir.KeysetDefault, ir.DontCare)):
@@ -1218,6 +1321,9 @@ def _same_c_type(a, b) -> bool:
     and size, as two fields `H[2] a; H[2] b;` give two StackT objects)."""
     if isinstance(a, ir.StackT) and isinstance(b, ir.StackT):
         return a.size == b.size and a.element is b.element
+    if isinstance(a, ir.TupleT) and isinstance(b, ir.TupleT):   # one C type per element list
+        return len(a.elements) == len(b.elements) and all(
+            _same_c_type(x, y) or (is_scalar(x) and str(x) == str(y)) for x, y in zip(a.elements, b.elements))
     return a is b
 
 

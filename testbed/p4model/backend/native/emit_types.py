@@ -113,6 +113,8 @@ class TypeEmitter:
             return self._struct(t, loc)
         if isinstance(t, ir.StackT):
             return self._stack(t, loc)
+        if isinstance(t, ir.TupleT):
+            return self._tuple(t, loc)
         if isinstance(t, ir.VarbitT):
             return self._varbit(t)
         if isinstance(t, ir.ArrayT):
@@ -138,6 +140,17 @@ class TypeEmitter:
         self.names[key] = name
         self.lines.append(f"typedef struct {{ /* {t} */\n    {elem} elem[{t.size}];\n    uint64_t next;\n}} {name};")
         return name
+
+    def _tuple(self, t, loc) -> str:
+        """tuple<T0, T1, ...>: a struct of members f_0, f_1, ... (one C type per element list)."""
+        members = [self.c_type(et, loc) for et in t.elements]
+        key = ("tuple", tuple(members))
+        if key not in self.names:
+            name = f"T{len(self.names)}"
+            self.names[key] = name
+            body = "\n".join(f"    {m} f_{i};" for i, m in enumerate(members)) or "    uint8_t unused;"
+            self.lines.append(f"typedef struct {{ /* {t} */\n{body}\n}} {name};")
+        return self.names[key]
 
     def _struct(self, t, loc) -> str:
         key = id(t)
