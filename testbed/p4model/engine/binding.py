@@ -35,8 +35,8 @@ from testbed.p4model.tm.model import CLASSES, MAX_PORT
 
 ENGINE_SOURCE = Path(__file__).with_name("engine.c")
 SWITCH_STATS = ("rx", "tx", "ingress_drops", "tm_drops", "drop_port", "egress_drops", "pfc_frames_rx",
-                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors", "no_pipeline", "clones", "resubmits",
-                "recirculations", "replicas", "loop_drops")
+                "pfc_frames_tx", "pfc_malformed", "no_interface", "pipeline_errors", "no_pipeline", "clones",
+                "resubmits", "recirculations", "replicas", "loop_drops")
 WIRE_STATS = ("rx_frames", "rx_truncated", "tx_frames", "tx_errors")
 FINE_US = 16384  # tm/lag.py's histogram, as engine.c keeps it
 QUEUE_STATS = ("depth", "bytes", "limit", "byte_limit", "max_depth", "enqueued", "dequeued", "dropped_full",

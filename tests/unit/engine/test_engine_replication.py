@@ -132,7 +132,8 @@ _sessions = st.dictionaries(st.integers(0, 7), st.tuples(_copy_replicas.filter(b
                             min_size=3, max_size=8)
 # in port, eth.dst, tag.op (which copies), tag.n (session, loop bound), tag.grp, the rest, tagged
 _frames = st.lists(st.tuples(st.integers(0, 7), st.binary(min_size=6, max_size=6), st.integers(0, 255),
-                             st.integers(0, 0x7F), st.integers(0, 4), st.binary(max_size=12), st.sampled_from([True, True, True, False])),
+                             st.integers(0, 0x7F), st.integers(0, 4), st.binary(max_size=12),
+                             st.sampled_from([True, True, True, False])),
                    min_size=1, max_size=6)
 
 

@@ -6,7 +6,9 @@ controls that apply it, so one instance and its counter run twice per packet).
 subparser.p4: sub-parsers (by-reference stacks and headers, scalar in/out/inout arguments,
 locals, accept/reject/no match returning to the caller, errors ending the parse, nesting).
 tuple.p4: local variables of tuple types (initialised in order around a call with an inout
-argument, assigned whole, elements by constant index)."""
+argument, assigned whole, elements by constant index).
+hdrstruct.p4: headers with (nested) struct fields: extract, lookahead, ==, hash, whole and
+field writes, a table key on a nested field, emit."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from testbed.p4model.pipeline import load
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) on this machine")
 
 HERE = Path(__file__).parent
-PROGRAMS = ("ctor.p4", "subparser.p4", "tuple.p4")
+PROGRAMS = ("ctor.p4", "subparser.p4", "tuple.p4", "hdrstruct.p4")
 
 
 @pytest.fixture(scope="module", params=PROGRAMS)

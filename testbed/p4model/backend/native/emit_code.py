@@ -14,7 +14,7 @@ bmv2.  Any construct not handled here raises NativeUnsupported naming it."""
 
 from __future__ import annotations
 
-from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, is_scalar, mask,
+from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, header_leaves, is_scalar, mask,
                                                        scalar_width, signed_width, varbit_field, is_wide,
                                                        refuse_wide)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
@@ -141,9 +141,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.need_bytes(str((header_bits(t, e.loc) + 7) // 8))
         self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp}); {tmp}.valid = 1;")
         bit = 0
-        for f in t.fields:
+        for path, f in header_leaves(t, e.loc):
             w = scalar_width(f.type, f.loc)
-            self.emit(f"{tmp}.f_{f.name} = {_get(w)}(d + off, {bit}, {w});")
+            self.emit(f"{tmp}.{path} = {_get(w)}(d + off, {bit}, {w});")
             bit += w
         return tmp
 
@@ -696,8 +696,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.emit(f"{{ {self.types.c_type(t, loc)} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
         self.depth += 1
         for i, (et, item) in enumerate(zip(t.elements, rhs.items)):
-            element = ir.Index(ir.VarRef(self._temp_var(tmp, t, loc), type=t, loc=loc), ir.Const(i, type=ir.IntLitT(), loc=loc),
-                               type=et, loc=loc)
+            base = ir.VarRef(self._temp_var(tmp, t, loc), type=t, loc=loc)
+            element = ir.Index(base, ir.Const(i, type=ir.IntLitT(), loc=loc), type=et, loc=loc)
             self.assign(element, item, loc)
         self.emit(f"{target} = {tmp};")
         self.depth -= 1
@@ -1026,9 +1026,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
                                         "which has no varbit field")
             self.emit(f"if (off + {bits // 8} > len) {{ s->sm.f_parser_error = {self.error_code('PacketTooShort')}; goto done; }}")
             bit = 0
-            for f in arg.type.fields:
+            for path, f in header_leaves(arg.type, arg.loc):
                 w = scalar_width(f.type, f.loc)
-                self.emit(f"{h}.f_{f.name} = {_get(w)}(d + off, {bit}, {w});")
+                self.emit(f"{h}.{path} = {_get(w)}(d + off, {bit}, {w});")
                 bit += w
             self.emit(f"{h}.valid = 1; off += {bits // 8};")
             return
@@ -1039,22 +1039,22 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.emit(f"if ({vw} % 8) {{ s->sm.f_parser_error = {self.error_code('ParserInvalidArgument')}; goto done; }}")
         self.emit(f"if (off + ({bits} + {vw}) / 8 > len) {{ s->sm.f_parser_error = "
                   f"{self.error_code('PacketTooShort')}; goto done; }}")
-        for f, at in self._wire_layout(arg.type, vw):
+        for path, f, at in self._wire_layout(arg.type, vw):
             if f is vb:
-                self.emit(f"memset(&{h}.f_{f.name}, 0, sizeof {h}.f_{f.name}); {h}.f_{f.name}.w = {vw};")
-                self.emit(f"for (uint64_t j = 0; j < {vw} / 8; j++) {h}.f_{f.name}.b[j] = "
+                self.emit(f"memset(&{h}.{path}, 0, sizeof {h}.{path}); {h}.{path}.w = {vw};")
+                self.emit(f"for (uint64_t j = 0; j < {vw} / 8; j++) {h}.{path}.b[j] = "
                           f"(uint8_t)tb_get(d + off, {at} + 8 * j, 8);")
             else:
                 w = scalar_width(f.type, f.loc)
-                self.emit(f"{h}.f_{f.name} = {_get(w)}(d + off, {at}, {w});")
+                self.emit(f"{h}.{path} = {_get(w)}(d + off, {at}, {w});")
         self.emit(f"{h}.valid = 1; off += ({bits} + {vw}) / 8;")
 
     def _wire_layout(self, t, vw: str) -> list:
-        """(field, C of its bit offset in the header) in wire order; fields after the varbit field
-        are placed after its current width `vw`."""
+        """(C member path, field, C of its bit offset in the header) in wire order (header_leaves);
+        fields after the varbit field are placed after its current width `vw`."""
         out, bit, after_vb = [], 0, False
-        for f in t.fields:
-            out.append((f, f"({vw} + {bit})" if after_vb else str(bit)))
+        for path, f in header_leaves(t, t.loc):
+            out.append((path, f, f"({vw} + {bit})" if after_vb else str(bit)))
             if isinstance(_varbit_t(f.type), ir.VarbitT):
                 after_vb = True
             else:
@@ -1068,13 +1068,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         vb = varbit_field(arg.type)
         vw = f"{h}.f_{vb.name}.w" if vb is not None else "0"
         self.emit(f"if ({h}.valid) {{")
-        for f, at in self._wire_layout(arg.type, vw):
+        for path, f, at in self._wire_layout(arg.type, vw):
             if f is vb:
                 self.emit(f"    for (uint64_t j = 0; j < {vw} / 8; j++) tb_put(out + n, {at} + 8 * j, 8, "
-                          f"{h}.f_{f.name}.b[j]);")
+                          f"{h}.{path}.b[j]);")
             else:
                 w = scalar_width(f.type, f.loc)
-                self.emit(f"    {_put(w)}(out + n, {at}, {w}, {h}.f_{f.name});")
+                self.emit(f"    {_put(w)}(out + n, {at}, {w}, {h}.{path});")
         self.emit(f"    n += {bits // 8}{f' + {vw} / 8' if vb is not None else ''};")
         self.emit("}")
 

@@ -184,9 +184,30 @@ def varbit_field(t: ir.HeaderT):
     return next((f for f in t.fields if isinstance(_base(f.type), ir.VarbitT)), None)
 
 
+def header_leaves(t: ir.HeaderT, loc) -> list:
+    """(C member path, field) of each of the header's wire fields, in wire order: a struct field's
+    fields in turn, named by path (`f_row.f_e`), as the Python back end's wire_view; a varbit
+    field inside such a struct is refused."""
+    out: list = []
+
+    def walk(fields, prefix: str, nested: bool) -> None:
+        for f in fields:
+            ft = _base(f.type)
+            if isinstance(ft, ir.StructT):
+                walk(ft.fields, f"{prefix}f_{f.name}.", True)
+            elif nested and isinstance(ft, ir.VarbitT):
+                raise NativeUnsupported(f.loc or loc, f"a varbit field inside a struct field of header {t.name}")
+            else:
+                out.append((f"{prefix}f_{f.name}", f))
+
+    walk(t.fields, "", False)
+    return out
+
+
 def header_bits(t: ir.HeaderT, loc) -> int:
     """The header's fixed width in bits (its varbit field, whose width is run-time, excluded)."""
-    return sum(scalar_width(f.type, f.loc or loc) for f in t.fields if not isinstance(_base(f.type), ir.VarbitT))
+    return sum(scalar_width(f.type, f.loc or loc) for _path, f in header_leaves(t, loc)
+               if not isinstance(_base(f.type), ir.VarbitT))
 
 
 def max_header_bits(t: ir.HeaderT, loc) -> int:
