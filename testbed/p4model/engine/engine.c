@@ -201,6 +201,7 @@ typedef struct {
     uint32_t *sessions, nsessions;  /* clone sessions: (session, instance, port, packet_length_bytes) rows */
     digest_fn digest;           /* the program's tb_digest (eng_set_digests), or 0 */
     uint32_t digest_words;
+    uint64_t jobs;              /* jobs ingress made (a packet that made none counts in ingress_drops) */
     uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
     uint32_t d_limit;
@@ -929,6 +930,7 @@ static void replicate(engine *e, sw_t *s, uint32_t swi, uint32_t number, uint32_
 static void put_job(engine *e, sw_t *s, uint32_t number, uint32_t out, uint8_t *state, const uint8_t *f,
                     uint32_t n, int cls, int64_t now, uint32_t prio, const pkt *like, int queued) {
     if (!queued) {
+        s->jobs++;
         forward(e, s, s->index, number, out, state, f, n, cls, now, (int)prio, like);
         return;
     }
@@ -995,10 +997,7 @@ static uint64_t after_ingress(engine *e, sw_t *s, repl_t *R, uint32_t number, co
         return 0;
     }
     free(copy);
-    if (r[0] == s->drop_port) {
-        s->stats[queued ? S_DROP_PORT : S_INGRESS_DROPS]++;
-        return 0;
-    }
+    if (r[0] == s->drop_port) return 0;   /* no job (arrive counts a packet that made none) */
     R->set_type(st, IT_NORMAL);
     put_job(e, s, number, (uint32_t)r[0], st, f, n, cls, now, (uint32_t)r[2], &like, queued);
     return 0;
@@ -1116,16 +1115,20 @@ static void arrive(engine *e, uint32_t swi, uint32_t number, const uint8_t *f, u
     uint64_t now_us = (uint64_t)(now / 1000);
     int64_t out = s->ingress(s->inst, s->scratch, f, n, number, now_us, s->drop_port);
     if (s->digest && !s->repl) take_digest(e, s, s->digest, s->digest_words, s->scratch);
-    if (s->repl) {
+    if (s->repl) {   /* as the Python switch loop counts: a packet whose ingress made no job */
         repl_t *R = s->repl;
+        uint64_t before = s->jobs;
         uint64_t resubmit = after_ingress(e, s, R, number, f, n, s->scratch, 0, cls, now, 0);
         resubmits(e, s, R, number, f, n, s->scratch, resubmit, 0, cls, now, 0);
+        if (s->jobs == before) s->stats[S_INGRESS_DROPS]++;
         return;
     }
     if (s->mcast_grp) {
         uint32_t group = s->mcast_grp(s->scratch);
         if (group) {
+            uint64_t before = s->stats[S_REPLICAS];
             replicate(e, s, swi, number, group, f, n, cls, now);
+            if (s->stats[S_REPLICAS] == before) s->stats[S_INGRESS_DROPS]++;   /* an empty or unknown group */
             return;
         }
         if (out >= 0) s->set_type(s->scratch, 0);   /* unicast: instance_type NORMAL */

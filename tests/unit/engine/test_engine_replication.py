@@ -224,6 +224,13 @@ def test_clones_resubmits_and_recirculations_in_one_frame(copy_switch):
     engine1, _ = copy_switch.counts()
     assert engine1["clones"] - engine0["clones"] == 3 and engine1["replicas"] - engine0["replicas"] == 2
     assert engine1["resubmits"] > engine0["resubmits"] and engine1["recirculations"] > engine0["recirculations"]
+    # ingress_drops counts a frame whose ingress made no copy at all, as the Python switch loop does
+    stats = copy_switch.engine.switch_stats
+    drops = stats(copy_switch.switch)["ingress_drops"]
+    copy_switch.send(0, _copy_frame(b"\x00" * 5 + b"\xf1", 0, 0x31, 0, b"", True))           # dropped
+    copy_switch.send(0, _copy_frame(b"\x00" * 5 + b"\xf1", 0b0000_0010, 0x31, 0, b"", True))  # dropped, cloned
+    copy_switch.send(0, _copy_frame(b"\x00" * 5 + b"\x01", 0b0000_0001, 0x31, 3, b"", True))  # no group 3
+    assert stats(copy_switch.switch)["ingress_drops"] - drops == 2
 
 
 def test_the_loop_bound_drops_as_the_python_pipeline():
