@@ -8,7 +8,9 @@ locals, accept/reject/no match returning to the caller, errors ending the parse,
 tuple.p4: local variables of tuple types (initialised in order around a call with an inout
 argument, assigned whole, elements by constant index).
 hdrstruct.p4: headers with (nested) struct fields: extract, lookahead, ==, hash, whole and
-field writes, a table key on a nested field, emit."""
+field writes, a table key on a nested field, emit.
+widebytes.p4: a bit<200> field as data (extract at an odd bit offset, lookahead, copies, ==,
+emit)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from testbed.p4model.pipeline import load
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) on this machine")
 
 HERE = Path(__file__).parent
-PROGRAMS = ("ctor.p4", "subparser.p4", "tuple.p4", "hdrstruct.p4")
+PROGRAMS = ("ctor.p4", "subparser.p4", "tuple.p4", "hdrstruct.p4", "widebytes.p4")
 
 
 @pytest.fixture(scope="module", params=PROGRAMS)
@@ -44,7 +46,7 @@ def _counts(pipe) -> dict:
 @given(frames=st.lists(st.tuples(st.integers(0, 15), st.binary(min_size=12, max_size=12),
                                  st.sampled_from([b"\x88\xb7", b"\x88\xb8", b"\x08\x00"]),
                                  st.lists(st.tuples(st.sampled_from([0, 1, 1, 2, 3, 4, 5, 9, 0xee]),
-                                                    st.binary(min_size=3, max_size=3)), max_size=6),
+                                                    st.binary(min_size=3, max_size=3)), max_size=16),
                                  st.binary(max_size=6)), min_size=1, max_size=5))
 def test_native_equals_python(pair, frames):
     """Frames of an Ethernet header, a run of (kind, 3 bytes) records and a rest."""

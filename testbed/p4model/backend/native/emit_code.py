@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from testbed.p4model.backend.native.emit_types import (TypeEmitter, header_bits, header_leaves, is_scalar, mask,
                                                        scalar_width, signed_width, varbit_field, is_wide,
-                                                       refuse_wide)
+                                                       refuse_wide, wide_bytes, wire_bits)
 from testbed.p4model.backend.native.emit_checksums import ChecksumMixin
 from testbed.p4model.backend.native.emit_externs import ExternMixin
 from testbed.p4model.backend.native.emit_replication import ReplicationMixin
@@ -142,8 +142,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         self.emit(f"{ctype} {tmp}; memset(&{tmp}, 0, sizeof {tmp}); {tmp}.valid = 1;")
         bit = 0
         for path, f in header_leaves(t, e.loc):
-            w = scalar_width(f.type, f.loc)
-            self.emit(f"{tmp}.{path} = {_get(w)}(d + off, {bit}, {w});")
+            w = wire_bits(f.type, f.loc)
+            self.emit(_read_field(f"{tmp}.{path}", f.type, str(bit), w))
             bit += w
         return tmp
 
@@ -205,6 +205,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(e, (ir.VarRef, ir.Member)):
             if isinstance(e, ir.Member) and not isinstance(e.base.type, (ir.HeaderT, ir.StructT, ir.UnionT)):
                 return self._const_member(e)
+            if wide_bytes(e.type):
+                raise NativeUnsupported(e.loc, f"bit<{8 * wide_bytes(e.type)}> used as a value (wider than 128 "
+                                        "bits: extracted, emitted, copied and compared only)")
             if not is_scalar(e.type):
                 raise NativeUnsupported(e.loc, f"a {type(e.type).__name__} used as a value")
             self.width(e)
@@ -330,8 +333,11 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             if _effects(e.right):
                 return self._when(self.ex(e.left), e.right, op == "&&")
             return f"((uint64_t)({self.ex(e.left)} {op} {self.ex(e.right)}))"
-        if op in ("==", "!=") and isinstance(_varbit_t(e.left.type), (ir.VarbitT, ir.HeaderT, ir.StructT, ir.UnionT,
-                                                                    ir.StackT)):
+        if op in ("==", "!=") and (wide_bytes(e.left.type) or isinstance(
+                _varbit_t(e.left.type), (ir.VarbitT, ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT))):
+            if wide_bytes(e.left.type) and not all(isinstance(x, (ir.VarRef, ir.Member, ir.Index))
+                                                   for x in (e.left, e.right)):
+                raise NativeUnsupported(e.loc, f"{op} on a computed bit<{8 * wide_bytes(e.left.type)}>")
             eq = self.equal(self.lvalue(e.left), self.lvalue(e.right), _varbit_t(e.left.type), e.loc)
             return f"((uint64_t){eq if op == '==' else '!' + eq})"
         a, b = self.ex_in_order([e.left, e.right])
@@ -394,6 +400,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             return f"({a} == {b})"
         if isinstance(t, ir.VarbitT):
             return f"({a}.w == {b}.w && !memcmp({a}.b, {b}.b, sizeof {a}.b))"
+        if wide_bytes(t):
+            return f"(!memcmp({a}.b, {b}.b, sizeof {a}.b))"
         if isinstance(t, ir.StackT):   # element by element (nextIndex not compared)
             return "(" + " && ".join(self.equal(f"{a}.elem[{k}]", f"{b}.elem[{k}]", t.element, loc)
                                      for k in range(t.size)) + ")"
@@ -659,6 +667,13 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         if isinstance(_varbit_t(lhs.type), ir.VarbitT) and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)):
             self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* varbit: width and bytes */")
             return
+        if wide_bytes(lhs.type) and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) \
+                and wide_bytes(rhs.type) == wide_bytes(lhs.type):
+            self.emit(f"{self.lvalue(lhs)} = {self.lvalue(rhs)};   /* bit<{8 * wide_bytes(lhs.type)}>: its bytes */")
+            return
+        if wide_bytes(lhs.type):
+            raise NativeUnsupported(loc, f"a value computed into bit<{8 * wide_bytes(lhs.type)}> (wider than "
+                                    "128 bits: extracted, emitted, copied and compared only)")
         if isinstance(lhs.type, (ir.HeaderT, ir.StructT, ir.UnionT, ir.StackT, ir.TupleT)) \
                 and isinstance(rhs, (ir.VarRef, ir.Member, ir.Index)) and _same_c_type(lhs.type, rhs.type):
             self.types.c_type(lhs.type, loc)
@@ -1027,8 +1042,8 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             self.emit(f"if (off + {bits // 8} > len) {{ s->sm.f_parser_error = {self.error_code('PacketTooShort')}; goto done; }}")
             bit = 0
             for path, f in header_leaves(arg.type, arg.loc):
-                w = scalar_width(f.type, f.loc)
-                self.emit(f"{h}.{path} = {_get(w)}(d + off, {bit}, {w});")
+                w = wire_bits(f.type, f.loc)
+                self.emit(_read_field(f"{h}.{path}", f.type, str(bit), w))
                 bit += w
             self.emit(f"{h}.valid = 1; off += {bits // 8};")
             return
@@ -1045,8 +1060,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
                 self.emit(f"for (uint64_t j = 0; j < {vw} / 8; j++) {h}.{path}.b[j] = "
                           f"(uint8_t)tb_get(d + off, {at} + 8 * j, 8);")
             else:
-                w = scalar_width(f.type, f.loc)
-                self.emit(f"{h}.{path} = {_get(w)}(d + off, {at}, {w});")
+                self.emit(_read_field(f"{h}.{path}", f.type, at, wire_bits(f.type, f.loc)))
         self.emit(f"{h}.valid = 1; off += ({bits} + {vw}) / 8;")
 
     def _wire_layout(self, t, vw: str) -> list:
@@ -1058,7 +1072,7 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
             if isinstance(_varbit_t(f.type), ir.VarbitT):
                 after_vb = True
             else:
-                bit += scalar_width(f.type, f.loc)
+                bit += wire_bits(f.type, f.loc)
         return out
 
     def _emit(self, arg) -> None:
@@ -1071,6 +1085,9 @@ class CodeEmitter(TableMixin, ChecksumMixin, ExternMixin, ReplicationMixin):
         for path, f, at in self._wire_layout(arg.type, vw):
             if f is vb:
                 self.emit(f"    for (uint64_t j = 0; j < {vw} / 8; j++) tb_put(out + n, {at} + 8 * j, 8, "
+                          f"{h}.{path}.b[j]);")
+            elif wide_bytes(f.type):
+                self.emit(f"    for (uint32_t j = 0; j < {wide_bytes(f.type)}; j++) tb_put(out + n, {at} + 8 * j, 8, "
                           f"{h}.{path}.b[j]);")
             else:
                 w = scalar_width(f.type, f.loc)
@@ -1304,6 +1321,14 @@ def _dynamic(e) -> bool:
         return True
     return any(_dynamic(getattr(e, f.name)) for f in dataclasses.fields(e)
                if f.name in ("base", "index") and isinstance(getattr(e, f.name), ir.Expr))
+
+
+def _read_field(target: str, t, at: str, w: int) -> str:
+    """C reading a w-bit header field at bit `at` of the header (d + off) into `target`."""
+    n = wide_bytes(t)
+    if n:
+        return f"for (uint32_t j = 0; j < {n}; j++) {target}.b[j] = (uint8_t)tb_get(d + off, {at} + 8 * j, 8);"
+    return f"{target} = {_get(w)}(d + off, {at}, {w});"
 
 
 def _get(w: int) -> str:

@@ -64,7 +64,23 @@ def refuse_signed(t, loc, where: str) -> None:
 def is_scalar(t) -> bool:
     while isinstance(t, ir.NewT):
         t = t.base
-    return isinstance(t, (ir.BitT, ir.BoolT, ir.ErrorT, ir.EnumT)) or bit_array(t)
+    return isinstance(t, (ir.BitT, ir.BoolT, ir.ErrorT, ir.EnumT)) and not wide_bytes(t) or bit_array(t)
+
+
+def wide_bytes(t) -> int:
+    """The bytes of a bit<W> wider than 128 bits held as data (W whole bytes, unsigned): a
+    big-endian byte string that is extracted, emitted, copied and compared, never computed with
+    (an expression on it is refused); 0 for any other type."""
+    t = _base(t)
+    if isinstance(t, ir.BitT) and t.width > 128 and not t.signed and t.width % 8 == 0:
+        return t.width // 8
+    return 0
+
+
+def wire_bits(t, loc) -> int:
+    """The width of a header field on the wire (a wide byte string's too)."""
+    n = wide_bytes(t)
+    return 8 * n if n else scalar_width(t, loc)
 
 
 def bit_array(t) -> bool:
@@ -107,6 +123,8 @@ class TypeEmitter:
 
     def c_type(self, t, loc) -> str:
         """The C type name for a P4 type (declares structs on first use)."""
+        if wide_bytes(t):
+            return self._wide(wide_bytes(t))
         if is_scalar(t):
             return "tb_u128" if scalar_width(t, loc) > 64 else "uint64_t"
         if isinstance(t, (ir.HeaderT, ir.StructT, ir.UnionT)):
@@ -140,6 +158,13 @@ class TypeEmitter:
         self.names[key] = name
         self.lines.append(f"typedef struct {{ /* {t} */\n    {elem} elem[{t.size}];\n    uint64_t next;\n}} {name};")
         return name
+
+    def _wide(self, n: int) -> str:
+        key = ("wide", n)
+        if key not in self.names:
+            self.names[key] = f"W{n}"
+            self.lines.append(f"typedef struct {{ uint8_t b[{n}]; }} W{n};   /* bit<{8 * n}>, big-endian */")
+        return self.names[key]
 
     def _tuple(self, t, loc) -> str:
         """tuple<T0, T1, ...>: a struct of members f_0, f_1, ... (one C type per element list)."""
@@ -206,7 +231,7 @@ def header_leaves(t: ir.HeaderT, loc) -> list:
 
 def header_bits(t: ir.HeaderT, loc) -> int:
     """The header's fixed width in bits (its varbit field, whose width is run-time, excluded)."""
-    return sum(scalar_width(f.type, f.loc or loc) for _path, f in header_leaves(t, loc)
+    return sum(wire_bits(f.type, f.loc or loc) for _path, f in header_leaves(t, loc)
                if not isinstance(_base(f.type), ir.VarbitT))
 
 
