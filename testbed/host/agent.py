@@ -11,9 +11,7 @@ time it reaches the ToR (`testbed.host.nicqueue`): its native engine sends it
 from a thread of its own and reads arrivals in batches (recvmmsg), so the loop
 does not wake for the delay line; the pure-Python engine, used without a C
 compiler, wakes the loop at each release instead. With the native engine the
-loop replays events at their own times and coalesces wake-ups (`Agent.replay`), and
-replays the events of the run's start before the start itself, while nothing can
-have arrived yet (`Agent.poll_ahead`).
+loop replays events at their own times and coalesces wake-ups (`Agent.replay`).
 The agent stops when its own messages are acknowledged and every message
 addressed to it has been delivered, then lingers for a grace period so
 peers' last retransmissions still get answered; SIGTERM stops it early.
@@ -248,11 +246,6 @@ class Agent:
         self._event_clock = 0.0
         self.replayed_events = 0
         self.built_ahead_bytes: int | None = None  # payload bytes built before the loop (prepare)
-        # Nothing can arrive before the run's first message starts and its first cell has crossed a
-        # host link (poll_ahead): the events before then are replayed before the start.
-        self.quiet_until = self._quiet_until(specs, link_delay_s)
-        self.polled_ahead_events = 0
-        self.arrivals_before_quiet = 0  # arrivals stamped before quiet_until: the bound did not hold
         self.replay_stalls = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
@@ -487,8 +480,6 @@ class Agent:
                     # later deadline was replayed, it counts from that) and never after `wall`.
                     t = arrived if arrived is not None else wall
                     if t < self._event_clock:
-                        if self.quiet_until is not None and t < self.quiet_until:
-                            self.arrivals_before_quiet += 1
                         t = self._event_clock
                     elif t > wall:
                         t = wall
@@ -662,34 +653,6 @@ class Agent:
             budget = min(budget, self.local_delay_s)
         return min(MAX_COALESCE_S, self.coalesce_share * budget, self.cfg.nic_catchup_s)
 
-    def _quiet_until(self, specs: list[MessageSpec], link_delay_s: float) -> float | None:
-        """The earliest time a datagram of the run can reach this host: no host sends before the
-        run's first message starts (every cell answers a message), and a cell reaches any other
-        host after at least its host link's delay (every host of a run has the same host link, and
-        a GPU's local channel its own delay). None without a delay line or messages."""
-        if not specs or link_delay_s <= 0:
-            return None
-        delay = link_delay_s if self.local_ep is None else min(link_delay_s, self.local_delay_s)
-        return min(spec.start_us for spec in specs) / 1e6 + delay
-
-    def poll_ahead(self) -> int:
-        """Replay now, before the start, every event of the transport and the workload due before
-        anything can arrive (`quiet_until`), and hand the NIC what they release, each cell with its
-        own time: a permutation's hosts all start their messages at one instant, and the work of
-        that instant (the messages queued, their first cells built) is done while the run's epoch
-        is still ahead, so at the start only the NIC's thread runs.  The same events at the same
-        event times as the loop would replay at the start (`replay`: no arrival comes before
-        `quiet_until`), so the cells and their departure times are the same.  A host_slow command
-        that comes after this applies to the messages that start after `quiet_until`.  Returns the
-        events replayed."""
-        if self.quiet_until is None or self._due is None or self._due > self.quiet_until:
-            return 0
-        events = self._advance(self.quiet_until)
-        self.replayed_events += events
-        self.polled_ahead_events += events
-        self.nicq.flush()
-        return events
-
     def prepare(self) -> int:
         """Build the workload's payloads ahead (WorkloadRunner.prepare), once: `testbed host` calls
         this before it says it is ready, so the work is done before the run's epoch is even set."""
@@ -723,8 +686,6 @@ class Agent:
         next_progress = 0.0
         readable: list = []
         self._due = self._event_clock = self.now()  # replaying: the first wake-up polls the transport
-        if replaying:
-            self.poll_ahead()  # the start's own events, before the epoch
         try:
             while not self.stop:
                 if not replaying and self.sock in readable:
@@ -865,7 +826,6 @@ class Agent:
             "loop_coalesce_us": round(self.coalesce_s * 1e6, 1), "replayed_events": self.replayed_events,
             "payload_bytes_built_ahead": self.built_ahead_bytes,
             "replay_stalls": self.replay_stalls,
-            "polled_ahead_events": self.polled_ahead_events, "arrivals_before_quiet": self.arrivals_before_quiet,
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
             "messages_pending": len(self.runner.pending),

@@ -69,9 +69,8 @@ def peer_cells(until_s):
     return cells
 
 
-def run_agent(tmp_path, wakes, ahead_at=None):
-    """h1 sends 64 KiB to h2 at time 0 and receives h2's cells; its loop wakes at `wakes`, and,
-    with `ahead_at`, polls ahead (Agent.poll_ahead) at that time first."""
+def run_agent(tmp_path, wakes):
+    """h1 sends 64 KiB to h2 at time 0 and receives h2's cells; its loop wakes at `wakes`."""
     specs = [workloads.MessageSpec("h1", "h2", 0, 64 << 10), workloads.MessageSpec("h2", "h1", 7, 64 << 10)]
     cfg = TransportConfig(cc="none", link_rate_bps=RATE_BPS, bdp_cells=16)
     agent = Agent("h1", HOSTS["h1"], HOSTS, specs, cfg, tmp_path, seed=1, port=4921, epoch=0.0,
@@ -80,11 +79,8 @@ def run_agent(tmp_path, wakes, ahead_at=None):
         clock = {"now": 0.0}
         agent.now = lambda: clock["now"]
         agent.nicq = RecordingNic()
-        agent.receiver = Arrivals(peer_cells(wakes[-1] if wakes else 0.0), agent.now)
+        agent.receiver = Arrivals(peer_cells(wakes[-1]), agent.now)
         agent._due = agent._event_clock = 0.0
-        if ahead_at is not None:
-            clock["now"] = agent._due = agent._event_clock = ahead_at
-            agent.poll_ahead()
         for wall in wakes:
             clock["now"] = wall
             agent.replay(wall, True)
@@ -112,44 +108,3 @@ def test_a_loop_far_behind_never_answers_before_the_arrival(tmp_path):
     first_arrival = peer_cells(END_S)[0][0]
     acks = [due for due, dst, data in cells if dst == HOSTS["h2"] and data[0] & 0x0F == wire.ACK]
     assert acks and min(acks) >= first_arrival + DELAY_S
-
-
-def test_polling_ahead_hands_the_start_to_the_nic_before_it_with_the_same_times(tmp_path):
-    """A second before the start, the agent replays what is due before anything can arrive (the
-    message's start and the cells that start before then); the
-    loop then sends exactly the cells, at exactly the times, it sends without polling ahead."""
-    finest = [i * 1e-5 for i in range(1, int(END_S / 1e-5) + 1)]
-    fine_cells, fine_agent = run_agent(tmp_path / "fine", finest)
-    ahead_cells, agent = run_agent(tmp_path / "ahead", [], ahead_at=-1.0)
-    assert agent.quiet_until == pytest.approx(DELAY_S)
-    cell_s = (1024 + wire.HEADER_LEN + wire.FRAME_OVERHEAD) * 8 / RATE_BPS
-    # the cells that start by quiet_until (0 and one cell time), due a cell time and a link later
-    assert [due for due, _dst, _data in ahead_cells] == [pytest.approx(cell_s + DELAY_S),
-                                                          pytest.approx(2 * cell_s + DELAY_S)]
-    assert agent.polled_ahead_events == 3  # the wake-up before the start, the start, its second cell
-    window = fine_agent._coalescing_window()
-    coarse = [i * window for i in range(1, int(END_S / window) + 1)] + [END_S]
-    cells, agent = run_agent(tmp_path / "both", coarse, ahead_at=-1.0)
-    assert cells == fine_cells
-    assert agent.ep.in_order_cells == fine_agent.ep.in_order_cells
-    assert agent.arrivals_before_quiet == 0
-
-
-def test_no_polling_ahead_past_the_first_arrival_or_without_a_delay_line(tmp_path):
-    specs = [workloads.MessageSpec("h1", "h2", 0, 4096, start_us=300_000),
-             workloads.MessageSpec("h2", "h1", 1, 4096, start_us=200_000)]
-    cfg = TransportConfig(cc="none", link_rate_bps=RATE_BPS, bdp_cells=16)
-    agent = Agent("h1", HOSTS["h1"], HOSTS, specs, cfg, tmp_path, seed=1, port=4922, epoch=0.0,
-                  link_delay_s=DELAY_S)
-    try:  # h2's message starts first: its cells may reach h1 a host link after it
-        assert agent.quiet_until == pytest.approx(0.2 + DELAY_S)
-        agent.nicq = RecordingNic()
-        agent._due = agent._event_clock = 0.25  # already past it: nothing to poll ahead
-        assert agent.poll_ahead() == 0 and agent.nicq.cells == []
-    finally:
-        agent.sock.close()
-    agent = Agent("h1", HOSTS["h1"], HOSTS, specs, cfg, tmp_path, seed=1, port=4922, epoch=0.0)
-    try:
-        assert agent.quiet_until is None
-    finally:
-        agent.sock.close()
