@@ -101,3 +101,55 @@ def unframe_cells(bodies: list[bytes], framed_len: int) -> bytes | None:
     if zlib.crc32(payload).to_bytes(TRAILER_LEN, "big") != rest[:TRAILER_LEN]:
         return None
     return payload
+
+
+class Unframer:
+    """unframe_cells taken one cell at a time, in order: the CRC-32 advances as each body comes, so
+    the message's end costs a comparison of four bytes, not a pass over the message.
+
+    With `expected` (the bytes the application will check the message against), each cell's bytes
+    are compared with their place in it as they come (`matches`), and while they all match none is
+    kept: a message that matched to its end is `expected` itself, byte for byte, so it is delivered
+    as that object, with no copy. From a cell that differs on, the bytes are kept (the ones before
+    it were the expected ones). Without `expected` the bytes are kept as they come and joined at
+    the end, once. The bytes and the verdict are unframe_cells's for the same bodies: the
+    application bytes are the first framed_len - 4 bytes of the bodies, the trailer the 4 after."""
+
+    __slots__ = ("size", "have", "parts", "trailer", "crc", "expected", "matches")
+
+    def __init__(self, framed_len: int, expected: bytes | None = None) -> None:
+        self.size = framed_len - TRAILER_LEN
+        self.have = 0  # application bytes taken so far
+        self.trailer = b""
+        self.crc = 0
+        self.expected = expected
+        self.matches = expected is not None and len(expected) == self.size
+        # the bytes taken, in order; None while they are all the expected ones (then nothing is kept)
+        self.parts: list[bytes] | None = None if self.matches else []
+
+    def add(self, body: bytes) -> None:
+        have = self.have
+        take = self.size - have
+        if take > 0:
+            part = body if len(body) <= take else body[:take]
+            self.crc = zlib.crc32(part, self.crc)
+            if self.parts is not None:
+                self.parts.append(part)
+            elif self.expected[have:have + len(part)] != part:
+                self.matches = False
+                self.parts = [self.expected[:have], part]
+            self.have = have + len(part)
+            if len(body) <= take:
+                return
+            body = body[take:]
+        if len(self.trailer) < TRAILER_LEN:
+            self.trailer += body[:TRAILER_LEN - len(self.trailer)]
+
+    def result(self) -> bytes | None:
+        """The application bytes if the bodies held the whole message and its trailer matches,
+        else None (as unframe_cells)."""
+        if self.size < 0 or self.have < self.size or len(self.trailer) < TRAILER_LEN:
+            return None
+        if self.crc.to_bytes(TRAILER_LEN, "big") != self.trailer:
+            return None
+        return self.expected if self.parts is None else b"".join(self.parts)
