@@ -66,6 +66,7 @@ class WorkloadRunner:
         self.received: set[tuple[str, int]] = set()
         self.records: list[dict] = []
         self.verify_failures = 0
+        self.checked_as_they_came = 0  # messages compared cell by cell with bytes built ahead
         self.buffers: dict[str, np.ndarray] = {}  # collective -> this rank's working buffer
         self.applied: set[tuple[str, int]] = set()
         self.held: list[tuple[MessageSpec, bytes]] = []  # received, waiting for apply_after
@@ -190,6 +191,7 @@ class WorkloadRunner:
             expected = self._expected.pop((src, d.msg_id), None)
             if expected is not None and d.matches_expected is not None:
                 ok = d.matches_expected  # compared with these bytes cell by cell as they came
+                self.checked_as_they_came += 1
             else:
                 if expected is None:
                     known = self._to_check.get((src, d.msg_id))

@@ -110,8 +110,9 @@ def _deliver_over_endpoints(runner_budget, tamper=False):
 def test_a_message_built_ahead_is_compared_cell_by_cell_as_it_comes():
     r, got = _deliver_over_endpoints(PREPARE_ALL)
     assert [d.matches_expected for d in got] == [True] and got[0].payload == workloads.payload(5, "h2", "h1", 7, 4000)
-    assert r.verify_failures == 0 and r.records[-1]["verified"] and not r._expected
+    assert r.verify_failures == 0 and r.records[-1]["verified"] and not r._expected and r.checked_as_they_came == 1
     r, got = _deliver_over_endpoints(PREPARE_ALL, tamper=True)  # the transport's CRC passes, the check does not
     assert [d.matches_expected for d in got] == [False] and r.verify_failures == 1 and not r.records[-1]["verified"]
     r, got = _deliver_over_endpoints(0)  # nothing built ahead: the runner regenerates the bytes to check
     assert [d.matches_expected for d in got] == [None] and r.verify_failures == 0 and r.records[-1]["verified"]
+    assert r.checked_as_they_came == 0
