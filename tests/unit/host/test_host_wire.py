@@ -125,9 +125,10 @@ def test_unframer_cell_by_cell_is_unframe_cells(payload, cell, data):
         del bodies[i]
     elif damage == "garbage":
         bodies.insert(i, data.draw(st.binary(max_size=2 * cell)))
-    expected = data.draw(st.sampled_from(["same", "flipped", "short", "long"]))
+    expected = data.draw(st.sampled_from(["same", "flipped", "flipped_last", "short", "long"]))
     want = {"same": payload, "short": payload[:-1], "long": payload + b"\0",
-            "flipped": bytes([payload[0] ^ 1]) + payload[1:] if payload else b"\1"}[expected]
+            "flipped": bytes([payload[0] ^ 1]) + payload[1:] if payload else b"\1",
+            "flipped_last": payload[:-1] + bytes([payload[-1] ^ 1]) if payload else b"\1"}[expected]
     framed_len = data.draw(st.sampled_from([len(framed), len(framed), 0, 3, len(framed) + 1]))
     unframer = segment.Unframer(framed_len, want)
     plain = segment.Unframer(framed_len)
@@ -141,3 +142,26 @@ def test_unframer_cell_by_cell_is_unframe_cells(payload, cell, data):
     assert plain.matches is False  # nothing expected, nothing claimed
     if got is not None and unframer.matches:
         assert got is want  # the expected bytes themselves, no copy
+
+
+def test_unframer_keeps_what_came_once_it_differs_from_what_was_expected():
+    """Cells that carry a whole, valid message other than the one expected, from the first, a
+    middle or the last cell on; and the expected message itself: delivered as that object."""
+    payload = bytes(range(256)) * 20
+    framed = segment.frame(payload)
+    bodies = [segment.cell_body(framed, i, 1024) for i in range(segment.cell_count(len(framed), 1024))]
+    for at in (0, 2500, len(payload) - 1):
+        want = payload[:at] + bytes([payload[at] ^ 1]) + payload[at + 1:]
+        unframer = segment.Unframer(len(framed), want)
+        for body in bodies:
+            unframer.add(body)
+        assert unframer.result() == payload and unframer.matches is False
+    unframer = segment.Unframer(len(framed), payload)
+    for body in bodies:
+        unframer.add(body)
+    assert unframer.result() is payload and unframer.matches is True
+    bad = bodies[:-1] + [bodies[-1][:1] + bytes([bodies[-1][1] ^ 1]) + bodies[-1][2:]]  # in the trailer
+    unframer = segment.Unframer(len(framed), payload)
+    for body in bad:
+        unframer.add(body)
+    assert unframer.result() is None
