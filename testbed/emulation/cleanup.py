@@ -94,6 +94,8 @@ def clean_manifest(manifest: Manifest) -> CleanReport:
     report = clean_part(manifest.processes, manifest.interfaces, manifest.namespaces)
     for login, part in manifest.remote.items():
         _clean_remote(login, part, report)
+    if manifest.ssh_control_dir:
+        _close_connections(manifest)
     if not report.problems:
         manifest.finished = True
         manifest.save()
@@ -120,6 +122,24 @@ def _clean_remote(login: str, part: dict, report: CleanReport) -> None:
     report.interfaces += [f"{x} on {server.name}" for x in found["interfaces"]]
     report.namespaces += [f"{x} on {server.name}" for x in found["namespaces"]]
     report.problems += [f"{server.name}: {x}" for x in found["problems"]]
+
+
+def _close_connections(manifest: Manifest) -> None:
+    """End the run's shared ssh connections (a killed run leaves their masters idling) and remove
+    the directory of their sockets."""
+    import shutil
+
+    from testbed.emulation.cluster import Runner
+    from testbed.scenario.model import Server
+
+    directory = Path(manifest.ssh_control_dir)
+    if directory.is_dir():
+        for part in manifest.remote.values():
+            try:
+                Runner(Server(**part["server"]), directory, part.get("ssh_config")).close()
+            except Exception:  # noqa: BLE001 (no master, or ssh missing: nothing to end)
+                pass
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def clean_part(processes: list[ProcessRecord], interfaces: list[str], namespaces: list[str]) -> CleanReport:

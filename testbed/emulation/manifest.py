@@ -80,6 +80,7 @@ class Manifest:
     # other servers: login -> {"server": {name, address, user}, "ssh_config", "processes", "interfaces",
     # "namespaces"} (processes as ProcessRecord fields)
     remote: dict = field(default_factory=dict)
+    ssh_control_dir: str | None = None  # the shared ssh connections' sockets (emulation/cluster.py)
 
     def claim(self, pid: int | None = None) -> None:
         """Name the owner (this process by default): the run is live while it lives."""

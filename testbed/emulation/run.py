@@ -56,8 +56,10 @@ AGENT_MARGIN_S = 30.0
 
 def refuse_servers(scenario) -> None:
     """What a fabric over several servers (placement.servers) cannot do, refused in one line before
-    anything starts: faults (they act on this machine's interfaces, processes and namespaces), and a
-    host whose ToRs are placed on different servers (its cables would cross between machines)."""
+    anything starts: faults (they act on this machine's interfaces, processes and namespaces), a
+    host whose ToRs are placed on different servers (its cables would cross between machines), and
+    what validate refuses (feasibility.server_problems: a server ssh cannot reach now, servers too
+    few for the fabric's memory)."""
     if not scenario.servers:
         return
     if scenario.faults:
@@ -72,6 +74,11 @@ def refuse_servers(scenario) -> None:
             raise TestbedError(f"{scenario.file}: placement.servers: host {host} plugs into {', '.join(tors)}, "
                                "placed on different servers; place a host's ToRs on one server "
                                "(placement.servers[].switches)")
+    from testbed.scenario.feasibility import server_problems
+
+    problem = server_problems(scenario)
+    if problem is not None:
+        raise problem
 
 
 class RunError(TestbedError):
@@ -204,6 +211,7 @@ class VariantRun:
 
         config = os.environ.get("TESTBED_SSH_CONFIG")
         control = self._control_dir = control_directory(self.run_dir)
+        self.manifest.ssh_control_dir = str(control)
         self.runners = [Runner(server, control, config) for server in self.scenario.servers]
         for runner in self.runners:
             if not runner.local:
@@ -334,15 +342,25 @@ class VariantRun:
         """The name of the thread that moves a switch process's packets (None: its main thread)."""
         return ENGINE_THREAD if self.packet_path == "native" else None
 
+    def _make_realtime(self, process, pid: int) -> str | None:
+        """realtime.make_realtime for a switch process, run on its own server; None when done."""
+        bmv2, thread = self.result.target == "bmv2", self._packet_thread()
+        if process.local:
+            return make_realtime(pid, all_threads=bmv2, thread=thread)
+        argv = [sys.executable, "-m", "testbed.emulation.realtime", str(pid), *(["--all-threads"] if bmv2 else []),
+                *(["--thread", thread] if thread else [])]
+        try:
+            said = process.runner.run(argv, f"raise {process.name} to real time", cwd=self.repo_root, check=False,
+                                      timeout_s=30).strip()
+        except TestbedError as error:
+            return str(error)
+        return said or None
+
     def _raise_switches(self) -> None:
         """Switches to real-time scheduling once configured (testbed/emulation/realtime.py)."""
         refused = {}
         for process in self.processes:
-            if not process.local:
-                refused[process.name] = f"it runs on {process.runner.label}, which this run does not reschedule"
-                continue
-            reason = make_realtime(process.pid, all_threads=self.result.target == "bmv2",
-                                   thread=self._packet_thread())
+            reason = self._make_realtime(process, process.pid)
             if reason is not None:
                 refused[process.name] = reason
         self.result.scheduling = "realtime" if not refused else "normal"
@@ -517,7 +535,7 @@ class VariantRun:
         configure_switch(client, self.pipeline_config, plan)
         apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes)
         if self.result.scheduling == "realtime":
-            make_realtime(pid, all_threads=self.result.target == "bmv2", thread=self._packet_thread())
+            self._make_realtime(process, pid)
         configured_ms = round((time.monotonic() - started) * 1e3, 3)
         reaction = self.reroute.set_switch(name, up=True, plan=plan) if self.reroute is not None else None
         return {"configured_ms": configured_ms, "reroute": reaction}

@@ -86,7 +86,11 @@ def test_each_cut_cable_is_a_tunnel_with_distinct_taps_and_the_client_on_this_ma
     assert "-N" in argv and "ControlPath=none" in argv and "ExitOnForwardFailure=yes" in argv
 
 
-def test_what_a_run_over_servers_cannot_do_is_refused_in_one_line():
+def test_what_a_run_over_servers_cannot_do_is_refused_in_one_line(monkeypatch):
+    from testbed.scenario import servers as servers_module
+
+    monkeypatch.setattr(servers_module, "probe", lambda server: servers_module.ServerFacts(2, 64 << 30))
+    servers_module._FACTS.clear()
     from testbed.emulation.network import NetworkError
     from testbed.emulation.run import refuse_servers
     from testbed.errors import TestbedError
