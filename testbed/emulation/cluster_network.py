@@ -167,7 +167,7 @@ class ClusterNetwork(FabricNetwork):
             return
         for x in self.tunnels:
             runner = self.runners[x.client]
-            argv = tunnel_argv(self.runners[x.server], x.client_tap, x.server_tap)
+            argv = tunnel_argv(self.runners[x.server], x.client_tap, x.server_tap, here=runner.local)
             if runner.local:
                 process = runner.popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                        start_new_session=True)
@@ -302,14 +302,15 @@ class ClusterNetwork(FabricNetwork):
         return problems
 
 
-def tunnel_argv(far: Runner, near_tap: int, far_tap: int) -> list[str]:
+def tunnel_argv(far: Runner, near_tap: int, far_tap: int, here: bool = True) -> list[str]:
     """The ssh client of one tunnel: its own connection (not the shared one: tun forwarding is its
-    whole purpose), no command, and an exit if the far end refuses the tunnel."""
+    whole purpose), no command, and an exit if the far end refuses the tunnel. Started on another
+    server (`here` false), it uses that server's own ssh configuration."""
     from testbed.scenario.servers import ssh_command
 
     return ssh_command(far.server, options=("-N", "-o", "Tunnel=ethernet", "-o", "ExitOnForwardFailure=yes",
                                             "-o", "ControlPath=none", "-o", "ServerAliveInterval=5",
-                                            "-w", f"{near_tap}:{far_tap}"), config=far.ssh_config)
+                                            "-w", f"{near_tap}:{far_tap}"), config=far.ssh_config if here else "")
 
 
 def removal_script(namespaces: list[str], interfaces: list[str]) -> str:

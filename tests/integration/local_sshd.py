@@ -67,6 +67,8 @@ def local_sshd(address: str = "127.0.0.1"):
             f"Port {port}\nListenAddress {address}\nHostKey {home / 'host_key'}\n"
             f"AuthorizedKeysFile {home / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitTunnel yes\nUseDNS no\n"
+            # as docs/cluster.md asks: a run's shared connection carries a session per node at once
+            "MaxSessions 200\nMaxStartups 100:30:200\n"
             # the key files sit under /tmp, which everyone may write: StrictModes would refuse them
             "StrictModes no\n"
             f"PidFile {home / 'sshd.pid'}\n")

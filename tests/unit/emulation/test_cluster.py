@@ -84,6 +84,9 @@ def test_each_cut_cable_is_a_tunnel_with_distinct_taps_and_the_client_on_this_ma
     argv = tunnel_argv(runners[1], 6000, 6001)
     assert argv[-1] == "root@10.9.8.7" and "Tunnel=ethernet" in argv and argv[argv.index("-w") + 1] == "6000:6001"
     assert "-N" in argv and "ControlPath=none" in argv and "ExitOnForwardFailure=yes" in argv
+    runners[1].ssh_config = "/here/only.conf"
+    assert tunnel_argv(runners[1], 1, 2)[1:3] == ["-F", "/here/only.conf"]
+    assert "-F" not in tunnel_argv(runners[1], 1, 2, here=False)  # started there: its own configuration
 
 
 def test_what_a_run_over_servers_cannot_do_is_refused_in_one_line(monkeypatch):
