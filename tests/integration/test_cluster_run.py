@@ -4,8 +4,9 @@ root@127.0.0.1 over a private sshd (local_sshd.py), the cluster edition's own wa
 A k=4 fat-tree split over the two completes a permutation with every message verified, its 8
 cross-server cables in ssh tunnels whose delay the report's verdict gives, and `testbed clean`
 leaves nothing: no process, interface, namespace or tunnel. A run killed with kill -9 while its
-traffic runs is cleaned on both servers. Bad input gets one line: a server that cannot be reached
-when the run starts, and a fabric that needs more servers than it names.
+traffic runs is cleaned on both servers, and a run whose tunnels a server refuses fails in one line
+and removes what it had built. Bad input gets one line: a server that cannot be reached when the
+run starts, and a fabric that needs more servers than it names.
 """
 
 from __future__ import annotations
@@ -204,3 +205,29 @@ def test_bad_input_over_servers_gets_one_line(tmp_path, registry, sshd):
     assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stdout + run.stderr
     assert "placement.servers" in run.stderr and "3 servers for 2 switches" in run.stderr, run.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("manifest.json"))
+
+
+def test_a_server_that_refuses_tunnels_fails_the_run_in_one_line_and_nothing_is_left(tmp_path, registry):
+    path = tmp_path / "cluster-refused.yaml"
+    path.write_text(LEAF_SPINE.replace("cluster-killed", "cluster-refused"))
+    try:
+        with local_sshd(permit_tunnel=False) as config:
+            run = _testbed("run", "--fit", str(path), "--runs-dir", str(tmp_path / "runs"), env=_env(registry, config))
+    except LocalSshdUnavailable as why:
+        pytest.skip(f"ssh to this machine cannot be made to work here: {why}")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.count("\n") == 1 and "the tunnel of cable " in run.stderr, run.stderr
+    assert "server again (root@127.0.0.1)" in run.stderr and "forwarding failed" in run.stderr.lower(), run.stderr
+    (manifest_path,) = (tmp_path / "runs").rglob("manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["finished"] and list(registry.glob("*.path")) == []
+    from testbed.emulation.cleanup import _running
+
+    for part in [manifest] + list(manifest["remote"].values()):
+        for record in part["processes"]:
+            assert not _running(record["pid"], record["start_time"]), f"{record['role']} left running"
+        for name in part["interfaces"]:
+            assert not Path(f"/sys/class/net/{name}").exists(), f"interface {name} left behind"
+        for name in part["namespaces"]:
+            assert not Path(f"/var/run/netns/{name}").exists(), f"namespace {name} left behind"
+    assert not _processes_mentioning(str(manifest_path.parent)) and not _processes_mentioning("Tunnel=ethernet")
