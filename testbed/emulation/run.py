@@ -331,7 +331,10 @@ class VariantRun:
             client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id)
             self.clients[c.name] = client
             jobs.append((client, config, plans[c.name]))
-        configure_all(jobs)
+        try:
+            configure_all(jobs)
+        except TestbedError as error:  # a dead switch process explains the unanswered calls better
+            raise next((d for d in (p.death() for p in self.processes) if d is not None), error) from None
         for c in self.switches:
             for note in apply_tm(self.result.target, plans[c.name], c.thrift_port, scenario.derived.cell_wire_bytes):
                 if note not in self.result.notes:  # the same for every switch: said once

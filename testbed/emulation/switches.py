@@ -207,6 +207,15 @@ class _Process:
                     f"log {self.log_file}:\n{log_tail(self._stdout_path)}")
             time.sleep(0.05)
 
+    def death(self) -> SwitchStartError | None:
+        """How it died, with the last lines of its output (None: still running, or never started).
+        A run asks when a switch stops answering: the process's own last words name the cause."""
+        code = None if self.process is None else self.process.poll()
+        if code is None:
+            return None
+        return SwitchStartError(f"{self.name} exited with code {code}; its output {self._stdout_path} ends:\n"
+                                f"{log_tail(self._stdout_path, 5)}")
+
     def kill(self) -> int | None:
         """Stop it as a crash does (SIGKILL): at once, nothing flushed."""
         if self.process is None or self.process.poll() is not None:

@@ -84,10 +84,12 @@ def switch_record(name: str, t_s: float, ports: list[dict], pipeline) -> dict:
 
 def engine_records(engine, names: dict[int, str], pipelines: dict[int, object], t_s: float,
                    internal: dict[str, set] | None = None) -> list[dict]:
-    """Every switch of a NativeFabric in one engine call (under its lock, a copy of counters);
-    `internal`: per switch name, ports left out (its CPU and drop ports)."""
+    """Every switch of a NativeFabric in one engine call (under its lock only the C copy of the
+    counters: the packet thread waits for nothing else); `internal`: per switch name, ports left
+    out (its CPU and drop ports)."""
     with engine.locked():
-        ports = engine.sample()
+        copy = engine.sample_copy()
+    ports = engine.sample_records(copy)
     by_switch: dict[int, list[dict]] = {}
     for r in ports:
         by_switch.setdefault(int(r["switch"]), []).append(r)

@@ -388,7 +388,12 @@ class NativeFabric:
         """Every port of every switch in one call (engine.c eng_sample): its SAMPLE_HEAD values, then
         "class_packets" and "class_bytes" (accepted for transmission, per cell class, cumulative);
         "peak" is the deepest queue since the previous call, which restarts it from what is queued.
-        In real time the caller holds the lock (`locked()`)."""
+        In real time the caller holds the lock (`locked()`); `sample_copy` and `sample_records`
+        split the call so that only the copy is made under it."""
+        return self.sample_records(self.sample_copy())
+
+    def sample_copy(self) -> tuple[object, int]:
+        """The C copy of every port's counters (the only part that needs the lock)."""
         words = len(SAMPLE_HEAD) + 2 * CLASSES
         cap = getattr(self, "_sample_cap", 64)
         while True:
@@ -398,13 +403,19 @@ class NativeFabric:
                 break
             cap = -n
         self._sample_cap = cap
-        k = len(SAMPLE_HEAD)
+        return out, n
+
+    @staticmethod
+    def sample_records(copy: tuple[object, int]) -> list[dict]:
+        """The records of a `sample_copy`."""
+        out, n = copy
+        words, k = len(SAMPLE_HEAD) + 2 * CLASSES, len(SAMPLE_HEAD)
+        flat = out[:n * words]
         records = []
-        for i in range(n):
-            r = out[i * words:(i + 1) * words]
-            record = dict(zip(SAMPLE_HEAD, r[:k]))
-            record["class_packets"] = r[k:k + CLASSES]
-            record["class_bytes"] = r[k + CLASSES:k + 2 * CLASSES]
+        for i in range(0, n * words, words):
+            record = dict(zip(SAMPLE_HEAD, flat[i:i + k]))
+            record["class_packets"] = flat[i + k:i + k + CLASSES]
+            record["class_bytes"] = flat[i + k + CLASSES:i + k + 2 * CLASSES]
             records.append(record)
         return records
 

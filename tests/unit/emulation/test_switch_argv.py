@@ -51,3 +51,26 @@ def test_a_builtin_switch_in_its_own_process_samples_its_ports_itself():
     c.telemetry_file = Path("/tmp/leaf1.telemetry.jsonl")  # simple_switch_grpc has no such option
     assert "--telemetry-file" not in switches.SwitchProcess(c).argv()
     assert switches.SwitchProcess(c).telemetry_file is None
+
+
+def test_a_dead_process_says_why_with_its_last_words(tmp_path):
+    """A switch process that died (an engine that would not build, say) is named with its exit code
+    and the last lines of its output; a running one, or one never started, has no death."""
+    process = switches.FabricProcess(0, [config("builtin")], tmp_path)
+    assert process.death() is None  # never started
+    process._prepare()
+    import subprocess
+    with open(process._stdout_path, "wb") as out:
+        process.process = subprocess.Popen([sys.executable, "-c", "import sys, time; print('native build of engine.c "
+                                            "failed: generated.c:1: error', flush=True); sys.exit(3)"], stdout=out)
+    process.process.wait()
+    dead = process.death()
+    assert isinstance(dead, SwitchStartError)
+    assert str(dead).startswith("fabric0 exited with code 3; its output ")
+    assert str(dead).rstrip().endswith("native build of engine.c failed: generated.c:1: error")
+    process.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert process.death() is None  # running
+    finally:
+        process.process.kill()
+        process.process.wait()
