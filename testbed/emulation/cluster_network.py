@@ -243,8 +243,8 @@ class ClusterNetwork(FabricNetwork):
                 names = [x.server_interface for x in self.tunnels if x.server == i]
                 reflectors.append(self.runners[i].popen(
                     [sys.executable, "-m", "testbed.emulation.tunnel_probe", "reflect", "--seconds",
-                     f"{seconds + 5:g}", *names], cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    text=True))
+                     f"{seconds + 5:g}", *names], cwd=repo_root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True))
             for process in reflectors:  # each says "ready" once its sockets are bound
                 line = process.stdout.readline()
                 if "ready" not in line:
@@ -263,9 +263,7 @@ class ClusterNetwork(FabricNetwork):
                                     **figures[x.client_interface]}
             return out
         finally:
-            for process in reflectors:
-                if process.poll() is None:
-                    process.terminate()
+            for process in reflectors:  # stdin closed: each reflector ends, here or over ssh
                 try:
                     process.communicate(timeout=10)
                 except subprocess.TimeoutExpired:

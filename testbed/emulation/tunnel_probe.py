@@ -101,12 +101,17 @@ def send(interfaces: list[str], count: int, gap_s: float, linger_s: float = 1.0)
 
 
 def reflect(interfaces: list[str], seconds: float) -> None:
+    """Echo probes for at most `seconds`, or until stdin closes (its starter is done with it)."""
     sockets = [_open(name) for name in interfaces]
     print("ready", flush=True)
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
-        ready, _, _ = select.select(sockets, [], [], left)
+        ready, _, _ = select.select(sockets + [sys.stdin], [], [], left)
+        if sys.stdin in ready and not sys.stdin.buffer.read1(4096):
+            return
         for sock in ready:
+            if sock is sys.stdin:
+                continue
             while True:
                 try:
                     data, address = sock.recvfrom(2048)
