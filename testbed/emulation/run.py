@@ -611,7 +611,8 @@ class VariantRun:
                                           self._cost_mode(), packets=self._bmv2_packets_sent(),
                                           idle_rates=self._idle.rates() if self._idle is not None else None,
                                           window_s=time.monotonic() - self._traffic_started,
-                                          switches=len(self.scenario.topo.switches))
+                                          switches=len(self.scenario.topo.switches),
+                                          calibrate=not self.runners)
         self.result.costs["machine_cpu_steal_share"] = steal_share(self._machine_ticks_at_traffic,
                                                                    machine_cpu_ticks())
 

@@ -67,8 +67,9 @@ def sshd():
 
 
 def _env(registry: Path, config: Path) -> dict:
+    """The test's own registry, and its own calibration file, which a run over servers must not write."""
     return {**os.environ, "TESTBED_REGISTRY": str(registry), "TESTBED_SSH_CONFIG": str(config),
-            "PYTHONUNBUFFERED": "1"}
+            "TESTBED_CALIBRATION": str(registry.parent / "calibration.json"), "PYTHONUNBUFFERED": "1"}
 
 
 def _testbed(*args, env, timeout=600):
@@ -135,6 +136,7 @@ def test_a_fat_tree_over_two_servers_verifies_every_message_and_leaves_nothing(t
     assert set(cables) == set(tunnels) and {c["modelled_delay_us"] for c in cables.values()} == {modelled}
     first = (out_dir / "report.md").read_text().splitlines()[0]
     assert "8 cables between servers in tunnels adding one-way p99 " in first, first
+    assert result["costs"]["calibrates"] is False and not (registry.parent / "calibration.json").exists()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     clean = _testbed("clean", env=env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
