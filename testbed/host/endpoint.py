@@ -218,7 +218,8 @@ class Endpoint:
             if len(self.receivers) >= MAX_RECEIVER_FLOWS:
                 self.errors["too_many_flows"] += 1
                 return
-            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id, here=self.name, expect=self.expect)
+            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id, here=self.name,
+                                                      expect=self.expect)
         if ce:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):

@@ -5,7 +5,8 @@ messages, each checked against its CRC-32 trailer before the application
 sees it. When the application says what a message must carry (`expect`, the
 bytes it built ahead), each in-order cell is compared with its place in them and
 the CRC advanced as it comes (segment.Unframer), so a message's completion costs
-no pass over it; otherwise its cells are joined and checked when it completes. A message whose cells disagree (msg_id, length, LAST flag) or whose
+no pass over it; otherwise its cells are joined and checked when it completes.
+A message whose cells disagree (msg_id, length, LAST flag) or whose
 checksum fails is counted as corrupt and never delivered. Holes that persist
 for the NACK delay are NACKed, which tolerates the reordering of sprayed cells.
 
