@@ -101,3 +101,59 @@ def unframe_cells(bodies: list[bytes], framed_len: int) -> bytes | None:
     if zlib.crc32(payload).to_bytes(TRAILER_LEN, "big") != rest[:TRAILER_LEN]:
         return None
     return payload
+
+
+class Unframer:
+    """A message's cell bodies taken one at a time, in order; `result()` is unframe_cells of them.
+
+    With `expected` (the bytes the application will check the message against, of the message's
+    length), each cell's bytes are compared with their place in it as they come (`matches`) and
+    the CRC-32 advances with them, and while they all match none is kept: a message that matched
+    to its end is `expected` itself, byte for byte, so its end costs a comparison of four bytes
+    and it is delivered as that object, with no copy. From a cell that differs on, or from the
+    start without `expected`, the bodies are kept (the bytes before that cell were the expected
+    ones) and joined and checked at the end, once, as unframe_cells does."""
+
+    __slots__ = ("framed_len", "size", "have", "bodies", "trailer", "crc", "expected", "matches")
+
+    def __init__(self, framed_len: int, expected: bytes | None = None) -> None:
+        self.framed_len = framed_len
+        self.size = framed_len - TRAILER_LEN
+        self.expected = expected
+        self.matches = expected is not None and len(expected) == self.size
+        # the bodies, kept while the message is not (or no longer) the expected bytes; else None
+        self.bodies: list[bytes] | None = None if self.matches else []
+        self.have = 0  # application bytes compared so far (while nothing is kept)
+        self.trailer = b""
+        self.crc = 0
+
+    def add(self, body: bytes) -> None:
+        if self.bodies is not None:
+            self.bodies.append(body)
+            return
+        have = self.have
+        take = self.size - have
+        if take > 0:
+            part = body if len(body) <= take else body[:take]
+            if self.expected[have:have + len(part)] != part:
+                self.matches = False  # keep the bytes from here on; those before were the expected
+                self.bodies = [self.expected[:have], body] if have else [body]
+                return
+            self.crc = zlib.crc32(part, self.crc)
+            self.have = have + len(part)
+            if len(body) <= take:
+                return
+            body = body[take:]
+        if len(self.trailer) < TRAILER_LEN:
+            self.trailer += body[:TRAILER_LEN - len(self.trailer)]
+
+    def result(self) -> bytes | None:
+        """The application bytes if the bodies held the whole message and its trailer matches,
+        else None (unframe_cells's verdict)."""
+        if self.bodies is not None:
+            return unframe_cells(self.bodies, self.framed_len)
+        if self.size < 0 or self.have < self.size or len(self.trailer) < TRAILER_LEN:
+            return None
+        if self.crc.to_bytes(TRAILER_LEN, "big") != self.trailer:
+            return None
+        return self.expected

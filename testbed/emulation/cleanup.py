@@ -7,19 +7,29 @@ by the lock alone. A live run is listed and left, unless the caller
 confirms (`testbed clean --force`, for a wedged run). Processes are killed
 only when their pid still belongs to the process the run started (same
 kernel start time); interfaces and namespaces only when they still exist
-under the recorded name.  Cleaning is idempotent.
+under the recorded name; a namespace's remaining processes are stopped
+before it is deleted (whatever runs in a run's named namespace is the
+run's).  Cleaning is idempotent.
+
+A run over several servers (manifest.remote) is cleaned on each other
+server too, with the same rules: this module runs there over ssh
+(`python -m testbed.emulation.cleanup`, the part on its stdin, the report
+on its stdout). A server that cannot be reached is a problem, and the
+manifest stays for the next `testbed clean`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.emulation.manifest import Manifest, current_boot_id, process_start_time, registered_manifests
+from testbed.emulation.manifest import Manifest, ProcessRecord, current_boot_id, process_start_time, registered_manifests
 from testbed.emulation.runlock import lock_holder
 
 
@@ -49,8 +59,8 @@ def _running(pid: int, start_time: int) -> bool:
         return False
 
 
-def _kill(manifest: Manifest, report: CleanReport, deadline_s: float = 3.0) -> None:
-    alive = [p for p in manifest.processes if _running(p.pid, p.start_time)]
+def _kill(processes: list[ProcessRecord], report: CleanReport, deadline_s: float = 3.0) -> None:
+    alive = [p for p in processes if _running(p.pid, p.start_time)]
     for record in alive:
         try:
             os.kill(record.pid, signal.SIGTERM)
@@ -81,28 +91,90 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def clean_manifest(manifest: Manifest) -> CleanReport:
+    report = clean_part(manifest.processes, manifest.interfaces, manifest.namespaces)
+    for login, part in manifest.remote.items():
+        _clean_remote(login, part, report)
+    if manifest.ssh_control_dir:
+        _close_connections(manifest)
+    if not report.problems:
+        manifest.finished = True
+        manifest.save()
+        manifest.unregister()
+    return report
+
+
+def _clean_remote(login: str, part: dict, report: CleanReport) -> None:
+    """Clean one other server's part there (see the module docstring); its findings join `report`."""
+    from testbed.emulation.cluster import Runner
+    from testbed.scenario.model import Server
+
+    server = Server(**part["server"])
+    runner = Runner(server, ssh_config=part.get("ssh_config"))
+    document = json.dumps({k: part[k] for k in ("processes", "interfaces", "namespaces")})
+    try:
+        out = runner.run([sys.executable, "-m", "testbed.emulation.cleanup"], "clean this run's part",
+                         stdin=document, cwd=Path(__file__).resolve().parents[2], timeout_s=120)
+        found = json.loads(out.strip().splitlines()[-1])
+    except Exception as error:  # an unreachable server leaves its part for the next clean
+        report.problems.append(str(error).splitlines()[0] if str(error) else type(error).__name__)
+        return
+    report.killed += [f"{x} on {server.name}" for x in found["killed"]]
+    report.interfaces += [f"{x} on {server.name}" for x in found["interfaces"]]
+    report.namespaces += [f"{x} on {server.name}" for x in found["namespaces"]]
+    report.problems += [f"{server.name}: {x}" for x in found["problems"]]
+
+
+def _close_connections(manifest: Manifest) -> None:
+    """End the run's shared ssh connections (a killed run leaves their masters idling) and remove
+    the directory of their sockets."""
+    import shutil
+
+    from testbed.emulation.cluster import Runner
+    from testbed.scenario.model import Server
+
+    directory = Path(manifest.ssh_control_dir)
+    if directory.is_dir():
+        for part in manifest.remote.values():
+            try:
+                Runner(Server(**part["server"]), directory, part.get("ssh_config")).close()
+            except Exception:  # noqa: BLE001 (no master, or ssh missing: nothing to end)
+                pass
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def clean_part(processes: list[ProcessRecord], interfaces: list[str], namespaces: list[str]) -> CleanReport:
+    """This machine's share of a run: its processes, interfaces and namespaces."""
     report = CleanReport()
-    _kill(manifest, report)
-    for name in manifest.interfaces:
+    _kill(processes, report)
+    existing_ns = set(_run(["ip", "netns", "list"]).stdout.split())
+    _kill_in_namespaces([n for n in namespaces if n in existing_ns], report)
+    for name in interfaces:
         if _interface_exists(name):
             result = _run(["ip", "link", "delete", name])
             if result.returncode == 0 or not _interface_exists(name):
                 report.interfaces.append(name)
             else:
                 report.problems.append(f"cannot delete interface {name}: {result.stderr.strip()}")
-    existing_ns = set(_run(["ip", "netns", "list"]).stdout.split())
-    for name in manifest.namespaces:
+    for name in namespaces:
         if name in existing_ns:
             result = _run(["ip", "netns", "delete", name])
             if result.returncode == 0:
                 report.namespaces.append(name)
             else:
                 report.problems.append(f"cannot delete namespace {name}: {result.stderr.strip()}")
-    if not report.problems:
-        manifest.finished = True
-        manifest.save()
-        manifest.unregister()
     return report
+
+
+def _kill_in_namespaces(namespaces: list[str], report: CleanReport) -> None:
+    """SIGKILL every process still in the run's named namespaces (they hold nothing else)."""
+    for name in namespaces:
+        pids = [int(p) for p in _run(["ip", "netns", "pids", name]).stdout.split() if p.isdigit()]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                report.killed.append(f"process in namespace {name} (pid {pid})")
+            except ProcessLookupError:
+                pass
 
 
 def live_reason(manifest: Manifest, holder: dict | None) -> str | None:
@@ -133,3 +205,17 @@ def clean_all(confirm=None) -> list[tuple[Manifest, CleanReport]]:
             continue
         results.append((manifest, clean_manifest(manifest)))
     return results
+
+
+def main() -> int:
+    """Clean the part of a run given on stdin (JSON: processes, interfaces, namespaces) on this
+    machine; print the report as one JSON line."""
+    part = json.loads(sys.stdin.read())
+    report = clean_part([ProcessRecord(**p) for p in part["processes"]], part["interfaces"], part["namespaces"])
+    print(json.dumps({"killed": report.killed, "interfaces": report.interfaces, "namespaces": report.namespaces,
+                      "problems": report.problems}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

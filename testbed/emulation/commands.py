@@ -174,9 +174,11 @@ def running_switch_address(name: str) -> tuple[str, int]:
     from testbed.emulation.manifest import Manifest, registered_manifests
 
     for path in registered_manifests():
-        for process in Manifest.load(path).processes:
-            if process.role == f"switch {name}":
-                argv = process.argv
+        manifest = Manifest.load(path)
+        records = [(p.role, p.argv) for p in manifest.processes]
+        records += [(p["role"], p["argv"]) for part in manifest.remote.values() for p in part["processes"]]
+        for role, argv in records:  # a switch on another server listens on that server's address
+            if role == f"switch {name}":
                 return argv[argv.index("--grpc-server-addr") + 1], int(argv[argv.index("--device-id") + 1])
     raise TestbedError(f"no running switch named {name!r} (is a scenario running? "
                        "give HOST:PORT to attach to any switch)")

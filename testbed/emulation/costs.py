@@ -99,12 +99,13 @@ class IdlePeriod:
 def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path, threshold_us: float,
                   source: str, mode: str = "per_switch", packets: int | None = None,
                   idle_rates: dict[str, float] | None = None, window_s: float | None = None,
-                  switches: int | None = None) -> dict:
+                  switches: int | None = None, calibrate: bool = True) -> dict:
     """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
     measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
     no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
     received, less their quiet wake-ups over their loops; saved as calibration, with the idle rate per
-    switch, if real time was kept."""
+    switch, if real time was kept and `calibrate` (a run over several servers is not: its costs are
+    other machines' too, and its switches also feed tunnels)."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     total_cpu = busy_cpu = sum(switch_cpu_s.values())
@@ -148,12 +149,12 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
                             f"{agent_total:.2f} CPU-s to their datagrams")
     agent_us = None if agent_unmeasured else agent_cpu * 1e6 / datagrams
     kept_time = max(lags, default=0) <= threshold_us
-    if (switch_us or agent_us) and kept_time:
+    if (switch_us or agent_us) and kept_time and calibrate:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
                             idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams))
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
-            "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time,
+            "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time and calibrate,
             "switch_mode": mode,
             "switch_idle_cpu_per_switch": idle_per_switch if idle_per_switch is None else round(idle_per_switch, 5),
             "switch_window_s": window_s if window_s is None else round(window_s, 3)}

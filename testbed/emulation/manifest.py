@@ -9,6 +9,11 @@ REGISTRY_DIR so `testbed clean` finds runs wherever their results live.
 A run names its owner, the process that runs it (pid, kernel start time
 and the boot it started in), so `testbed clean` can tell a live run from
 one whose owner is gone.
+
+A fabric spread over several servers records each other server's part
+apart (`remote`, keyed by the server's ssh login): its processes (pid and
+start time on that server), interfaces and namespaces, and the ssh client
+configuration that reaches it, so `testbed clean` can remove them there.
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ class Manifest:
     owner_pid: int | None = None  # the process running the run (None: not recorded)
     owner_start_time: int | None = None
     boot_id: str | None = None  # /proc/sys/kernel/random/boot_id when the owner started it
+    # other servers: login -> {"server": {name, address, user}, "ssh_config", "processes", "interfaces",
+    # "namespaces"} (processes as ProcessRecord fields)
+    remote: dict = field(default_factory=dict)
+    ssh_control_dir: str | None = None  # the shared ssh connections' sockets (emulation/cluster.py)
 
     def claim(self, pid: int | None = None) -> None:
         """Name the owner (this process by default): the run is live while it lives."""
@@ -119,16 +128,31 @@ class Manifest:
             raise ManifestError(f"cannot read run manifest {path}: {error}") from None
 
     # -- recording -----------------------------------------------------------
-    def plan_interfaces(self, names: list[str]) -> None:
-        """Record interfaces before they are created."""
-        self.interfaces.extend(n for n in names if n not in self.interfaces)
+    def add_server(self, server, ssh_config: str | None) -> None:
+        """Name another server (model.Server) whose part this run records apart."""
+        self.remote.setdefault(server.login, {
+            "server": {"name": server.name, "address": server.address, "user": server.user},
+            "ssh_config": ssh_config, "processes": [], "interfaces": [], "namespaces": []})
         self.save()
 
-    def plan_namespaces(self, names: list[str]) -> None:
-        self.namespaces.extend(n for n in names if n not in self.namespaces)
+    def plan_interfaces(self, names: list[str], server: str | None = None) -> None:
+        """Record interfaces before they are created (`server`: the login of another server)."""
+        into = self.interfaces if server is None else self.remote[server]["interfaces"]
+        into.extend(n for n in names if n not in into)
         self.save()
 
-    def add_process(self, pid: int, role: str, argv: list[str]) -> None:
+    def plan_namespaces(self, names: list[str], server: str | None = None) -> None:
+        into = self.namespaces if server is None else self.remote[server]["namespaces"]
+        into.extend(n for n in names if n not in into)
+        self.save()
+
+    def add_process(self, pid: int, role: str, argv: list[str], server: str | None = None,
+                    start_time: int | None = None) -> None:
+        """A process this run started: here, or on another server (`start_time` read there)."""
+        if server is not None:
+            self.remote[server]["processes"].append(asdict(ProcessRecord(pid, start_time, role, list(argv))))
+            self.save()
+            return
         start = process_start_time(pid)
         if start is None:
             return  # already gone: nothing to clean

@@ -75,3 +75,24 @@ def scheduling_of(pid: int) -> str:
     except OSError:
         return "unknown"
     return "other"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m testbed.emulation.realtime PID [--all-threads] [--thread NAME]`: make_realtime on
+    this machine (how a run raises a switch process on another server); prints why not, if not."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m testbed.emulation.realtime")
+    parser.add_argument("pid", type=int)
+    parser.add_argument("--all-threads", action="store_true")
+    parser.add_argument("--thread")
+    args = parser.parse_args(argv)
+    reason = make_realtime(args.pid, all_threads=args.all_threads, thread=args.thread)
+    if reason is not None:
+        print(reason)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

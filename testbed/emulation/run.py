@@ -27,6 +27,8 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.telemetry.live import host_readings
+from testbed.emulation.cluster import Runner, check_shared, control_directory, server_address
+from testbed.emulation.cluster_network import ClusterNetwork
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
@@ -53,13 +55,30 @@ AGENT_MARGIN_S = 30.0
 
 
 def refuse_servers(scenario) -> None:
-    """A scenario with placement.servers is refused: validate, show and the capacity check plan a
-    fabric over servers, but building one is not done yet, and running it all here would pass for
-    what was asked."""
-    if scenario.servers:
-        raise TestbedError(f"{scenario.file}: placement.servers: this build cannot yet run a fabric over several "
-                           "servers (testbed validate, show and the capacity check plan it); drop the placement "
-                           "section to run it on this machine")
+    """What a fabric over several servers (placement.servers) cannot do, refused in one line before
+    anything starts: faults (they act on this machine's interfaces, processes and namespaces), a
+    host whose ToRs are placed on different servers (its cables would cross between machines), and
+    what validate refuses (feasibility.server_problems: a server ssh cannot reach now, servers too
+    few for the fabric's memory)."""
+    if not scenario.servers:
+        return
+    if scenario.faults:
+        raise TestbedError(f"{scenario.file}: faults: a fabric over several servers (placement.servers) runs "
+                           "without faults; drop the faults section or the placement section")
+    from testbed.scenario.servers import server_switches
+
+    where = {name: i for i, group in enumerate(server_switches(scenario)) for name in group}
+    for host in scenario.topo.hosts:
+        tors = scenario.topo.tors_of(host)
+        if len({where[t] for t in tors}) > 1:
+            raise TestbedError(f"{scenario.file}: placement.servers: host {host} plugs into {', '.join(tors)}, "
+                               "placed on different servers; place a host's ToRs on one server "
+                               "(placement.servers[].switches)")
+    from testbed.scenario.feasibility import server_problems
+
+    problem = server_problems(scenario)
+    if problem is not None:
+        raise problem
 
 
 class RunError(TestbedError):
@@ -92,6 +111,7 @@ class RunResult:
     restarts: list = field(default_factory=list)  # switches a fault stopped (their counters started again)
     failed: str | None = None  # why the run stopped before its traffic ended (one line), None if it did not
     faults_not_executed: list = field(default_factory=list)  # planned faults that never ran, with why
+    tunnels: dict = field(default_factory=dict)  # placement.servers: cable -> its tunnel's measured delay
 
 
 def _one_line(error: BaseException) -> str:
@@ -116,6 +136,10 @@ class VariantRun:
         self.manifest.claim()  # this process: `testbed clean` leaves the run alone while it lives
         self.network: FabricNetwork | None = None
         self.placement: Placement | None = None  # fabric processes (builtin); None: one process per switch
+        self.runners: list[Runner] = []  # placement.servers: one per server, in its order
+        self.switch_server: dict[str, int] = {}  # placement.servers: switch -> its server's index
+        self._control_dir: Path | None = None  # placement.servers: the shared ssh connections' sockets
+        self._addresses: list[str] = []  # placement.servers: where the controller reaches each server
         self.switches: list[SwitchConfig] = []
         self.processes: list[SwitchProcess | FabricProcess] = []
         self.clients: dict[str, P4RuntimeClient] = {}
@@ -174,7 +198,32 @@ class VariantRun:
                 self.result.notes.append(note)
         topology = self.scenario.topo
         self.placement = self._place()
+        if self.scenario.servers:
+            self._reach_servers()
+            return
         self.manifest.plan_interfaces(interface_names(topology, self._in_memory()))
+
+    def _reach_servers(self) -> None:
+        """placement.servers: a runner per server (one shared ssh connection each), every other
+        server named in the manifest before anything is made there, and each seen to share the run
+        directory and the repository (emulation/cluster.py)."""
+        from testbed.scenario.servers import server_switches
+
+        config = os.environ.get("TESTBED_SSH_CONFIG")
+        control = self._control_dir = control_directory(self.run_dir)
+        self.manifest.ssh_control_dir = str(control)
+        self.runners = [Runner(server, control, config) for server in self.scenario.servers]
+        for runner in self.runners:
+            if not runner.local:
+                self.manifest.add_server(runner.server, config)
+        self.switch_server = {name: i for i, group in enumerate(server_switches(self.scenario)) for name in group}
+        check_shared(self.runners, self.run_dir, self.repo_root, sys.executable)
+        self._addresses = [server_address(r) for r in self.runners]
+
+    def _remote(self, index: int) -> str | None:
+        """The manifest's key of server `index`: its login, None for this machine."""
+        runner = self.runners[index]
+        return None if runner.local else runner.server.login
 
     def _place(self) -> Placement | None:
         """Fabric processes for the builtin target (topo.partition); bmv2 runs one per switch."""
@@ -198,11 +247,29 @@ class VariantRun:
         self.progress(f"building the network: {self.scenario.topo.counts.switches} switches, "
                       f"{self.scenario.topo.counts.hosts} hosts")
         local = self.scenario.links.local
+        local_pacing = Pacing(local.rate_mbps) if local is not None else None
+        if self.runners:
+            self._build_cluster_network(local_pacing)
+            return
         self.network = FabricNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps),
-                                     self._in_memory(),
-                                     local_pacing=Pacing(local.rate_mbps) if local is not None else None)
+                                     self._in_memory(), local_pacing=local_pacing)
         self.network.build(on_host=lambda name, pid: self.manifest.add_process(pid, f"host {name}",
                                                                              ["mininet host", name]))
+
+    def _build_cluster_network(self, local_pacing) -> None:
+        """Every server's part (emulation/cluster_network.py), recorded in the manifest first; then each
+        tunnel's delay measured before any switch opens it."""
+        (self.run_dir / "logs").mkdir(exist_ok=True)
+        network = self.network = ClusterNetwork(self.scenario.topo, Pacing(self.scenario.links.host.rate_mbps),
+                                                self._in_memory(), local_pacing, self.runners, self.switch_server,
+                                                tag=str(os.getpid()))
+        for index, part in network.server_parts().items():
+            self.manifest.plan_namespaces(part["namespaces"], self._remote(index))
+            self.manifest.plan_interfaces(part["interfaces"], self._remote(index))
+        self.progress(f"{len(self.runners)} servers, {len(network.tunnels)} cables between them in ssh tunnels")
+        network.build(on_tunnel=lambda index, pid, start, argv: self.manifest.add_process(
+            pid, "tunnel", argv, self._remote(index), start), log_dir=self.run_dir / "logs")
+        self.result.tunnels = network.measure_tunnels(self.repo_root)
 
     def _switch_config(self, name: str) -> SwitchConfig:
         topology = self.scenario.topo
@@ -221,7 +288,8 @@ class VariantRun:
             pcap_dir=self.run_dir / "pcap" / name if switch.pcap else None, log_level=switch.log_level,
             backend=self.packet_path,
             memory_links={p.number: (p.peer, p.peer_port, switch_interface(name, p.number))
-                          for p in topology.ports(name) if p.link in in_memory})
+                          for p in topology.ports(name) if p.link in in_memory},
+            address=self._addresses[self.switch_server[name]] if self.runners else "127.0.0.1")
 
     def _start_switches(self) -> None:
         topology = self.scenario.topo
@@ -240,7 +308,17 @@ class VariantRun:
             "mode": self._cost_mode(),
             "processes": {p.name: [c.name for c in p.configs] for p in self.processes},
             "links_in_memory": len(self._in_memory())}
-        start_all(self.processes, on_started=lambda p, pid: self.manifest.add_process(pid, p.name, p.argv()))
+        server_of = {}
+        for process in self.processes:
+            if self.runners:
+                server_of[process.name] = self.switch_server[process.configs[0].name]
+                if not self.runners[server_of[process.name]].local:
+                    process.runner = self.runners[server_of[process.name]]
+        if self.runners:
+            self.result.switch_processes["servers"] = {p.name: self.scenario.servers[server_of[p.name]].name
+                                                       for p in self.processes}
+        start_all(self.processes, on_started=lambda p, pid: self.manifest.add_process(
+            pid, p.name, p.argv(), None if p.local else p.runner.server.login, p.start_time))
 
     def _configure(self) -> None:
         self.progress("configuring switches over P4Runtime")
@@ -267,12 +345,25 @@ class VariantRun:
         """The name of the thread that moves a switch process's packets (None: its main thread)."""
         return ENGINE_THREAD if self.packet_path == "native" else None
 
+    def _make_realtime(self, process, pid: int) -> str | None:
+        """realtime.make_realtime for a switch process, run on its own server; None when done."""
+        bmv2, thread = self.result.target == "bmv2", self._packet_thread()
+        if process.local:
+            return make_realtime(pid, all_threads=bmv2, thread=thread)
+        argv = [sys.executable, "-m", "testbed.emulation.realtime", str(pid), *(["--all-threads"] if bmv2 else []),
+                *(["--thread", thread] if thread else [])]
+        try:
+            said = process.runner.run(argv, f"raise {process.name} to real time", cwd=self.repo_root, check=False,
+                                      timeout_s=30).strip()
+        except TestbedError as error:
+            return str(error)
+        return said or None
+
     def _raise_switches(self) -> None:
         """Switches to real-time scheduling once configured (testbed/emulation/realtime.py)."""
         refused = {}
         for process in self.processes:
-            reason = make_realtime(process.process.pid, all_threads=self.result.target == "bmv2",
-                                   thread=self._packet_thread())
+            reason = self._make_realtime(process, process.pid)
             if reason is not None:
                 refused[process.name] = reason
         self.result.scheduling = "realtime" if not refused else "normal"
@@ -330,7 +421,7 @@ class VariantRun:
             {"seed": scenario.seed, "messages": [m.to_json() for m in messages]}))
         (agent_dir / "transport.json").write_text(json.dumps(scenario.to_dict()["transport"]))
         epoch_file = agent_dir / "epoch"
-        self._cpu_at_traffic = {p.name: process_cpu_s(p.process.pid) or 0.0 for p in self.processes}
+        self._cpu_at_traffic = {p.name: self._cpu_s(p) or 0.0 for p in self.processes}
         self._traffic_started = time.monotonic()
         self._machine_ticks_at_traffic = machine_cpu_ticks()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
@@ -370,7 +461,7 @@ class VariantRun:
             self.manifest.add_process(process.pid, f"agent {host}", argv)
         self._wait_ready(agent_dir)
         epoch = time.time() + 1.0  # the counters' baseline is sampled before it
-        self._idle = IdlePeriod({p.name: p.process.pid for p in self.processes if p.process is not None}, epoch,
+        self._idle = IdlePeriod({p.name: p.pid for p in self.processes if p.process is not None and p.local}, epoch,
                                 min(m.start_us for m in messages) / 1e6).start()
         thrift_ports = ({s: topology.node(s).thrift_port for s in topology.switches}
                         if self.result.target == "bmv2" else None)
@@ -447,7 +538,7 @@ class VariantRun:
         configure_switch(client, self.pipeline_config, plan)
         apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes)
         if self.result.scheduling == "realtime":
-            make_realtime(pid, all_threads=self.result.target == "bmv2", thread=self._packet_thread())
+            self._make_realtime(process, pid)
         configured_ms = round((time.monotonic() - started) * 1e3, 3)
         reaction = self.reroute.set_switch(name, up=True, plan=plan) if self.reroute is not None else None
         return {"configured_ms": configured_ms, "reroute": reaction}
@@ -458,9 +549,9 @@ class VariantRun:
             raise FaultError(f"{switch}: link_degrade needs the builtin target (bmv2 models no link delay or loss)")
         from testbed.p4model.tm.control import SwitchControlClient
 
-        port = next(c.thrift_port for c in self.switches if c.name == switch)
+        config = next(c for c in self.switches if c.name == switch)
         try:
-            with SwitchControlClient("127.0.0.1", port, timeout_s=3) as control:
+            with SwitchControlClient(config.address, config.thrift_port, timeout_s=3) as control:
                 reply = control.request(line)
         except OSError as error:
             raise FaultError(f"{switch}: traffic-manager control unreachable ({error})") from None
@@ -504,14 +595,14 @@ class VariantRun:
 
         for c in self.switches:
             try:
-                with SwitchControlClient("127.0.0.1", c.thrift_port, timeout_s=3) as control:
+                with SwitchControlClient(c.address, c.thrift_port, timeout_s=3) as control:
                     self.result.tm_stats[c.name] = {"tm": control.tm_stats(), "queues": control.queue_stats(),
                                                     "port_io": control.call("port_stats")}
             except Exception as error:  # telemetry must never block teardown
                 self.result.notes.append(f"{c.name}: traffic-manager statistics unavailable ({error})")
 
     def _measure_costs(self) -> None:
-        cpu = {p.name: process_cpu_s(p.process.pid) for p in self.processes if p.process is not None}
+        cpu = {p.name: self._cpu_s(p) for p in self.processes if p.process is not None}
         self.result.switch_cpu_s = {name: round(v - self._cpu_at_traffic[name], 3) for name, v in cpu.items()
                                     if v is not None and name in self._cpu_at_traffic}
         self.result.costs = measure_costs(self.result.switch_cpu_s, self.result.tm_stats, self.run_dir / "records",
@@ -520,9 +611,24 @@ class VariantRun:
                                           self._cost_mode(), packets=self._bmv2_packets_sent(),
                                           idle_rates=self._idle.rates() if self._idle is not None else None,
                                           window_s=time.monotonic() - self._traffic_started,
-                                          switches=len(self.scenario.topo.switches))
+                                          switches=len(self.scenario.topo.switches),
+                                          calibrate=not self.runners)
         self.result.costs["machine_cpu_steal_share"] = steal_share(self._machine_ticks_at_traffic,
                                                                    machine_cpu_ticks())
+
+    @staticmethod
+    def _cpu_s(process) -> float | None:
+        """A switch process's CPU seconds, read on its own server; None when it is gone."""
+        if process.pid is None:
+            return None
+        if process.local:
+            return process_cpu_s(process.pid)
+        try:
+            stat = process.runner.run(["cat", f"/proc/{process.pid}/stat"], "read a switch's CPU time", timeout_s=20)
+            fields = stat.rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (TestbedError, IndexError, ValueError):
+            return None
 
     def _bmv2_packets_sent(self) -> int | None:
         """bmv2 only: packets its switches sent while the traffic ran, from the program's tx counters
@@ -591,7 +697,12 @@ class VariantRun:
             self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]
             self.result.faults_not_executed = self.faults.not_executed(time.time() - self.faults.epoch)
         if self.network is not None:
-            self.network.stop()
+            problems = self.network.stop()
+            self.result.notes += problems or []
+        for runner in self.runners:
+            runner.close()
+        if self._control_dir is not None:
+            shutil.rmtree(self._control_dir, ignore_errors=True)
         self.manifest.finished = True
         self.manifest.save()
         self.manifest.unregister()
@@ -603,5 +714,6 @@ class VariantRun:
             "switch_scheduling": self.result.scheduling, "switch_cpu_s": self.result.switch_cpu_s,
             "costs": self.result.costs, "host_counters": self.result.host_counters,
             "switch_processes": self.result.switch_processes, "restarts": self.result.restarts,
-            "failed": self.result.failed, "faults_not_executed": self.result.faults_not_executed},
+            "failed": self.result.failed, "faults_not_executed": self.result.faults_not_executed,
+            "tunnels": self.result.tunnels},
             indent=2, default=str))

@@ -74,10 +74,12 @@ class SwitchConfig:
     # a fabric process takes the interval from its switches' and writes its own file
     telemetry_file: Path | None = None
     telemetry_interval_s: float = 0.1
+    # the address its gRPC and control ports listen on and the controller reaches it at
+    address: str = "127.0.0.1"
 
     @property
     def grpc_addr(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+        return f"{self.address}:{self.grpc_port}"
 
     def argv(self) -> list[str]:
         """The command line of this switch's own process."""
@@ -123,10 +125,10 @@ def _raise_priority() -> None:
         pass
 
 
-def _port_open(port: int) -> bool:
+def _port_open(port: int, address: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.2)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return probe.connect_ex((address, port)) == 0
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -138,15 +140,24 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 
 class _Process:
-    """One running process of switches; `start()` returns at once, `wait_ready()` polls."""
+    """One running process of switches; `start()` returns at once, `wait_ready()` polls.
+    With a `runner` (emulation/cluster.py) it runs on that runner's server: `process` is then the
+    local handle that ends with it, `pid` its pid there."""
 
     name: str
     configs: list[SwitchConfig]
     log_file: Path
+    runner = None
 
     def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.start_time: int | None = None  # on a runner's server: its kernel start time there
         self._stdout_path = self.log_file.with_suffix(".stdout")
+
+    @property
+    def local(self) -> bool:
+        return self.runner is None or self.runner.local
 
     def argv(self) -> list[str]:
         raise NotImplementedError
@@ -162,6 +173,10 @@ class _Process:
         """Start the process (`again`: a restart, which keeps the logs of the first run)."""
         self._prepare()
         argv = self.argv()
+        if self.runner is not None:
+            self.process, self.pid, self.start_time = self.runner.spawn(argv, self._stdout_path, append=again,
+                                                                        nice=SWITCH_NICE)
+            return self.pid
         with open(self._stdout_path, "ab" if again else "wb") as out:
             try:
                 self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
@@ -170,6 +185,7 @@ class _Process:
                                                 preexec_fn=_raise_priority)
             except OSError as error:
                 raise SwitchStartError(f"cannot start {self.name} ({argv[0]}): {error.strerror}") from None
+        self.pid = self.process.pid
         return self.process.pid
 
     def wait_ready(self, deadline: float) -> None:
@@ -182,7 +198,7 @@ class _Process:
                 raise SwitchStartError(
                     f"{self.name} exited with code {code} during start-up; "
                     f"log {self.log_file}:\n{log_tail(self.log_file)}\n{log_tail(self._stdout_path)}")
-            waiting = [port for port in waiting if not _port_open(port)]
+            waiting = [port for port in waiting if not _port_open(port, self.configs[0].address)]
             if not waiting:
                 return
             if time.monotonic() > deadline:
@@ -204,16 +220,30 @@ class _Process:
         """Stop it as a crash does (SIGKILL): at once, nothing flushed."""
         if self.process is None or self.process.poll() is not None:
             return None if self.process is None else self.process.returncode
+        if self.runner is not None and not self.runner.local:
+            self._signal_remote("KILL")
         self.process.kill()
         return self.process.wait()
+
+    def _signal_remote(self, signal_name: str) -> None:
+        """Signal the process on its server, if it is still the one started (pid and start time)."""
+        check = f"[ \"$(awk '{{print $22}}' /proc/{self.pid}/stat 2>/dev/null)\" = {self.start_time} ]"
+        self.runner.run(["sh", "-c", f"{check} && kill -{signal_name} {self.pid}; true"],
+                        f"stop {self.name}", check=False, timeout_s=20)
 
     def stop(self, timeout_s: float = 5.0) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return None if self.process is None else self.process.returncode
-        self.process.terminate()
+        remote = self.runner is not None and not self.runner.local
+        if remote:
+            self._signal_remote("TERM")  # the local handle (ssh) ends with it and says its exit code
+        else:
+            self.process.terminate()
         try:
             return self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            if remote:
+                self._signal_remote("KILL")
             self.process.kill()
             return self.process.wait()
 

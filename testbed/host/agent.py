@@ -828,6 +828,7 @@ class Agent:
             "replay_stalls": self.replay_stalls,
             "host": self.name, "end_reason": reason, "unknown_peer_datagrams": self.unknown_peer,
             "socket_errors": self.socket_errors, "verify_failures": self.runner.verify_failures,
+            "messages_checked_cell_by_cell": self.runner.checked_as_they_came,
             "messages_pending": len(self.runner.pending),
             "messages_expected_missing": len(self.expected_in - self.runner.received),
             "scheduling": self.scheduling,

@@ -66,6 +66,7 @@ class WorkloadRunner:
         self.received: set[tuple[str, int]] = set()
         self.records: list[dict] = []
         self.verify_failures = 0
+        self.checked_as_they_came = 0  # messages compared cell by cell with bytes built ahead
         self.buffers: dict[str, np.ndarray] = {}  # collective -> this rank's working buffer
         self.applied: set[tuple[str, int]] = set()
         self.held: list[tuple[MessageSpec, bytes]] = []  # received, waiting for apply_after
@@ -81,6 +82,7 @@ class WorkloadRunner:
             if ep is not None:
                 ep.on_delivered = self._delivered
                 ep.on_acked = self._acked
+                ep.expect = self._expected_bytes
 
     def prepare(self, budget_bytes: int = PREPARE_BUDGET_BYTES) -> int:
         """Build ahead the payloads of this host's point-to-point messages, those it sends and those
@@ -105,6 +107,11 @@ class WorkloadRunner:
             else:
                 self._prepared[i] = segment.frame_ahead(data)  # the transport's framing too
         return held
+
+    def _expected_bytes(self, src_addr: str, msg_id: int) -> bytes | None:
+        """The bytes a message from `src_addr` must carry, when they were built ahead (prepare):
+        the transport compares them cell by cell as the message comes (Endpoint.expect)."""
+        return self._expected.get((self.name_of(src_addr), msg_id)) if self._expected else None
 
     def _endpoint(self, dst: str) -> Endpoint:
         return self.local if dst in self.local_peers else self.ep
@@ -182,11 +189,15 @@ class WorkloadRunner:
         spec = self.incoming.get((src, d.msg_id))
         if spec is None:
             expected = self._expected.pop((src, d.msg_id), None)
-            if expected is None:
-                known = self._to_check.get((src, d.msg_id))
-                size = known.size_bytes if known is not None else len(d.payload)
-                expected = workloads.payload(self.seed, src, self.name, d.msg_id, size)
-            ok = expected == d.payload
+            if expected is not None and d.matches_expected is not None:
+                ok = d.matches_expected  # compared with these bytes cell by cell as they came
+                self.checked_as_they_came += 1
+            else:
+                if expected is None:
+                    known = self._to_check.get((src, d.msg_id))
+                    size = known.size_bytes if known is not None else len(d.payload)
+                    expected = workloads.payload(self.seed, src, self.name, d.msg_id, size)
+                ok = expected == d.payload
         else:
             ok = self._check_collective(spec, d.payload)
         self.verify_failures += not ok

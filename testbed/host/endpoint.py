@@ -98,6 +98,9 @@ class Endpoint:
         self._salt = zlib.crc32(name.encode()) & 0xFFFF
         self.on_delivered = on_delivered or (lambda d: self.delivered.append(d))
         self.on_acked = on_acked or (lambda dst, m: self.acked.append((dst, m)))
+        # the application's `expect(src, msg_id)`: the bytes a message must carry, compared cell by
+        # cell as it is reassembled (ReceiverFlow); None: the application checks what it gets
+        self.expect: Callable[[str, int], bytes | None] | None = None
         self.delivered: list[Delivered] = []
         self.acked: list[tuple[str, OutMessage]] = []
         self.errors: Counter[str] = Counter()
@@ -215,7 +218,8 @@ class Endpoint:
             if len(self.receivers) >= MAX_RECEIVER_FLOWS:
                 self.errors["too_many_flows"] += 1
                 return
-            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id, here=self.name)
+            flow = self.receivers[key] = ReceiverFlow(self.cfg, src, cell.flow_id, here=self.name,
+                                                      expect=self.expect)
         if ce:
             self.counters["ce_cells"] += 1
         for dst, out in self.rcc.on_data(now, src, cell, ce):

@@ -2,7 +2,11 @@
 
 Cells enter the bounded reorder buffer; the in-order run is reassembled into
 messages, each checked against its CRC-32 trailer before the application
-sees it. A message whose cells disagree (msg_id, length, LAST flag) or whose
+sees it. When the application says what a message must carry (`expect`, the
+bytes it built ahead), each in-order cell is compared with its place in them and
+the CRC advanced as it comes (segment.Unframer), so a message's completion costs
+no pass over it; otherwise its cells are joined and checked when it completes.
+A message whose cells disagree (msg_id, length, LAST flag) or whose
 checksum fails is counted as corrupt and never delivered. Holes that persist
 for the NACK delay are NACKed, which tolerates the reordering of sprayed cells.
 
@@ -21,6 +25,7 @@ cell that triggered it (ACKs retrace that cell's path).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from testbed.cells import segment, wire
 from testbed.host.config import TransportConfig
@@ -52,6 +57,9 @@ class Delivered:
     delivered_s: float
     cells: int
     reorder: MsgReorder
+    # whether the payload is the bytes the application expected (ReceiverFlow's `expect`); None:
+    # nothing was expected, the application checks it itself
+    matches_expected: bool | None = None
 
 
 @dataclass
@@ -59,13 +67,17 @@ class _Assembly:
     msg_id: int
     framed_len: int
     ncells: int
-    bodies: list[bytes] = field(default_factory=list)
-    consistent: bool = True
+    unframer: segment.Unframer | None  # None: the message is already known to be inconsistent
+    cells: int = 0
 
 
 class ReceiverFlow:
-    def __init__(self, cfg: TransportConfig, src: str, flow_id: int, here: str = "") -> None:
+    def __init__(self, cfg: TransportConfig, src: str, flow_id: int, here: str = "",
+                 expect: Callable[[str, int], bytes | None] | None = None) -> None:
+        """`expect(src, msg_id)`: the bytes the application will check a message from `src`
+        against, or None; asked at a message's first cell."""
         self.cfg = cfg
+        self.expect = expect
         self.src = src
         self.here = here
         self.flow_id = flow_id
@@ -176,29 +188,38 @@ class ReceiverFlow:
         return self._ack(self._last_cell, now=due)
 
     def _assemble(self, now: float, cell: wire.CellPacket) -> Delivered | None:
+        """One in-order DATA cell into its message: the message ends at its LAST cell or once it
+        has as many cells as its length says; it is delivered only if every cell agreed on its
+        msg_id and length, both ends came together, and its bytes pass the CRC-32 trailer."""
         asm = self._asm
         if asm is None:
             ncells = segment.cell_count(cell.aux, self.cfg.cell_size)
-            asm = self._asm = _Assembly(cell.msg_id, cell.aux, ncells)
-            if cell.aux > self.cfg.max_message_bytes:
-                asm.consistent = False
-        elif cell.msg_id != asm.msg_id or cell.aux != asm.framed_len:
-            asm.consistent = False
-        asm.bodies.append(cell.body)
+            unframer = None
+            if cell.aux <= self.cfg.max_message_bytes:
+                expected = self.expect(self.src, cell.msg_id) if self.expect is not None else None
+                unframer = segment.Unframer(cell.aux, expected)
+            asm = self._asm = _Assembly(cell.msg_id, cell.aux, ncells, unframer)
+        elif asm.unframer is not None and (cell.msg_id != asm.msg_id or cell.aux != asm.framed_len):
+            asm.unframer = None  # inconsistent: its bytes need not be kept
+        asm.cells += 1
+        if asm.unframer is not None:
+            asm.unframer.add(cell.body)
         last = cell.has(wire.FLAG_LAST)
-        full = len(asm.bodies) >= asm.ncells
+        full = asm.cells >= asm.ncells
         if not (last or full):
             return None
         self._asm = None
         stats = self._stats.pop(asm.msg_id, None) or MsgReorder(first_cell_s=now)
         payload = None
-        if asm.consistent and last and full:
-            payload = segment.unframe_cells(asm.bodies, asm.framed_len)
+        if asm.unframer is not None and last and full:
+            payload = asm.unframer.result()
         if payload is None:
             self.corrupt += 1
             return None
         self.delivered += 1
-        return Delivered(self.src, self.flow_id, asm.msg_id, payload, now, asm.ncells, stats)
+        unframer = asm.unframer
+        return Delivered(self.src, self.flow_id, asm.msg_id, payload, now, asm.ncells, stats,
+                         unframer.matches if unframer.expected is not None else None)
 
     def deadline(self) -> float | None:
         if self.hole_since is None:

@@ -41,13 +41,14 @@ def is_local(server) -> bool:
     return server.address == "localhost"
 
 
-def ssh_command(server, *command: str) -> list[str]:
+def ssh_command(server, *command: str, options: tuple[str, ...] = (), config: str | None = None) -> list[str]:
     """ssh to `server` in batch mode: a key or nothing, a bounded wait for the connection, a new
-    host key accepted once and checked afterwards."""
-    config = os.environ.get("TESTBED_SSH_CONFIG")
+    host key accepted once and checked afterwards; `options` go before the login, `config` is the
+    client configuration file (None: TESTBED_SSH_CONFIG, else ssh's own)."""
+    config = config if config is not None else os.environ.get("TESTBED_SSH_CONFIG")
     return ["ssh", *(["-F", config] if config else []), "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "StrictHostKeyChecking=accept-new",
-            server.login, *command]
+            *options, server.login, *command]
 
 
 def probe(server) -> ServerFacts:

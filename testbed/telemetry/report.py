@@ -283,6 +283,8 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
             parts.append(f"host {f['host']} p99 pacer lateness {f['worst_p99_pacer_lateness_us']:.0f} us")
         if f.get("cpu_steal_share") is not None:
             parts.append(f"hypervisor steal {100 * f['cpu_steal_share']:.1f}% of the machine's CPU time")
+        if f.get("cross_server_cables"):
+            parts.append(_tunnel_clause(f))
         text = f"{name} ({'; '.join(parts) or 'no lag reported'})"
         (lost if f.get("behind_real_time") else kept).append(text)
     threshold = next((s["fidelity"]["threshold_us"] for s in summaries.values() if "fidelity" in s), None)
@@ -292,7 +294,8 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
     not_checked = (f"the {' and '.join(unchecked)} switches' timing is not checked ({' and '.join(unchecked)} "
                    "reports no departure lag)") if unchecked else ""
     if lost:
-        return ("**Fidelity lost: switches or hosts ran behind real time by more than " + limit + " at p99 in "
+        return ("**Fidelity lost: switches or hosts ran behind real time, or tunnels between servers delayed "
+                "cables, by more than " + limit + " at p99 in "
                 + "; ".join(lost) + ". Timings in those variants reflect the CPU, not the modelled links"
                 + (f"; {not_checked}" if not_checked else "") + ".**")
     if not_checked:
@@ -300,6 +303,26 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
                 + " of its schedule at p99 (" + "; ".join(kept) + ").")
     return "Fidelity kept: every switch and every host agent stayed within " + limit + " of its schedule at p99 (" \
         + "; ".join(kept) + ")."
+
+
+def _tunnel_clause(f: dict) -> str:
+    """The cross-server cables' tunnels in one clause: their delay against the modelled one, and
+    where they made the emulation late."""
+    cables = f["cross_server_cables"]
+    p99 = [c["one_way_p99_us"] for c in cables.values() if c["one_way_p99_us"] is not None]
+    jitter = [c["jitter_us"] for c in cables.values() if c["jitter_us"] is not None]
+    modelled = next(iter(cables.values()))["modelled_delay_us"]
+    text = (f"{len(cables)} cables between servers in tunnels adding one-way p99 "
+            + (f"{min(p99):.0f}-{max(p99):.0f} us" if p99 else "(no probe answered)")
+            + (f", jitter up to {max(jitter):.0f} us" if jitter else "")
+            + (f", to a modelled {modelled:g} us" if modelled is not None else ""))
+    late = f.get("late_cables") or []
+    if late:
+        shown = ", ".join(late[:4]) + (f" and {len(late) - 4} more" if len(late) > 4 else "")
+        text += f"; the tunnels made the emulation late on {shown}"
+    else:
+        text += "; no tunnel made the emulation late"
+    return text
 
 
 def _in_units(label: str, summaries: dict[str, dict]) -> str:

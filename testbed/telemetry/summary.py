@@ -121,13 +121,17 @@ def host_stats(run_dir: Path) -> dict[str, dict]:
 
 
 def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str | None = "builtin",
-             cpu_steal_share: float | None = None) -> dict:
+             cpu_steal_share: float | None = None, tunnels: dict | None = None) -> dict:
     """Switches: p99 dequeue lag of each traffic manager; hosts: p99 pacer lateness of each agent.
     Either beyond one data cell's time on the host link means the CPU, not the model, set the timing.
     bmv2 reports no departure lag: its switches are "not checked", never "kept". The share of the
     machine's CPU its hypervisor took over the run (result.json's costs) is carried along: it is
-    one reason a run falls behind that no setting of the run removes."""
+    one reason a run falls behind that no setting of the run removes.
+    A fabric over several servers: each cross-server cable's tunnel (result.json's `tunnels`, its
+    measured one-way delay and jitter) adds its delay to the modelled link delay the switches
+    apply; a tunnel whose p99 one-way delay exceeds the same threshold made that cable late."""
     threshold = fidelity_threshold_us(scenario)
+    cables = cross_server_cables(scenario, tunnels or {}, threshold)
     switch_lag = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us"), name)
                   for name, s in tm_stats.items()]
     switch_lag = [x for x in switch_lag if x[0] is not None]
@@ -137,6 +141,7 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
     worst_host = max(host_late, default=None)
     switches_behind = bool(worst_switch and worst_switch[0] > threshold)
     hosts_behind = bool(worst_host and worst_host[0] > threshold)
+    late_cables = sorted(name for name, c in cables.items() if c["late"])
     return {"threshold_us": threshold,
             "worst_p99_dequeue_lag_us": worst_switch[0] if worst_switch else None,
             "switch": worst_switch[1] if worst_switch else None,
@@ -144,8 +149,24 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
             "host": worst_host[1] if worst_host else None,
             "host_p99_pacer_lateness_us": {name: v for v, name in sorted(host_late, key=lambda x: x[1])},
             "switches_behind": switches_behind, "hosts_behind": hosts_behind,
-            "behind_real_time": switches_behind or hosts_behind,
-            "switches_checked": target != "bmv2", "cpu_steal_share": cpu_steal_share}
+            "behind_real_time": switches_behind or hosts_behind or bool(late_cables),
+            "switches_checked": target != "bmv2", "cpu_steal_share": cpu_steal_share,
+            "cross_server_cables": cables or None, "late_cables": late_cables}
+
+
+def cross_server_cables(scenario: dict, tunnels: dict, threshold_us: float) -> dict:
+    """Each tunnelled cable: its servers, the modelled link delay, the tunnel's measured one-way delay
+    (mean, p99) and jitter, and whether it made the cable late (p99 beyond `threshold_us`, or no
+    probe came back)."""
+    modelled = ((scenario.get("links") or {}).get("fabric") or {}).get("delay_us")
+    out = {}
+    for cable, t in sorted(tunnels.items()):
+        one_way = t.get("one_way_us") or {}
+        out[cable] = {"servers": t.get("servers"), "modelled_delay_us": modelled,
+                      "one_way_mean_us": one_way.get("mean"), "one_way_p99_us": one_way.get("p99"),
+                      "jitter_us": t.get("jitter_us"), "probes": [t.get("received"), t.get("sent")],
+                      "late": not one_way or one_way.get("p99", 0) > threshold_us}
+    return out
 
 
 def variant_scenario(resolved: dict, variant: str | None):
@@ -233,7 +254,8 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"),
-                                   (result.get("costs") or {}).get("machine_cpu_steal_share"))
+                                   (result.get("costs") or {}).get("machine_cpu_steal_share"),
+                                   result.get("tunnels"))
     summary["faults"] = faults(run_dir)
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
     summary["recovery"] = recovery(run_dir, scenario, topology)

@@ -44,8 +44,9 @@ def _run(command: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def local_sshd(address: str = "127.0.0.1"):
-    """Yield the ssh client configuration file that reaches root@`address` on a private sshd."""
+def local_sshd(address: str = "127.0.0.1", permit_tunnel: bool = True):
+    """Yield the ssh client configuration file that reaches root@`address` on a private sshd
+    (`permit_tunnel` False: one that refuses ssh tunnels, as sshd does by default)."""
     if os.geteuid() != 0:
         raise LocalSshdUnavailable("sshd needs root to log in as root, and this is not root")
     if not os.access(SSHD, os.X_OK):
@@ -66,7 +67,10 @@ def local_sshd(address: str = "127.0.0.1"):
         (home / "sshd_config").write_text(
             f"Port {port}\nListenAddress {address}\nHostKey {home / 'host_key'}\n"
             f"AuthorizedKeysFile {home / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitTunnel yes\nUseDNS no\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            f"PermitTunnel {'yes' if permit_tunnel else 'no'}\nUseDNS no\n"
+            # as docs/cluster.md asks: a run's shared connection carries a session per node at once
+            "MaxSessions 200\nMaxStartups 100:30:200\n"
             # the key files sit under /tmp, which everyone may write: StrictModes would refuse them
             "StrictModes no\n"
             f"PidFile {home / 'sshd.pid'}\n")

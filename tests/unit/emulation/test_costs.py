@@ -29,6 +29,10 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
     late = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run b")
     assert late["calibrates"] is False and late["switch_us_per_packet"] == 900.0
     assert capacity.load_costs().switch_us_per_packet == 200.0
+    agent(tmp_path, "h1", 1.0, 6000, 4000, 300.0)  # over several servers: figures kept, not calibrated
+    spread = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run d", calibrate=False)
+    assert spread["calibrates"] is False and spread["switch_us_per_packet"] == 900.0
+    assert capacity.load_costs().switch_us_per_packet == 200.0
     small = costs.measure_costs({"s1": 1.0}, {"s1": tm(10, 0)}, tmp_path / "none", 1000.0, "run c")
     assert small["switch_us_per_packet"] is None and small["agent_us_per_datagram"] is None
 

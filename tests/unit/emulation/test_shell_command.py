@@ -22,6 +22,13 @@ def test_switch_address_comes_from_the_manifest(tmp_path, monkeypatch):
         m = Manifest(run_id="r1", path=tmp_path / "manifest.json")
         m.add_process(stand_in.pid, "switch spine2", config.argv())
         assert running_switch_address("spine2") == ("127.0.0.1:9564", 6)
+        from testbed.scenario.model import Server  # a switch on another server: at that server's address
+
+        there = SwitchConfig(name="leaf3", target="builtin", device_id=3, grpc_port=9553, thrift_port=9093,
+                             ports={1: "leaf3-eth1"}, log_file=tmp_path / "l.log", address="192.0.2.7")
+        m.add_server(Server("right", "192.0.2.7", "root"), None)
+        m.add_process(4242, "switch leaf3", there.argv(), "root@192.0.2.7", 99)
+        assert running_switch_address("leaf3") == ("192.0.2.7:9553", 3)
         with pytest.raises(TestbedError, match="no running switch named 'leaf9'"):
             running_switch_address("leaf9")
     finally:

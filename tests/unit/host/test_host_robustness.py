@@ -2,6 +2,8 @@
 
 import random
 
+import pytest
+
 from conftest import make_cfg, star_link
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -39,9 +41,15 @@ def test_random_datagrams_never_crash_or_deliver(datagrams):
     assert ep.errors["malformed"] + decoded == len(datagrams)
 
 
-def test_duplicate_stale_reordered_and_forged_cells_around_a_real_message():
+@pytest.mark.parametrize("expecting", [False, True])
+def test_duplicate_stale_reordered_and_forged_cells_around_a_real_message(expecting):
+    """The same verdicts whether or not the application says what each message must carry (then
+    compared cell by cell as it is reassembled, Endpoint.expect)."""
     ep = Endpoint("h1", make_cfg("none"))
     payload = random.Random(1).randbytes(5000)
+    if expecting:
+        carries = {0: payload, 1: random.Random(2).randbytes(3000), 2: b"ok" * 600, 3: b"nexT"}
+        ep.expect = lambda src, msg_id: carries.get(msg_id) if src == "h2" else None
     framed = segment.frame(payload)
     n = segment.cell_count(len(framed), CELL)
     cells = [data_cell(7, 0, i, framed, i, i == n - 1) for i in range(n)]
@@ -50,6 +58,7 @@ def test_duplicate_stale_reordered_and_forged_cells_around_a_real_message():
         ep.receive(t * 1e-4, "h2", c)
     (d,) = ep.delivered
     assert d.payload == payload and d.reorder.cells_out_of_order == 3 and d.reorder.duplicates >= 1
+    assert d.matches_expected is (True if expecting else None)
     flow = ep.receivers[("h2", 7)]
     assert flow.buf.stats.stale >= 2  # psn 0 and 2 re-sent after delivery
     # A forged cell that wins the race for a psn corrupts the bytes: the message is dropped.
@@ -74,6 +83,7 @@ def test_duplicate_stale_reordered_and_forged_cells_around_a_real_message():
     framed4 = segment.frame(b"next")
     ep.receive(3.0, "h2", data_cell(7, 3, base + 2, framed4, 0, True))
     assert ep.delivered[-1].payload == b"next" and ep.delivered[-1].msg_id == 3
+    assert ep.delivered[-1].matches_expected is (False if expecting else None)  # it expected "nexT"
 
 
 def test_unexpected_control_cells_are_counted_not_acted_on():

@@ -105,3 +105,63 @@ def test_unframe_cells_is_unframe_of_reassemble(payload, cell, data):
         bodies.insert(i, data.draw(st.binary(max_size=2 * cell)))
     old = segment.unframe(segment.reassemble(bodies, len(framed))) if sum(map(len, bodies)) >= len(framed) else None
     assert segment.unframe_cells(bodies, len(framed)) == old
+
+
+@given(st.binary(max_size=3000), st.sampled_from([1, 3, 64, 1024]), st.data())
+def test_unframer_cell_by_cell_is_unframe_cells(payload, cell, data):
+    """segment.Unframer, fed the bodies one at a time, gives unframe_cells's bytes and verdict for a
+    message's own cells and for damaged, shortened, dropped or inserted ones; and its comparison
+    with the bytes expected, made cell by cell, says what comparing the whole message would."""
+    framed = segment.frame(payload)
+    bodies = [segment.cell_body(framed, i, cell) for i in range(segment.cell_count(len(framed), cell))]
+    damage = data.draw(st.sampled_from(["none", "flip", "shorten", "drop", "garbage"]))
+    i = data.draw(st.integers(0, len(bodies) - 1))
+    if damage == "flip":
+        at = data.draw(st.integers(0, len(bodies[i]) - 1))
+        bodies[i] = bodies[i][:at] + bytes([bodies[i][at] ^ 0x5A]) + bodies[i][at + 1:]
+    elif damage == "shorten":
+        bodies[i] = bodies[i][:data.draw(st.integers(0, len(bodies[i])))]
+    elif damage == "drop":
+        del bodies[i]
+    elif damage == "garbage":
+        bodies.insert(i, data.draw(st.binary(max_size=2 * cell)))
+    expected = data.draw(st.sampled_from(["same", "flipped", "flipped_last", "short", "long"]))
+    want = {"same": payload, "short": payload[:-1], "long": payload + b"\0",
+            "flipped": bytes([payload[0] ^ 1]) + payload[1:] if payload else b"\1",
+            "flipped_last": payload[:-1] + bytes([payload[-1] ^ 1]) if payload else b"\1"}[expected]
+    framed_len = data.draw(st.sampled_from([len(framed), len(framed), 0, 3, len(framed) + 1]))
+    unframer = segment.Unframer(framed_len, want)
+    plain = segment.Unframer(framed_len)
+    for body in bodies:
+        unframer.add(body)
+        plain.add(body)
+    got = unframer.result()
+    assert got == segment.unframe_cells(bodies, framed_len) == plain.result()
+    if got is not None:
+        assert unframer.matches == (bytes(got) == want)
+    assert plain.matches is False  # nothing expected, nothing claimed
+    if got is not None and unframer.matches:
+        assert got is want  # the expected bytes themselves, no copy
+
+
+def test_unframer_keeps_what_came_once_it_differs_from_what_was_expected():
+    """Cells that carry a whole, valid message other than the one expected, from the first, a
+    middle or the last cell on; and the expected message itself: delivered as that object."""
+    payload = bytes(range(256)) * 20
+    framed = segment.frame(payload)
+    bodies = [segment.cell_body(framed, i, 1024) for i in range(segment.cell_count(len(framed), 1024))]
+    for at in (0, 2500, len(payload) - 1):
+        want = payload[:at] + bytes([payload[at] ^ 1]) + payload[at + 1:]
+        unframer = segment.Unframer(len(framed), want)
+        for body in bodies:
+            unframer.add(body)
+        assert unframer.result() == payload and unframer.matches is False
+    unframer = segment.Unframer(len(framed), payload)
+    for body in bodies:
+        unframer.add(body)
+    assert unframer.result() is payload and unframer.matches is True
+    bad = bodies[:-1] + [bodies[-1][:1] + bytes([bodies[-1][1] ^ 1]) + bodies[-1][2:]]  # in the trailer
+    unframer = segment.Unframer(len(framed), payload)
+    for body in bad:
+        unframer.add(body)
+    assert unframer.result() is None

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from testbed.cells import segment
 from testbed.host import workloads
-from testbed.host.app import WorkloadRunner
+from testbed.host.app import PREPARE_BUDGET_BYTES as PREPARE_ALL, WorkloadRunner
 from testbed.host.receiver import Delivered, MsgReorder
 from testbed.host.workloads import MessageSpec
 
@@ -81,3 +81,38 @@ def test_a_sender_takes_a_message_framed_ahead_as_the_same_message():
     now_framed, ahead = a.enqueue(0.0, 3, payload), b.enqueue(0.0, 3, segment.frame_ahead(payload))
     assert (ahead.framed, ahead.payload_bytes, ahead.ncells) == (now_framed.framed, 4097, now_framed.ncells)
     assert [a.build(0.0) for _ in range(5)] == [b.build(0.0) for _ in range(5)]
+
+
+def _deliver_over_endpoints(runner_budget, tamper=False):
+    """h2's transport sends h1 its 4000 B message, cell by cell, into h1's transport and runner."""
+    from testbed.host.config import TransportConfig
+    from testbed.host.endpoint import Endpoint
+
+    cfg = TransportConfig(cc="none", link_rate_bps=5e6)
+    tx, rx = Endpoint("h2", cfg), Endpoint("h1", cfg)
+    r = WorkloadRunner("h1", rx, [MessageSpec("h2", "h1", 7, 4000)], seed=5)
+    r.prepare(runner_budget)
+    if tamper:  # the bytes h1 expects differ from what h2 sends in one byte of its last cell
+        good = r._expected[("h2", 7)]
+        r._expected[("h2", 7)] = good[:3999] + bytes([good[3999] ^ 1])
+    got = []
+    check = rx.on_delivered
+    rx.on_delivered = lambda d: (got.append(d), check(d))
+    tx.send_message(0.0, "h1", 7, workloads.payload(5, "h2", "h1", 7, 4000))
+    t = 0.0
+    while not got and t < 1.0:
+        for out in tx.poll(t):
+            rx.receive(t, "h2", out.data)
+        t += 1e-3
+    return r, got
+
+
+def test_a_message_built_ahead_is_compared_cell_by_cell_as_it_comes():
+    r, got = _deliver_over_endpoints(PREPARE_ALL)
+    assert [d.matches_expected for d in got] == [True] and got[0].payload == workloads.payload(5, "h2", "h1", 7, 4000)
+    assert r.verify_failures == 0 and r.records[-1]["verified"] and not r._expected and r.checked_as_they_came == 1
+    r, got = _deliver_over_endpoints(PREPARE_ALL, tamper=True)  # the transport's CRC passes, the check does not
+    assert [d.matches_expected for d in got] == [False] and r.verify_failures == 1 and not r.records[-1]["verified"]
+    r, got = _deliver_over_endpoints(0)  # nothing built ahead: the runner regenerates the bytes to check
+    assert [d.matches_expected for d in got] == [None] and r.verify_failures == 0 and r.records[-1]["verified"]
+    assert r.checked_as_they_came == 0

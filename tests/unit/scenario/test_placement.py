@@ -156,27 +156,31 @@ def test_each_server_is_planned_against_its_own_cores(probed):
     assert "plans for 0.60 (1 cores x 0.6); the largest host link rate every server holds is about" in message
 
 
-def test_a_run_over_servers_is_refused_in_one_line_until_it_can_be_built(tmp_path):
+def test_a_run_over_servers_with_faults_is_refused_in_one_line_before_it_starts(tmp_path):
     from testbed.emulation.run import VariantRun, refuse_servers
     from testbed.errors import TestbedError
 
-    s = load()
-    with pytest.raises(TestbedError, match="^cl.yaml: placement.servers: this build cannot yet run a fabric over"):
+    s = parse_scenario(text() + FAULT, "cl.yaml")
+    with pytest.raises(TestbedError, match="^cl.yaml: faults: a fabric over several servers"):
         refuse_servers(s)
     variant = s._origin.variants[0] if s._origin.variants else None
-    with pytest.raises(TestbedError, match="placement.servers"):
+    with pytest.raises(TestbedError, match="faults"):
         VariantRun(variant or argparse.Namespace(scenario=s, name="base"), tmp_path / "run", tmp_path).run()
     assert not (tmp_path / "run").exists()
+
+
+FAULT = "faults:\n  - {kind: link_down, at_s: 1, target: edge1_1-agg1_1}\n"
 
 
 def test_testbed_run_and_show_answer_in_one_line(tmp_path, capsys, probed):
     from testbed import cli
 
     path = tmp_path / "cl.yaml"
-    path.write_text(text())
+    path.write_text(text() + FAULT)
     assert cli.main(["run", "--fit", str(path)]) == 1  # refused before the root check and the run lock
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{path}: placement.servers: this build cannot yet run" in err
+    assert err.count("\n") == 1 and f"{path}: faults: a fabric over several servers" in err
+    path.write_text(text())
     assert cli.main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "servers: 2, 8 switch cables between servers (tunnelled)" in out

@@ -302,3 +302,27 @@ def test_the_uplink_plot_of_a_nine_variant_sweep_draws_without_a_layout_warning(
         warnings.simplefilter("error")
         assert _plot_uplinks(summaries, tmp_path / "uplinks.png")
     assert (tmp_path / "uplinks.png").stat().st_size > 0
+
+
+def test_the_verdict_weighs_each_cross_server_cables_tunnel_against_the_modelled_delay(tmp_path, scenario):
+    probe = lambda p99: {"servers": ["here", "again"], "sent": 200, "received": 200,  # noqa: E731
+                         "one_way_us": {"mean": p99 / 4, "p50": p99 / 5, "p99": p99, "max": p99}, "jitter_us": 30.0}
+    run = make_run(tmp_path / "a", scenario)
+    edit_json(run / "result.json", lambda r: r.update(tunnels={"leaf1-spine1": probe(900.0), "leaf2-spine1": probe(400.0)}))
+    summaries = {"a": summarize_variant(run, scenario.topo)}
+    fidelity = summaries["a"]["fidelity"]
+    assert not fidelity["behind_real_time"] and fidelity["late_cables"] == []
+    cable = fidelity["cross_server_cables"]["leaf1-spine1"]
+    assert cable["one_way_p99_us"] == 900.0 and cable["jitter_us"] == 30.0 and cable["probes"] == [200, 200]
+    assert cable["modelled_delay_us"] == scenario.links.fabric.delay_us and not cable["late"]
+    first = write_report(scenario, {"a": run}, summaries, tmp_path / "out").read_text().splitlines()[0]
+    assert first.startswith("Fidelity kept") and "2 cables between servers in tunnels adding one-way p99 400-900 us" \
+        in first and "no tunnel made the emulation late" in first
+    threshold = fidelity["threshold_us"]
+    run = make_run(tmp_path / "b", scenario)
+    edit_json(run / "result.json", lambda r: r.update(tunnels={"leaf1-spine1": probe(threshold + 1),
+                                                             "leaf2-spine1": probe(400.0)}))
+    summaries = {"b": summarize_variant(run, scenario.topo)}
+    assert summaries["b"]["fidelity"]["behind_real_time"] and summaries["b"]["fidelity"]["late_cables"] == ["leaf1-spine1"]
+    first = write_report(scenario, {"b": run}, summaries, tmp_path / "out2").read_text().splitlines()[0]
+    assert first.startswith("**Fidelity lost") and "the tunnels made the emulation late on leaf1-spine1" in first
