@@ -65,6 +65,7 @@ from testbed.cells.flowports import FlowSocket
 from testbed.host.lateness import Lateness
 from testbed.host import nic_native
 from testbed.host.nic import NicPorts
+from testbed.host.netns import NetNamespace, entered as in_netns
 from testbed.host.nicqueue import RECV_BATCH, BatchReceiver, NativeNic, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
 from testbed.host.slow import SlowCommandError, SlowCommands
@@ -164,8 +165,11 @@ class Agent:
                  local: tuple[list[str], float, float] | None = None,
                  nic_interfaces: list[str] | None = None, nic_choice: str = "flow", pfc: bool = False,
                  progress_file: Path | None = None, native_nic: bool = True,
-                 command_file: Path | None = None) -> None:
+                 command_file: Path | None = None, netns: NetNamespace | None = None) -> None:
         self.name = name
+        # The network namespace every socket of this host is opened in (None: the process's own):
+        # a group serves hosts of several namespaces from one process (testbed.host.netns).
+        self.netns = netns
         # host_slow commands from the run (testbed.host.slow); each applied one is kept with its time
         self.commands = SlowCommands(command_file) if command_file is not None else None
         self.slow_changes: list[dict] = []
@@ -238,6 +242,8 @@ class Agent:
         self.nic_engine_note: str | None = None
         self.receiver: BatchReceiver | None = None
         self.nic_dropped = 0
+        self.ended_at: float | None = None  # the agent's clock when its loop ended (end())
+        self.agent_process: str | None = None  # the group's name when a group runs it (testbed.host.group)
         # Event-time replay (`replay`): the window the loop coalesces wake-ups over (0: off), the
         # transport's next deadline as the last kick left it, and the time of the last event replayed.
         self.coalesce_s = 0.0
@@ -249,11 +255,13 @@ class Agent:
         self.replay_stalls = 0
         # PFC: per NIC port, the socket its pause frames arrive on and the gate that obeys them.
         self.pause_gates: list[PauseGate] | None = None
-        self._pause_socks = open_pause_sockets(names) if pfc else []
+        with in_netns(self.netns):
+            self._pause_socks = open_pause_sockets(names) if pfc else []
         if pfc:
             self.pause_gates = [PauseGate(self.nic_ports.port_rate_bps) for _ in names]
         try:
-            self.sock = self._open()
+            with in_netns(self.netns):
+                self.sock = self._open()
         except AgentError:
             for pause_sock in self._pause_socks:
                 pause_sock.close()
@@ -315,10 +323,11 @@ class Agent:
         credits) leave from the answering host's socket for that channel too."""
         sport = self._flow_sport.get((dst, channel))
         device = self.nic_ports.ports[port].name if self.multiport else None
-        if sport is None:
-            flow = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports(), device, channel)
-        else:
-            flow = FlowSocket.on_port(self.addr, sport, device)
+        with in_netns(self.netns):
+            if sport is None:
+                flow = FlowSocket.open(self.addr, dst, self.seed, self._flow_ports(), device, channel)
+            else:
+                flow = FlowSocket.on_port(self.addr, sport, device)
         self._flow_sport[(dst, channel)] = flow.sport
         self._flow_socks[(dst, channel, port)] = flow
         return flow
@@ -330,14 +339,15 @@ class Agent:
         """A dual-port NIC follows its ports' carrier from the kernel's link changes."""
         if not self.multiport:
             return
-        self.link_events = LinkEvents()
-        now = self.now()
-        for index, port in enumerate(self.nic_ports.ports):
-            self.nic_ports.set_carrier(port.name, usable(link_flags(port.name)), now)
-            try:
-                self._port_of_ifindex[socket.if_nametoindex(port.name)] = index
-            except OSError:
-                pass
+        with in_netns(self.netns):  # the host's interfaces, as its namespace sees them
+            self.link_events = LinkEvents()
+            now = self.now()
+            for index, port in enumerate(self.nic_ports.ports):
+                self.nic_ports.set_carrier(port.name, usable(link_flags(port.name)), now)
+                try:
+                    self._port_of_ifindex[socket.if_nametoindex(port.name)] = index
+                except OSError:
+                    pass
         self.ep.set_link_rate(self.nic_ports.rate_bps())
 
     def _on_link_events(self) -> None:
@@ -661,98 +671,141 @@ class Agent:
         return self.built_ahead_bytes
 
     def run(self) -> AgentResult:
+        """The loop of one agent in its own process: `begin`, then `step` and `_wait` in turn until
+        it is done (plus its grace), times out or is stopped, then `end` and its records. A group
+        of agents in one process (`testbed.host.group`) drives the same steps from one select."""
         self._enter_realtime()
-        self._open_nic()  # after the scheduling change: a native pacing thread takes it
+        self.begin()  # after the scheduling change: a native pacing thread takes it
+        readable: list = []
+        try:
+            while not self.stop:
+                if self.step(readable):
+                    break
+                readable = self._wait(self.watched, self.wait_due, self.wait_not_before)
+                self.on_readable(readable)
+            else:
+                self.reason = "stopped"
+        finally:
+            self.end()
+            self._leave_realtime()  # writing the records is not the NIC's work: it must not hold a core
+            self.write_records(self.reason)
+        return self.result()
+
+    def begin(self) -> None:
+        """Open the NIC's queue, build what prepare() did not, and set the loop's state: the
+        sockets it watches (`watched`: the cell socket first), its first sample and deadline. The
+        CPU spent from here on is the loop's (`cpu_s` in the stats)."""
+        self._open_nic()
         self.coalesce_s = self._coalescing_window()
-        replaying = self.coalesce_s > 0
+        self._replaying = self.coalesce_s > 0
         self.prepare()  # when the command line did not already (before the epoch)
         self._cpu0 = self.cpu_s()  # imports and setup are not per-cell work
-        watched = [self.sock] + list(self._pause_socks)
+        self.watched = [self.sock] + list(self._pause_socks)
         for index, _pause_sock in enumerate(self._pause_socks):
             self._receive_pause_frames(index)  # a pause that came first holds the first cell too
         self._watch_carrier()
         if self.link_events is not None:
-            watched.append(self.link_events)
-        wakeup = self.commands.wakeup if self.commands is not None else None
-        if wakeup is not None:
-            watched.append(wakeup)  # a host_slow command wakes the loop
-        finished_at = None
-        reason = "timeout"
-        due_s = None
-        nic, gates, nicq = self.nic_ports, self.pause_gates, self.nicq
-        next_sample = 0.0
-        progress_fd = (os.open(self.progress_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                       if self.progress_file is not None else None)
-        next_progress = 0.0
-        readable: list = []
+            self.watched.append(self.link_events)
+        self._wakeup = self.commands.wakeup if self.commands is not None else None
+        if self._wakeup is not None:
+            self.watched.append(self._wakeup)  # a host_slow command wakes the loop
+        self._finished_at: float | None = None
+        self.reason = "timeout"
+        self._due_s: float | None = None
+        self._next_sample = 0.0
+        self._progress_fd = (os.open(self.progress_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                             if self.progress_file is not None else None)
+        self._next_progress = 0.0
+        self.wait_due: float | None = None
+        self.wait_not_before = 0.0
         self._due = self._event_clock = self.now()  # replaying: the first wake-up polls the transport
-        try:
-            while not self.stop:
-                if not replaying and self.sock in readable:
-                    self._receive_batch()  # read at its own `now`, before the poll's
-                now = self.now()
-                if self.commands is not None and self.commands.pending:
-                    self.apply_slow_command(now)
-                    self._repoll(now)
-                if now >= next_sample:
-                    self._sample(now)
-                    next_sample = now + self.sample_s
-                    if nic.check_silence(now):
-                        self.ep.set_link_rate(nic.rate_bps())
-                        self._repoll(now)
-                    if progress_fd is not None and now >= next_progress:
-                        self.report_progress(progress_fd)
-                        next_progress = now + PROGRESS_PERIOD_S
-                if replaying:
-                    events = self.replay(now, self.sock in readable or not readable)
-                    due = self._due
-                else:
-                    sent = self._poll_transport(now)
-                    self.lateness.on_wake(due_s, now, sent)  # cells sent at `now`; the queue times its own
-                    events = 1
-                    due = self._next_deadline(now)
-                    due_s = due
-                    released = nicq.next_due()  # the Python NIC's next release (the native one needs none)
-                    if released is not None and (due is None or released < due):
-                        due = released
-                if finished_at is None and events and self._done():
-                    finished_at = now
-                if finished_at is not None and now - finished_at >= self.grace_s:
-                    reason = "done"
-                    break
-                if now >= self.timeout_s:
-                    break
-                self.wakeups += 1
-                nicq.flush()  # what this wake-up released, handed to the NIC in one call
-                readable = self._wait(watched, due, now + self.coalesce_s)
-                for fileobj in readable:
-                    if fileobj is self.link_events:
-                        self._on_link_events()
-                        self._repoll(self.now())
-                    elif fileobj is wakeup:
-                        self.commands.drain()  # the command itself is applied at the top of the loop
-                    elif fileobj is not self.sock:
-                        self._receive_pause_frames(self._pause_socks.index(fileobj))
+
+    def step(self, readable: list) -> bool:
+        """One wake-up of the loop, given what the wait found readable: receive, apply a slow-down,
+        sample, replay (or poll) the transport, and hand the NIC what it released. True when the
+        agent ends (`reason` says why); else `wait_due` and `wait_not_before` say how long it may
+        sleep (`_wait`)."""
+        if not self._replaying and self.sock in readable:
+            self._receive_batch()  # read at its own `now`, before the poll's
+        now = self.now()
+        if self.commands is not None and self.commands.pending:
+            self.apply_slow_command(now)
+            self._repoll(now)
+        if now >= self._next_sample:
+            self._sample(now)
+            self._next_sample = now + self.sample_s
+            if self.nic_ports.check_silence(now):
+                self.ep.set_link_rate(self.nic_ports.rate_bps())
+                self._repoll(now)
+            if self._progress_fd is not None and now >= self._next_progress:
+                self.report_progress(self._progress_fd)
+                self._next_progress = now + PROGRESS_PERIOD_S
+        nicq = self.nicq
+        if self._replaying:
+            events = self.replay(now, self.sock in readable or not readable)
+            due = self._due
+        else:
+            sent = self._poll_transport(now)
+            self.lateness.on_wake(self._due_s, now, sent)  # cells sent at `now`; the queue times its own
+            events = 1
+            due = self._next_deadline(now)
+            self._due_s = due
+            released = nicq.next_due()  # the Python NIC's next release (the native one needs none)
+            if released is not None and (due is None or released < due):
+                due = released
+        if self._finished_at is None and events and self._done():
+            self._finished_at = now
+        if self._finished_at is not None and now - self._finished_at >= self.grace_s:
+            self.reason = "done"
+            return True
+        if now >= self.timeout_s:
+            self.reason = "timeout"
+            return True
+        self.wakeups += 1
+        nicq.flush()  # what this wake-up released, handed to the NIC in one call
+        self.wait_due = due
+        self.wait_not_before = now + self.coalesce_s
+        return False
+
+    def on_readable(self, readable: list) -> None:
+        """What the wait found besides cells: link changes, a host_slow signal, PFC frames."""
+        for fileobj in readable:
+            if fileobj is self.sock:
+                continue
+            if fileobj is self.link_events:
+                self._on_link_events()
+                self._repoll(self.now())
+            elif fileobj is self._wakeup and fileobj is not None:
+                self.commands.drain()  # the command itself is applied at the top of the loop
             else:
-                reason = "stopped"
-        finally:
-            self.nic_dropped = nicq.close()  # cells still on the wire when the agent stops are lost
-            self._leave_realtime()  # writing the records is not the NIC's work: it must not hold a core
-            self._sample(self.now())
-            if progress_fd is not None:
-                self.report_progress(progress_fd)
-                os.close(progress_fd)
-            self.sock.close()
-            if self.link_events is not None:
-                self.link_events.close()
-            for flow in self._flow_socks.values():
-                flow.sock.close()
-            for pause_sock in self._pause_socks:
-                pause_sock.close()
-            self.write_records(reason)
-        code = 0 if reason in ("done", "stopped") else 3
+                self._receive_pause_frames(self._pause_socks.index(fileobj))
+
+    def end(self) -> None:
+        """Stop the NIC (cells still on the wire are lost), take the last sample and progress line
+        and close every socket; the records are written after (`write_records`)."""
+        self.nic_dropped = self.nicq.close() if self.nicq is not None else 0
+        self.ended_at = self.now()
+        self._sample(self.ended_at)
+        if self._progress_fd is not None:
+            self.report_progress(self._progress_fd)
+            os.close(self._progress_fd)
+            self._progress_fd = None
+        self.close_sockets()
+
+    def close_sockets(self) -> None:
+        """Close the cell, flow, PFC and link-event sockets (also for an agent that never ran)."""
+        self.sock.close()
+        if self.link_events is not None:
+            self.link_events.close()
+        for flow in self._flow_socks.values():
+            flow.sock.close()
+        for pause_sock in self._pause_socks:
+            pause_sock.close()
+
+    def result(self) -> AgentResult:
+        code = 0 if self.reason in ("done", "stopped") else 3
         acked = sum(1 for r in self.runner.records if r["kind"] == "message_sent")
-        return AgentResult(code, len(self.runner.received), acked, reason)
+        return AgentResult(code, len(self.runner.received), acked, self.reason)
 
     def _repoll(self, now: float) -> None:
         """Something outside the transport's own events changed it (a NIC rate, a slow-down): a
@@ -813,15 +866,17 @@ class Agent:
             self.socket_errors += self.nicq.errors
             self.lateness.samples_us.extend(self.nicq.lateness_us())
         cells = self.tx_datagrams + self.rx_datagrams
-        cpu = self.cpu_s() - self._cpu0
+        # in a group (testbed.host.group) the CPU is the process's, in its <group>.process.json
+        cpu = None if self.agent_process is not None else self.cpu_s() - self._cpu0
         self.udp_source_ports = {self.by_addr.get(dst, dst): sport for (dst, ch), sport in self._flow_sport.items()
                                  if ch == 0}
         by_channel: dict[str, dict[str, int]] = {}
         for (dst, ch), sport in sorted(self._flow_sport.items()):
             by_channel.setdefault(self.by_addr.get(dst, dst), {})[str(ch)] = sport
         stats.update({
-            "cpu_s": round(cpu, 3), "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
-            "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells else None,
+            "cpu_s": None if cpu is None else round(cpu, 3),
+            "tx_datagrams": self.tx_datagrams, "rx_datagrams": self.rx_datagrams,
+            "cpu_us_per_datagram": round(cpu * 1e6 / cells, 1) if cells and cpu is not None else None,
             "loop_wakeups": self.wakeups, "rx_counts": dict(self.ep.counters),
             "loop_coalesce_us": round(self.coalesce_s * 1e6, 1), "replayed_events": self.replayed_events,
             "payload_bytes_built_ahead": self.built_ahead_bytes,
@@ -842,13 +897,15 @@ class Agent:
                 "batched_receive": self.receiver is not None,
                 "dropped_at_stop": self.nic_dropped},
             "pfc": None if self.pause_gates is None else summed(
-                {port.name: gate.stats(self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
+                {port.name: gate.stats(self.ended_at if self.ended_at is not None else self.now()) for port, gate in zip(self.nic_ports.ports, self.pause_gates)}),
             "slow_changes": self.slow_changes,
             "nic_port_changes": [{"t_s": round(t, 6), "port": name, "up": up, "why": why}
                                  for t, name, up, why in self.nic_ports.changes],
             "series": dict(self.series, period_s=self.sample_s,
                            data_cell_payload_bytes=self.cfg.cell_size),
         })
+        if self.agent_process is not None:
+            stats["agent_process"] = self.agent_process
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
 
 
