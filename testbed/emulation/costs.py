@@ -19,7 +19,9 @@ that has too few packets, or whose switch CPU could not be read, records no
 per-packet figure (and says why), never a zero: a zero would calibrate the
 pre-flight check to rates the machine cannot hold. The agents' figure follows
 the same rule with their quiet wake-ups (capacity.DEFAULT_IDLE_CPU_PER_AGENT
-over each loop) as the idle part.
+over each loop) as the idle part. A group of agents in one process (`testbed hosts`) has one
+loop: its CPU and its quiet wake-ups are counted once, from its <group>.process.json, and its
+members' datagrams from their stats as any agent's.
 """
 
 from __future__ import annotations
@@ -133,13 +135,26 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
             stats = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
+        lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
+        if stats.get("agent_process") is not None:
+            continue  # a group's member: its CPU is its process's, counted once below
         # an agent's quiet wake-ups over its loop (the capacity check adds them as idle demand)
         times = (stats.get("series") or {}).get("t_s") or [0.0]
         quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (times[-1] - times[0])
         agent_total += stats.get("cpu_s") or 0.0
         agent_cpu += max(0.0, (stats.get("cpu_s") or 0.0) - quiet)
-        datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
-        lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
+    for path in records.glob("*.process.json"):
+        # a group of agents in one process (`testbed hosts`): its CPU once, and one process's quiet
+        # wake-ups over its loop's span, not one per member
+        try:
+            process = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        span = process.get("t_s") or [0.0, 0.0]
+        quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (span[-1] - span[0])
+        agent_total += process.get("cpu_s") or 0.0
+        agent_cpu += max(0.0, (process.get("cpu_s") or 0.0) - quiet)
     agent_unmeasured = None
     if datagrams <= MIN_SAMPLE:
         agent_unmeasured = f"{int(datagrams)} agent datagrams are too few to measure a cost per datagram"

@@ -583,25 +583,10 @@ class Agent:
         return ru.ru_utime + ru.ru_stime
 
     def _enter_realtime(self) -> None:
-        """SCHED_FIFO for the packet loop (below the switches' priority), so a busy
-        machine cannot make the NIC late; RLIMIT_RTTIME stops a runaway loop."""
-        if not self.realtime_priority:
-            return
-        try:
-            resource.setrlimit(resource.RLIMIT_RTTIME, (200_000, 1_000_000))
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.realtime_priority))
-            self.scheduling = f"fifo {self.realtime_priority}"
-        except OSError as error:
-            self.scheduling = f"other ({error.strerror})"
+        self.scheduling = enter_realtime(self.realtime_priority)
 
     def _leave_realtime(self) -> None:
-        """Back to normal scheduling once the packet loop ends: under SCHED_FIFO the records
-        (tens of milliseconds of JSON) kept the other agents of that core from their deadlines."""
-        if self.scheduling.startswith("fifo"):
-            try:
-                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            except OSError:
-                pass
+        leave_realtime(self.scheduling)
 
     def _poll_transport(self, now: float) -> int:
         """Service the workload and the transport at `now` and put what they release on the
@@ -907,6 +892,30 @@ class Agent:
         if self.agent_process is not None:
             stats["agent_process"] = self.agent_process
         (self.records_dir / f"{self.name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
+
+
+def enter_realtime(priority: int) -> str:
+    """SCHED_FIFO for the packet loop (below the switches' priority), so a busy machine cannot
+    make the NIC late; RLIMIT_RTTIME stops a runaway loop. Returns the scheduling as the stats
+    name it ("other" for priority 0, or with the reason it could not be changed)."""
+    if not priority:
+        return "other"
+    try:
+        resource.setrlimit(resource.RLIMIT_RTTIME, (200_000, 1_000_000))
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return f"fifo {priority}"
+    except OSError as error:
+        return f"other ({error.strerror})"
+
+
+def leave_realtime(scheduling: str) -> None:
+    """Back to normal scheduling once the packet loop ends: under SCHED_FIFO the records (tens of
+    milliseconds of JSON) kept the other agents of that core from their deadlines."""
+    if scheduling.startswith("fifo"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass
 
 
 def open_pause_sockets(interfaces: list[str]) -> list[socket.socket]:

@@ -15,6 +15,37 @@ def register(subparsers) -> None:
         "host", help="run the host agent (cell transport + workload) in this host",
         description=f"Send this host's part of a workload over UDP/{CELL_UDP_PORT} cells and write records.",
     )
+    add_host_options(p)
+    p.set_defaults(func=run)
+    g = subparsers.add_parser(
+        "hosts", help="run the host agents of many hosts in one process (one loop for all)",
+        description="Run a group of host agents in one process: each member as `testbed host` with its "
+                    "own options, all served by one select loop (testbed.host.group).",
+    )
+    g.add_argument("--group-file", required=True, type=Path,
+                   help='JSON: {"name": N, "realtime_priority": P, "members": [{"netns": PATH or null, '
+                        '"argv": [testbed host options]}, ...]}')
+    g.set_defaults(func=run_group)
+
+
+class MemberArgumentError(Exception):
+    """A member's option list the host parser refuses (the parser's message)."""
+
+
+class _MemberParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise MemberArgumentError(message)
+
+
+def member_parser() -> argparse.ArgumentParser:
+    """The parser of `testbed host`'s options that raises instead of exiting (a group's members)."""
+    p = _MemberParser(prog="testbed host", add_help=False)
+    add_host_options(p)
+    return p
+
+
+def add_host_options(p: argparse.ArgumentParser) -> None:
+    """The options of one host agent: `testbed host`'s, and each member's of `testbed hosts`."""
     p.add_argument("--name", required=True, help="this host's name in the peers and workload files")
     p.add_argument("--addr", required=True, help=f"IPv4 address to bind (port {CELL_UDP_PORT})")
     p.add_argument("--port", type=int, default=CELL_UDP_PORT, help=f"UDP port of every agent (default {CELL_UDP_PORT})")
@@ -70,17 +101,16 @@ def register(subparsers) -> None:
                         "({\"delay_ms\": D, \"rate_mbps\": R or null}) and applies it (testbed.host.slow)")
     p.add_argument("--grace-s", type=float, default=1.0)
     p.add_argument("--timeout-s", type=float, default=600.0)
-    p.set_defaults(func=run)
 
 
-def wait_for_epoch(path: Path, timeout_s: float, stopped=lambda: False) -> float | None:
-    """Say 'agent ready' (the socket is bound) and wait for the run to write the shared epoch;
+def wait_for_epoch(path: Path, timeout_s: float, stopped=lambda: False, ready: str = "agent ready") -> float | None:
+    """Say `ready` (the sockets are bound) and wait for the run to write the shared epoch;
     None when `stopped()` (SIGTERM) comes first."""
     import time
 
     from testbed.host.agent import AgentError
 
-    print("agent ready", flush=True)
+    print(ready, flush=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if stopped():
@@ -119,8 +149,9 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def run(args: argparse.Namespace) -> int:
-    from testbed.host.agent import Agent, install_sigterm, load_local, load_peers, load_workload
+def build_agent(args: argparse.Namespace, netns=None):
+    """The Agent `args` (the host options) describe, its sockets opened in `netns` (None: here)."""
+    from testbed.host.agent import Agent, load_local, load_peers, load_workload
 
     # A NIC of several ports sends on all of them: its rate and its BDP are theirs together.
     ports = len(args.nic_interfaces) if args.nic_interfaces else 1
@@ -144,13 +175,19 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError, TypeError, AttributeError) as e:
             raise AgentError(f"transport file {args.transport_file} is not a transport section: {e}") from None
     seed, specs = load_workload(args.workload_file)
-    agent = Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
-                  args.seed if args.seed is not None else seed, port=args.port,
-                  grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
-                  link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
-                  local=load_local(args.peers_file, args.name),
-                  nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc,
-                  progress_file=args.progress_file, command_file=args.command_file)
+    return Agent(args.name, args.addr, load_peers(args.peers_file), specs, cfg, args.records,
+                 args.seed if args.seed is not None else seed, port=args.port,
+                 grace_s=args.grace_s, timeout_s=args.timeout_s, epoch=args.epoch,
+                 link_delay_s=args.link_delay_us / 1e6, realtime_priority=args.realtime_priority,
+                 local=load_local(args.peers_file, args.name),
+                 nic_interfaces=args.nic_interfaces, nic_choice=args.nic_choice, pfc=args.pfc,
+                 progress_file=args.progress_file, command_file=args.command_file, netns=netns)
+
+
+def run(args: argparse.Namespace) -> int:
+    from testbed.host.agent import install_sigterm
+
+    agent = build_agent(args)
     agent.prepare()  # the payloads, before 'agent ready': the run sets its epoch after that
     install_sigterm(agent)
     if agent.commands is not None:  # before 'agent ready': a run may signal it from then on
@@ -166,3 +203,9 @@ def run(args: argparse.Namespace) -> int:
               f"{result.acked} messages acknowledged, {result.delivered} delivered; see "
               f"{args.records / (args.name + '.stats.json')}", file=sys.stderr)
     return result.exit_code
+
+
+def run_group(args: argparse.Namespace) -> int:
+    from testbed.host.group import run_group_file
+
+    return run_group_file(args.group_file)

@@ -67,6 +67,7 @@ class SlowCommands:
         self.pending = False
         self.wakeup: socket.socket | None = None  # readable after any signal: the loop's select wakes
         self.woken = 0  # times the wake-up socket woke the loop (drain found bytes)
+        self._seen: bytes | None = None  # the file's bytes when `changed()` last read it
 
     def install(self) -> None:
         """The handler, and a wake-up socket the interpreter writes to on each signal (so the
@@ -100,6 +101,18 @@ class SlowCommands:
 
     def _on_signal(self, signum, frame) -> None:
         self.pending = True
+
+    def changed(self) -> bool:
+        """Whether the file's bytes differ from what this call saw last (a missing file reads as
+        none): a group of agents (testbed.host.group) gets one SIGUSR1 for all of them and
+        applies a command only in the member whose file the run rewrote."""
+        try:
+            now = self.path.read_bytes()
+        except OSError:
+            now = None
+        changed = now != self._seen
+        self._seen = now
+        return changed
 
     def take(self) -> SlowCommand | None:
         if not self.pending:

@@ -112,3 +112,28 @@ def test_this_machines_cpu_ticks_are_read_from_proc_stat(monkeypatch, tmp_path):
     assert costs.machine_cpu_ticks() == (7, 106)  # guest time is inside user time: not counted twice
     stat.write_text("")
     assert costs.machine_cpu_ticks() is None
+
+
+def test_a_group_of_agents_counts_its_process_cpu_once_and_its_members_datagrams(tmp_path, monkeypatch):
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    # one single agent as today: 1.3 CPU-s over a 100 s loop, 0.3 of them quiet, 10,000 datagrams
+    (tmp_path / "h1.stats.json").write_text(json.dumps(
+        {"cpu_s": 1.3, "tx_datagrams": 6000, "rx_datagrams": 4000, "pacer_lateness": {"p99_us": 300.0},
+         "series": {"t_s": [0.0, 100.0]}}))
+    # a group of three members over 100 s: 2.3 CPU-s in its process file, one process's quiet share
+    # (0.3 CPU-s, not three times it); the members' stats have no CPU of their own
+    for name, tx, rx in (("h2", 4000, 3000), ("h3", 3000, 5000), ("h4", 3000, 2000)):
+        (tmp_path / f"{name}.stats.json").write_text(json.dumps(
+            {"cpu_s": None, "cpu_us_per_datagram": None, "agent_process": "agents-1", "tx_datagrams": tx,
+             "rx_datagrams": rx, "pacer_lateness": {"p99_us": 200.0}, "series": {"t_s": [0.0, 100.0]}}))
+    (tmp_path / "agents-1.process.json").write_text(json.dumps(
+        {"process": "agents-1", "members": ["h2", "h3", "h4"], "cpu_s": 2.3, "tx_datagrams": 10_000,
+         "rx_datagrams": 10_000, "cpu_us_per_datagram": 115.0, "loop_wakeups": 5000, "t_s": [-0.5, 99.5]}))
+    out = costs.measure_costs({"s1": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "group")
+    # (1.3 - 0.3) + (2.3 - 0.3) CPU-s over 10,000 + 20,000 datagrams
+    assert out["agent_datagrams"] == 30_000 and out["agent_us_per_datagram"] == 100.0
+    # the members' pacer lateness still decides whether the run kept real time
+    (tmp_path / "h3.stats.json").write_text(json.dumps(
+        {"cpu_s": None, "agent_process": "agents-1", "tx_datagrams": 3000, "rx_datagrams": 5000,
+         "pacer_lateness": {"p99_us": 5000.0}}))
+    assert costs.measure_costs({"s1": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "late")["calibrates"] is False
