@@ -66,7 +66,7 @@ from testbed.host.lateness import Lateness
 from testbed.host import nic_native
 from testbed.host.nic import NicPorts
 from testbed.host.netns import NetNamespace, entered as in_netns
-from testbed.host.nicqueue import RECV_BATCH, BatchReceiver, NativeNic, PythonNic, open_nic
+from testbed.host.nicqueue import RECV_BATCH, BatchReceiver, NativeNic, NativePacer, PythonNic, open_nic
 from testbed.host.pfc import PauseGate, summed
 from testbed.host.slow import SlowCommandError, SlowCommands
 from testbed.cells.wire import CELL_UDP_PORT, FRAME_OVERHEAD
@@ -239,6 +239,10 @@ class Agent:
             except nic_native.NativeUnavailable:
                 pass  # open_nic says why again and the pure-Python NIC is used
         self.nicq: NativeNic | PythonNic | None = None
+        # A pacing thread shared with other hosts of this process (a group sets it before begin()),
+        # and this host's lane in it; None: the NIC has a thread of its own.
+        self.nic_pacer: NativePacer | None = None
+        self.nic_lane = 0
         self.nic_engine_note: str | None = None
         self.receiver: BatchReceiver | None = None
         self.nic_dropped = 0
@@ -628,7 +632,8 @@ class Agent:
         return sent
 
     def _open_nic(self) -> None:
-        self.nicq, self.nic_engine_note = open_nic(self.now, self.epoch, self.native_nic)
+        self.nicq, self.nic_engine_note = open_nic(self.now, self.epoch, self.native_nic, self.nic_pacer,
+                                                   self.nic_lane)
         self.nicq.start()
         if self.nicq.engine == "native" and not self.multiport:  # IP_PKTINFO is read by recvmsg only
             self.receiver = BatchReceiver(self.sock, self.epoch)

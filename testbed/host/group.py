@@ -7,13 +7,14 @@ its members and stays warm.
 
 The model: each member is an `Agent` built from exactly the options `testbed host` takes
 (`testbed.host.commands.add_host_options`), its sockets opened in its own network namespace
-(`testbed.host.netns`), with its own transport, NIC queue (a native pacing thread each),
-replay, coalescing window and deadlines. The group runs the members' own loop steps
+(`testbed.host.netns`), with its own transport, NIC queue, replay, coalescing window and deadlines. The group runs the members' own loop steps
 (`Agent.step`, `Agent.on_readable`) and replaces only their wait: one select over every
 member's watched sockets. A member is stepped when its wait would have returned: one of its
 other sockets (link changes, PFC frames) is readable (at once, as `Agent._wait` returns), or
 its coalescing window is over and its cell socket is readable or its deadline has come (or
-MAX_SLEEP_S passed). A member that is done (plus its grace), timed out or stopped ends
+MAX_SLEEP_S passed). The members' NICs share one native pacing thread, a lane each (their
+counters and lateness apart, `nicqueue.NativePacer`), so their releases wake one thread, not
+one per member. A member that is done (plus its grace), timed out or stopped ends
 (`Agent.end`: its NIC stopped, its sockets closed) while the others go on; the records of
 every member are written at the end, when the process has left SCHED_FIFO, so that no
 member's records hold the core the others' loop runs on.
@@ -40,7 +41,9 @@ from pathlib import Path
 
 from testbed.errors import TestbedError
 from testbed.host.agent import MAX_SLEEP_S, Agent, AgentError, enter_realtime, leave_realtime
+from testbed.host import nic_native
 from testbed.host.netns import NetNamespace
+from testbed.host.nicqueue import NativePacer
 from testbed.host.slow import COMMAND_SIGNAL
 
 FD_SETSIZE = 1024  # select()'s limit on a descriptor's number
@@ -107,6 +110,7 @@ class AgentGroup:
         self._signalled = False
         self._wakeup: socket.socket | None = None
         self._writer: socket.socket | None = None
+        self.pacer: NativePacer | None = None  # the members' shared pacing thread (_share_pacer)
         for agent in agents:
             agent.agent_process = name
             agent.realtime_priority = 0  # the group's priority is the process's
@@ -156,9 +160,22 @@ class AgentGroup:
                 changed.append(agent)
         return changed
 
+    def _share_pacer(self) -> None:
+        """One native pacing thread for every member's NIC, a lane each (their counters and
+        lateness apart), when the native NIC can be used here; else each member opens its own."""
+        if not all(agent.native_nic for agent in self.agents):
+            return
+        try:
+            self.pacer = NativePacer(lanes=len(self.agents))
+        except nic_native.NativeUnavailable:
+            return  # each member's open_nic says why, and uses the pure-Python NIC
+        for lane, agent in enumerate(self.agents):
+            agent.nic_pacer, agent.nic_lane = self.pacer, lane
+
     def run(self) -> list:
         """Run every member to its end; their AgentResults, in the members' order."""
         self.scheduling = enter_realtime(self.realtime_priority)
+        self._share_pacer()  # after the scheduling change: the thread takes it
         active: list[Agent] = []
         try:
             for agent in self.agents:
@@ -176,6 +193,8 @@ class AgentGroup:
             for agent in active:
                 if agent.ended_at is None:
                     agent.end()
+            if self.pacer is not None:
+                self.pacer.stop()  # every lane has dropped what it still held
             t1 = self.agents[0].now()
             leave_realtime(self.scheduling)
             for agent in self.agents:
@@ -255,6 +274,7 @@ class AgentGroup:
                 "tx_datagrams": tx, "rx_datagrams": rx,
                 "cpu_us_per_datagram": round(cpu * 1e6 / (tx + rx), 1) if tx + rx else None,
                 "loop_wakeups": self.loop_wakeups, "scheduling": self.scheduling,
+                "nic_pacer": "shared" if self.pacer is not None else "per member",
                 "t_s": [round(t, 6) for t in self.t_s] if self.t_s else None}
         path = self.agents[0].records_dir / f"{self.name}.process.json"
         path.write_text(json.dumps(data, indent=1, sort_keys=True))

@@ -15,6 +15,9 @@ Two engines behave the same:
   `stage` collects datagrams and `flush` hands them over in one call (the agent flushes
   once per wake-up of its loop, before it sleeps: long before any is due, as a release
   time is at least the host link's delay after the hand-over); `submit` is both at once.
+  Several hosts' NICs may share one such thread (`NativePacer` with a lane per host, a
+  group of agents in one process): each `NativeNic` of it is its host's lane, with its
+  own counters and lateness, and stops on its own (its queued datagrams dropped).
 * `PythonNic`: a heap the agent's loop releases from (`release(now)`), waking at
   `next_due()`; arrivals are read one recvmsg at a time.  Used where no C compiler is
   found or with TESTBED_NIC=python.
@@ -38,8 +41,8 @@ TIMESPEC = struct.Struct("@qq")
 RECV_ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
 RECV_BATCH = 64
 # nic_submit_many's record header (pacer.c `record`): release time (ns, CLOCK_REALTIME), socket,
-# destination address and port (network order), TOS byte, length; the datagram's bytes follow.
-RECORD = struct.Struct("=qiIHHI")
+# destination address and port (network order), TOS byte, length, lane; the datagram's bytes follow.
+RECORD = struct.Struct("=qiIHHII")
 SLOT = 2048  # bytes per received datagram (a cell is at most cell_size + header + 100 B of INT records)
 
 
@@ -97,18 +100,50 @@ class PythonNic:
         return dropped
 
 
+class NativePacer:
+    """A native pacing thread and its queue (`nic_native/pacer.c`), with `lanes` lanes: one host's
+    NIC, or several hosts' sharing one thread (a `NativeNic` per lane)."""
+
+    def __init__(self, lanes: int = 1) -> None:
+        self.lib = nic_native.load()
+        self.h = self.lib.nic_open()
+        if not self.h:
+            raise nic_native.NativeUnavailable("the native NIC could not allocate its queue")
+        if lanes > 1 and self.lib.nic_lanes(self.h, lanes) != 0:
+            raise nic_native.NativeUnavailable(f"the native NIC could not allocate {lanes} lanes")
+        self.lanes = lanes
+
+    def start(self) -> None:
+        """Start the thread (once; it takes the calling thread's scheduling, e.g. SCHED_FIFO)."""
+        if self.lib.nic_start(self.h) != 0:
+            raise nic_native.NativeUnavailable("the native NIC's thread could not start")
+
+    def stop(self) -> int:
+        """Stop the thread; what is still queued (any lane) is dropped (returns how many)."""
+        return self.lib.nic_stop(self.h) if self.h else 0
+
+    def __del__(self) -> None:
+        h, self.h = getattr(self, "h", None), None
+        if h:
+            self.lib.nic_free(h)
+
+
 class NativeNic:
     """The timed send queue on a native thread (`nic_native/pacer.c`); release times are the
-    agent's clock (seconds since `epoch`, a CLOCK_REALTIME time) and become absolute ns here."""
+    agent's clock (seconds since `epoch`, a CLOCK_REALTIME time) and become absolute ns here.
+    With `pacer`, this NIC is its lane `lane` (the thread is shared); without, it has its own."""
 
     engine = "native"
 
-    def __init__(self, epoch: float) -> None:
-        self.lib = nic_native.load()
+    def __init__(self, epoch: float, pacer: NativePacer | None = None, lane: int = 0) -> None:
+        self.shared = pacer is not None
+        self.pacer = pacer if pacer is not None else NativePacer()
+        if not 0 <= lane < self.pacer.lanes:
+            raise ValueError(f"lane {lane} of a pacer with {self.pacer.lanes}")
+        self.lib = self.pacer.lib
+        self.lane = lane
         self.epoch = epoch
-        self._h = self.lib.nic_open()
-        if not self._h:
-            raise nic_native.NativeUnavailable("the native NIC could not allocate its queue")
+        self._h = self.pacer.h
         self._addr: dict[str, int] = {}
         self._submit = self.lib.nic_submit
         self._submit_many = self.lib.nic_submit_many
@@ -118,16 +153,19 @@ class NativeNic:
         self._final: tuple[int, int] | None = None
 
     def start(self) -> None:
-        """Start the pacing thread (it takes the calling thread's scheduling, e.g. SCHED_FIFO)."""
-        if self.lib.nic_start(self._h) != 0:
-            raise nic_native.NativeUnavailable("the native NIC's thread could not start")
+        """Start the pacing thread (it takes the calling thread's scheduling, e.g. SCHED_FIFO);
+        a shared thread that runs already goes on."""
+        self.pacer.start()
 
     def submit(self, due: float, flow: FlowSocket, dst: str, port: int, data: bytes, tos: int) -> None:
         addr = self._addr.get(dst)
         if addr is None:
             addr = self._addr[dst] = int.from_bytes(socket.inet_aton(dst), sys.byteorder)
-        if self._submit(self._h, flow.sock.fileno(), addr, socket.htons(port), tos,
-                        int((due + self.epoch) * 1e9), data, len(data)) != 0:
+        if self.lane:  # nic_submit is lane 0's: another lane's datagram goes as a record
+            self.stage(due, flow, dst, port, data, tos)
+            self.flush()
+        elif self._submit(self._h, flow.sock.fileno(), addr, socket.htons(port), tos,
+                          int((due + self.epoch) * 1e9), data, len(data)) != 0:
             self.submit_errors += 1
 
     def stage(self, due: float, flow: FlowSocket, dst: str, port: int, data: bytes, tos: int) -> None:
@@ -137,7 +175,7 @@ class NativeNic:
             addr = self._addr[dst] = int.from_bytes(socket.inet_aton(dst), sys.byteorder)
         staged = self._staged
         staged += self._pack(int((due + self.epoch) * 1e9), flow.sock.fileno(), addr, socket.htons(port), tos,
-                             len(data))
+                             len(data), self.lane)
         staged += data
 
     def flush(self) -> None:
@@ -154,7 +192,7 @@ class NativeNic:
 
     def _counts(self) -> tuple[int, int, int, int]:
         out = (ctypes.c_uint64 * 4)()
-        self.lib.nic_counts(self._h, out)
+        self.lib.nic_counts(self._h, self.lane, out)
         return out[0], out[1], out[2], out[3]
 
     @property
@@ -171,31 +209,29 @@ class NativeNic:
     def lateness_us(self) -> list[float]:
         n = self._counts()[3] if self._h else 0
         buf = (ctypes.c_int64 * max(1, n))()
-        got = self.lib.nic_lateness(self._h, 0, buf, n) if n else 0
+        got = self.lib.nic_lateness(self._h, self.lane, 0, buf, n) if n else 0
         return [buf[i] / 1e3 for i in range(got)]
 
     def close(self) -> int:
-        """Stop the thread; what is still queued is dropped (returns how many)."""
+        """Stop the thread (a shared one: this lane only, the thread goes on for the others);
+        what is still queued is dropped (returns how many)."""
         if self._final is not None:
             return 0
         self.flush()  # staged datagrams are queued ones: dropped with them if not yet due
-        dropped = self.lib.nic_stop(self._h)
+        dropped = self.lib.nic_drop_lane(self._h, self.lane) if self.shared else self.pacer.stop()
         counts = self._counts()
         self._final = (counts[0], counts[1])
         return dropped
 
-    def __del__(self) -> None:
-        h, self._h = getattr(self, "_h", None), None
-        if h:
-            self.lib.nic_free(h)
 
-
-def open_nic(clock: Callable[[], float], epoch: float, native: bool = True) -> tuple[PythonNic | NativeNic, str | None]:
+def open_nic(clock: Callable[[], float], epoch: float, native: bool = True, pacer: NativePacer | None = None,
+             lane: int = 0) -> tuple[PythonNic | NativeNic, str | None]:
     """The native NIC if it can be built and loaded here (and `native`), else the Python one;
-    with the reason the native one is not used (None when it is)."""
+    with the reason the native one is not used (None when it is). With `pacer`, the native NIC
+    is its lane `lane` (a thread shared with other hosts)."""
     if native:
         try:
-            return NativeNic(epoch), None
+            return NativeNic(epoch, pacer, lane), None
         except nic_native.NativeUnavailable as e:
             return PythonNic(clock), str(e)
     return PythonNic(clock), "the pure-Python NIC was asked for"

@@ -100,9 +100,13 @@ def load() -> ctypes.CDLL:
     lib.nic_submit_many.restype = c.c_int
     lib.nic_submit_many.argtypes = [c.c_void_p, c.c_char_p, c.c_size_t]
     lib.nic_counts.restype = None
-    lib.nic_counts.argtypes = [c.c_void_p, c.POINTER(c.c_uint64)]
+    lib.nic_counts.argtypes = [c.c_void_p, c.c_size_t, c.POINTER(c.c_uint64)]
     lib.nic_lateness.restype = c.c_size_t
-    lib.nic_lateness.argtypes = [c.c_void_p, c.c_size_t, c.POINTER(c.c_int64), c.c_size_t]
+    lib.nic_lateness.argtypes = [c.c_void_p, c.c_size_t, c.c_size_t, c.POINTER(c.c_int64), c.c_size_t]
+    lib.nic_lanes.restype = c.c_int
+    lib.nic_lanes.argtypes = [c.c_void_p, c.c_size_t]
+    lib.nic_drop_lane.restype = c.c_size_t
+    lib.nic_drop_lane.argtypes = [c.c_void_p, c.c_size_t]
     lib.nic_stop.restype = c.c_size_t
     lib.nic_stop.argtypes = [c.c_void_p]
     lib.nic_free.restype = None

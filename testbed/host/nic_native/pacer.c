@@ -18,6 +18,12 @@
  *
  * nic_recv reads up to `max` datagrams at once with recvmmsg, each with its source
  * address, TOS byte and kernel receive time (SO_TIMESTAMPNS).
+ *
+ * Lanes: one thread may pace the NICs of several hosts (a group of agents in one process,
+ * testbed.host.group): each datagram carries its lane (the host's index), and each lane has its
+ * own counters and lateness samples; a lane's queued datagrams can be dropped on their own when
+ * its host stops (nic_drop_lane) while the thread goes on for the others.  A NIC opens with one
+ * lane, 0; nic_lanes adds more before the thread starts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,9 +47,16 @@ typedef struct {
     uint32_t addr; /* network order */
     uint16_t port; /* network order */
     int tos;
+    uint32_t lane;
     size_t len;
     unsigned char *data;
 } item;
+
+typedef struct {
+    uint64_t sent, errors, queued;
+    int64_t *late_ns;
+    size_t nlate, late_cap;
+} lane;
 
 typedef struct {
     pthread_mutex_t mu;
@@ -54,9 +67,8 @@ typedef struct {
     item *heap;
     size_t n, cap;
     uint64_t seq;
-    uint64_t sent, errors, dropped;
-    int64_t *late_ns;
-    size_t nlate, late_cap;
+    lane *lanes;
+    size_t nlanes;
 } nic;
 
 static int64_t now_ns(void) {
@@ -91,10 +103,7 @@ static void heap_push(nic *q, item it) {
     }
 }
 
-static item heap_pop(nic *q) {
-    item top = q->heap[0];
-    q->heap[0] = q->heap[--q->n];
-    size_t i = 0;
+static void sift_down(nic *q, size_t i) {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < q->n && before(&q->heap[l], &q->heap[m])) m = l;
@@ -103,18 +112,25 @@ static item heap_pop(nic *q) {
         item t = q->heap[i]; q->heap[i] = q->heap[m]; q->heap[m] = t;
         i = m;
     }
+}
+
+static item heap_pop(nic *q) {
+    item top = q->heap[0];
+    q->heap[0] = q->heap[--q->n];
+    sift_down(q, 0);
+    q->lanes[top.lane].queued--;
     return top;
 }
 
-static void record_late(nic *q, int64_t late) {
-    if (q->nlate == q->late_cap) {
-        size_t cap = q->late_cap ? 2 * q->late_cap : 4096;
-        int64_t *grown = realloc(q->late_ns, cap * sizeof *grown);
+static void record_late(lane *l, int64_t late) {
+    if (l->nlate == l->late_cap) {
+        size_t cap = l->late_cap ? 2 * l->late_cap : 4096;
+        int64_t *grown = realloc(l->late_ns, cap * sizeof *grown);
         if (!grown) return;
-        q->late_ns = grown;
-        q->late_cap = cap;
+        l->late_ns = grown;
+        l->late_cap = cap;
     }
-    q->late_ns[q->nlate++] = late;
+    l->late_ns[l->nlate++] = late;
 }
 
 /* Send items[0..k) (all due); called without the lock. Returns how many the kernel took. */
@@ -145,7 +161,7 @@ static void send_batch(nic *q, item *items, int k) {
         c->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(c), &items[i].tos, sizeof(int));
     }
-    uint64_t sent = 0, errors = 0;
+    int ok[BATCH];
     int i = 0;
     while (i < k) {
         int j = i + 1;
@@ -157,19 +173,21 @@ static void send_batch(nic *q, item *items, int k) {
             int r = sendmmsg(items[i].fd, &msgs[at], (unsigned)(j - at), 0);
             if (r < 0) {
                 if (errno == EINTR) continue;
-                errors++; /* this datagram is lost, as on a full wire; try the rest */
+                ok[at] = 0; /* this datagram is lost, as on a full wire; try the rest */
                 at++;
             } else {
-                sent += (uint64_t)r;
+                for (int m = at; m < at + r; m++) ok[m] = 1;
                 at += r;
             }
         }
         i = j;
     }
     pthread_mutex_lock(&q->mu);
-    q->sent += sent;
-    q->errors += errors;
-    for (int m = 0; m < k; m++) record_late(q, late[m]);
+    for (int m = 0; m < k; m++) {
+        lane *l = &q->lanes[items[m].lane];
+        if (ok[m]) l->sent++; else l->errors++;
+        record_late(l, late[m]);
+    }
     pthread_mutex_unlock(&q->mu);
     for (int m = 0; m < k; m++) free(items[m].data);
 }
@@ -215,7 +233,34 @@ void *nic_open(void) {
         return NULL;
     }
     q->armed_ns = INT64_MAX;
+    q->lanes = calloc(1, sizeof *q->lanes);
+    if (!q->lanes) {
+        close(q->timer);
+        pthread_mutex_destroy(&q->mu);
+        free(q);
+        return NULL;
+    }
+    q->nlanes = 1;
     return q;
+}
+
+/* Give the NIC `n` lanes (more than it has; before the thread starts): 0, or -1 (out of memory). */
+int nic_lanes(void *h, size_t n) {
+    nic *q = h;
+    pthread_mutex_lock(&q->mu);
+    int r = 0;
+    if (n > q->nlanes) {
+        lane *grown = realloc(q->lanes, n * sizeof *grown);
+        if (grown) {
+            memset(grown + q->nlanes, 0, (n - q->nlanes) * sizeof *grown);
+            q->lanes = grown;
+            q->nlanes = n;
+        } else {
+            r = -1;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return r;
 }
 
 int nic_start(void *h) {
@@ -250,8 +295,9 @@ int nic_submit(void *h, int fd, uint32_t addr, uint16_t port, int tos, int64_t d
         free(copy);
         return -1;
     }
-    item it = {due_ns, q->seq++, fd, addr, port, tos, len, copy};
+    item it = {due_ns, q->seq++, fd, addr, port, tos, 0, len, copy};
     heap_push(q, it);
+    q->lanes[0].queued++;
     if (due_ns < q->armed_ns) arm(q, due_ns > 0 ? due_ns : 1);
     pthread_mutex_unlock(&q->mu);
     return 0;
@@ -267,6 +313,7 @@ typedef struct {
     uint16_t port; /* network order */
     uint16_t tos;
     uint32_t len;
+    uint32_t lane;
 } record;
 #pragma pack(pop)
 
@@ -286,7 +333,7 @@ int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
             cut = 1;
             break;
         }
-        unsigned char *copy = malloc(r.len ? r.len : 1);
+        unsigned char *copy = r.lane < q->nlanes ? malloc(r.len ? r.len : 1) : NULL;
         if (!copy || reserve(q) != 0) {
             free(copy);
             lost++;
@@ -295,8 +342,9 @@ int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
         }
         memcpy(copy, buf + at, r.len);
         at += r.len;
-        item it = {r.due_ns, q->seq++, r.fd, r.addr, r.port, r.tos, r.len, copy};
+        item it = {r.due_ns, q->seq++, r.fd, r.addr, r.port, r.tos, r.lane, r.len, copy};
         heap_push(q, it);
+        q->lanes[r.lane].queued++;
         if (r.due_ns < first) first = r.due_ns;
     }
     if (cut || at != size) lost++; /* a record cut short, or a trailing piece shorter than a header */
@@ -305,25 +353,50 @@ int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
     return lost;
 }
 
-/* Counters: sent, errors, queued, lateness samples taken so far. */
-void nic_counts(void *h, uint64_t *out) {
+/* A lane's counters: sent, errors, queued, lateness samples taken so far (zeros for no such lane). */
+void nic_counts(void *h, size_t ln, uint64_t *out) {
     nic *q = h;
     pthread_mutex_lock(&q->mu);
-    out[0] = q->sent;
-    out[1] = q->errors;
-    out[2] = q->n;
-    out[3] = q->nlate;
+    lane zero = {0}, *l = ln < q->nlanes ? &q->lanes[ln] : &zero;
+    out[0] = l->sent;
+    out[1] = l->errors;
+    out[2] = l->queued;
+    out[3] = l->nlate;
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Copy up to `max` lateness samples (ns) from index `from`; returns how many. */
-size_t nic_lateness(void *h, size_t from, int64_t *out, size_t max) {
+/* Copy up to `max` of a lane's lateness samples (ns) from index `from`; returns how many. */
+size_t nic_lateness(void *h, size_t ln, size_t from, int64_t *out, size_t max) {
     nic *q = h;
     pthread_mutex_lock(&q->mu);
     size_t k = 0;
-    for (size_t i = from; i < q->nlate && k < max; i++) out[k++] = q->late_ns[i];
+    if (ln < q->nlanes) {
+        lane *l = &q->lanes[ln];
+        for (size_t i = from; i < l->nlate && k < max; i++) out[k++] = l->late_ns[i];
+    }
     pthread_mutex_unlock(&q->mu);
     return k;
+}
+
+/* Drop a lane's queued datagrams (its host stopped; the thread goes on for the other lanes);
+ * returns how many. */
+size_t nic_drop_lane(void *h, size_t ln) {
+    nic *q = h;
+    size_t dropped = 0, kept = 0;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n; i++) {
+        if (q->heap[i].lane == ln) {
+            free(q->heap[i].data);
+            dropped++;
+        } else {
+            q->heap[kept++] = q->heap[i];
+        }
+    }
+    q->n = kept;
+    for (size_t i = kept / 2; i-- > 0;) sift_down(q, i);
+    if (ln < q->nlanes) q->lanes[ln].queued = 0;
+    pthread_mutex_unlock(&q->mu);
+    return dropped;
 }
 
 /* Stop the thread; queued datagrams are dropped (returns how many). Frees nothing else. */
@@ -345,7 +418,8 @@ void nic_free(void *h) {
     if (!q) return;
     nic_stop(q);
     free(q->heap);
-    free(q->late_ns);
+    for (size_t i = 0; i < q->nlanes; i++) free(q->lanes[i].late_ns);
+    free(q->lanes);
     pthread_mutex_destroy(&q->mu);
     close(q->timer);
     free(q);

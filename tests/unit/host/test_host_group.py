@@ -70,6 +70,13 @@ def test_a_group_runs_a_permutation_as_separate_agents_do(tmp_path):
     process = json.loads((g / "rec" / "agents-1.process.json").read_text())
     assert process["process"] == "agents-1" and process["members"] == list(HOSTS)
     assert process["cpu_s"] > 0 and process["loop_wakeups"] > 0 and process["t_s"][1] > process["t_s"][0]
+    from testbed.host import nic_native
+
+    try:
+        nic_native.load()
+        assert process["nic_pacer"] == "shared"  # one pacing thread, a lane per member
+    except nic_native.NativeUnavailable:
+        assert process["nic_pacer"] == "per member"
     members = {h: stats_of(g, h) for h in HOSTS}
     assert process["tx_datagrams"] == sum(s["tx_datagrams"] for s in members.values()) > 0
     assert process["rx_datagrams"] == sum(s["rx_datagrams"] for s in members.values()) > 0
@@ -78,6 +85,7 @@ def test_a_group_runs_a_permutation_as_separate_agents_do(tmp_path):
     for h, s in members.items():
         assert s["end_reason"] == "done" and s["agent_process"] == "agents-1"
         assert s["cpu_s"] is None and s["cpu_us_per_datagram"] is None
+        assert s["pacer_lateness"]["samples"] == s["tx_datagrams"] > 0  # each member times its own sends
         got = delivered(g, h)
         assert len(got) == 1 and got[0]["verified"]
     # the same permutation, each host a `testbed host` process of its own

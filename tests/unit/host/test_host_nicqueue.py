@@ -8,7 +8,7 @@ import pytest
 
 from testbed.host import nic_native
 from testbed.cells.flowports import FlowSocket
-from testbed.host.nicqueue import RECORD, SO_TIMESTAMPNS, BatchReceiver, NativeNic, PythonNic, open_nic
+from testbed.host.nicqueue import RECORD, SO_TIMESTAMPNS, BatchReceiver, NativeNic, NativePacer, PythonNic, open_nic
 
 
 def native_or_skip():
@@ -141,7 +141,7 @@ def test_native_nic_counts_a_batch_record_cut_short_as_lost():
     native_or_skip()
     nic = NativeNic(time.time())
     nic.start()
-    header = RECORD.pack(int((time.time() + 60) * 1e9), 0, 0, 0, 0, 10)
+    header = RECORD.pack(int((time.time() + 60) * 1e9), 0, 0, 0, 0, 10, 0)
     assert nic.lib.nic_submit_many(nic._h, header + b"short", len(header) + 5) == 1
     assert nic.lib.nic_submit_many(nic._h, header + bytes(10) + b"xy", len(header) + 12) == 1
     assert nic.queued() == 1  # the whole record before the trailing piece is queued
@@ -279,3 +279,36 @@ def test_agent_reads_a_short_batch_once_and_a_full_one_again(tmp_path):
         assert agent.unknown_peer == RECV_BATCH + 5  # 127.0.0.99 is no peer: counted, not handed on
     finally:
         agent.sock.close()
+
+
+def test_hosts_sharing_one_pacing_thread_keep_their_counts_lateness_and_queue_apart():
+    """A group's members share one thread, a lane each: one thread sends every lane's datagrams in
+    release order, each lane counts and times its own, and one lane's close drops only its own."""
+    native_or_skip()
+    rx = listener("127.0.0.61")
+    port = rx.getsockname()[1]
+    flows = [FlowSocket.on_port("127.0.0.62", 0), FlowSocket.on_port("127.0.0.63", 0)]
+    epoch = time.time()
+    pacer = NativePacer(lanes=3)
+    nics = [NativeNic(epoch, pacer, lane) for lane in range(3)]
+    for nic in nics:
+        nic.start()  # the first starts the thread, the others find it running
+    now = time.time() - epoch
+    nics[1].stage(now + 0.020, flows[1], "127.0.0.61", port, b"c", 2)
+    nics[0].stage(now + 0.010, flows[0], "127.0.0.61", port, b"b", 0)
+    nics[1].submit(now + 0.005, flows[1], "127.0.0.61", port, b"a", 2)  # submit on a lane above 0
+    nics[0].flush()
+    nics[1].flush()
+    nics[2].stage(now + 60, flows[0], "127.0.0.61", port, b"never", 0)
+    nics[2].flush()
+    nics[0].submit(now + 60, flows[0], "127.0.0.61", port, b"dropped", 0)
+    assert drain(rx, 3) == [(b"a", 2), (b"b", 0), (b"c", 2)]
+    assert (nics[0].sent, nics[1].sent, nics[2].sent) == (1, 2, 0)
+    assert len(nics[0].lateness_us()) == 1 and len(nics[1].lateness_us()) == 2 and nics[2].lateness_us() == []
+    assert (nics[0].queued(), nics[2].queued()) == (1, 1)
+    assert nics[2].close() == 1 and nics[0].queued() == 1  # lane 2's close leaves lane 0's queue
+    assert nics[0].close() == 1 and nics[1].close() == 0
+    assert nics[1].sent == 2 and nics[1].errors == 0
+    header = RECORD.pack(int((time.time() + 60) * 1e9), 0, 0, 0, 0, 1, 3)  # lane 3 of three: lost
+    assert pacer.lib.nic_submit_many(pacer.h, header + b"x", len(header) + 1) == 1
+    assert pacer.stop() == 0
