@@ -227,3 +227,20 @@ def test_a_group_of_members_inside_a_namespace(tmp_path, namespace):
     for h in hosts:
         got = delivered(tmp_path, h)
         assert len(got) == 1 and got[0]["verified"] and stats_of(tmp_path, h)["end_reason"] == "done"
+
+
+def test_a_group_without_the_native_nic_runs_each_member_on_the_python_nic(tmp_path):
+    hosts = {"h1": "127.0.4.7", "h2": "127.0.4.8"}
+    wl = workloads.permutation(list(hosts), 40_000, seed=3, start_us=50_000)
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "hosts", "--group-file", str(setup(tmp_path, hosts, wl))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TESTBED_NIC": "python"})
+    assert proc.stdout.readline().strip() == "agents ready 2"
+    write_epoch(tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads((tmp_path / "rec" / "agents-1.process.json").read_text())["nic_pacer"] == "per member"
+    for h in hosts:
+        s = stats_of(tmp_path, h)
+        assert s["nic_queue"]["engine"] == "python" and s["end_reason"] == "done"
+        assert len(delivered(tmp_path, h)) == 1
