@@ -244,3 +244,24 @@ def test_a_group_without_the_native_nic_runs_each_member_on_the_python_nic(tmp_p
         s = stats_of(tmp_path, h)
         assert s["nic_queue"]["engine"] == "python" and s["end_reason"] == "done"
         assert len(delivered(tmp_path, h)) == 1
+
+
+def test_a_member_that_times_out_is_named_and_the_group_exits_3_while_the_others_finish(tmp_path):
+    hosts = {"h1": "127.0.4.11", "h2": "127.0.4.12", "h3": "127.0.4.13"}  # h2 is never started
+    wl = [workloads.MessageSpec("h1", "h2", 0, 5000), workloads.MessageSpec("h3", "h1", 1, 5000)]
+    path = setup(tmp_path, hosts, wl)
+    group = json.loads(path.read_text())
+    group["members"] = [m for m in group["members"] if m["argv"][1] != "h2"]
+    for member in group["members"]:
+        member["argv"] += ["--timeout-s", "1.5"]
+    path.write_text(json.dumps(group))
+    proc = start(path)
+    assert proc.stdout.readline().strip() == "agents ready 2"
+    write_epoch(tmp_path, 0.1)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("testbed host h1: stopped by timeout"), err
+    assert stats_of(tmp_path, "h1")["end_reason"] == "timeout"
+    assert stats_of(tmp_path, "h3")["end_reason"] == "done"
+    assert json.loads((tmp_path / "rec" / "agents-1.process.json").read_text())["members"] == ["h1", "h3"]
