@@ -38,10 +38,6 @@ that port's queue, in order; from XON or the guard's end they leave one after
 the other at the port's rate, and a new pause holds those that have not begun.
 
 A run's host_slow fault arrives as a command file and SIGUSR1 (`testbed.host.slow`).
-
-The loop is `begin`, then `step` and a wait in turn, then `end`: `run` waits on this agent's
-sockets alone; a group of agents in one process (`testbed.host.group`) steps the same way
-from one select over all of theirs.
 """
 
 from __future__ import annotations
