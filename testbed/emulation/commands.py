@@ -82,7 +82,8 @@ def _run_variants(args, scenario, variants) -> Path:
             run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
             started = time.monotonic()
             VariantRun(variant, run_dir, REPO_ROOT,
-                       progress=lambda message: print(f"{prefix} {message}", flush=True)).run()
+                       progress=lambda message: print(f"{prefix} {message}", flush=True),
+                       agents_per_process=getattr(args, "agents_per_process", None)).run()
             run_dirs[variant.name] = run_dir
             summaries[variant.name] = summarize_variant(run_dir, variant.scenario.topo, variant.scenario)
             print(f"{prefix} done in {time.monotonic() - started:.0f} s", flush=True)
@@ -207,6 +208,18 @@ def shell_command(args) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def register(sub) -> None:
     run = sub.add_parser("run", help="run a scenario: every variant on a fresh fabric, then a report",
                          description="Build the fabric of a YAML scenario in Mininet, run its workload for "
@@ -219,6 +232,9 @@ def register(sub) -> None:
                           "times f, every delay and time over f (ratios such as the BDP in cells unchanged)")
     run.add_argument("--force", action="store_true",
                      help="run even when the pre-flight capacity check says this machine cannot hold the fabric")
+    run.add_argument("--agents-per-process", type=_positive, default=None, metavar="N",
+                     help="at most N hosts' agents in one process (1: a process per host; default: the "
+                          "hosts shared out over one process per core)")
     run.set_defaults(func=run_command)
 
     clean = sub.add_parser("clean", help="remove what killed runs left behind (only what their manifests list)",

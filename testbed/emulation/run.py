@@ -27,6 +27,7 @@ from testbed.control.apply import apply_tm, build_pipeline_config, configure_all
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
 from testbed.telemetry.live import host_readings
+from testbed.emulation.agents import AgentSet, AgentStartError, namespace_file
 from testbed.emulation.cluster import Runner, check_shared, control_directory, server_address
 from testbed.emulation.cluster_network import ClusterNetwork
 from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
@@ -41,6 +42,8 @@ from testbed.emulation.switches import (FabricProcess, SwitchConfig, SwitchProce
                                         start_all)
 from testbed.scenario.workload import peers_document, scenario_messages
 from testbed.errors import TestbedError
+from testbed.scenario import capacity
+from testbed.scenario.agent_groups import agent_processes, stalled_hosts
 from testbed.scenario.processes import switch_placement
 from testbed.p4model.telemetry import INTERVAL_S as TELEMETRY_PERIOD_S
 from testbed.targets import BMV2_BINARY, bmv2_problem
@@ -125,7 +128,8 @@ def _one_line(error: BaseException) -> str:
 class VariantRun:
     """Runs one variant in `run_dir`; use as a context manager or call run()."""
 
-    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print) -> None:
+    def __init__(self, variant, run_dir: Path, repo_root: Path, progress=print,
+                 agents_per_process: int | None = None) -> None:
         self.variant = variant
         self.scenario = variant.scenario
         self.run_dir = run_dir
@@ -143,7 +147,8 @@ class VariantRun:
         self.switches: list[SwitchConfig] = []
         self.processes: list[SwitchProcess | FabricProcess] = []
         self.clients: dict[str, P4RuntimeClient] = {}
-        self.agents: dict[str, subprocess.Popen] = {}
+        self.agents: AgentSet | None = None  # the host agents' processes, from the traffic's start
+        self.agents_per_process = agents_per_process  # None: as agent_processes splits them
         self.collector: Collector | None = None
         self.faults: FaultRunner | None = None
         self.reroute: RerouteController | None = None
@@ -430,15 +435,17 @@ class VariantRun:
                       f"load balancing={scenario.fabric.load_balancing}")
         derived = scenario.derived
         lb, layout = scenario.fabric.load_balancing, layout_of(topology)
+        rt_priority = AGENT_RT_PRIORITY if self.result.scheduling == "realtime" else 0
+        member_argv = {}
         for host in busy:
-            argv = [sys.executable, "-m", "testbed.cli", "host", "--name", host, "--addr", topology.node(host).ip,
+            argv = ["--name", host, "--addr", topology.node(host).ip,
                     "--peers-file", str(agent_dir / "peers.json"),
                     "--workload-file", str(agent_dir / "workload.json"),
                     "--transport-file", str(agent_dir / "transport.json"),
                     "--cc", scenario.transport.cc, "--cell-size", str(scenario.fabric.cell_size),
                     "--link-rate-mbps", str(scenario.links.host.rate_mbps),
                     "--link-delay-us", str(scenario.links.host.delay_us),
-                    "--realtime-priority", str(AGENT_RT_PRIORITY if self.result.scheduling == "realtime" else 0),
+                    "--realtime-priority", str(rt_priority),
                     "--bdp-cells", str(derived.bdp_cells), "--base-rtt-us", str(derived.base_rtt_us),
                     "--reorder-window-cells", str(scenario.transport.reorder_window_cells),
                     "--entropy-values", str(scenario.fabric.entropy_values),
@@ -454,12 +461,17 @@ class VariantRun:
                 argv.append("--pfc")  # the NIC obeys its ToR's pause frames
             if scenario.fabric.credits.enabled:  # one flow's credits no faster than the meters pass
                 argv += ["--credit-meter-share", str(scenario.fabric.credits.rate_fraction)]
-            log = open(agent_dir / f"{host}.log", "wb")
-            process = self.network.host(host).popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root)
-            log.close()
-            self.agents[host] = process
-            self.manifest.add_process(process.pid, f"agent {host}", argv)
-        self._wait_ready(agent_dir)
+            member_argv[host] = argv
+        self.agents = AgentSet(agent_dir, records, self.repo_root, rt_priority)
+        self.agents.start(self._agent_plan(busy), member_argv,
+                          start_in=lambda host, argv, log: self.network.host(host).popen(
+                              argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.repo_root),
+                          netns=lambda host: namespace_file(self.network.host(host).pid),
+                          on_start=self.manifest.add_process)
+        try:
+            self.agents.wait_ready()
+        except AgentStartError as error:
+            raise RunError(str(error)) from None
         epoch = time.time() + 1.0  # the counters' baseline is sampled before it
         self._idle = IdlePeriod({p.name: p.pid for p in self.processes if p.process is not None and p.local}, epoch,
                                 min(m.start_us for m in messages) / 1e6).start()
@@ -474,7 +486,7 @@ class VariantRun:
         self.reroute = RerouteController(topology, scenario, self.plans, self.clients, epoch,
                                          self.run_dir / "reroute.jsonl", self._in_memory()).start()
         self.faults = FaultRunner(plan_faults(scenario), epoch, self.run_dir / "faults.jsonl", tm=self._tm_command,
-                                  agents={host: p.pid for host, p in self.agents.items()},
+                                  agents=self.agents.pids(),
                                   switches=self._switch_fault,
                                   namespaces={h: self.network.host(h).pid for h in topology.hosts},
                                   commands={h: agent_dir / f"{h}.command.json" for h in busy}).start()
@@ -494,15 +506,16 @@ class VariantRun:
                 f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
 
     def _wait_agents(self, scenario) -> None:
-        deadline = time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10
-        for host, process in self.agents.items():
-            remaining = max(0.1, deadline - time.monotonic())
-            try:
-                self.result.agents[host] = process.wait(timeout=remaining)
-            except subprocess.TimeoutExpired:
-                process.terminate()
-                self.result.agents[host] = process.wait()
-                self.result.notes.append(f"agent {host} did not finish in time and was stopped")
+        codes, notes = self.agents.wait(time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10)
+        self.result.agents.update(codes)
+        self.result.notes += notes
+
+    def _agent_plan(self, hosts: list[str]) -> list[list[str]]:
+        """Which hosts each agent process runs (scenario.agent_groups.agent_processes): over several
+        servers, a process per host, started in its namespace there."""
+        if self.runners:
+            return [[h] for h in sorted(hosts)]
+        return agent_processes(hosts, stalled_hosts(self.scenario), capacity.machine_cores(), self.agents_per_process)
 
     def _switch_fault(self, name: str, up: bool) -> dict:
         """Stop a switch's process, or start it again and configure it as at the start (pipeline,
@@ -557,24 +570,6 @@ class VariantRun:
             raise FaultError(f"{switch}: traffic-manager control unreachable ({error})") from None
         if not reply.get("ok"):
             raise FaultError(f"{switch}: traffic manager refused {line!r}: {reply.get('error')}")
-
-    def _wait_ready(self, agent_dir: Path, timeout_s: float = 120.0) -> None:
-        """Until every agent has bound its socket ('agent ready' in its log): t=0 is set for all
-        only then, since a sender that started before its receiver listened lost its first packets
-        to a host without a listener (a busy machine takes seconds to start a few Python agents)."""
-        deadline = time.monotonic() + timeout_s
-        waiting = dict(self.agents)
-        while waiting:
-            for host, process in list(waiting.items()):
-                if "agent ready" in (agent_dir / f"{host}.log").read_text(errors="replace"):
-                    del waiting[host]
-                elif process.poll() is not None:
-                    raise RunError(f"agent {host} exited with code {process.returncode} before it was ready; "
-                                   f"log {agent_dir / (host + '.log')}: {log_tail(agent_dir / (host + '.log'), 3)}")
-            if waiting and time.monotonic() > deadline:
-                raise RunError(f"agents {', '.join(sorted(waiting))} were not ready within {timeout_s:g} s")
-            if waiting:
-                time.sleep(0.02)
 
     def _read_host_counters(self, hosts: list[str]) -> dict:
         """Each host's qdisc and UDP drop counters (telemetry.live.host_readings); a failed read is a note."""
@@ -676,9 +671,8 @@ class VariantRun:
             self.result.notes += self.reroute.stop()
         if self.faults is not None:  # stalled agents go on, so that they can end
             self.faults.stop()
-        for process in self.agents.values():
-            if process.poll() is None:
-                process.terminate()
+        if self.agents is not None:
+            self.agents.terminate()
         if self.collector is not None:
             self.collector.stop()
             self.collector.write(self.run_dir / "telemetry.jsonl")

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from local_sshd import LocalSshdUnavailable, local_sshd  # tests/integration is on sys.path
+from leftovers import assert_parts_gone, processes_mentioning  # tests/integration is on sys.path
+from local_sshd import LocalSshdUnavailable, local_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,39 +78,19 @@ def _testbed(*args, env, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline and pid != str(os.getpid()):
-            found.append(f"{pid}: {cmdline[:200]}")
-    return found
-
-
 def _assert_nothing_left(manifest: dict, run_dir: Path) -> None:
     """Every process, interface and namespace the manifest lists, on both servers (this machine), is
     gone, and no process of the run (its files, its tunnels) is left."""
-    from testbed.emulation.cleanup import _running
-
     parts = [manifest] + list(manifest["remote"].values())
     assert len(parts) == 2, "the second server's part is recorded apart"
-    for part in parts:
-        for record in part["processes"]:
-            assert not _running(record["pid"], record["start_time"]), f"{record['role']} left running"
-        for name in part["interfaces"]:
-            assert not Path(f"/sys/class/net/{name}").exists(), f"interface {name} left behind"
-        for name in part["namespaces"]:
-            assert not Path(f"/var/run/netns/{name}").exists(), f"namespace {name} left behind"
+    assert_parts_gone(parts)
     assert any(n.startswith("tap6") for p in parts for n in p["interfaces"]), "tunnel ends are recorded"
     assert any(r["role"] == "tunnel" for p in parts for r in p["processes"]), "tunnels are recorded"
     assert any(r["role"].startswith("fabric") for r in manifest["remote"]["root@127.0.0.1"]["processes"])
-    assert not _processes_mentioning(str(run_dir)), "a process of the run is left"
+    assert not processes_mentioning(str(run_dir)), "a process of the run is left"
     control = manifest["ssh_control_dir"]
-    assert not _processes_mentioning(control) and not Path(control).exists(), "a shared ssh connection is left"
-    assert not _processes_mentioning("Tunnel=ethernet"), "a tunnel is left"
+    assert not processes_mentioning(control) and not Path(control).exists(), "a shared ssh connection is left"
+    assert not processes_mentioning("Tunnel=ethernet"), "a tunnel is left"
     assert not [n for n in os.listdir("/sys/class/net") if re.fullmatch(r"tap6\d{3}", n)]
 
 
@@ -223,13 +204,5 @@ def test_a_server_that_refuses_tunnels_fails_the_run_in_one_line_and_nothing_is_
     (manifest_path,) = (tmp_path / "runs").rglob("manifest.json")
     manifest = json.loads(manifest_path.read_text())
     assert manifest["finished"] and list(registry.glob("*.path")) == []
-    from testbed.emulation.cleanup import _running
-
-    for part in [manifest] + list(manifest["remote"].values()):
-        for record in part["processes"]:
-            assert not _running(record["pid"], record["start_time"]), f"{record['role']} left running"
-        for name in part["interfaces"]:
-            assert not Path(f"/sys/class/net/{name}").exists(), f"interface {name} left behind"
-        for name in part["namespaces"]:
-            assert not Path(f"/var/run/netns/{name}").exists(), f"namespace {name} left behind"
-    assert not _processes_mentioning(str(manifest_path.parent)) and not _processes_mentioning("Tunnel=ethernet")
+    assert_parts_gone([manifest] + list(manifest["remote"].values()))
+    assert not processes_mentioning(str(manifest_path.parent)) and not processes_mentioning("Tunnel=ethernet")

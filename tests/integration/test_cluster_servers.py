@@ -11,6 +11,7 @@ import socket
 
 import pytest
 
+from leftovers import processes_mentioning
 from local_sshd import LocalSshdUnavailable, local_sshd
 from testbed.scenario import capacity, load_scenario
 from testbed.scenario import servers as servers_module
@@ -32,18 +33,6 @@ workload:
 
 def _port_of(config) -> int:
     return int(next(line.split()[1] for line in config.read_text().splitlines() if line.strip().startswith("Port")))
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(f"{pid}: {cmdline}")
-    return found
 
 
 def test_this_machine_twice_over_ssh(tmp_path, capsys, monkeypatch):
@@ -72,7 +61,7 @@ def test_this_machine_twice_over_ssh(tmp_path, capsys, monkeypatch):
         pytest.skip(f"ssh to this machine cannot be made to work here: {why}")
     # gone: the daemon, its directory, its port
     assert not os.path.exists(home)
-    assert not _processes_mentioning(home)
+    assert not processes_mentioning(home)
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
     # and the server it was is now refused, in one line, with ssh's words
