@@ -7,12 +7,14 @@ its members and stays warm.
 
 The model: each member is an `Agent` built from exactly the options `testbed host` takes
 (`testbed.host.commands.add_host_options`), its sockets opened in its own network namespace
-(`testbed.host.netns`), with its own transport, NIC queue, replay, coalescing window and deadlines. The group runs the members' own loop steps
-(`Agent.step`, `Agent.on_readable`) and replaces only their wait: one select over every
-member's watched sockets. A member is stepped when its wait would have returned: one of its
-other sockets (link changes, PFC frames) is readable (at once, as `Agent._wait` returns), or
-its coalescing window is over and its cell socket is readable or its deadline has come (or
-MAX_SLEEP_S passed). The members' NICs share one native pacing thread, a lane each (their
+(`testbed.host.netns`), with its own transport, NIC queue, replay and deadlines. The group runs
+the members' own loop steps (`Agent.step`, `Agent.on_readable`) and replaces only their wait
+with one wait for all (`_loop`): the members' coalescing window becomes the group's, so the
+members' events share the loop's wake-ups. After a round of steps the loop sleeps through the
+window (only the members' other sockets, link changes and PFC frames, and a command end it
+early), then steps every member whose cell socket is readable, whose deadline has come, or that
+has not been stepped for MAX_SLEEP_S. No event waits longer than the window, as for one agent.
+The members' NICs share one native pacing thread, a lane each (their
 counters and lateness apart, `nicqueue.NativePacer`), so their releases wake one thread, not
 one per member. A member that is done (plus its grace), timed out or stopped ends
 (`Agent.end`: its NIC stopped, its sockets closed) while the others go on; the records of
@@ -207,45 +209,52 @@ class AgentGroup:
         return [agent.result() for agent in self.agents]
 
     def _loop(self, active: list[Agent]) -> None:
+        """One wait for every member, then every member with something to do is stepped.
+
+        The group's window: after a round of steps at `now` the loop does not step again before
+        now + the members' coalescing window (the shortest), unless a member's other socket (link
+        changes, PFC frames) or a command needs it at once; a cell that arrives inside the window
+        waits for its end with whatever else comes meanwhile (each keeps its kernel receive time,
+        and the replay hands it over at that time). At the window's end every member whose cell
+        socket is readable, whose deadline has come, or that has not been stepped for MAX_SLEEP_S
+        is stepped, so the members' events share the loop's wake-ups."""
         epoch = self.agents[0].epoch  # one clock: the members share the run's epoch
         clock = time.time
         wakeup = self._wakeup
-        others = {id(a): a.watched[1:] for a in active}
-        deadline: dict[int, float] = {}
+        base = [wakeup] if wakeup is not None else []
+        for agent in active:
+            base += agent.watched[1:]
+        window = min(agent.coalesce_s for agent in active)
+        stepped: dict[int, float] = {}
         steps: list[tuple[Agent, list]] = [(a, []) for a in active]
         while True:
             if self.stop:
                 for agent in active:
                     agent.reason = "stopped"
                 return
+            now = clock() - epoch
+            ended = False
             for agent, readable in steps:
                 if readable:
                     agent.on_readable(readable)
+                stepped[id(agent)] = now
                 if agent.step(readable):
                     agent.end()
                     active.remove(agent)
-                    continue
-                # as Agent._wait: not before the window's end, then the deadline or MAX_SLEEP_S
-                not_before, due = agent.wait_not_before, agent.wait_due
-                deadline[id(agent)] = (not_before + MAX_SLEEP_S if due is None
-                                       else min(not_before + MAX_SLEEP_S, max(not_before, due)))
+                    ended = True
             if not active:
                 return
-            now = clock() - epoch
-            watch = [wakeup] if wakeup is not None else []
-            until = now + MAX_SLEEP_S
-            for agent in active:
-                watch += others[id(agent)]
-                if now >= agent.wait_not_before:
-                    watch.append(agent.sock)
-                    t = deadline[id(agent)]
-                else:
-                    t = agent.wait_not_before
-                if t < until:
-                    until = t
+            if ended:
+                base = base[:1] if wakeup is not None else []
+                for agent in active:
+                    base += agent.watched[1:]
+            not_before = now + window
+            socks = [agent.sock for agent in active]
+            due = min((agent.wait_due if agent.wait_due is not None else stepped[id(agent)] + MAX_SLEEP_S)
+                      for agent in active)
             self.loop_wakeups += 1
             try:
-                ready = select.select(watch, [], [], max(0.0, until - now))[0] if until > now else []
+                ready = self._wait(base, socks, due, not_before, clock, epoch)
             except InterruptedError:
                 ready = []
             now = clock() - epoch
@@ -256,14 +265,30 @@ class AgentGroup:
                 commanded = self._take_commands()
             steps = []
             for agent in active:
-                mine = others[id(agent)]
-                if agent in commanded or (mine and any(f in ready for f in mine)):
-                    steps.append((agent, select.select(agent.watched, [], [], 0)[0]))  # at once, as _wait
-                elif now >= agent.wait_not_before:
-                    if agent.sock in ready:
-                        steps.append((agent, [agent.sock]))
-                    elif now >= deadline[id(agent)]:
-                        steps.append((agent, []))
+                mine = [f for f in agent.watched if f in ready]
+                if (mine or agent in commanded or (agent.wait_due is not None and agent.wait_due <= now)
+                        or now - stepped[id(agent)] >= MAX_SLEEP_S):
+                    steps.append((agent, mine))
+
+    @staticmethod
+    def _wait(base: list, socks: list, due: float, not_before: float, clock, epoch: float) -> list:
+        """Sleep until a socket of `base` is readable (at once), or the window's end and then a cell
+        socket readable or `due`; what is readable then. The cell sockets are left out of the wait
+        until `not_before`: a cell inside the window does not wake the loop."""
+        now = clock() - epoch
+        if not_before > now:
+            if due >= not_before:
+                # nothing due inside the window: one wait, which a cell may end early
+                ready = select.select(base + socks, [], [], min(MAX_SLEEP_S, due - now))[0]
+                now = clock() - epoch
+                if not ready or now >= not_before or any(f in base for f in ready):
+                    return ready
+            if select.select(base, [], [], max(0.0, not_before - now))[0]:
+                return select.select(base + socks, [], [], 0)[0]
+            now = clock() - epoch
+            if due <= now:
+                return select.select(base + socks, [], [], 0)[0]
+        return select.select(base + socks, [], [], max(0.0, min(MAX_SLEEP_S, due - now)))[0]
 
     def write_process_file(self) -> None:
         """records/<group>.process.json: the process's CPU over the loop, its members' datagrams."""
