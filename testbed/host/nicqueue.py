@@ -17,7 +17,10 @@ Two engines behave the same:
   time is at least the host link's delay after the hand-over); `submit` is both at once.
   Several hosts' NICs may share one such thread (`NativePacer` with a lane per host, a
   group of agents in one process): each `NativeNic` of it is its host's lane, with its
-  own counters and lateness, and stops on its own (its queued datagrams dropped).
+  own counters and lateness, and stops on its own (its queued datagrams dropped). The
+  lanes stage into their pacer's one buffer (each record carries its lane), so a flush
+  of any lane, or `NativePacer.flush`, hands every lane's staged datagrams over in one
+  call: a group flushes once per wake-up, after its round of members' steps.
 * `PythonNic`: a heap the agent's loop releases from (`release(now)`), waking at
   `next_due()`; arrivals are read one recvmsg at a time.  Used where no C compiler is
   found or with TESTBED_NIC=python.
@@ -112,6 +115,16 @@ class NativePacer:
         if lanes > 1 and self.lib.nic_lanes(self.h, lanes) != 0:
             raise nic_native.NativeUnavailable(f"the native NIC could not allocate {lanes} lanes")
         self.lanes = lanes
+        self.staged = bytearray()  # every lane's records since the last flush, in hand-over order
+        self._submit_many = self.lib.nic_submit_many
+
+    def flush(self) -> None:
+        """Hand every lane's staged datagrams to the thread in one call (one lock, one timer arming
+        at most); a datagram that could not be queued is counted in its lane (`NativeNic.errors`)."""
+        staged = self.staged
+        if staged:
+            self._submit_many(self.h, bytes(staged), len(staged))
+            staged.clear()
 
     def start(self) -> None:
         """Start the thread (once; it takes the calling thread's scheduling, e.g. SCHED_FIFO)."""
@@ -146,10 +159,9 @@ class NativeNic:
         self._h = self.pacer.h
         self._addr: dict[str, int] = {}
         self._submit = self.lib.nic_submit
-        self._submit_many = self.lib.nic_submit_many
-        self._staged = bytearray()
+        self._staged = self.pacer.staged  # shared by the pacer's lanes
         self._pack = RECORD.pack
-        self.submit_errors = 0
+        self.submit_errors = 0  # nic_submit's refusals (nic_submit_many's are counted in the lane)
         self._final: tuple[int, int] | None = None
 
     def start(self) -> None:
@@ -179,10 +191,9 @@ class NativeNic:
         staged += data
 
     def flush(self) -> None:
-        """Hand every staged datagram to the thread in one call."""
+        """Hand every staged datagram to the thread in one call (of a shared pacer: every lane's)."""
         if self._staged:
-            self.submit_errors += self._submit_many(self._h, bytes(self._staged), len(self._staged))
-            self._staged.clear()
+            self.pacer.flush()
 
     def next_due(self) -> float | None:
         return None  # the thread releases on its own
@@ -190,10 +201,11 @@ class NativeNic:
     def release(self, now: float) -> int:
         return 0
 
-    def _counts(self) -> tuple[int, int, int, int]:
-        out = (ctypes.c_uint64 * 4)()
+    def _counts(self) -> tuple[int, int, int, int, int]:
+        """The lane's sent, send errors, queued, lateness samples and datagrams not queued."""
+        out = (ctypes.c_uint64 * 5)()
         self.lib.nic_counts(self._h, self.lane, out)
-        return out[0], out[1], out[2], out[3]
+        return out[0], out[1], out[2], out[3], out[4]
 
     @property
     def sent(self) -> int:
@@ -201,7 +213,10 @@ class NativeNic:
 
     @property
     def errors(self) -> int:
-        return (self._final[1] if self._final else self._counts()[1]) + self.submit_errors
+        if self._final:
+            return self._final[1] + self.submit_errors
+        counts = self._counts()
+        return counts[1] + counts[4] + self.submit_errors
 
     def queued(self) -> int:
         return 0 if self._final else self._counts()[2]

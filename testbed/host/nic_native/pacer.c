@@ -54,6 +54,7 @@ typedef struct {
 
 typedef struct {
     uint64_t sent, errors, queued;
+    uint64_t lost; /* handed over by nic_submit_many but not queued (out of memory) */
     int64_t *late_ns;
     size_t nlate, late_cap;
 } lane;
@@ -318,7 +319,8 @@ typedef struct {
 #pragma pack(pop)
 
 /* Queue the datagrams of `size` bytes of records, in their order (one lock, the timer armed once
- * at most); how many could not be queued (out of memory, or a record cut short: the rest is lost). */
+ * at most); how many could not be queued (out of memory, or a record cut short: the rest is lost).
+ * A datagram of a lane that could not be queued is also counted in that lane (`lost`). */
 int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
     nic *q = h;
     int lost = 0, cut = 0;
@@ -337,6 +339,7 @@ int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
         if (!copy || reserve(q) != 0) {
             free(copy);
             lost++;
+            if (r.lane < q->nlanes) q->lanes[r.lane].lost++;
             at += r.len;
             continue;
         }
@@ -353,7 +356,8 @@ int nic_submit_many(void *h, const unsigned char *buf, size_t size) {
     return lost;
 }
 
-/* A lane's counters: sent, errors, queued, lateness samples taken so far (zeros for no such lane). */
+/* A lane's counters: sent, errors, queued, lateness samples taken so far, datagrams nic_submit_many
+ * could not queue (zeros for no such lane). */
 void nic_counts(void *h, size_t ln, uint64_t *out) {
     nic *q = h;
     pthread_mutex_lock(&q->mu);
@@ -362,6 +366,7 @@ void nic_counts(void *h, size_t ln, uint64_t *out) {
     out[1] = l->errors;
     out[2] = l->queued;
     out[3] = l->nlate;
+    out[4] = l->lost;
     pthread_mutex_unlock(&q->mu);
 }
 

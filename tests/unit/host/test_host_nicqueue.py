@@ -312,3 +312,31 @@ def test_hosts_sharing_one_pacing_thread_keep_their_counts_lateness_and_queue_ap
     header = RECORD.pack(int((time.time() + 60) * 1e9), 0, 0, 0, 0, 1, 3)  # lane 3 of three: lost
     assert pacer.lib.nic_submit_many(pacer.h, header + b"x", len(header) + 1) == 1
     assert pacer.stop() == 0
+
+
+def test_lanes_of_a_pacer_stage_into_one_buffer_that_one_flush_hands_over():
+    """A group's members stage into their pacer's buffer; nothing is queued until one flush (the
+    pacer's, or any lane's) hands every lane's datagrams over, in release order, each counted in
+    its own lane."""
+    native_or_skip()
+    rx = listener("127.0.0.64")
+    port = rx.getsockname()[1]
+    flows = [FlowSocket.on_port("127.0.0.65", 0), FlowSocket.on_port("127.0.0.66", 0)]
+    epoch = time.time()
+    pacer = NativePacer(lanes=2)
+    nics = [NativeNic(epoch, pacer, lane) for lane in range(2)]
+    pacer.start()
+    now = time.time() - epoch
+    nics[0].stage(now + 0.010, flows[0], "127.0.0.64", port, b"b", 0)
+    nics[1].stage(now - 0.001, flows[1], "127.0.0.64", port, b"a", 2)
+    time.sleep(0.015)
+    assert nics[0].queued() == nics[1].queued() == 0 and nics[0].sent == nics[1].sent == 0
+    pacer.flush()
+    assert not pacer.staged
+    assert drain(rx, 2) == [(b"a", 2), (b"b", 0)]
+    nics[1].stage(now, flows[1], "127.0.0.64", port, b"c", 0)
+    nics[0].flush()  # a lane's flush hands over the other lanes' staged datagrams too
+    assert drain(rx, 1) == [(b"c", 0)]
+    assert (nics[0].sent, nics[1].sent) == (1, 2) and nics[0].errors == nics[1].errors == 0
+    assert nics[0].close() == 0 and nics[1].close() == 0
+    assert pacer.stop() == 0
