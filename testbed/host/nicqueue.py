@@ -235,7 +235,7 @@ class NativeNic:
         self.flush()  # staged datagrams are queued ones: dropped with them if not yet due
         dropped = self.lib.nic_drop_lane(self._h, self.lane) if self.shared else self.pacer.stop()
         counts = self._counts()
-        self._final = (counts[0], counts[1])
+        self._final = (counts[0], counts[1] + counts[4])
         return dropped
 
 
@@ -255,7 +255,11 @@ def open_nic(clock: Callable[[], float], epoch: float, native: bool = True, pace
 class BatchReceiver:
     """Arrivals of one UDP socket (IP_RECVTOS and SO_TIMESTAMPNS set) read in batches with
     recvmmsg: `read()` returns (data, source address, TOS byte, kernel receive time in the
-    agent's clock or None) for each datagram waiting, at most RECV_BATCH."""
+    agent's clock or None) for each datagram waiting, at most RECV_BATCH.
+
+    nic_recv is called through a prototype that takes the buffers' addresses as plain integers
+    (fixed at construction), and the lengths, addresses, TOS bytes and times are read from the
+    arrays as memoryviews, a list of each at once; source addresses are turned into text once."""
 
     def __init__(self, sock: socket.socket, epoch: float) -> None:
         self.lib = nic_native.load()
@@ -267,25 +271,33 @@ class BatchReceiver:
         self.tos = (ctypes.c_int32 * RECV_BATCH)()
         self.stamps = (ctypes.c_int64 * RECV_BATCH)()
         self._view = memoryview(self.buf).cast("B")
+        self._lens = memoryview(self.lens).cast("B").cast("i")
+        self._addrs = memoryview(self.addrs).cast("B").cast("I")
+        self._tos = memoryview(self.tos).cast("B").cast("i")
+        self._stamps = memoryview(self.stamps).cast("B").cast("q")
+        c = ctypes
+        self._recv = c.CFUNCTYPE(c.c_int, c.c_int, c.c_void_p, c.c_size_t, c.c_int, c.c_void_p, c.c_void_p,
+                                 c.c_void_p, c.c_void_p)(("nic_recv", self.lib))
+        self._args = (self.fd, c.addressof(self.buf), SLOT, RECV_BATCH, c.addressof(self.lens),
+                      c.addressof(self.addrs), c.addressof(self.tos), c.addressof(self.stamps))
         self._names: dict[int, str] = {}
         self.errors = 0
 
     def read(self) -> list[tuple[bytes, str, int, float | None]]:
-        n = self.lib.nic_recv(self.fd, self.buf, SLOT, RECV_BATCH, self.lens, self.addrs, self.tos, self.stamps)
+        n = self._recv(*self._args)
         if n <= 0:
             if n < 0:
                 self.errors += 1
             return []
-        view, names, out = self._view, self._names, []
-        for i in range(n):
-            a = self.addrs[i]
+        view, names, epoch, out = self._view, self._names, self.epoch, []
+        start = 0
+        for length, a, tos, stamp in zip(self._lens[:n].tolist(), self._addrs[:n].tolist(),
+                                         self._tos[:n].tolist(), self._stamps[:n].tolist()):
             src = names.get(a)
             if src is None:
                 src = names[a] = socket.inet_ntoa(a.to_bytes(4, sys.byteorder))
-            stamp = self.stamps[i]
-            start = i * SLOT
-            out.append((view[start:start + self.lens[i]].tobytes(), src, self.tos[i],
-                        stamp / 1e9 - self.epoch if stamp else None))
+            out.append((view[start:start + length].tobytes(), src, tos, stamp / 1e9 - epoch if stamp else None))
+            start += SLOT
         return out
 
 
