@@ -82,7 +82,7 @@ class _CreditFlow:
     __slots__ = (
         "src", "flow_id", "demand", "outstanding", "next_seq", "rate", "w", "next_time", "grid",
         "period_start", "period_end", "used", "lost", "good_rounds", "issued", "entropy", "total_lost",
-        "total_used", "short", "served", "presumed", "round",
+        "total_used", "short", "served", "presumed", "round", "last_issue_s", "issued_in_order",
     )
 
     def __init__(self, src: str, flow_id: int, rate: float, w: float, now: float, rtt: float) -> None:
@@ -90,6 +90,10 @@ class _CreditFlow:
         self.flow_id = flow_id
         self.demand = 0
         self.outstanding: dict[int, float] = {}  # credit seq -> issue time, in issue order
+        # Whether every credit was issued no earlier than the one before it, so that the first
+        # outstanding credit is the oldest (a clock that went back clears it for good).
+        self.last_issue_s = float("-inf")
+        self.issued_in_order = True
         self.next_seq = 1  # 0 means "unscheduled" in DATA
         self.rate = rate
         self.w = w
@@ -305,8 +309,10 @@ class TitaReceiver(ReceiverCC):
     def poll(self, now):
         out: list[tuple[str, wire.CellPacket]] = []
         for flow in self.flows.values():
-            if flow.outstanding:
-                expired = [s for s, t in flow.outstanding.items() if now - t >= self.timeout]
+            outstanding = flow.outstanding
+            # issued in order, the first is the oldest: when it has not expired, none has
+            if outstanding and (not flow.issued_in_order or now - next(iter(outstanding.values())) >= self.timeout):
+                expired = [s for s, t in outstanding.items() if now - t >= self.timeout]
                 for seq in expired:
                     self._lose(flow, seq)
             if now >= flow.period_end:
@@ -369,6 +375,9 @@ class TitaReceiver(ReceiverCC):
         seq = flow.next_seq
         flow.next_seq = (flow.next_seq + 1) & wire.U32 or 1
         flow.outstanding[seq] = now
+        if now < flow.last_issue_s:
+            flow.issued_in_order = False
+        flow.last_issue_s = now
         flow.demand -= 1
         flow.issued += 1
         self.outstanding += 1

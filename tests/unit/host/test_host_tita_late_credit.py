@@ -68,3 +68,19 @@ def test_one_credit_declared_lost_with_none_answered_is_no_measured_rate(answere
     rx.poll(flow.period_end)
     assert (flow.rate < rx.max_rate) == cut
     assert flow.round == 1
+
+
+def test_credits_issued_out_of_time_order_still_expire_each_at_its_own_time():
+    """poll looks past the first outstanding credit only when it has expired, which is exact while
+    credits are issued in time order; a driver whose clock went back makes it scan them all."""
+    cfg = TransportConfig(cc="tita", link_rate_bps=5e6, bdp_cells=16, tita=TitaParams(jitter=0.0))
+    rx = TitaReceiver(cfg)
+    rx.on_control(0.0, "h2", wire.CellPacket(type=wire.CREDIT_REQUEST, flow_id=1, aux=100 * 1024))
+    flow = rx.flows[("h2", 1)]
+    later = rx._issue(flow, 0.010).credit_seq
+    assert flow.issued_in_order
+    earlier = rx._issue(flow, 0.005).credit_seq  # the clock went back
+    assert not flow.issued_in_order
+    rx.poll(0.005 + rx.timeout)  # the second credit has expired, the first (issued later) has not
+    assert rx.credits_lost == 1
+    assert later in flow.outstanding and earlier not in flow.outstanding
