@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.scenario.agent_groups import agent_processes, stalled_hosts
 from testbed.targets import effective_target, packet_path, process_mode
 
 # Share of the cores a run may plan to use: the rest is slack for bursts,
@@ -58,8 +59,9 @@ DEFAULT_IDLE_CPU_PER_PROCESS = 0.01  # CPU-s per second a quiet switch process s
 # A quiet switch inside a fabric process (telemetry every 100 ms, its gRPC and control servers):
 # the reference machine's figure (docs/measurements.md), used until this machine has runs.
 DEFAULT_IDLE_CPU_PER_SWITCH_IN_FABRIC = 0.0014
-# A host agent with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
-# 2-core machine; it matters for large fabrics (128 agents in a k=8 fat-tree).
+# An agent process with nothing to send wakes 20 times a second: 0.0022 CPU-s/s measured on a busy
+# 2-core machine (a group of hosts' agents wakes once for all its members). It matters for large
+# fabrics run with a process per host (128 agents in a k=8 fat-tree).
 DEFAULT_IDLE_CPU_PER_AGENT = 0.003
 MEMORY_PER_SWITCH_BYTES = 80 << 20  # a switch in a process of its own
 # A fabric process: the interpreter, gRPC and the compiled program once, then each switch's
@@ -330,8 +332,10 @@ def largest_fitting(scenario, mode: str, memory: int) -> str:
 def _idle_cpu(scenario, costs: Costs) -> float:
     """CPU-s/s the fabric's processes spend with no traffic at all: per switch as runs on this
     machine measured it, else the reference figure per switch process, or per switch of a fabric
-    process (its telemetry, servers and control ticks grow with the switches it holds)."""
-    agents = len(scenario.topo.hosts) * DEFAULT_IDLE_CPU_PER_AGENT
+    process (its telemetry, servers and control ticks grow with the switches it holds); and each
+    agent process's quiet wake-ups (as a run shares the hosts out, `agent_groups`)."""
+    processes = agent_processes(scenario.topo.hosts, stalled_hosts(scenario), machine_cores())
+    agents = len(processes) * DEFAULT_IDLE_CPU_PER_AGENT
     switches = len(scenario.topo.switches)
     if costs.switch_idle_cpu_per_switch is not None:
         return switches * costs.switch_idle_cpu_per_switch + agents
