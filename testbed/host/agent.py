@@ -243,9 +243,6 @@ class Agent:
         # and this host's lane in it; None: the NIC has a thread of its own.
         self.nic_pacer: NativePacer | None = None
         self.nic_lane = 0
-        # Whether `step` hands what it staged to the NIC (one call per wake-up); a group whose
-        # members share a pacer flushes it once after its round of steps instead.
-        self.flush_each_step = True
         self.nic_engine_note: str | None = None
         self.receiver: BatchReceiver | None = None
         self.nic_dropped = 0
@@ -755,8 +752,7 @@ class Agent:
             self.reason = "timeout"
             return True
         self.wakeups += 1
-        if self.flush_each_step:
-            nicq.flush()  # what this wake-up released, handed to the NIC in one call
+        nicq.flush()  # what this wake-up released, handed to the NIC in one call
         self.wait_due = due
         self.wait_not_before = now + self.coalesce_s
         return False

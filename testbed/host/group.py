@@ -16,8 +16,8 @@ early), then steps every member whose cell socket is readable, whose deadline ha
 has not been stepped for MAX_SLEEP_S. No event waits longer than the window, as for one agent.
 The members' NICs share one native pacing thread, a lane each (their
 counters and lateness apart, `nicqueue.NativePacer`), so their releases wake one thread, not
-one per member; the members stage into the pacer's one buffer and the group hands it over
-once per round of steps (one call, one timer arming), before it sleeps. A member that is
+one per member; each member hands what its step released over at the step's end, as a single
+agent does: a cell may be due at the ToR sooner than a round of steps ends. A member that is
 done (plus its grace), timed out or stopped ends
 (`Agent.end`: its NIC stopped, its sockets closed) while the others go on; the records of
 every member are written at the end, when the process has left SCHED_FIFO, so that no
@@ -175,7 +175,6 @@ class AgentGroup:
             return  # each member's open_nic says why, and uses the pure-Python NIC
         for lane, agent in enumerate(self.agents):
             agent.nic_pacer, agent.nic_lane = self.pacer, lane
-            agent.flush_each_step = False  # the group flushes the pacer after its round (_loop)
 
     def run(self) -> list:
         """Run every member to its end; their AgentResults, in the members' order."""
@@ -223,7 +222,6 @@ class AgentGroup:
         is stepped, so the members' events share the loop's wake-ups."""
         epoch = self.agents[0].epoch  # one clock: the members share the run's epoch
         clock = time.time
-        pacer = self.pacer
         wakeup = self._wakeup
         base = [wakeup] if wakeup is not None else []
         for agent in active:
@@ -246,8 +244,6 @@ class AgentGroup:
                     agent.end()
                     active.remove(agent)
                     ended = True
-            if pacer is not None:
-                pacer.flush()  # what the round staged, every member's, in one hand-over
             if not active:
                 return
             if ended:
