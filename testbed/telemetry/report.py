@@ -281,6 +281,8 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
             parts.append(f"switch {f['switch']} p99 dequeue lag {f['worst_p99_dequeue_lag_us']:.0f} us")
         if f.get("worst_p99_pacer_lateness_us") is not None:
             parts.append(f"host {f['host']} p99 pacer lateness {f['worst_p99_pacer_lateness_us']:.0f} us")
+        if f.get("hosts_not_judged"):
+            parts.append("not judged: " + ", ".join(f"{h} ({why})" for h, why in f["hosts_not_judged"].items()))
         if f.get("cpu_steal_share") is not None:
             parts.append(f"hypervisor steal {100 * f['cpu_steal_share']:.1f}% of the machine's CPU time")
         if f.get("cross_server_cables"):

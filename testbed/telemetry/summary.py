@@ -129,14 +129,19 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
     one reason a run falls behind that no setting of the run removes.
     A fabric over several servers: each cross-server cable's tunnel (result.json's `tunnels`, its
     measured one-way delay and jitter) adds its delay to the modelled link delay the switches
-    apply; a tunnel whose p99 one-way delay exceeds the same threshold made that cable late."""
+    apply; a tunnel whose p99 one-way delay exceeds the same threshold made that cable late.
+    A host whose agent an agent_stall fault stopped is not judged: its cells due during the stall
+    left late because the scenario stopped it, not because the CPU fell behind; it is named in
+    `hosts_not_judged`."""
     threshold = fidelity_threshold_us(scenario)
+    stalled = sorted({f.get("target") for f in scenario.get("faults") or [] if f.get("kind") == "agent_stall"}
+                     & set(hosts))
     cables = cross_server_cables(scenario, tunnels or {}, threshold)
     switch_lag = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us"), name)
                   for name, s in tm_stats.items()]
     switch_lag = [x for x in switch_lag if x[0] is not None]
     host_late = [((h.get("pacer_lateness") or {}).get("p99_us"), name) for name, h in hosts.items()]
-    host_late = [x for x in host_late if x[0] is not None]
+    host_late = [x for x in host_late if x[0] is not None and x[1] not in stalled]
     worst_switch = max(switch_lag, default=None)
     worst_host = max(host_late, default=None)
     switches_behind = bool(worst_switch and worst_switch[0] > threshold)
@@ -148,6 +153,7 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
             "worst_p99_pacer_lateness_us": worst_host[0] if worst_host else None,
             "host": worst_host[1] if worst_host else None,
             "host_p99_pacer_lateness_us": {name: v for v, name in sorted(host_late, key=lambda x: x[1])},
+            "hosts_not_judged": {name: "an agent_stall fault stopped its agent" for name in stalled},
             "switches_behind": switches_behind, "hosts_behind": hosts_behind,
             "behind_real_time": switches_behind or hosts_behind or bool(late_cables),
             "switches_checked": target != "bmv2", "cpu_steal_share": cpu_steal_share,

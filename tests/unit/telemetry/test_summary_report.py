@@ -326,3 +326,19 @@ def test_the_verdict_weighs_each_cross_server_cables_tunnel_against_the_modelled
     assert summaries["b"]["fidelity"]["behind_real_time"] and summaries["b"]["fidelity"]["late_cables"] == ["leaf1-spine1"]
     first = write_report(scenario, {"b": run}, summaries, tmp_path / "out2").read_text().splitlines()[0]
     assert first.startswith("**Fidelity lost") and "the tunnels made the emulation late on leaf1-spine1" in first
+
+
+def test_a_host_an_agent_stall_stopped_is_named_not_judged():
+    from testbed.telemetry.summary import fidelity
+
+    scenario = {"derived": {"cell_wire_bytes": 1090}, "links": {"host": {"rate_mbps": 5}}, "faults": []}
+    hosts = {"h1": {"pacer_lateness": {"p99_us": 300_000.0}}, "h2": {"pacer_lateness": {"p99_us": 200.0}}}
+    judged = fidelity(scenario, {}, hosts)
+    assert judged["hosts_behind"] and judged["host"] == "h1" and judged["hosts_not_judged"] == {}
+    scenario["faults"] = [{"kind": "agent_stall", "target": "h1", "at_s": 1.0, "duration_s": 0.3}]
+    stalled = fidelity(scenario, {}, hosts)
+    assert not stalled["behind_real_time"] and stalled["host"] == "h2"
+    assert stalled["hosts_not_judged"] == {"h1": "an agent_stall fault stopped its agent"}
+    assert "h1" not in stalled["host_p99_pacer_lateness_us"]
+    hosts["h2"]["pacer_lateness"]["p99_us"] = 5000.0  # another host late is still judged
+    assert fidelity(scenario, {}, hosts)["hosts_behind"]
