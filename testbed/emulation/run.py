@@ -503,7 +503,7 @@ class VariantRun:
         failed = {h: c for h, c in self.result.agents.items() if c != 0}
         if failed:
             self.result.notes.append("agents with a non-zero exit code: " + ", ".join(
-                f"{h} ({c}; log {agent_dir / (h + '.log')})" for h, c in sorted(failed.items())))
+                f"{h} ({c}; log {self.agents.log_of(h)})" for h, c in sorted(failed.items())))
 
     def _wait_agents(self, scenario) -> None:
         codes, notes = self.agents.wait(time.monotonic() + scenario.duration_s + AGENT_MARGIN_S + 10)
