@@ -7,7 +7,6 @@ One answer for the pre-flight check (`capacity`: each agent process's idle wake-
 from __future__ import annotations
 
 
-
 def agent_processes(hosts: list[str], solo: set[str], cores: int, per_process: int | None = None
                     ) -> list[list[str]]:
     """The hosts each agent process of a run runs (`testbed.emulation.agents`), in name order.
