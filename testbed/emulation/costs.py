@@ -101,13 +101,16 @@ class IdlePeriod:
 def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path, threshold_us: float,
                   source: str, mode: str = "per_switch", packets: int | None = None,
                   idle_rates: dict[str, float] | None = None, window_s: float | None = None,
-                  switches: int | None = None, calibrate: bool = True) -> dict:
+                  switches: int | None = None, calibrate: bool = True,
+                  not_judged: frozenset[str] = frozenset()) -> dict:
     """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
     measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
     no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
     received, less their quiet wake-ups over their loops; saved as calibration, with the idle rate per
     switch, if real time was kept and `calibrate` (a run over several servers is not: its costs are
-    other machines' too, and its switches also feed tunnels)."""
+    other machines' too, and its switches also feed tunnels). Real time is judged as the fidelity
+    verdict judges it: the hosts in `not_judged` (an agent_stall fault stopped them) are left out
+    of it, their CPU and datagrams not."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     total_cpu = busy_cpu = sum(switch_cpu_s.values())
@@ -136,7 +139,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
         except (OSError, ValueError):
             continue
         datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
-        lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
+        if stats.get("host", path.name.split(".")[0]) not in not_judged:
+            lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
         if stats.get("agent_process") is not None:
             continue  # a group's member: its CPU is its process's, counted once below
         # an agent's quiet wake-ups over its loop (the capacity check adds them as idle demand)

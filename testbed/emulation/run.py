@@ -607,7 +607,8 @@ class VariantRun:
                                           idle_rates=self._idle.rates() if self._idle is not None else None,
                                           window_s=time.monotonic() - self._traffic_started,
                                           switches=len(self.scenario.topo.switches),
-                                          calibrate=not self.runners)
+                                          calibrate=not self.runners,
+                                          not_judged=frozenset(stalled_hosts(self.scenario)))
         self.result.costs["machine_cpu_steal_share"] = steal_share(self._machine_ticks_at_traffic,
                                                                    machine_cpu_ticks())
 

@@ -137,3 +137,17 @@ def test_a_group_of_agents_counts_its_process_cpu_once_and_its_members_datagrams
         {"cpu_s": None, "agent_process": "agents-1", "tx_datagrams": 3000, "rx_datagrams": 5000,
          "pacer_lateness": {"p99_us": 5000.0}}))
     assert costs.measure_costs({"s1": 1.0}, {"s1": tm(20_000, 100)}, tmp_path, 1000.0, "late")["calibrates"] is False
+
+
+def test_a_host_an_agent_stall_stopped_does_not_keep_a_run_from_calibrating(tmp_path, monkeypatch):
+    monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
+    agent(tmp_path, "h1", 1.0, 6000, 4000, 300.0)
+    agent(tmp_path, "h2", 1.0, 6000, 4000, 400_000.0)  # its lateness is the stall's length
+    judged = costs.measure_costs({"s1": 2.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "stall run")
+    assert judged["calibrates"] is False
+    stalled = costs.measure_costs({"s1": 2.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "stall run",
+                                  not_judged=frozenset({"h2"}))
+    assert stalled["calibrates"] is True and stalled["agent_datagrams"] == 20_000
+    agent(tmp_path, "h1", 1.0, 6000, 4000, 5000.0)  # another host behind still keeps it out
+    assert costs.measure_costs({"s1": 2.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "stall run",
+                               not_judged=frozenset({"h2"}))["calibrates"] is False
