@@ -281,16 +281,30 @@ def test_agent_reads_a_short_batch_once_and_a_full_one_again(tmp_path):
         agent.sock.close()
 
 
+def sent_counts(nics, expected: tuple, timeout_s: float = 1.0) -> tuple:
+    """Each lane's sent count once it reaches `expected` (or after `timeout_s`): the pacing thread
+    counts a datagram after its sendmmsg returns, which can be after the receiver already has it."""
+    deadline = time.monotonic() + timeout_s
+    while (counts := tuple(nic.sent for nic in nics)) != expected and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return counts
+
+
+def shared_pacer(receiver: str, first: str, second: str, lanes: int):
+    """A listener on `receiver`, two flow sockets (on `first` and `second`) and a pacer of `lanes`
+    lanes with a NativeNic per lane (skips without the native NIC)."""
+    native_or_skip()
+    rx = listener(receiver)
+    flows = [FlowSocket.on_port(first, 0), FlowSocket.on_port(second, 0)]
+    epoch = time.time()
+    pacer = NativePacer(lanes=lanes)
+    return rx, rx.getsockname()[1], flows, epoch, pacer, [NativeNic(epoch, pacer, lane) for lane in range(lanes)]
+
+
 def test_hosts_sharing_one_pacing_thread_keep_their_counts_lateness_and_queue_apart():
     """A group's members share one thread, a lane each: one thread sends every lane's datagrams in
     release order, each lane counts and times its own, and one lane's close drops only its own."""
-    native_or_skip()
-    rx = listener("127.0.0.61")
-    port = rx.getsockname()[1]
-    flows = [FlowSocket.on_port("127.0.0.62", 0), FlowSocket.on_port("127.0.0.63", 0)]
-    epoch = time.time()
-    pacer = NativePacer(lanes=3)
-    nics = [NativeNic(epoch, pacer, lane) for lane in range(3)]
+    rx, port, flows, epoch, pacer, nics = shared_pacer("127.0.0.61", "127.0.0.62", "127.0.0.63", lanes=3)
     for nic in nics:
         nic.start()  # the first starts the thread, the others find it running
     now = time.time() - epoch
@@ -303,7 +317,7 @@ def test_hosts_sharing_one_pacing_thread_keep_their_counts_lateness_and_queue_ap
     nics[2].flush()
     nics[0].submit(now + 60, flows[0], "127.0.0.61", port, b"dropped", 0)
     assert drain(rx, 3) == [(b"a", 2), (b"b", 0), (b"c", 2)]
-    assert (nics[0].sent, nics[1].sent, nics[2].sent) == (1, 2, 0)
+    assert sent_counts(nics, (1, 2, 0)) == (1, 2, 0)
     assert len(nics[0].lateness_us()) == 1 and len(nics[1].lateness_us()) == 2 and nics[2].lateness_us() == []
     assert (nics[0].queued(), nics[2].queued()) == (1, 1)
     assert nics[2].close() == 1 and nics[0].queued() == 1  # lane 2's close leaves lane 0's queue
@@ -318,13 +332,7 @@ def test_lanes_of_a_pacer_stage_into_one_buffer_that_one_flush_hands_over():
     """A group's members stage into their pacer's buffer; nothing is queued until one flush (the
     pacer's, or any lane's) hands every lane's datagrams over, in release order, each counted in
     its own lane."""
-    native_or_skip()
-    rx = listener("127.0.0.64")
-    port = rx.getsockname()[1]
-    flows = [FlowSocket.on_port("127.0.0.65", 0), FlowSocket.on_port("127.0.0.66", 0)]
-    epoch = time.time()
-    pacer = NativePacer(lanes=2)
-    nics = [NativeNic(epoch, pacer, lane) for lane in range(2)]
+    rx, port, flows, epoch, pacer, nics = shared_pacer("127.0.0.64", "127.0.0.65", "127.0.0.66", lanes=2)
     pacer.start()
     now = time.time() - epoch
     nics[0].stage(now + 0.010, flows[0], "127.0.0.64", port, b"b", 0)
@@ -337,6 +345,6 @@ def test_lanes_of_a_pacer_stage_into_one_buffer_that_one_flush_hands_over():
     nics[1].stage(now, flows[1], "127.0.0.64", port, b"c", 0)
     nics[0].flush()  # a lane's flush hands over the other lanes' staged datagrams too
     assert drain(rx, 1) == [(b"c", 0)]
-    assert (nics[0].sent, nics[1].sent) == (1, 2) and nics[0].errors == nics[1].errors == 0
+    assert sent_counts(nics, (1, 2)) == (1, 2) and nics[0].errors == nics[1].errors == 0
     assert nics[0].close() == 0 and nics[1].close() == 0
     assert pacer.stop() == 0
