@@ -214,6 +214,7 @@ class Agent:
         self.wakeups = 0
         self.lateness = Lateness()  # pacer lateness: the host half of the fidelity verdict
         self._cpu0 = 0.0
+        self.loop_cpu_s: float | None = None  # CPU from begin() to end() (`cpu_s` in the stats)
         self.seed = seed
         # The host->ToR direction of the host link (the ToR's traffic manager
         # models the other): a cell the NIC pacer put on the wire at `start`
@@ -775,6 +776,7 @@ class Agent:
         and close every socket; the records are written after (`write_records`)."""
         self.nic_dropped = self.nicq.close() if self.nicq is not None else 0
         self.ended_at = self.now()
+        self.loop_cpu_s = self.cpu_s() - self._cpu0  # the loop's; writing the records is not per-cell work
         self._sample(self.ended_at)
         if self._progress_fd is not None:
             self.report_progress(self._progress_fd)
@@ -857,7 +859,7 @@ class Agent:
             self.lateness.samples_us.extend(self.nicq.lateness_us())
         cells = self.tx_datagrams + self.rx_datagrams
         # in a group (testbed.host.group) the CPU is the process's, in its <group>.process.json
-        cpu = None if self.agent_process is not None else self.cpu_s() - self._cpu0
+        cpu = None if self.agent_process is not None else self.loop_cpu_s
         self.udp_source_ports = {self.by_addr.get(dst, dst): sport for (dst, ch), sport in self._flow_sport.items()
                                  if ch == 0}
         by_channel: dict[str, dict[str, int]] = {}

@@ -181,6 +181,7 @@ class AgentGroup:
         self.scheduling = enter_realtime(self.realtime_priority)
         self._share_pacer()  # after the scheduling change: the thread takes it
         active: list[Agent] = []
+        cpu0: float | None = None
         try:
             for agent in self.agents:
                 agent.begin()  # after the scheduling change: each NIC's pacing thread takes it
@@ -200,12 +201,14 @@ class AgentGroup:
             if self.pacer is not None:
                 self.pacer.stop()  # every lane has dropped what it still held
             t1 = self.agents[0].now()
+            # the loop's CPU, as a single agent's `cpu_s`: the records written next are not per-cell work
+            loop_cpu_s = Agent.cpu_s() - cpu0 if cpu0 is not None else None
             leave_realtime(self.scheduling)
             for agent in self.agents:
                 if agent.ended_at is not None:
                     agent.write_records(agent.reason)
             self.close_signals()
-        self.cpu_s = Agent.cpu_s() - cpu0
+        self.cpu_s = loop_cpu_s
         self.t_s = (t0, t1)
         self.write_process_file()
         return [agent.result() for agent in self.agents]

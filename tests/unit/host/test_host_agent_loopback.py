@@ -89,3 +89,28 @@ def test_bad_files_raise_clear_errors(tmp_path):
     with pytest.raises(AgentError, match="h9"):
         Agent("h1", "127.0.0.9", {"h1": "127.0.0.9"}, [workloads.MessageSpec("h1", "h9", 0, 10)],
               cfg, tmp_path, seed=1)
+
+
+def test_an_agents_cpu_is_its_loops_and_leaves_out_the_records_written_after_it(tmp_path, monkeypatch):
+    """`cpu_s` in the stats is the loop's CPU, from begin() to end(): the records written after the
+    loop (its messages' JSON lines first) are not per-cell work and are not counted."""
+    import time
+
+    write_jsonl = records.write_jsonl
+    burnt = []
+
+    def slow_write_jsonl(path, rows):
+        started = time.process_time()
+        while time.process_time() - started < 0.3:  # CPU, not sleep: what a slow JSON dump costs
+            pass
+        burnt.append(time.process_time() - started)
+        write_jsonl(path, rows)
+
+    monkeypatch.setattr(records, "write_jsonl", slow_write_jsonl)
+    hosts = {"h1": "127.0.0.7", "h2": "127.0.0.8"}  # h2 is never started: h1 retransmits until its timeout
+    cfg = TransportConfig(cc="none", link_rate_bps=20e6, bdp_cells=16)
+    agent = Agent("h1", hosts["h1"], hosts, [workloads.MessageSpec("h1", "h2", 0, 5000)], cfg, tmp_path / "rec",
+                  seed=1, timeout_s=0.3)
+    assert agent.run().reason == "timeout"
+    stats = json.loads((tmp_path / "rec" / "h1.stats.json").read_text())
+    assert burnt and stats["cpu_s"] is not None and stats["cpu_s"] < burnt[0]

@@ -265,3 +265,32 @@ def test_a_member_that_times_out_is_named_and_the_group_exits_3_while_the_others
     assert stats_of(tmp_path, "h1")["end_reason"] == "timeout"
     assert stats_of(tmp_path, "h3")["end_reason"] == "done"
     assert json.loads((tmp_path / "rec" / "agents-1.process.json").read_text())["members"] == ["h1", "h3"]
+
+
+def test_the_group_cpu_is_its_loops_and_leaves_out_the_records_written_after_it(tmp_path, monkeypatch):
+    """The process's cpu_s is the CPU of its loop (what a datagram costs), as a single agent's is:
+    the members' records, written once the loop is over, are not counted in it."""
+    from testbed.host.agent import Agent
+    from testbed.host.group import build_group
+
+    hosts = {"h1": "127.0.4.21", "h2": "127.0.4.22"}
+    wl = workloads.permutation(list(hosts), 30_000, seed=3, start_us=20_000)
+    group, _epoch_file, _epoch, _timeout = build_group(setup(tmp_path, hosts, wl))
+    write_records = Agent.write_records
+    burnt = {}
+
+    def slow_write_records(agent, reason):
+        started = time.process_time()
+        while time.process_time() - started < 0.25:  # CPU, not sleep: what a slow JSON dump costs
+            pass
+        burnt[agent.name] = time.process_time() - started
+        write_records(agent, reason)
+
+    monkeypatch.setattr(Agent, "write_records", slow_write_records)
+    for agent in group.agents:
+        agent.epoch = time.time() + 0.1
+    results = group.run()
+    assert [r.reason for r in results] == ["done", "done"]
+    assert sorted(burnt) == ["h1", "h2"]
+    process = json.loads((tmp_path / "rec" / "agents-1.process.json").read_text())
+    assert 0 < process["cpu_s"] < sum(burnt.values())  # 0.5 s burnt writing records, outside the loop
