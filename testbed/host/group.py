@@ -38,7 +38,6 @@ import json
 import os
 import select
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ from testbed.host.agent import MAX_SLEEP_S, Agent, AgentError, enter_realtime, l
 from testbed.host import nic_native
 from testbed.host.netns import NetNamespace
 from testbed.host.nicqueue import NativePacer
-from testbed.host.slow import COMMAND_SIGNAL
+from testbed.host.slow import COMMAND_SIGNAL, SignalWakeup
 
 FD_SETSIZE = 1024  # select()'s limit on a descriptor's number
 
@@ -112,8 +111,7 @@ class AgentGroup:
         self.cpu_s: float | None = None
         self.t_s: tuple[float, float] | None = None
         self._signalled = False
-        self._wakeup: socket.socket | None = None
-        self._writer: socket.socket | None = None
+        self._wakeup: SignalWakeup | None = None
         self.pacer: NativePacer | None = None  # the members' shared pacing thread (_share_pacer)
         for agent in agents:
             agent.agent_process = name
@@ -130,11 +128,7 @@ class AgentGroup:
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(COMMAND_SIGNAL, on_command)
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
-        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        self._wakeup, self._writer = reader, writer
+        self._wakeup = SignalWakeup()
         for agent in self.agents:
             if agent.commands is not None:
                 agent.commands.changed()  # what the file holds now is not a command yet
@@ -142,17 +136,8 @@ class AgentGroup:
     def close_signals(self) -> None:
         if self._wakeup is None:
             return
-        signal.set_wakeup_fd(-1)
         self._wakeup.close()
-        self._writer.close()
         self._wakeup = None
-
-    def _drain(self) -> None:
-        try:
-            while self._wakeup.recv(512):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
 
     def _take_commands(self) -> list[Agent]:
         """After a SIGUSR1: the members whose command file changed, marked to apply it."""
@@ -265,7 +250,7 @@ class AgentGroup:
             now = clock() - epoch
             commanded: list[Agent] = []
             if ready and wakeup in ready:
-                self._drain()
+                wakeup.drain()
             if self._signalled:
                 commanded = self._take_commands()
             steps = []

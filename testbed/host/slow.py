@@ -58,6 +58,37 @@ def read_command(path: Path) -> SlowCommand:
     return SlowCommand(delay, rate)
 
 
+class SignalWakeup:
+    """A socket that becomes readable when any signal arrives: the interpreter writes a byte to its
+    other end (`signal.set_wakeup_fd`), so a loop's select returns at once instead of at its next
+    timeout. One per process: `open()` takes the interpreter's wake-up fd, `close()` gives it back."""
+
+    def __init__(self) -> None:
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        self.reader, self._writer = reader, writer
+
+    def fileno(self) -> int:
+        return self.reader.fileno()
+
+    def drain(self) -> bool:
+        """Empty the socket (its bytes only say that a signal came); whether there were any."""
+        got = False
+        try:
+            while self.reader.recv(512):
+                got = True
+        except (BlockingIOError, InterruptedError):
+            pass
+        return got
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(-1)
+        self.reader.close()
+        self._writer.close()
+
+
 class SlowCommands:
     """The agent's side: `install()` the signal handler before saying it is ready; `take()` in the
     loop returns the newest command once per signal (None when none came)."""
@@ -65,7 +96,7 @@ class SlowCommands:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.pending = False
-        self.wakeup: socket.socket | None = None  # readable after any signal: the loop's select wakes
+        self.wakeup: SignalWakeup | None = None  # readable after any signal: the loop's select wakes
         self.woken = 0  # times the wake-up socket woke the loop (drain found bytes)
         self._seen: bytes | None = None  # the file's bytes when `changed()` last read it
 
@@ -73,31 +104,19 @@ class SlowCommands:
         """The handler, and a wake-up socket the interpreter writes to on each signal (so the
         agent's select returns at once instead of at its next timeout)."""
         signal.signal(COMMAND_SIGNAL, self._on_signal)
-        reader, writer = socket.socketpair()
-        reader.setblocking(False)
-        writer.setblocking(False)
-        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        self.wakeup, self._writer = reader, writer
+        self.wakeup = SignalWakeup()
 
     def close(self) -> None:
         """Undo install(): the signal's default action and no wake-up socket."""
         if self.wakeup is None:
             return
-        signal.set_wakeup_fd(-1)
         signal.signal(COMMAND_SIGNAL, signal.SIG_DFL)
         self.wakeup.close()
-        self._writer.close()
         self.wakeup = None
 
     def drain(self) -> None:
         """Empty the wake-up socket (its bytes only say that a signal came)."""
-        got = False
-        try:
-            while self.wakeup.recv(512):
-                got = True
-        except (BlockingIOError, InterruptedError):
-            pass
-        self.woken += got
+        self.woken += self.wakeup.drain()
 
     def _on_signal(self, signum, frame) -> None:
         self.pending = True

@@ -7,6 +7,7 @@ import os
 import select
 import struct
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -111,6 +112,10 @@ def test_carrier_events_arrive_when_the_far_end_goes_down():
         subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
         subprocess.run(["ip", "link", "set", a, "up"], check=True)
         subprocess.run(["ip", "link", "set", b, "up"], check=True)
+        # the kernel raises a veth's carrier from its link-watch work, after `ip link set up` returns
+        deadline = time.monotonic() + 5.0
+        while not carrier.usable(carrier.link_flags(a)) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert carrier.usable(carrier.link_flags(a))
         events.read()
         subprocess.run(["ip", "link", "set", b, "down"], check=True)
