@@ -234,6 +234,17 @@ def recompute(v: Variant) -> dict:
     out["fidelity/worst_p99_pacer_lateness_us"] = max(late, default=None)
     out["fidelity/behind_real_time"] = bool((lags and max(lags) > threshold) or (late and max(late) > threshold))
     out["fidelity/cpu_steal_share"] = (v.result.get("costs") or {}).get("machine_cpu_steal_share")  # /proc/stat's
+    # the cores' busy share over the traffic and in its busiest second, from the raw /proc/stat
+    # readings [t_s, steal, idle, total] the run kept (intervals under 0.5 s give no second's share)
+    samples = (v.result.get("costs") or {}).get("machine_cpu_samples") or []
+    busy = None
+    seconds = []
+    if len(samples) >= 2:
+        busy = round(1 - (samples[-1][2] - samples[0][2]) / (samples[-1][3] - samples[0][3]), 4)
+        seconds = [round(1 - (b[2] - a[2]) / (b[3] - a[3]), 4) for a, b in zip(samples, samples[1:])
+                   if b[0] - a[0] >= 0.5 and b[3] > a[3]]
+    out["fidelity/cpu_busy_share"] = busy
+    out["fidelity/cpu_busiest_second_share"] = max(seconds, default=None)
 
     out.update(recompute_ideal(v, loads, out))
     return out
@@ -620,6 +631,12 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
         steal = figures[n]["fidelity/cpu_steal_share"]
         if steal is not None and f"hypervisor steal {100 * steal:.1f}% of the machine's CPU time" not in first:
             problems.append(f"report.md first line does not give {n}'s CPU steal as {100 * steal:.1f}%")
+        busy, busiest = figures[n]["fidelity/cpu_busy_share"], figures[n]["fidelity/cpu_busiest_second_share"]
+        if busy is not None:
+            said = f"cores busy {100 * busy:.0f}% of the traffic's time" + (
+                f", {100 * busiest:.0f}% in its busiest second" if busiest is not None else "")
+            if said not in first:
+                problems.append(f"report.md first line does not say {n}'s '{said}'")
     return problems
 
 

@@ -42,25 +42,6 @@ IDLE_MARGIN_S = 0.1  # kept clear of the epoch and of the first message at both 
 MAX_IDLE_SHARE = 0.9
 
 
-def machine_cpu_ticks() -> tuple[int, int] | None:
-    """(ticks the hypervisor stole, all ticks) of the whole machine so far (/proc/stat's cpu line),
-    None where there is no such file."""
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, IndexError, ValueError):
-        return None
-    # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user and nice]
-    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
-def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
-    """The share of the machine's CPU time its hypervisor gave to others between two readings: time
-    every process of the run waited for, whatever the scheduling; None without two readings."""
-    if before is None or after is None or after[1] <= before[1]:
-        return None
-    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
-
-
 def process_cpu_s(pid: int) -> float | None:
     """User + system CPU seconds of a live process (/proc/PID/stat), None if gone."""
     try:

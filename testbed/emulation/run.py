@@ -30,7 +30,8 @@ from testbed.telemetry.live import host_readings
 from testbed.emulation.agents import AgentSet, AgentStartError, namespace_file
 from testbed.emulation.cluster import Runner, check_shared, control_directory, server_address
 from testbed.emulation.cluster_network import ClusterNetwork
-from testbed.emulation.costs import IdlePeriod, machine_cpu_ticks, measure_costs, process_cpu_s, steal_share
+from testbed.emulation.costs import IdlePeriod, measure_costs, process_cpu_s
+from testbed.emulation.machine_load import MachineLoad
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
 from testbed.emulation.packet_path import choose as choose_packet_path
@@ -158,7 +159,7 @@ class VariantRun:
         self.result = RunResult(variant.name, run_dir, target="")
         self._cpu_at_traffic: dict[str, float] = {}  # switch CPU seconds when the agents started
         self._traffic_started = 0.0  # time.monotonic() then
-        self._machine_ticks_at_traffic: tuple[int, int] | None = None  # /proc/stat then (steal, total)
+        self._machine_load: MachineLoad | None = None  # the machine's CPU ticks from the traffic's start
         self._idle: IdlePeriod | None = None  # the switches' CPU before the first message
 
     # -- the steps ---------------------------------------------------------------
@@ -428,7 +429,7 @@ class VariantRun:
         epoch_file = agent_dir / "epoch"
         self._cpu_at_traffic = {p.name: self._cpu_s(p) or 0.0 for p in self.processes}
         self._traffic_started = time.monotonic()
-        self._machine_ticks_at_traffic = machine_cpu_ticks()
+        self._machine_load = MachineLoad().start()
         busy = sorted({m.src for m in messages} | {m.dst for m in messages})
         self.result.host_counters["before"] = self._read_host_counters(busy)
         self.progress(f"traffic: {len(messages)} messages among {len(busy)} hosts, cc={scenario.transport.cc}, "
@@ -609,8 +610,8 @@ class VariantRun:
                                           switches=len(self.scenario.topo.switches),
                                           calibrate=not self.runners,
                                           not_judged=frozenset(stalled_hosts(self.scenario)))
-        self.result.costs["machine_cpu_steal_share"] = steal_share(self._machine_ticks_at_traffic,
-                                                                   machine_cpu_ticks())
+        if self._machine_load is not None:
+            self.result.costs.update(self._machine_load.stop())
 
     @staticmethod
     def _cpu_s(process) -> float | None:

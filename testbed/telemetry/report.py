@@ -283,6 +283,10 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
             parts.append(f"host {f['host']} p99 pacer lateness {f['worst_p99_pacer_lateness_us']:.0f} us")
         if f.get("hosts_not_judged"):
             parts.append("not judged: " + ", ".join(f"{h} ({why})" for h, why in f["hosts_not_judged"].items()))
+        if f.get("cpu_busy_share") is not None:
+            busiest = f.get("cpu_busiest_second_share")
+            parts.append(f"cores busy {100 * f['cpu_busy_share']:.0f}% of the traffic's time"
+                         + (f", {100 * busiest:.0f}% in its busiest second" if busiest is not None else ""))
         if f.get("cpu_steal_share") is not None:
             parts.append(f"hypervisor steal {100 * f['cpu_steal_share']:.1f}% of the machine's CPU time")
         if f.get("cross_server_cables"):

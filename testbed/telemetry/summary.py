@@ -121,12 +121,16 @@ def host_stats(run_dir: Path) -> dict[str, dict]:
 
 
 def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str | None = "builtin",
-             cpu_steal_share: float | None = None, tunnels: dict | None = None) -> dict:
+             cpu_steal_share: float | None = None, tunnels: dict | None = None,
+             cpu_busy_share: float | None = None, cpu_busiest_second_share: float | None = None) -> dict:
     """Switches: p99 dequeue lag of each traffic manager; hosts: p99 pacer lateness of each agent.
     Either beyond one data cell's time on the host link means the CPU, not the model, set the timing.
     bmv2 reports no departure lag: its switches are "not checked", never "kept". The share of the
     machine's CPU its hypervisor took over the run (result.json's costs) is carried along: it is
-    one reason a run falls behind that no setting of the run removes.
+    one reason a run falls behind that no setting of the run removes; so are the shares of the
+    machine's ticks its cores were busy over the traffic and in its busiest second
+    (testbed.emulation.machine_load): cores busy all of a second mean the fabric asked for more CPU
+    than the machine has at these rates.
     A fabric over several servers: each cross-server cable's tunnel (result.json's `tunnels`, its
     measured one-way delay and jitter) adds its delay to the modelled link delay the switches
     apply; a tunnel whose p99 one-way delay exceeds the same threshold made that cable late.
@@ -157,6 +161,7 @@ def fidelity(scenario: dict, tm_stats: dict, hosts: dict[str, dict], target: str
             "switches_behind": switches_behind, "hosts_behind": hosts_behind,
             "behind_real_time": switches_behind or hosts_behind or bool(late_cables),
             "switches_checked": target != "bmv2", "cpu_steal_share": cpu_steal_share,
+            "cpu_busy_share": cpu_busy_share, "cpu_busiest_second_share": cpu_busiest_second_share,
             "cross_server_cables": cables or None, "late_cables": late_cables}
 
 
@@ -259,9 +264,10 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["pfc"] = pfc_figures(scenario, tm_stats, hosts)
     summary["pingall"] = result.get("pingall")
     summary["notes"] = result.get("notes", [])
+    costs = result.get("costs") or {}
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"),
-                                   (result.get("costs") or {}).get("machine_cpu_steal_share"),
-                                   result.get("tunnels"))
+                                   costs.get("machine_cpu_steal_share"), result.get("tunnels"),
+                                   costs.get("machine_cpu_busy_share"), costs.get("machine_cpu_busiest_second_share"))
     summary["faults"] = faults(run_dir)
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
     summary["recovery"] = recovery(run_dir, scenario, topology)

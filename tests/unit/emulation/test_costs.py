@@ -94,26 +94,6 @@ def test_the_idle_period_measures_a_quiet_and_a_busy_process():
     assert costs.IdlePeriod({"x": 1}, time.time(), 0.3).start().rates() is None  # too short to measure
 
 
-def test_steal_is_the_stolen_share_of_all_ticks_between_two_readings():
-    from testbed.emulation.costs import steal_share
-
-    assert steal_share((100, 10_000), (150, 10_500)) == 0.1
-    assert steal_share((100, 10_000), (100, 10_000)) is None  # no time passed: no share to give
-    assert steal_share(None, (150, 10_500)) is None
-
-
-def test_this_machines_cpu_ticks_are_read_from_proc_stat(monkeypatch, tmp_path):
-    from testbed.emulation import costs
-
-    stat = tmp_path / "stat"
-    stat.write_text("cpu  10 1 5 80 2 0 1 7 3 0\ncpu0 5 0 2 40 1 0 0 4 0 0\n")
-    real_path = costs.Path
-    monkeypatch.setattr(costs, "Path", lambda p: stat if p == "/proc/stat" else real_path(p))
-    assert costs.machine_cpu_ticks() == (7, 106)  # guest time is inside user time: not counted twice
-    stat.write_text("")
-    assert costs.machine_cpu_ticks() is None
-
-
 def test_a_group_of_agents_counts_its_process_cpu_once_and_its_members_datagrams(tmp_path, monkeypatch):
     monkeypatch.setattr(capacity, "CALIBRATION_PATH", tmp_path / "calibration.json")
     # one single agent as today: 1.3 CPU-s over a 100 s loop, 0.3 of them quiet, 10,000 datagrams

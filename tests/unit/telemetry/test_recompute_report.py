@@ -59,6 +59,17 @@ def test_a_cpu_steal_the_report_misstates_is_caught(out, capsys):
     assert "CPU steal as 5.0%" in capsys.readouterr().out
 
 
+def test_a_cores_busy_share_the_report_misstates_is_caught(out, capsys):
+    summaries = json.loads((out / "summary.json").read_text())
+    for name in summaries:
+        result_path = next(p for p in out.glob("*/result.json") if json.loads(p.read_text())["variant"] == name)
+        result = json.loads(result_path.read_text())
+        result["costs"] = {"machine_cpu_samples": [[0.0, 0, 1000, 2000], [1.0, 0, 1002, 2200]]}
+        result_path.write_text(json.dumps(result))
+    assert recompute_report.main([str(out)]) == 1  # the report, written before, does not say it
+    assert "cores busy 99% of the traffic's time, 99% in its busiest second" in capsys.readouterr().out
+
+
 def test_a_wrong_figure_in_report_md_is_caught(out, capsys):
     text = (out / "report.md").read_text()
     (out / "report.md").write_text(text.replace("| 2 / 2 |", "| 2 / 1 |", 1))

@@ -166,6 +166,16 @@ def test_a_run_behind_real_time_says_how_much_cpu_the_hypervisor_took(tmp_path, 
     assert first.startswith("**Fidelity lost") and "hypervisor steal 7.3% of the machine's CPU time" in first
 
 
+def test_a_run_behind_real_time_says_how_busy_the_cores_were(tmp_path, scenario):
+    run = make_run(tmp_path / "a", scenario, lateness_p99_us=5000)
+    edit_json(run / "result.json", lambda r: r.update(costs={"machine_cpu_busy_share": 0.8125,
+                                                           "machine_cpu_busiest_second_share": 0.995}))
+    summaries = {"a": summarize_variant(run, scenario.topo)}
+    assert summaries["a"]["fidelity"]["cpu_busy_share"] == 0.8125
+    first = write_report(scenario, {"a": run}, summaries, tmp_path / "out").read_text().splitlines()[0]
+    assert first.startswith("**Fidelity lost") and "cores busy 81% of the traffic's time, 100% in its busiest second" in first
+
+
 def test_jain_fairness():
     assert jain_fairness([1, 1, 1, 1]) == pytest.approx(1.0)
     assert jain_fairness([1, 0, 0, 0]) == pytest.approx(0.25)
