@@ -86,20 +86,22 @@ def _agent_pair() -> list[str]:
 
 
 def _floors() -> list[str]:
-    """The transport floor for fattree.yaml's cc (none) and for tita, the kernel floor at one host's
-    datagram rate at 5 Mbit/s (600/s) and at eight hosts' (4,800/s), and their sum."""
+    """The transport floor for fattree.yaml's cc (none) and for tita; the kernel floor at one host's
+    datagram rate at 5 Mbit/s (600/s) and at eight hosts' (4,800/s), one datagram per wake-up, and
+    at 600/s with 8 per wake-up, which splits it into per wake-up and per datagram; and the sums."""
     drives = {cc: transport_floor.median_drive(cc) for cc in ("none", "tita")}
     lines = [transport_floor.line(*drives[cc]) for cc in drives]
     try:
-        floors = udp_floor.measure_rates((600, 4800))
+        one_host, eight_hosts, batched = udp_floor.measure_all(((600, 1), (4800, 1), (600, 8)))
     except udp_floor.FloorUnavailable as why:
         return lines + [f"kernel UDP floor: skipped: {why}"]
-    lines += [udp_floor.line(f) for f in floors]
-    kernel = floors[0].mean_us
+    lines += [udp_floor.line(f) for f in (one_host, eight_hosts, batched)]
+    lines.append(udp_floor.split_line(one_host, batched))
+    kernel = one_host.mean_us
     for cc, (drive, _low, _high) in drives.items():
-        lines.append(f"agent floor, cc={cc}: transport {drive.us_per_datagram:.1f} + kernel at "
-                     f"{floors[0].rate:,.0f}/s {kernel:.1f} = {drive.us_per_datagram + kernel:.1f} CPU us per datagram "
-                     "sent or received (an agent in a run costs at least this)")
+        lines.append(f"agent floor, cc={cc}, one wake-up per datagram: transport {drive.us_per_datagram:.1f} + kernel "
+                     f"at {one_host.rate:,.0f}/s {kernel:.1f} = {drive.us_per_datagram + kernel:.1f} CPU us per "
+                     "datagram sent or received")
     return lines
 
 

@@ -13,7 +13,8 @@ The driver's rule, on a virtual clock: one heap holds every arrival and each hos
 them). It takes the earliest event; at equal times a deadline goes before an arrival (the agent's
 replay polls what is due at or before an arrival first). A deadline polls its host: the runner,
 then the endpoint, whose transmits become arrivals. An arrival is received (`ep.receive` at its
-time) and its host is then polled at that time, as the agent polls after what it read. A host whose
+time) and its host is then polled at that time: one poll per arrival, as an agent that reads one
+arrival per wake-up polls (the agent's replay polls once after each batch it reads). A host whose
 next deadline is not after the time it was polled at is polled again just after it (the agent's
 rule for a poll that made no progress). A deadline superseded by a later poll is skipped. It ends
 when no event is left, or at `limit_s` of virtual time.
@@ -67,6 +68,7 @@ class Drive:
     cc: str
     tx: int
     rx: int
+    polls: int
     cpu_s: float
     virtual_s: float
     delivered: int  # messages delivered and verified, all hosts
@@ -136,16 +138,16 @@ class Hosts:
                      if not (self.expected_in[h] <= r.received and r.finished()))
 
 
-def drive(hosts: Hosts, network: IdealNetwork, limit_s: float) -> tuple[int, int, float]:
-    """Run `hosts` on `network` by the module's rule; returns datagrams sent, datagrams received
-    and the virtual time of the last event served."""
+def drive(hosts: Hosts, network: IdealNetwork, limit_s: float) -> tuple[int, int, int, float]:
+    """Run `hosts` on `network` by the module's rule; returns datagrams sent, datagrams received,
+    polls (of a runner and its endpoint) and the virtual time of the last event served."""
     eps, runners, addr = hosts.endpoints, hosts.runners, hosts.addr
     host_of = {a: h for h, a in addr.items()}
     events: list[tuple] = [(0.0, _DEADLINE, i, h, 0) for i, h in enumerate(eps)]
     heapq.heapify(events)
     version = dict.fromkeys(eps, 0)  # a deadline entry counts only while it is its host's latest
     order = len(events)
-    tx = rx = 0
+    tx = rx = polls = 0
     t = 0.0
     arrival, pop, push = network.arrival, heapq.heappop, heapq.heappush
     while events:
@@ -159,6 +161,7 @@ def drive(hosts: Hosts, network: IdealNetwork, limit_s: float) -> tuple[int, int
         elif item != version[h]:
             continue
         ep, runner = eps[h], runners[h]
+        polls += 1
         runner.poll(t)
         here = addr[h]
         for x in ep.poll(t):
@@ -174,7 +177,7 @@ def drive(hosts: Hosts, network: IdealNetwork, limit_s: float) -> tuple[int, int
         if due is not None:
             order += 1
             push(events, (due if due > t else t + 1e-9, _DEADLINE, order, h, version[h]))
-    return tx, rx, t
+    return tx, rx, polls, t
 
 
 def measure(cc: str | None = None, hosts: int = 16, message_bytes: int = 2 << 20, scenario: Path = SCENARIO,
@@ -184,10 +187,10 @@ def measure(cc: str | None = None, hosts: int = 16, message_bytes: int = 2 << 20
     specs = permutation(hosts, message_bytes)
     built = Hosts.build(cfg, specs, seed)
     cpu0 = time.process_time()
-    tx, rx, virtual_s = drive(built, network, limit_s)
+    tx, rx, polls, virtual_s = drive(built, network, limit_s)
     cpu = time.process_time() - cpu0
     runners = built.runners.values()
-    return Drive(hosts, message_bytes, cfg.cc, tx, rx, cpu, virtual_s,
+    return Drive(hosts, message_bytes, cfg.cc, tx, rx, polls, cpu, virtual_s,
                  delivered=sum(len(r.received) for r in runners), expected=len(specs),
                  verify_failures=sum(r.verify_failures for r in runners), incomplete=built.not_done())
 
@@ -206,5 +209,5 @@ def line(d: Drive, low: float | None = None, high: float | None = None) -> str:
     spread = "" if low is None else f", median of drives ranging {low:.1f}-{high:.1f}"
     return (f"transport floor, cc={d.cc} ({d.hosts} hosts in one process, permutation of "
             f"{d.message_bytes / (1 << 20):g} MiB, ideal network, virtual clock): {d.us_per_datagram:.1f} CPU us "
-            f"per datagram sent or received{spread} ({d.tx} sent, {d.rx} received, {d.cpu_s:.2f} CPU s, "
+            f"per datagram sent or received{spread} ({d.tx} sent, {d.rx} received, {d.polls} polls, {d.cpu_s:.2f} CPU s, "
             f"virtual {d.virtual_s:.2f} s); {verdict}")

@@ -1,10 +1,10 @@
 /* The kernel's UDP floor of host_bench: the least a host agent pays the kernel, in its own
  * process's CPU, to send and to receive a cell datagram, with no Python and no transport.
  *
- * send: one connected UDP socket; a periodic timerfd at RATE wake-ups per second; at each
- *       wake-up one datagram of SIZE bytes goes out with sendmmsg (one message, its TOS byte as
- *       IP_TOS ancillary data, ECT(0)), as the native NIC pacer sends a datagram that is due.
- *       Wake-ups that found more than one tick expired count as late.
+ * send: one connected UDP socket; a periodic timerfd at RATE / BATCH wake-ups per second; at
+ *       each wake-up BATCH datagrams (1 unless given) of SIZE bytes go out with one sendmmsg, each
+ *       with its TOS byte as IP_TOS ancillary data (ECT(0)), as the native NIC pacer sends the
+ *       datagrams that are due. Wake-ups that found more than one tick expired count as late.
  * recv: one UDP socket with IP_RECVTOS and SO_TIMESTAMPNS set, as the agent's; it blocks in
  *       recvmmsg (up to BATCH datagrams, MSG_WAITFORONE) and reads each datagram's TOS byte and
  *       kernel receive time from its ancillary data, until COUNT datagrams came or none came for
@@ -15,7 +15,7 @@
  * the receiver's from its first datagram); the count is the sender's late wake-ups, or the
  * receiver's datagrams that came without ECT(0) or without a receive time ("unmarked").
  *
- * usage: udp_floor send DST_IP PORT RATE COUNT SIZE
+ * usage: udp_floor send DST_IP PORT RATE COUNT SIZE [BATCH]
  *        udp_floor recv PORT COUNT IDLE_MS      (prints "ready" once bound)
  */
 #define _GNU_SOURCE
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH 256
+#define BATCH 256 /* the most datagrams one recvmmsg or sendmmsg call moves */
 #define MAX_SIZE 9000
 #define ECT0 0x02
 #define START_WAIT_S 10 /* the receiver gives up if no datagram comes this long after "ready" */
@@ -57,9 +57,10 @@ static int fail(const char *what) {
     return 1;
 }
 
-static int do_send(const char *dst, int port, double rate, long count, int size) {
-    if (rate <= 0 || count <= 0 || size <= 0 || size > MAX_SIZE) {
-        fprintf(stderr, "udp_floor: send needs RATE > 0, COUNT > 0 and SIZE in 1..%d\n", MAX_SIZE);
+static int do_send(const char *dst, int port, double rate, long count, int size, int batch) {
+    if (rate <= 0 || count <= 0 || size <= 0 || size > MAX_SIZE || batch < 1 || batch > BATCH) {
+        fprintf(stderr, "udp_floor: send needs RATE > 0, COUNT > 0, SIZE in 1..%d and BATCH in 1..%d\n",
+                MAX_SIZE, BATCH);
         return 2;
     }
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -71,14 +72,11 @@ static int do_send(const char *dst, int port, double rate, long count, int size)
     static char payload[MAX_SIZE];
     memset(payload, 0xA5, sizeof payload);
     struct iovec iov = {payload, (size_t)size};
-    char control[CMSG_SPACE(sizeof(int))];
-    struct mmsghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_hdr.msg_iov = &iov;
-    msg.msg_hdr.msg_iovlen = 1;
+    static char control[BATCH][CMSG_SPACE(sizeof(int))];
+    static struct mmsghdr msgs[BATCH];
 
     int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
-    long period_ns = (long)(1e9 / rate);
+    long period_ns = (long)(1e9 * batch / rate);
     struct itimerspec every = {{period_ns / 1000000000L, period_ns % 1000000000L},
                                {period_ns / 1000000000L, period_ns % 1000000000L}};
     if (tfd < 0 || timerfd_settime(tfd, 0, &every, NULL) < 0)
@@ -95,16 +93,23 @@ static int do_send(const char *dst, int port, double rate, long count, int size)
         }
         wakeups++;
         late += ticks > 1;
-        msg.msg_hdr.msg_control = control;
-        msg.msg_hdr.msg_controllen = sizeof control;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg.msg_hdr);
-        c->cmsg_level = IPPROTO_IP;
-        c->cmsg_type = IP_TOS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        int tos = ECT0;
-        memcpy(CMSG_DATA(c), &tos, sizeof tos);
-        if (sendmmsg(fd, &msg, 1, 0) == 1)
-            sent++;
+        int n = count - sent < batch ? (int)(count - sent) : batch;
+        for (int i = 0; i < n; i++) {
+            memset(&msgs[i], 0, sizeof msgs[i]);
+            msgs[i].msg_hdr.msg_iov = &iov;
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = control[i];
+            msgs[i].msg_hdr.msg_controllen = sizeof control[i];
+            struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[i].msg_hdr);
+            c->cmsg_level = IPPROTO_IP;
+            c->cmsg_type = IP_TOS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            int tos = ECT0;
+            memcpy(CMSG_DATA(c), &tos, sizeof tos);
+        }
+        int done = sendmmsg(fd, msgs, (unsigned)n, 0);
+        if (done > 0)
+            sent += done;
         else if (errno != ENOBUFS && errno != EAGAIN && errno != ECONNREFUSED)
             return fail("sendmmsg");
     }
@@ -183,10 +188,10 @@ static int do_recv(int port, long count, int idle_ms) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 7 && strcmp(argv[1], "send") == 0)
-        return do_send(argv[2], atoi(argv[3]), atof(argv[4]), atol(argv[5]), atoi(argv[6]));
+    if ((argc == 7 || argc == 8) && strcmp(argv[1], "send") == 0)
+        return do_send(argv[2], atoi(argv[3]), atof(argv[4]), atol(argv[5]), atoi(argv[6]), argc == 8 ? atoi(argv[7]) : 1);
     if (argc == 5 && strcmp(argv[1], "recv") == 0)
         return do_recv(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: %s send DST_IP PORT RATE COUNT SIZE | recv PORT COUNT IDLE_MS\n", argv[0]);
+    fprintf(stderr, "usage: %s send DST_IP PORT RATE COUNT SIZE [BATCH] | recv PORT COUNT IDLE_MS\n", argv[0]);
     return 2;
 }

@@ -4,12 +4,19 @@ its ToR are in an emulated run), with no Python on the path.
 
 benchmarks/udp_floor.c is built with the system C compiler into a temporary directory at each run.
 Its receiver blocks in recvmmsg on a socket with SO_TIMESTAMPNS and IP_RECVTOS set, as the agent's
-is; its sender paces datagrams with a timerfd, one sendmmsg of one datagram per wake-up. Each end
-reports its own process's CPU (getrusage: user + system) over its datagrams, so a figure is
-CPU microseconds per datagram sent, or received, at that end. On a veth pair the kernel may do a
-datagram's receive processing in the sender's system call, so the split between the ends is the
-kernel's accounting; their mean is the floor in the agent's unit (CPU per datagram sent or
-received) for a host that sends as many datagrams as it receives.
+is; its sender paces datagrams with a timerfd, one sendmmsg of one datagram per wake-up (or of a
+batch, for the split below). Each end reports its own process's CPU (getrusage: user + system)
+over its datagrams, so a figure is CPU microseconds per datagram sent, or received, at that end
+(user + system together: the kernel apportions the two by tick samples, too coarse to print apart
+for a tenth of a CPU second).
+On a veth pair the kernel does a datagram's receive processing (up to waking the receiver) in the
+sender's system call, so the split between the ends is the kernel's accounting; their mean is the
+floor in the agent's unit (CPU per datagram sent or received) for a host that sends as many
+datagrams as it receives and wakes once per datagram.
+
+The split: an end's CPU is modelled as a cost per wake-up (a timer expiry, a blocking recvmmsg
+that returns) plus a cost per datagram; two measurements at one datagram rate with different
+datagrams per wake-up (1 and a batch) give both, for a loop that wakes less than once per datagram.
 
 The namespaces and the veth pair carry a prefix of this benchmark's own (NAME_PREFIX) and the
 process id, and are removed when the measurement ends, also when it fails. Needs root.
@@ -56,6 +63,7 @@ class End:
 @dataclass(frozen=True)
 class Floor:
     rate: float  # datagrams per second the sender was paced at
+    batch: int  # datagrams per sender wake-up
     sent: End
     received: End
 
@@ -143,8 +151,10 @@ class VethPair:
         return present + [dev for dev in (self.host_dev, self.tor_dev) if f" {dev}@" in links or f" {dev}:" in links]
 
 
-def measure(binary: str, pair: VethPair, rate: float, count: int, timeout_s: float | None = None) -> Floor:
-    """`count` datagrams from the host namespace to the ToR namespace at `rate` per second."""
+def measure(binary: str, pair: VethPair, rate: float, count: int, batch: int = 1,
+            timeout_s: float | None = None) -> Floor:
+    """`count` datagrams from the host namespace to the ToR namespace at `rate` per second, `batch`
+    per sender wake-up."""
     timeout_s = timeout_s or count / rate + 60
     receiver = subprocess.Popen(["ip", "netns", "exec", pair.tor, binary, "recv", str(PORT), str(count),
                                  str(IDLE_MS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -153,14 +163,14 @@ def measure(binary: str, pair: VethPair, rate: float, count: int, timeout_s: flo
         if ready.strip() != "ready":
             raise RuntimeError(f"udp_floor receiver did not start: {ready.strip() or receiver.stderr.read().strip()}")
         sender = subprocess.run(["ip", "netns", "exec", pair.host, binary, "send", TOR_ADDR, str(PORT),
-                                 f"{rate:g}", str(count), str(DATAGRAM_BYTES)],
+                                 f"{rate:g}", str(count), str(DATAGRAM_BYTES), str(batch)],
                                 capture_output=True, text=True, timeout=timeout_s)
         if sender.returncode != 0:
             raise RuntimeError(f"udp_floor sender failed: {sender.stderr.strip()}")
         out, err = receiver.communicate(timeout=timeout_s)
         if receiver.returncode != 0:
             raise RuntimeError(f"udp_floor receiver failed: {err.strip()}")
-        return Floor(rate, parse(sender.stdout), parse(out))
+        return Floor(rate, batch, parse(sender.stdout), parse(out))
     finally:
         if receiver.poll() is None:
             receiver.kill()
@@ -170,24 +180,55 @@ def measure(binary: str, pair: VethPair, rate: float, count: int, timeout_s: flo
 def line(f: Floor) -> str:
     s, r = f.sent, f.received
     lost = "" if r.datagrams == s.datagrams else f"; {s.datagrams - r.datagrams} datagrams sent were not received"
-    return (f"kernel UDP floor, C, veth between two namespaces, {f.rate:,.0f} datagrams/s of {DATAGRAM_BYTES} B: "
-            f"send {s.us_per_datagram:.1f} CPU us/datagram (user {s.user_s * 1e6 / s.datagrams:.1f}, system "
-            f"{s.system_s * 1e6 / s.datagrams:.1f}; {s.datagrams} sent, {s.extra} late wake-ups), receive "
+    per_wakeup = "one" if f.batch == 1 else f"{f.batch}"
+    return (f"kernel UDP floor, C, veth between two namespaces, {f.rate:,.0f} datagrams/s of {DATAGRAM_BYTES} B, "
+            f"{per_wakeup} per sender wake-up: "
+            f"send {s.us_per_datagram:.1f} CPU us/datagram ({s.datagrams} sent, {s.extra} late wake-ups), receive "
             f"{r.us_per_datagram:.1f} CPU us/datagram ({r.datagrams} received in {r.wakeups} recvmmsg calls, "
             f"{r.extra} without ECT(0) or a receive time); mean of the two {f.mean_us:.1f} CPU us/datagram{lost}")
 
 
-def measure_rates(rates: tuple[float, ...] = (600, 4800), seconds: float = 3.0) -> list[Floor]:
-    """One measurement per rate, each `seconds` long, on one veth pair built for them and removed
-    after; FloorUnavailable where it cannot run."""
+def measure_all(settings: tuple[tuple[float, int], ...], seconds: float = 3.0) -> list[Floor]:
+    """One measurement per (datagrams per second, datagrams per sender wake-up), each `seconds`
+    long, on one veth pair built for them and removed after; FloorUnavailable where it cannot run."""
     compiler = check_can_run()
     floors = []
     with tempfile.TemporaryDirectory(prefix="udp-floor-") as workdir:
         binary = build(compiler, workdir)
         pair = VethPair()
         try:
-            for rate in rates:
-                floors.append(measure(binary, pair, rate, int(rate * seconds)))
+            for rate, batch in settings:
+                floors.append(measure(binary, pair, rate, int(rate * seconds), batch))
         finally:
             pair.close()
     return floors
+
+
+@dataclass(frozen=True)
+class Split:
+    """One end's CPU as `per_wakeup_us` for each wake-up + `per_datagram_us` for each datagram."""
+
+    per_wakeup_us: float
+    per_datagram_us: float
+
+
+def split(one: End, batched: End) -> Split | None:
+    """Solve CPU = wake-ups x W + datagrams x D from two measurements; None when their wake-ups per
+    datagram differ too little (under 0.2) to tell W from D."""
+    if abs(one.wakeups / one.datagrams - batched.wakeups / batched.datagrams) < 0.2:
+        return None
+    cpu_a, cpu_b = (one.user_s + one.system_s) * 1e6, (batched.user_s + batched.system_s) * 1e6
+    det = one.wakeups * batched.datagrams - batched.wakeups * one.datagrams
+    return Split((cpu_a * batched.datagrams - cpu_b * one.datagrams) / det,
+                 (one.wakeups * cpu_b - batched.wakeups * cpu_a) / det)
+
+
+def split_line(one: Floor, batched: Floor) -> str:
+    parts = []
+    for name, a, b in (("send", one.sent, batched.sent), ("receive", one.received, batched.received)):
+        s = split(a, b)
+        parts.append(f"{name}: not separable (wake-ups per datagram {a.wakeups / a.datagrams:.2f} and "
+                     f"{b.wakeups / b.datagrams:.2f})" if s is None else
+                     f"{name} {s.per_wakeup_us:.1f} CPU us per wake-up + {s.per_datagram_us:.1f} per datagram")
+    return (f"kernel UDP floor split at {one.rate:,.0f} datagrams/s ({one.batch} and {batched.batch} per sender "
+            f"wake-up): " + "; ".join(parts))

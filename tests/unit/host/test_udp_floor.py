@@ -33,6 +33,7 @@ def test_moves_every_datagram_between_the_namespaces_and_cleans_up():
         try:
             assert len(pair.exists()) == 4  # two namespaces, two veth ends
             floor = udp_floor.measure(binary, pair, rate=2000, count=300)
+            batched = udp_floor.measure(binary, pair, rate=2000, count=300, batch=10)
         finally:
             pair.close()
         assert pair.exists() == []
@@ -45,18 +46,21 @@ def test_moves_every_datagram_between_the_namespaces_and_cleans_up():
     assert floor.sent.user_s + floor.sent.system_s > 0
     assert 0 < floor.mean_us < float("inf")
     assert "not received" not in udp_floor.line(floor)
+    assert batched.sent.datagrams == batched.received.datagrams == 300
+    assert batched.sent.wakeups == 30  # ten datagrams per timer wake-up
+    assert batched.received.extra == 0
 
 
 def test_a_failed_measurement_leaves_nothing_behind(monkeypatch):
     _can_run()
 
-    def broken(binary, pair, rate, count):
+    def broken(binary, pair, rate, count, batch):
         assert len(pair.exists()) == 4
         raise RuntimeError("measurement failed")
 
     monkeypatch.setattr(udp_floor, "measure", broken)
     with pytest.raises(RuntimeError, match="measurement failed"):
-        udp_floor.measure_rates((600,), seconds=0.1)
+        udp_floor.measure_all(((600, 1),), seconds=0.1)
     assert _ours() == []
 
 
@@ -66,3 +70,18 @@ def test_a_report_line_that_is_not_one_is_named():
     end = udp_floor.parse("recv datagrams=4 user_s=0.000010 system_s=0.000030 wakeups=2 unmarked=1")
     assert (end.datagrams, end.wakeups, end.extra) == (4, 2, 1)
     assert end.us_per_datagram == pytest.approx(10.0)
+
+
+def _end(wakeups: int, datagrams: int, per_wakeup_us: float, per_datagram_us: float) -> udp_floor.End:
+    cpu_s = (wakeups * per_wakeup_us + datagrams * per_datagram_us) / 1e6
+    return udp_floor.End(datagrams, cpu_s / 4, cpu_s * 3 / 4, wakeups, 0)
+
+
+def test_split_recovers_the_cost_per_wake_up_and_per_datagram():
+    split = udp_floor.split(_end(1000, 1000, 30.0, 8.0), _end(125, 1000, 30.0, 8.0))
+    assert split.per_wakeup_us == pytest.approx(30.0)
+    assert split.per_datagram_us == pytest.approx(8.0)
+
+
+def test_split_refuses_two_measurements_with_the_same_wake_ups_per_datagram():
+    assert udp_floor.split(_end(1000, 1000, 30.0, 8.0), _end(950, 1000, 30.0, 8.0)) is None
