@@ -214,13 +214,15 @@ class Split:
 
 def split(one: End, batched: End) -> Split | None:
     """Solve CPU = wake-ups x W + datagrams x D from two measurements; None when their wake-ups per
-    datagram differ too little (under 0.2) to tell W from D."""
+    datagram differ too little (under 0.2) to tell W from D, or when the noise of the two makes
+    either cost negative."""
     if abs(one.wakeups / one.datagrams - batched.wakeups / batched.datagrams) < 0.2:
         return None
     cpu_a, cpu_b = (one.user_s + one.system_s) * 1e6, (batched.user_s + batched.system_s) * 1e6
     det = one.wakeups * batched.datagrams - batched.wakeups * one.datagrams
-    return Split((cpu_a * batched.datagrams - cpu_b * one.datagrams) / det,
-                 (one.wakeups * cpu_b - batched.wakeups * cpu_a) / det)
+    fit = Split((cpu_a * batched.datagrams - cpu_b * one.datagrams) / det,
+                (one.wakeups * cpu_b - batched.wakeups * cpu_a) / det)
+    return fit if fit.per_wakeup_us >= 0 and fit.per_datagram_us >= 0 else None
 
 
 def split_line(one: Floor, batched: Floor) -> str:
@@ -228,7 +230,8 @@ def split_line(one: Floor, batched: Floor) -> str:
     for name, a, b in (("send", one.sent, batched.sent), ("receive", one.received, batched.received)):
         s = split(a, b)
         parts.append(f"{name}: not separable (wake-ups per datagram {a.wakeups / a.datagrams:.2f} and "
-                     f"{b.wakeups / b.datagrams:.2f})" if s is None else
+                     f"{b.wakeups / b.datagrams:.2f}, CPU us per datagram {a.us_per_datagram:.1f} and "
+                     f"{b.us_per_datagram:.1f})" if s is None else
                      f"{name} {s.per_wakeup_us:.1f} CPU us per wake-up + {s.per_datagram_us:.1f} per datagram")
     return (f"kernel UDP floor split at {one.rate:,.0f} datagrams/s ({one.batch} and {batched.batch} per sender "
             f"wake-up): " + "; ".join(parts))

@@ -85,3 +85,8 @@ def test_split_recovers_the_cost_per_wake_up_and_per_datagram():
 
 def test_split_refuses_two_measurements_with_the_same_wake_ups_per_datagram():
     assert udp_floor.split(_end(1000, 1000, 30.0, 8.0), _end(950, 1000, 30.0, 8.0)) is None
+
+
+def test_split_refuses_a_fit_that_gives_a_negative_cost():
+    # more CPU per datagram with fewer wake-ups: noise, not a cost model
+    assert udp_floor.split(_end(1000, 1000, 10.0, 1.0), _end(400, 1000, 30.0, 1.0)) is None
