@@ -50,3 +50,24 @@ def test_ideal_network_gives_a_cell_and_its_ack_the_base_rtt():
     assert network.rate_bps == cfg.link_rate_bps == 5e6
     assert cfg.cc == "none" and cfg.bdp_cells == derived.bdp_cells
     assert transport_floor.config_from_scenario(cc="tita")[0].cc == "tita"
+
+
+def _drive(cpu_s: float, incomplete: tuple[str, ...] = ()) -> transport_floor.Drive:
+    return transport_floor.Drive(4, 1024, "none", tx=100, rx=100, polls=200, cpu_s=cpu_s, virtual_s=1.0,
+                                 delivered=4 - len(incomplete), expected=4, verify_failures=0,
+                                 incomplete=incomplete)
+
+
+def test_median_drive_is_the_median_of_its_rounds(monkeypatch):
+    rounds = iter([_drive(0.003), _drive(0.001), _drive(0.002)])
+    monkeypatch.setattr(transport_floor, "measure", lambda cc, **kw: next(rounds))
+    shown, low, high = transport_floor.median_drive("none", rounds=3)
+    assert (shown.us_per_datagram, low, high) == pytest.approx((10.0, 5.0, 15.0))
+
+
+def test_median_drive_shows_an_incomplete_round_rather_than_the_median(monkeypatch):
+    rounds = iter([_drive(0.003), _drive(0.001, incomplete=("h2",)), _drive(0.002)])
+    monkeypatch.setattr(transport_floor, "measure", lambda cc, **kw: next(rounds))
+    shown, _low, _high = transport_floor.median_drive("none", rounds=3)
+    assert shown.incomplete == ("h2",)
+    assert "INCOMPLETE: 3 of 4 messages delivered" in transport_floor.line(shown)
