@@ -1,6 +1,11 @@
 """Host transport speed: simulated cells per wall second, codec rate, and the UDP agent's CPU per
 datagram: two agents on loopback, each in its own process, at 5 Mbit/s with a 2.5 ms host-link
-delay (the NIC's timed send queue), 1 MiB each way, as an agent runs inside an emulated fabric."""
+delay (the NIC's timed send queue), 1 MiB each way, as an agent runs inside an emulated fabric.
+
+And the two floors an agent's CPU per datagram in a run is held against: the transport's own
+(benchmarks/transport_floor.py: fattree.yaml's 16 hosts in one process, no I/O) and the kernel's
+(benchmarks/udp_floor.py: C, UDP over a veth pair between two namespaces, at one host's datagram
+rate and at a group of 8 hosts'). Their sum is the least an agent can cost per datagram in-run."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import transport_floor, udp_floor
 from testbed.cells import wire
 
 from testbed.host import workloads
@@ -79,8 +85,31 @@ def _agent_pair() -> list[str]:
             f"{o['reason']}" for o in outs]
 
 
+def _floors() -> list[str]:
+    """The transport floor for fattree.yaml's cc (none) and for tita; the kernel floor at one host's
+    datagram rate at 5 Mbit/s (600/s) and at eight hosts' (4,800/s), one datagram per wake-up, and
+    at 600/s with 8 per wake-up, which splits it into per wake-up and per datagram; and the sums."""
+    drives = {cc: transport_floor.median_drive(cc) for cc in ("none", "tita")}
+    lines = [transport_floor.line(*drives[cc]) for cc in drives]
+    broken = [line for (drive, _low, _high), line in zip(drives.values(), lines) if not drive.complete]
+    if broken:  # a floor that lost messages measures nothing: the benchmark fails
+        raise RuntimeError("; ".join(broken))
+    try:
+        one_host, eight_hosts, batched = udp_floor.measure_all(((600, 1), (4800, 1), (600, 8)))
+    except udp_floor.FloorUnavailable as why:
+        return lines + [f"kernel UDP floor: skipped: {why}"]
+    lines += [udp_floor.line(f) for f in (one_host, eight_hosts, batched)]
+    lines.append(udp_floor.split_line(one_host, batched))
+    kernel = one_host.mean_us
+    for cc, (drive, _low, _high) in drives.items():
+        lines.append(f"agent floor, cc={cc}, one wake-up per datagram: transport {drive.us_per_datagram:.1f} + kernel "
+                     f"at {one_host.rate:,.0f}/s {kernel:.1f} = {drive.us_per_datagram + kernel:.1f} CPU us per "
+                     "datagram sent or received")
+    return lines
+
+
 def run() -> list[str]:
-    return [_codec()] + [_incast(cc) for cc in ("tita", "dcqcn", "none")] + _agent_pair()
+    return [_codec()] + [_incast(cc) for cc in ("tita", "dcqcn", "none")] + _floors() + _agent_pair()
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["agent"]:
