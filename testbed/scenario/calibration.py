@@ -44,7 +44,8 @@ class Figure:
         """The figure with the runs and loads behind it, in one phrase."""
         cost, _count, load, load_unit = self.kind
         who = "switches" if cost == SWITCH[0] else "agents"
-        near = (f"nearest the planned {self.planned:,.0f} {load_unit}" if self.planned is not None
+        recorded = any(_load(r, load) is not None for r in self.runs)
+        near = (f"nearest the planned {self.planned:,.0f} {load_unit}" if self.planned is not None and recorded
                 else "newest")
         runs = "; ".join(f"{r.get('from', 'unnamed')} at "
                          + (f"{float(r[load]):,.0f}/s" if _load(r, load) is not None else "an unrecorded load")
