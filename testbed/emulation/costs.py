@@ -22,6 +22,11 @@ the same rule with their quiet wake-ups (capacity.DEFAULT_IDLE_CPU_PER_AGENT
 over each loop) as the idle part. A group of agents in one process (`testbed hosts`) has one
 loop: its CPU and its quiet wake-ups are counted once, from its <group>.process.json, and its
 members' datagrams from their stats as any agent's.
+
+Each figure is kept with the load it was measured at (`measured_load`), as
+the cost per packet falls with the rate: switch packets per second per switch
+process over the switches' traffic window, agent datagrams per second per
+agent process over the agents' traffic span (first byte to last, any agent).
 """
 
 from __future__ import annotations

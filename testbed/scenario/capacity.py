@@ -6,12 +6,15 @@ agents at both ends. The rates come from the scenario (every sending host
 at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
-(`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
-more per packet; the check takes the median of the last few, weighted by the
-packets each counted), and until a first run has done so the figures
-measured on this project's 2-core reference machine stand in. A run that
-needs more than `HEADROOM` of the machine's cores is refused before anything
-is built, with the largest rate that fits.
+and the load it ran at (`CALIBRATION_PATH`: runs that kept real time only, as an
+overloaded run spends more per packet). The check takes each cost from the runs
+measured nearest its planned load, the busiest moment's rates per switch process
+and per agent process (`calibration`: a slowed run costs more per packet), and
+until a first run has done so the figures measured on this project's 2-core
+reference machine stand in. A run that needs more than `HEADROOM` of the
+machine's cores is refused before anything is built, with the largest rate that
+fits: each rate scale is planned with its own load's costs, and the rate is where
+the CPU first exceeds the plan going up from zero (`fitscale`).
 
 A fabric spread over servers (`placement.servers`) is planned server by
 server, each against its own cores and memory (`servers.probe`): a server
