@@ -22,6 +22,11 @@ the same rule with their quiet wake-ups (capacity.DEFAULT_IDLE_CPU_PER_AGENT
 over each loop) as the idle part. A group of agents in one process (`testbed hosts`) has one
 loop: its CPU and its quiet wake-ups are counted once, from its <group>.process.json, and its
 members' datagrams from their stats as any agent's.
+
+Each figure is kept with the load it was measured at (`measured_load`), as
+the cost per packet falls with the rate: switch packets per second per switch
+process over the switches' traffic window, agent datagrams per second per
+agent process over the agents' traffic span (first byte to last, any agent).
 """
 
 from __future__ import annotations
@@ -114,16 +119,20 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     lags = [(s.get("tm", {}).get("fidelity", {}).get("dequeue", {}).get("p99_lag_us") or 0)
             for s in tm_stats.values()]
     agent_cpu = agent_total = datagrams = 0.0
+    agent_processes = 0
+    spans = []
     for path in records.glob("*.stats.json"):
         try:
             stats = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         datagrams += (stats.get("tx_datagrams") or 0) + (stats.get("rx_datagrams") or 0)
+        spans.append(traffic_span(stats.get("series") or {}))
         if stats.get("host", path.name.split(".")[0]) not in not_judged:
             lags.append((stats.get("pacer_lateness") or {}).get("p99_us") or 0)
         if stats.get("agent_process") is not None:
             continue  # a group's member: its CPU is its process's, counted once below
+        agent_processes += 1
         # an agent's quiet wake-ups over its loop (the capacity check adds them as idle demand)
         times = (stats.get("series") or {}).get("t_s") or [0.0]
         quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (times[-1] - times[0])
@@ -138,6 +147,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
             continue
         span = process.get("t_s") or [0.0, 0.0]
         quiet = capacity.DEFAULT_IDLE_CPU_PER_AGENT * (span[-1] - span[0])
+        agent_processes += 1
         agent_total += process.get("cpu_s") or 0.0
         agent_cpu += max(0.0, (process.get("cpu_s") or 0.0) - quiet)
     agent_unmeasured = None
@@ -149,12 +159,43 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
                             f"{agent_total:.2f} CPU-s to their datagrams")
     agent_us = None if agent_unmeasured else agent_cpu * 1e6 / datagrams
     kept_time = max(lags, default=0) <= threshold_us
+    load = measured_load(packets, window_s, len(switch_cpu_s), datagrams, spans, agent_processes)
     if (switch_us or agent_us) and kept_time and calibrate:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
-                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams))
+                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams), load=load)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time and calibrate,
             "switch_mode": mode,
             "switch_idle_cpu_per_switch": idle_per_switch if idle_per_switch is None else round(idle_per_switch, 5),
-            "switch_window_s": window_s if window_s is None else round(window_s, 3)}
+            "switch_window_s": window_s if window_s is None else round(window_s, 3),
+            "switch_packets_per_s_per_process": load.switch_packets_per_s_per_process and round(
+                load.switch_packets_per_s_per_process, 1),
+            "agent_datagrams_per_s_per_process": load.agent_datagrams_per_s_per_process and round(
+                load.agent_datagrams_per_s_per_process, 1)}
+
+
+def traffic_span(series: dict) -> tuple[float, float] | None:
+    """(start, end) in seconds since the run's epoch of an agent's traffic: from the last sample
+    before its NIC's first byte either way to the first sample at its final count; None without
+    traffic in its series."""
+    times = series.get("t_s") or []
+    moved = [(tx or 0) + (rx or 0) for tx, rx in zip(series.get("tx_bytes") or [], series.get("rx_bytes") or [])]
+    if not moved or moved[-1] <= 0 or len(moved) != len(times):
+        return None
+    first = next(i for i, n in enumerate(moved) if n > 0)
+    last = next(i for i, n in enumerate(moved) if n == moved[-1])
+    return times[max(0, first - 1)], times[last]
+
+
+def measured_load(packets: int, window_s: float | None, switch_processes: int, datagrams: float,
+                  spans: list, agent_processes: int) -> capacity.Load:
+    """The run's load as the calibration keeps it (capacity.Load): switch packets per second per
+    switch process over the switches' traffic window; agent datagrams per second per agent process
+    over the agents' traffic span (the first agent's start to the last one's end). A rate that
+    cannot be computed (no window, no span, no process) is None."""
+    switch = packets / window_s / switch_processes if window_s and switch_processes and packets else None
+    known = [s for s in spans if s is not None]
+    span = max(e for _, e in known) - min(b for b, _ in known) if known else 0.0
+    agent = datagrams / span / agent_processes if span > 0 and agent_processes and datagrams else None
+    return capacity.Load(switch, agent)

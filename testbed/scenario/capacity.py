@@ -6,12 +6,15 @@ agents at both ends. The rates come from the scenario (every sending host
 at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
 measured: every run writes what its switches and agents spent per packet
-(`CALIBRATION_PATH`: runs that kept real time only, as an overloaded run spends
-more per packet; the check takes the median of the last few, weighted by the
-packets each counted), and until a first run has done so the figures
-measured on this project's 2-core reference machine stand in. A run that
-needs more than `HEADROOM` of the machine's cores is refused before anything
-is built, with the largest rate that fits.
+and the load it ran at (`CALIBRATION_PATH`: runs that kept real time only, as an
+overloaded run spends more per packet). The check takes each cost from the runs
+measured nearest its planned load, the busiest moment's rates per switch process
+and per agent process (`calibration`: a slowed run costs more per packet), and
+until a first run has done so the figures measured on this project's 2-core
+reference machine stand in. A run that needs more than `HEADROOM` of the
+machine's cores is refused before anything is built, with the largest rate that
+fits: each rate scale is planned with its own load's costs, and the rate is where
+the CPU first exceeds the plan going up from zero (`fitscale`).
 
 A fabric spread over servers (`placement.servers`) is planned server by
 server, each against its own cores and memory (`servers.probe`): a server
@@ -35,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.scenario import calibration
 from testbed.scenario.agent_groups import agent_processes, stalled_hosts
+from testbed.scenario.fitscale import first_crossing
 from testbed.targets import effective_target, packet_path, process_mode
 
 # Share of the cores a run may plan to use: the rest is slack for bursts,
@@ -87,6 +92,11 @@ class Costs:
     # per switch process)
     switch_idle_cpu_per_switch: float | None = None
 
+    def line(self) -> str:
+        """The figures and where they came from, as the check prints them."""
+        return (f"switches {self.switch_us_per_packet:.3g} us/packet, agents {self.agent_us_per_datagram:.3g} "
+                f"us/datagram; from {self.source}")
+
 
 @dataclass(frozen=True)
 class Demand:
@@ -106,7 +116,7 @@ def calibration_path() -> Path:
     return CALIBRATION_PATH
 
 
-RECENT_RUNS = 5  # the calibration is the weighted median of the last few runs: one run on a busy machine does not decide
+RECENT_RUNS = 20  # entries kept per mode: enough runs at other loads for calibration.nearest to choose from
 
 
 def _runs() -> list[dict]:
@@ -138,64 +148,59 @@ def in_fabric_processes(mode: str) -> bool:
     return mode.split("/")[0] == "fabric"
 
 
-def weighted_median(values: list[tuple[float, float]]) -> float:
-    """The median of (value, weight) pairs: the value at which half the weight lies on each side,
-    the mean of two values when the halves meet between them (equal weights: statistics.median)."""
-    ordered = sorted(values)
-    half = sum(w for _, w in ordered) / 2
-    seen = 0.0
-    for i, (value, weight) in enumerate(ordered):
-        seen += weight
-        if seen > half:
-            return value
-        if seen == half:
-            return (value + ordered[i + 1][0]) / 2
-    return ordered[-1][0]
+@dataclass(frozen=True)
+class Load:
+    """A fabric's load as calibration entries record it: per switch process and per agent process
+    (None: not known, as for a run whose traffic span could not be read)."""
+
+    switch_packets_per_s_per_process: float | None
+    agent_datagrams_per_s_per_process: float | None
+
+    def scaled(self, factor: float) -> "Load":
+        switch, agent = self.switch_packets_per_s_per_process, self.agent_datagrams_per_s_per_process
+        return Load(None if switch is None else switch * factor, None if agent is None else agent * factor)
 
 
-def _typical(runs: list[dict], cost: str, count: str) -> float | None:
-    """A cost of the recent runs, their median weighted by the packets (or datagrams) each counted.
-
-    A switch or an agent costs less per packet the more packets share a wake-up, so a slow or
-    sparse run (an incast slowed by --fit) costs several times more per packet than a run at full
-    rate; weighted by count, the runs whose rates the check is about decide. Runs kept before the
-    counts were recorded weigh as one each, as does every run when any lacks its count."""
-    measured = [r for r in runs if r.get(cost)]
-    if not measured:
-        return None
-    counted = all(isinstance(r.get(count), (int, float)) and r[count] > 0 for r in measured)
-    return weighted_median([(float(r[cost]), float(r[count]) if counted else 1.0) for r in measured])
+def load_costs(mode: str = "per_switch", load: Load | None = None) -> Costs:
+    """The costs for switches run in `mode` at a planned `load`: each from this machine's recent runs
+    nearest that load (calibration.nearest; without a load, the newest), their count-weighted
+    median, or the reference figure where no run measured it."""
+    return costs_from(_recent(mode), mode, load)
 
 
-def load_costs(mode: str = "per_switch") -> Costs:
-    """The costs for switches run in `mode`: the packet-weighted median of this machine's recent
-    runs (_typical), or the reference."""
-    runs = _recent(mode)
-    switch = _typical(runs, "switch_us_per_packet", "switch_packets")
-    agent = _typical(runs, "agent_us_per_datagram", "agent_datagrams")
-    idle = [float(r["switch_idle_cpu_per_switch"]) for r in runs if r.get("switch_idle_cpu_per_switch") is not None]
+def costs_from(runs: list[dict], mode: str, load: Load | None) -> Costs:
+    """load_costs over these calibration entries (oldest first)."""
+    switch = calibration.figure(runs, calibration.SWITCH, load and load.switch_packets_per_s_per_process)
+    agent = calibration.figure(runs, calibration.AGENT, load and load.agent_datagrams_per_s_per_process)
+    newest = runs[-calibration.NEAREST_RUNS:]
+    idle = [float(r["switch_idle_cpu_per_switch"]) for r in newest if r.get("switch_idle_cpu_per_switch") is not None]
+    where = f"{mode.replace('_', '-')} switches"
     if switch is None and agent is None:
         return Costs(DEFAULT_SWITCH_US_PER_PACKET[mode], mode=mode,
-                     source=f"reference figures for {mode.replace('_', '-')} switches "
-                            "(no run measured on this machine yet)")
-    return Costs(switch if switch is not None else DEFAULT_SWITCH_US_PER_PACKET[mode],
-                 agent if agent is not None else DEFAULT_AGENT_US_PER_DATAGRAM,
-                 f"weighted median of the last {len(runs)} runs on this machine with "
-                 f"{mode.replace('_', '-')} switches, newest {runs[-1].get('from', 'unnamed')}", mode,
+                     source=f"reference figures for {where} (no run measured on this machine yet)")
+    parts = [f.source() if f is not None else f"{who}: the reference figure"
+             for f, who in ((switch, "switches"), (agent, "agents"))]
+    return Costs(switch.value if switch is not None else DEFAULT_SWITCH_US_PER_PACKET[mode],
+                 agent.value if agent is not None else DEFAULT_AGENT_US_PER_DATAGRAM,
+                 f"this machine's runs with {where}: {'; '.join(parts)}", mode,
                  statistics.median(idle) if idle else None)
 
 
 def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str,
                mode: str = "per_switch", switch_idle_cpu_per_switch: float | None = None,
-               switch_packets: int | None = None, agent_datagrams: int | None = None) -> None:
-    """Keep a run's measured costs (None: not measured) and the counts they were measured over
-    (their weights in load_costs) for the next checks."""
+               switch_packets: int | None = None, agent_datagrams: int | None = None,
+               load: Load | None = None) -> None:
+    """Keep a run's measured costs (None: not measured), the counts they were measured over (their
+    weights in load_costs) and the load they were measured at (which planned loads they serve)."""
     kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
     kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
                                  "agent_us_per_datagram": agent_us_per_datagram,
                                  "switch_idle_cpu_per_switch": switch_idle_cpu_per_switch, "from": source,
                                  "mode": mode, "switch_packets": switch_packets,
-                                 "agent_datagrams": agent_datagrams}])[-RECENT_RUNS:]
+                                 "agent_datagrams": agent_datagrams,
+                                 "switch_packets_per_s_per_process": load and load.switch_packets_per_s_per_process,
+                                 "agent_datagrams_per_s_per_process":
+                                     load and load.agent_datagrams_per_s_per_process}])[-RECENT_RUNS:]
     try:
         calibration_path().parent.mkdir(parents=True, exist_ok=True)
         calibration_path().write_text(json.dumps({"runs": [r for m in kept.values() for r in m]}, indent=1))
@@ -203,8 +208,8 @@ def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float 
         pass  # a read-only place only means the reference figures stay in use
 
 
-def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
-    """What the scenario's busiest moment asks of the CPU."""
+def rates(scenario, rate_scale: float = 1.0) -> tuple[float, float]:
+    """(switch packets/s, agent datagrams/s) of the scenario's busiest moment at `rate_scale`."""
     topo = scenario.topo
     derived = scenario.derived
     # A dual-homed host sends on both NIC ports at once (testbed/host/nic.py): twice the cells.
@@ -226,11 +231,57 @@ def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
         # rate, with the ACKs back; no switch sees these
         local_cells = scenario.links.local.rate_mbps * 1e6 * rate_scale / (derived.cell_wire_bytes * 8)
         agent_datagrams += 2 * busy * local_cells * 1.25
-    processes = len(topo.hosts) + (auto_fabric_processes() if in_fabric_processes(costs.mode) else len(topo.switches))
+    return switch_packets, agent_datagrams
+
+
+def switch_processes(scenario, mode: str) -> int:
+    """The switch processes a run of the scenario starts in `mode`."""
+    return auto_fabric_processes() if in_fabric_processes(mode) else len(scenario.topo.switches)
+
+
+def planned_load(scenario, mode: str, rate_scale: float = 1.0) -> Load:
+    """The busiest moment's rates per switch process and per agent process (the hosts shared out as a
+    run shares them by default, `agent_groups`), as calibration entries record a run's load."""
+    switch_packets, agent_datagrams = rates(scenario, rate_scale)
+    agents = len(agent_processes(scenario.topo.hosts, stalled_hosts(scenario), machine_cores())) or 1
+    return Load(switch_packets / switch_processes(scenario, mode), agent_datagrams / agents)
+
+
+def demand(scenario, costs: Costs, rate_scale: float = 1.0) -> Demand:
+    """What the scenario's busiest moment asks of the CPU at `rate_scale`, at the given costs."""
+    topo = scenario.topo
+    switch_packets, agent_datagrams = rates(scenario, rate_scale)
+    processes = len(topo.hosts) + switch_processes(scenario, costs.mode)
     idle = _idle_cpu(scenario, costs)
     cpu = (switch_packets * costs.switch_us_per_packet + agent_datagrams * costs.agent_us_per_datagram) / 1e6
     cpu += idle
     return Demand(switch_packets, agent_datagrams, processes, cpu, memory_need(topo, costs.mode))
+
+
+class CostModel:
+    """The costs a scenario is planned with at each rate scale: the `fixed` costs when given, else
+    this machine's calibration at that scale's planned load (load_costs), which changes only at
+    `steps()`."""
+
+    def __init__(self, scenario, fixed: Costs | None = None) -> None:
+        self.fixed = fixed
+        self.mode = fixed.mode if fixed is not None else scenario_mode(scenario)
+        self.load = planned_load(scenario, self.mode)
+        self.runs = [] if fixed is not None else _recent(self.mode)
+
+    def at(self, rate_scale: float = 1.0) -> Costs:
+        if self.fixed is not None:
+            return self.fixed
+        return costs_from(self.runs, self.mode, self.load.scaled(rate_scale))
+
+    def steps(self) -> list[float]:
+        """The rate scales at which the chosen runs can change (calibration.turning_loads)."""
+        out = []
+        for kind, load in ((calibration.SWITCH, self.load.switch_packets_per_s_per_process),
+                           (calibration.AGENT, self.load.agent_datagrams_per_s_per_process)):
+            if load:
+                out += [at / load for at in calibration.turning_loads(self.runs, kind)]
+        return out
 
 
 def memory_need(topo, mode: str, cores: int | None = None) -> int:
@@ -382,23 +433,26 @@ def machine_memory_bytes() -> int:
 
 
 def fitting_rate(scenario, costs: Costs | None = None, cores: int | None = None) -> float:
-    """The host link rate (Mbit/s) at which the fabric's CPU demand meets the plan (0: none); over
-    servers, the lowest of the servers' rates."""
-    costs = costs or load_costs(scenario_mode(scenario))
+    """The host link rate (Mbit/s) up to which every slower rate fits the plan, each rate scale
+    planned with its own load's costs (fitscale.first_crossing; 0: none); over servers, the lowest
+    of the servers' rates."""
+    model = CostModel(scenario, costs)
     if scenario.servers:
-        return min(_server_fit(scenario, costs, part) for part in shares(scenario, cores))
-    need = demand(scenario, costs)
+        return min(_server_fit(scenario, model, part) for part in shares(scenario, cores))
     budget = (cores or machine_cores()) * HEADROOM
-    idle = _idle_cpu(scenario, costs)
-    if budget <= idle:
-        return 0.0
-    return (budget - idle) / (need.cpu - idle) * scenario.links.host.rate_mbps
+
+    def cpu_at(scale: float) -> tuple[float, float]:
+        at = model.at(scale)
+        idle = _idle_cpu(scenario, at)
+        return demand(scenario, at, scale).cpu - idle, idle
+
+    return first_crossing(cpu_at, model.steps(), budget) * scenario.links.host.rate_mbps
 
 
-def server_cpu(scenario, costs: Costs, part: Share) -> tuple[float, float]:
+def server_cpu(scenario, costs: Costs, part: Share, rate_scale: float = 1.0) -> tuple[float, float]:
     """(busy, idle) CPU-s/s of one server's part: the busy switch and agent work in proportion to
     its switches and hosts, the idle cost of its own processes."""
-    need = demand(scenario, costs)
+    need = demand(scenario, costs, rate_scale)
     busy = (part.switch_fraction * need.switch_packets_per_s * costs.switch_us_per_packet
             + part.host_fraction * need.agent_datagrams_per_s * costs.agent_us_per_datagram) / 1e6
     agents = part.hosts * DEFAULT_IDLE_CPU_PER_AGENT
@@ -411,16 +465,14 @@ def server_cpu(scenario, costs: Costs, part: Share) -> tuple[float, float]:
     return busy, idle
 
 
-def _server_fit(scenario, costs: Costs, part: Share) -> float:
-    busy, idle = server_cpu(scenario, costs, part)
-    budget = part.cores * HEADROOM
-    if budget <= idle:
-        return 0.0
-    return (budget - idle) / busy * scenario.links.host.rate_mbps if busy else float("inf")
+def _server_fit(scenario, model: CostModel, part: Share) -> float:
+    return first_crossing(lambda scale: server_cpu(scenario, model.at(scale), part, scale), model.steps(),
+                          part.cores * HEADROOM) * scenario.links.host.rate_mbps
 
 
-def _check_servers(scenario, costs: Costs, cores: int | None) -> str:
+def _check_servers(scenario, model: CostModel, cores: int | None) -> str:
     """check() over placement.servers: each server against its own cores."""
+    costs = model.at(1.0)
     where = f"{scenario.file}: " if scenario.file else ""
     problem = memory_problem(scenario, costs.mode)
     if problem is not None:
@@ -431,23 +483,26 @@ def _check_servers(scenario, costs: Costs, cores: int | None) -> str:
         busy, idle = server_cpu(scenario, costs, part)
         budget = part.cores * HEADROOM
         if busy + idle > budget:
-            fits = fitting_rate(scenario, costs, cores)
+            fits = fitting_rate(scenario, model.fixed, cores)
             advice = (f"the largest host link rate every server holds is about {fits:.2g} Mbit/s" if fits > 0
                       else "even its idle processes do not fit: choose a smaller fabric or more servers")
             raise CapacityError(
                 f"{where}{part.name} runs {part.switches} switches and {part.hosts} hosts, which need about "
                 f"{busy + idle:.2f} CPU-s/s at {rate:g} Mbit/s, and it plans for {budget:.2f} ({part.cores} "
-                f"cores x {HEADROOM:g}); {advice} (costs: {costs.source}); `testbed run --fit` slows the whole "
-                "scenario to it, `--force` runs it as it is")
+                f"cores x {HEADROOM:g}); {advice} (costs at {rate:g} Mbit/s: {costs.line()}); "
+                "`testbed run --fit` slows the whole scenario to it, `--force` runs it as it is")
         lines.append(f"{part.name} {busy + idle:.2f} of {budget:.2f} ({part.cores} cores x {HEADROOM:g})")
-    return f"capacity: needs about {'; '.join(lines)} CPU-s/s planned (costs: {costs.source})"
+    return f"capacity: needs about {'; '.join(lines)} CPU-s/s planned (costs: {costs.line()})"
 
 
 def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str:
-    """One line on whether the fabric fits; raises CapacityError when it does not."""
-    costs = costs or load_costs(scenario_mode(scenario))
+    """One line on whether the fabric fits, with the costs it was planned with and where they came
+    from; raises CapacityError when it does not. Without `costs`, this machine's calibration at the
+    scenario's planned load."""
+    model = CostModel(scenario, costs)
     if scenario.servers:
-        return _check_servers(scenario, costs, cores)
+        return _check_servers(scenario, model, cores)
+    costs = model.at(1.0)
     cores = cores or machine_cores()
     need = demand(scenario, costs)
     budget = cores * HEADROOM
@@ -457,14 +512,14 @@ def check(scenario, costs: Costs | None = None, cores: int | None = None) -> str
     if problem is not None:
         raise CapacityError(f"{where}{problem}")
     if need.cpu > budget:
-        fits = fitting_rate(scenario, costs, cores)
+        fits = fitting_rate(scenario, model.fixed, cores)
         advice = (f"the largest host link rate that fits is about {fits:.2g} Mbit/s" if fits > 0
                   else "even its idle processes do not fit: choose a smaller fabric")
         raise CapacityError(
             f"{where}this fabric needs about {need.cpu:.2f} CPU-s/s at {rate:g} Mbit/s "
             f"({need.switch_packets_per_s:,.0f} switch packets/s, {need.agent_datagrams_per_s:,.0f} agent "
             f"datagrams/s) and this machine plans for {budget:.2f} ({cores} cores x {HEADROOM:g}); {advice} "
-            f"(costs: {costs.source}); `testbed run --fit` slows the whole scenario to it, "
+            f"(costs at {rate:g} Mbit/s: {costs.line()}); `testbed run --fit` slows the whole scenario to it, "
             "`--force` runs it as it is")
     return (f"capacity: needs about {need.cpu:.2f} of {budget:.2f} CPU-s/s planned "
-            f"({cores} cores x {HEADROOM:g}; costs: {costs.source})")
+            f"({cores} cores x {HEADROOM:g}; costs: {costs.line()})")

@@ -54,8 +54,8 @@ def run_validate(args: argparse.Namespace) -> int:
         n = len(variants)
         print(f"{file}: ok ({n} variant{'s' if n != 1 else ''})")
         for variant in variants:  # the file is valid; whether this machine can run it is a note
-            try:
-                capacity.check(variant.scenario)
+            try:  # the check's line names the costs it planned with and the runs they came from
+                print(f"  {variant.name or 'the scenario'}: {capacity.check(variant.scenario)}")
             except capacity.CapacityError as error:
                 print(f"  note: {variant.name or 'the scenario'}: {error}")
                 break

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from testbed.emulation import realtime, runlock
-from testbed.scenario import capacity, parse_scenario
+from testbed.scenario import calibration, capacity, parse_scenario
 
 SCENARIO = """
 topology: {topology}
@@ -173,8 +173,8 @@ def test_runs_weigh_by_the_packets_they_counted(tmp_path, monkeypatch):
     assert "weighted median" in costs.source
     capacity.save_costs(16.0, 50.0, "an older record", mode="fabric/native")  # no counts: all weigh one
     assert capacity.load_costs("fabric/native").switch_us_per_packet == 18.0  # the last five, 60 45 14 18 16, weigh one
-    assert capacity.weighted_median([(1.0, 1), (2.0, 1), (3.0, 1), (4.0, 1)]) == 2.5
-    assert capacity.weighted_median([(1.0, 1), (9.0, 5)]) == 9.0
+    assert calibration.weighted_median([(1.0, 1), (2.0, 1), (3.0, 1), (4.0, 1)]) == 2.5
+    assert calibration.weighted_median([(1.0, 1), (9.0, 5)]) == 9.0
 
 
 def test_a_reference_plan_counts_the_idle_of_switches_in_fabric_processes_per_switch():

@@ -22,9 +22,13 @@ def test_shipped_scenarios_validate(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "bmv2_problem", lambda: None)  # targets.yaml's bmv2 variant needs one
     assert {p.name for p in SCENARIOS} >= {"default.yaml", "incast.yaml"}
     assert cli.main(["validate", *map(str, SCENARIOS)]) == 0
-    out = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("  note:")]
+    lines = capsys.readouterr().out.splitlines()
+    out = [line for line in lines if not line.startswith("  ")]  # a check's line or note under each file
     assert out[0] == f"{SCENARIOS[0]}: ok ({len(expand_variants(load_scenario(SCENARIOS[0])))} variants)"
     assert len(out) == len(SCENARIOS)
+    checked = [line for line in lines if line.startswith("  ") and not line.startswith("  note:")]
+    assert checked and all("capacity: needs about" in line and "us/packet" in line and "us/datagram" in line
+                           and "from reference figures" in line for line in checked)
 
 
 def test_default_and_incast_are_what_the_brief_asks():
