@@ -23,10 +23,15 @@ over each loop) as the idle part. A group of agents in one process (`testbed hos
 loop: its CPU and its quiet wake-ups are counted once, from its <group>.process.json, and its
 members' datagrams from their stats as any agent's.
 
-Each figure is kept with the load it was measured at (`measured_load`), as
-the cost per packet falls with the rate: switch packets per second per switch
-process over the switches' traffic window, agent datagrams per second per
-agent process over the agents' traffic span (first byte to last, any agent).
+Each figure is kept with the load the check planned for the run (the busiest
+moment's rates per switch process and per agent process, capacity.planned_load),
+as the cost per packet falls with the rate and a check compares its own planned
+load with those. The load the run measured is reported beside it
+(`measured_load`): switch packets per second per switch process over the
+switches' traffic window, agent datagrams per second per agent process over the
+agents' traffic span (first byte to last, any agent). The two differ: the
+busiest moment's switch rate is about twice the window's average in a fat-tree
+permutation.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
                   source: str, mode: str = "per_switch", packets: int | None = None,
                   idle_rates: dict[str, float] | None = None, window_s: float | None = None,
                   switches: int | None = None, calibrate: bool = True,
-                  not_judged: frozenset[str] = frozenset()) -> dict:
+                  not_judged: frozenset[str] = frozenset(), planned: capacity.Load | None = None) -> dict:
     """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
     measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
     no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
@@ -96,7 +101,9 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     switch, if real time was kept and `calibrate` (a run over several servers is not: its costs are
     other machines' too, and its switches also feed tunnels). Real time is judged as the fidelity
     verdict judges it: the hosts in `not_judged` (an agent_stall fault stopped them) are left out
-    of it, their CPU and datagrams not."""
+    of it, their CPU and datagrams not. The calibration keeps the run's `planned` load (what the
+    check planned for this scenario at its rates, capacity.planned_load), so that a check compares
+    a planned load with planned loads; the measured load (`measured_load`) is reported beside it."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     total_cpu = busy_cpu = sum(switch_cpu_s.values())
@@ -162,7 +169,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     load = measured_load(packets, window_s, len(switch_cpu_s), datagrams, spans, agent_processes)
     if (switch_us or agent_us) and kept_time and calibrate:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
-                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams), load=load)
+                            idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams),
+                            load=planned or load)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time and calibrate,
@@ -172,7 +180,11 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
             "switch_packets_per_s_per_process": load.switch_packets_per_s_per_process and round(
                 load.switch_packets_per_s_per_process, 1),
             "agent_datagrams_per_s_per_process": load.agent_datagrams_per_s_per_process and round(
-                load.agent_datagrams_per_s_per_process, 1)}
+                load.agent_datagrams_per_s_per_process, 1),
+            "planned_switch_packets_per_s_per_process": planned and planned.switch_packets_per_s_per_process
+            and round(planned.switch_packets_per_s_per_process, 1),
+            "planned_agent_datagrams_per_s_per_process": planned and planned.agent_datagrams_per_s_per_process
+            and round(planned.agent_datagrams_per_s_per_process, 1)}
 
 
 def traffic_span(series: dict) -> tuple[float, float] | None:

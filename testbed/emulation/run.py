@@ -609,7 +609,8 @@ class VariantRun:
                                           window_s=time.monotonic() - self._traffic_started,
                                           switches=len(self.scenario.topo.switches),
                                           calibrate=not self.runners,
-                                          not_judged=frozenset(stalled_hosts(self.scenario)))
+                                          not_judged=frozenset(stalled_hosts(self.scenario)),
+                                          planned=capacity.planned_load(self.scenario, self._cost_mode()))
         if self._machine_load is not None:
             self.result.costs.update(self._machine_load.stop())
 

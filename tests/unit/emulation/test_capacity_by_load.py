@@ -191,3 +191,22 @@ def test_a_run_records_its_load_per_process_and_the_next_check_finds_it(calibrat
     # no window, no span: no load recorded, and the entry still calibrates as an old one
     assert costs.traffic_span({"t_s": [0.0, 1.0], "tx_bytes": [0, 0], "rx_bytes": [0, 0]}) is None
     assert costs.measured_load(30_000, None, 2, 0.0, [None], 0) == capacity.Load(None, None)
+
+
+def test_a_run_keeps_the_load_the_check_planned_for_it_and_reports_the_measured_one(calibration_file, tmp_path):
+    """A check compares planned loads with planned loads: the busiest moment's switch rate is about
+    twice a window's average, so a measured load would pair a plan with faster, cheaper runs."""
+    records = tmp_path / "records"
+    records.mkdir()
+    series = {"t_s": [0.0, 1.0, 2.0, 3.0], "tx_bytes": [0, 10, 20, 20], "rx_bytes": [0, 10, 20, 20]}
+    (records / "h1.stats.json").write_text(json.dumps(
+        {"cpu_s": 1.0, "tx_datagrams": 5000, "rx_datagrams": 5000, "pacer_lateness": {"p99_us": 100.0},
+         "series": series}))
+    tm = {"tm": {"totals": {"enqueued": 30_000}, "fidelity": {"dequeue": {"p99_lag_us": 100.0}}}}
+    out = costs.measure_costs({"fabric0": 3.0}, {"s1": tm}, records, 1000.0, "run", mode=MODE, window_s=10.0,
+                              switches=20, planned=capacity.Load(6000.0, 7000.0))
+    assert out["switch_packets_per_s_per_process"] == 3000.0  # measured: 30,000 packets over 10 s
+    assert (out["planned_switch_packets_per_s_per_process"], out["planned_agent_datagrams_per_s_per_process"]) == (
+        6000.0, 7000.0)
+    kept = json.loads(calibration_file.read_text())["runs"][-1]
+    assert (kept["switch_packets_per_s_per_process"], kept["agent_datagrams_per_s_per_process"]) == (6000.0, 7000.0)

@@ -24,7 +24,9 @@ def test_costs_per_packet_and_calibration_only_in_real_time(tmp_path, monkeypatc
                    "switch_packets": 20_000,
                    "agent_datagrams": 10_000, "calibrates": True, "switch_mode": "per_switch",
                    "switch_idle_cpu_per_switch": None, "switch_window_s": None, "switch_cost_unmeasured": None,
-                   "switch_packets_per_s_per_process": None, "agent_datagrams_per_s_per_process": None}
+                   "switch_packets_per_s_per_process": None, "agent_datagrams_per_s_per_process": None,
+                   "planned_switch_packets_per_s_per_process": None,
+                   "planned_agent_datagrams_per_s_per_process": None}
     assert capacity.load_costs().switch_us_per_packet == 200.0
     agent(tmp_path, "h1", 1.0, 6000, 4000, 5000.0)  # a host fell behind: figures kept, not calibrated
     late = costs.measure_costs({"s1": 9.0}, {"s1": tm(10_000, 200)}, tmp_path, 1000.0, "run b")
