@@ -89,16 +89,20 @@ def test_a_degraded_link_loses_cells_a_stalled_agent_pauses_and_every_message_ar
     assert max(b - a for a, b in zip(series, series[1:])) >= 0.8 * stall_s, series
 
 
+# The traffic (2 MiB each way at 2 Mbit/s, about 9 s) outlasts the restart by seconds: a restarted
+# switch is configured again over P4Runtime, 2.0-3.3 s after its process starts on the 2-core VM
+# (its program loaded again from the source the controller sends), and with 512 KiB messages the
+# traffic had ended before spine2 could forward again.
 RESTART = """
 name: restart
-duration_s: 14
+duration_s: 24
 topology: {kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
 links: {rate_mbps: 2, delay_us: 500}
 switch: {target: builtin, processes: PROCESSES}
 fabric: {load_balancing: spray}
 transport: {cc: tita}
 workload:
-  - {kind: permutation, start_s: 0.5, message_bytes: 524288, count: 1, cross_tor: true}
+  - {kind: permutation, start_s: 0.5, message_bytes: 2097152, count: 1, cross_tor: true}
 faults:
   - {at_s: 1.2, kind: switch_restart, target: spine2, duration_s: 1.0}
 """
