@@ -93,7 +93,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
                   source: str, mode: str = "per_switch", packets: int | None = None,
                   idle_rates: dict[str, float] | None = None, window_s: float | None = None,
                   switches: int | None = None, calibrate: bool = True,
-                  not_judged: frozenset[str] = frozenset(), planned: capacity.Load | None = None) -> dict:
+                  not_judged: frozenset[str] = frozenset(), planned: capacity.Load | None = None,
+                  fabric: str | None = None) -> dict:
     """Switch CPU (since the traffic started, `window_s` seconds) less the idle rate the quiet spell
     measured over that window, over the packets the traffic managers took (or `packets`: bmv2 has
     no such count, its program's tx counters give it); agent CPU over the datagrams they sent and
@@ -103,7 +104,9 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     verdict judges it: the hosts in `not_judged` (an agent_stall fault stopped them) are left out
     of it, their CPU and datagrams not. The calibration keeps the run's `planned` load (what the
     check planned for this scenario at its rates, capacity.planned_load), so that a check compares
-    a planned load with planned loads; the measured load (`measured_load`) is reported beside it."""
+    a planned load with planned loads; the measured load (`measured_load`) is reported beside it.
+    It also keeps the run's `fabric` (capacity.fabric_signature): a check takes a fabric's own runs
+    first."""
     if packets is None:
         packets = sum(stats["tm"]["totals"].get("enqueued", 0) for stats in tm_stats.values() if "tm" in stats)
     total_cpu = busy_cpu = sum(switch_cpu_s.values())
@@ -170,7 +173,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     if (switch_us or agent_us) and kept_time and calibrate:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
                             idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams),
-                            load=planned or load)
+                            load=planned or load, fabric=fabric)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time and calibrate,

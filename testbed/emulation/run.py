@@ -610,7 +610,8 @@ class VariantRun:
                                           switches=len(self.scenario.topo.switches),
                                           calibrate=not self.runners,
                                           not_judged=frozenset(stalled_hosts(self.scenario)),
-                                          planned=capacity.planned_load(self.scenario, self._cost_mode()))
+                                          planned=capacity.planned_load(self.scenario, self._cost_mode()),
+                                          fabric=capacity.fabric_signature(self.scenario))
         if self._machine_load is not None:
             self.result.costs.update(self._machine_load.stop())
 

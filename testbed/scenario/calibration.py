@@ -16,6 +16,14 @@ fastest, which is conservative, as the cost falls with the rate. An entry
 without a load (kept before loads were recorded) ranks behind every entry
 with one, newest first; without a planned load the newest runs decide. So a
 file of old entries gives what the last NEAREST_RUNS runs gave before.
+
+The fabric first: a switch packet's cost depends on the fabric as much as on the
+load (most of a k=4 fat-tree's hops are cables inside its fabric process, most
+of a leaf-spine's cross a veth: 10 and 27 us per packet on one machine at like
+loads), and an agent datagram's on its transport's work. So each entry also
+records its fabric (`capacity.fabric_signature`), and a cost is chosen among the
+runs of the planned fabric when there are any; a fabric new to this machine
+borrows the other fabrics' runs, and the source line says so.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ class Figure:
     runs: tuple[dict, ...]
     planned: float | None  # the planned load in the cost's load unit (None: not given)
     kind: tuple[str, str, str, str]
+    fabric: str | None = None  # the planned fabric (None: not given)
+    own_fabric: bool = False  # the runs are the planned fabric's own
 
     def source(self) -> str:
         """The figure with the runs and loads behind it, in one phrase."""
@@ -50,7 +60,9 @@ class Figure:
         runs = "; ".join(f"{r.get('from', 'unnamed')} at "
                          + (f"{float(r[load]):,.0f}/s" if _load(r, load) is not None else "an unrecorded load")
                          for r in self.runs)
-        return f"{who}: the weighted median of the {len(self.runs)} runs {near} [{runs}]"
+        of = ("" if self.fabric is None else f" of this fabric ({self.fabric})" if self.own_fabric
+              else f" of other fabrics (none of {self.fabric} yet)")
+        return f"{who}: the weighted median of the {len(self.runs)} runs{of} {near} [{runs}]"
 
 
 def _load(run: dict, key: str) -> float | None:
@@ -101,11 +113,20 @@ def typical(runs: list[dict], kind: tuple) -> float | None:
     return weighted_median([(float(r[cost]), float(r[count]) if counted else 1.0) for r in runs])
 
 
-def figure(runs: list[dict], kind: tuple, planned: float | None) -> Figure | None:
-    """The cost for a planned load (None when no run measured it)."""
-    chosen = nearest(runs, kind, planned)
+def of_fabric(runs: list[dict], kind: tuple, fabric: str | None) -> list[dict]:
+    """The runs of `fabric` that measured this cost, when any did; else `runs` (a fabric new to
+    this machine borrows the others'), in the order kept."""
+    own = [r for r in runs if r.get(kind[0]) and r.get("fabric") == fabric]
+    return own if fabric is not None and own else runs
+
+
+def figure(runs: list[dict], kind: tuple, planned: float | None, fabric: str | None = None) -> Figure | None:
+    """The cost for a planned load of a fabric (None when no run measured it)."""
+    pool = of_fabric(runs, kind, fabric)
+    chosen = nearest(pool, kind, planned)
     value = typical(chosen, kind)
-    return None if value is None else Figure(value, tuple(chosen), planned, kind)
+    own = fabric is not None and bool(chosen) and all(r.get("fabric") == fabric for r in chosen)
+    return None if value is None else Figure(value, tuple(chosen), planned, kind, fabric, own)
 
 
 def turning_loads(runs: list[dict], kind: tuple) -> list[float]:

@@ -161,17 +161,25 @@ class Load:
         return Load(None if switch is None else switch * factor, None if agent is None else agent * factor)
 
 
-def load_costs(mode: str = "per_switch", load: Load | None = None) -> Costs:
-    """The costs for switches run in `mode` at a planned `load`: each from this machine's recent runs
-    nearest that load (calibration.nearest; without a load, the newest), their count-weighted
-    median, or the reference figure where no run measured it."""
-    return costs_from(_recent(mode), mode, load)
+def fabric_signature(scenario) -> str:
+    """What a calibration entry says its fabric was, and a check matches: the topology's kind and
+    its switches and hosts (a scenario's copy under another name matches; another size does not)."""
+    topo = scenario.topo
+    return f"{scenario.topology.kind} of {len(topo.switches)} switches and {len(topo.hosts)} hosts"
 
 
-def costs_from(runs: list[dict], mode: str, load: Load | None) -> Costs:
+def load_costs(mode: str = "per_switch", load: Load | None = None, fabric: str | None = None) -> Costs:
+    """The costs for switches run in `mode` at a planned `load` of a `fabric`: each from this
+    machine's recent runs of that fabric (of any, when none was of it), those nearest that load
+    (calibration.nearest; without a load, the newest), their count-weighted median, or the
+    reference figure where no run measured it."""
+    return costs_from(_recent(mode), mode, load, fabric)
+
+
+def costs_from(runs: list[dict], mode: str, load: Load | None, fabric: str | None = None) -> Costs:
     """load_costs over these calibration entries (oldest first)."""
-    switch = calibration.figure(runs, calibration.SWITCH, load and load.switch_packets_per_s_per_process)
-    agent = calibration.figure(runs, calibration.AGENT, load and load.agent_datagrams_per_s_per_process)
+    switch = calibration.figure(runs, calibration.SWITCH, load and load.switch_packets_per_s_per_process, fabric)
+    agent = calibration.figure(runs, calibration.AGENT, load and load.agent_datagrams_per_s_per_process, fabric)
     newest = runs[-calibration.NEAREST_RUNS:]
     idle = [float(r["switch_idle_cpu_per_switch"]) for r in newest if r.get("switch_idle_cpu_per_switch") is not None]
     where = f"{mode.replace('_', '-')} switches"
@@ -189,15 +197,16 @@ def costs_from(runs: list[dict], mode: str, load: Load | None) -> Costs:
 def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float | None, source: str,
                mode: str = "per_switch", switch_idle_cpu_per_switch: float | None = None,
                switch_packets: int | None = None, agent_datagrams: int | None = None,
-               load: Load | None = None) -> None:
+               load: Load | None = None, fabric: str | None = None) -> None:
     """Keep a run's measured costs (None: not measured), the counts they were measured over (their
-    weights in load_costs) and the load they were measured at (which planned loads they serve)."""
+    weights in load_costs), the load they were measured at and the fabric they were measured on
+    (which plans they serve)."""
     kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
     kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
                                  "agent_us_per_datagram": agent_us_per_datagram,
                                  "switch_idle_cpu_per_switch": switch_idle_cpu_per_switch, "from": source,
                                  "mode": mode, "switch_packets": switch_packets,
-                                 "agent_datagrams": agent_datagrams,
+                                 "agent_datagrams": agent_datagrams, "fabric": fabric,
                                  "switch_packets_per_s_per_process": load and load.switch_packets_per_s_per_process,
                                  "agent_datagrams_per_s_per_process":
                                      load and load.agent_datagrams_per_s_per_process}])[-RECENT_RUNS:]
@@ -267,12 +276,13 @@ class CostModel:
         self.fixed = fixed
         self.mode = fixed.mode if fixed is not None else scenario_mode(scenario)
         self.load = planned_load(scenario, self.mode)
+        self.fabric = fabric_signature(scenario)
         self.runs = [] if fixed is not None else _recent(self.mode)
 
     def at(self, rate_scale: float = 1.0) -> Costs:
         if self.fixed is not None:
             return self.fixed
-        return costs_from(self.runs, self.mode, self.load.scaled(rate_scale))
+        return costs_from(self.runs, self.mode, self.load.scaled(rate_scale), self.fabric)
 
     def steps(self) -> list[float]:
         """The rate scales at which the chosen runs can change (calibration.turning_loads)."""
@@ -280,7 +290,8 @@ class CostModel:
         for kind, load in ((calibration.SWITCH, self.load.switch_packets_per_s_per_process),
                            (calibration.AGENT, self.load.agent_datagrams_per_s_per_process)):
             if load:
-                out += [at / load for at in calibration.turning_loads(self.runs, kind)]
+                out += [at / load for at in calibration.turning_loads(
+                    calibration.of_fabric(self.runs, kind, self.fabric), kind)]
         return out
 
 

@@ -210,3 +210,23 @@ def test_a_run_keeps_the_load_the_check_planned_for_it_and_reports_the_measured_
         6000.0, 7000.0)
     kept = json.loads(calibration_file.read_text())["runs"][-1]
     assert (kept["switch_packets_per_s_per_process"], kept["agent_datagrams_per_s_per_process"]) == (6000.0, 7000.0)
+
+
+def test_a_fabrics_own_runs_come_first_and_a_new_fabric_borrows_the_others(calibration_file):
+    """A leaf-spine's switch packets (mostly veths) cost more than a fat-tree's (mostly cables in
+    memory) at the same load: a check of the fat-tree takes its own runs even when a leaf-spine's
+    are nearer its load, and a fabric without runs borrows the others', saying so."""
+    fat_tree = capacity.fabric_signature(scenario())
+    for i in range(3):
+        capacity.save_costs(27.0, 76.0, f"leaf-spine {i}", MODE, switch_packets=100_000, agent_datagrams=40_000,
+                            load=capacity.Load(17_000.0, 5_700.0), fabric="leaf_spine of 6 switches and 8 hosts")
+        capacity.save_costs(10.0, 54.0, f"fat-tree {i}", MODE, switch_packets=100_000, agent_datagrams=40_000,
+                            load=capacity.Load(57_000.0, 11_000.0), fabric=fat_tree)
+    own = capacity.load_costs(MODE, capacity.Load(17_000.0, 5_700.0), fat_tree)
+    assert (own.switch_us_per_packet, own.agent_us_per_datagram) == (10.0, 54.0)
+    assert f"of this fabric ({fat_tree})" in own.source and "leaf-spine" not in own.source
+    borrowed = capacity.load_costs(MODE, capacity.Load(17_000.0, 5_700.0), "fat_tree of 80 switches and 128 hosts")
+    assert (borrowed.switch_us_per_packet, borrowed.agent_us_per_datagram) == (27.0, 76.0)  # nearest load
+    assert "of other fabrics (none of fat_tree of 80 switches and 128 hosts yet)" in borrowed.source
+    # the check plans a scenario with its own fabric's runs
+    assert capacity.CostModel(scenario()).at(0.3).switch_us_per_packet == 10.0
