@@ -633,7 +633,7 @@ def check_report(text: str, names: list[str], figures: dict[str, dict]) -> list[
             problems.append(f"report.md first line does not give {n}'s CPU steal as {100 * steal:.1f}%")
         busy, busiest = figures[n]["fidelity/cpu_busy_share"], figures[n]["fidelity/cpu_busiest_second_share"]
         if busy is not None:
-            said = f"cores busy {100 * busy:.0f}% of the traffic's time" + (
+            said = f"cores busy {100 * busy:.0f}% of the traffic phase" + (
                 f", {100 * busiest:.0f}% in its busiest second" if busiest is not None else "")
             if said not in first:
                 problems.append(f"report.md first line does not say {n}'s '{said}'")

@@ -9,7 +9,8 @@ the traffic starts, every SAMPLE_PERIOD_S from a thread of its own, and when the
 costs; the run keeps every reading (result.json's costs, `machine_cpu_samples`), so the shares
 below can be recomputed from the run directory:
 
-- busy share: busy ticks over all ticks between the first and the last reading;
+- busy share: busy ticks over all ticks between the first and the last reading (the traffic
+  phase: from when the run starts the agents to its end);
 - busiest-second share: the highest busy share between two consecutive readings at least
   MIN_INTERVAL_S apart (a core saturated for a second is what makes the kernel throttle
   real-time threads, and a share over the whole traffic hides it);

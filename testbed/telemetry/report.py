@@ -285,7 +285,7 @@ def _fidelity_line(summaries: dict[str, dict]) -> str:
             parts.append("not judged: " + ", ".join(f"{h} ({why})" for h, why in f["hosts_not_judged"].items()))
         if f.get("cpu_busy_share") is not None:
             busiest = f.get("cpu_busiest_second_share")
-            parts.append(f"cores busy {100 * f['cpu_busy_share']:.0f}% of the traffic's time"
+            parts.append(f"cores busy {100 * f['cpu_busy_share']:.0f}% of the traffic phase"
                          + (f", {100 * busiest:.0f}% in its busiest second" if busiest is not None else ""))
         if f.get("cpu_steal_share") is not None:
             parts.append(f"hypervisor steal {100 * f['cpu_steal_share']:.1f}% of the machine's CPU time")

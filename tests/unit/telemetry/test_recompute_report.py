@@ -67,7 +67,7 @@ def test_a_cores_busy_share_the_report_misstates_is_caught(out, capsys):
         result["costs"] = {"machine_cpu_samples": [[0.0, 0, 1000, 2000], [1.0, 0, 1002, 2200]]}
         result_path.write_text(json.dumps(result))
     assert recompute_report.main([str(out)]) == 1  # the report, written before, does not say it
-    assert "cores busy 99% of the traffic's time, 99% in its busiest second" in capsys.readouterr().out
+    assert "cores busy 99% of the traffic phase, 99% in its busiest second" in capsys.readouterr().out
 
 
 def test_a_wrong_figure_in_report_md_is_caught(out, capsys):

@@ -173,7 +173,7 @@ def test_a_run_behind_real_time_says_how_busy_the_cores_were(tmp_path, scenario)
     summaries = {"a": summarize_variant(run, scenario.topo)}
     assert summaries["a"]["fidelity"]["cpu_busy_share"] == 0.8125
     first = write_report(scenario, {"a": run}, summaries, tmp_path / "out").read_text().splitlines()[0]
-    assert first.startswith("**Fidelity lost") and "cores busy 81% of the traffic's time, 100% in its busiest second" in first
+    assert first.startswith("**Fidelity lost") and "cores busy 81% of the traffic phase, 100% in its busiest second" in first
 
 
 def test_jain_fairness():
