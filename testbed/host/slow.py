@@ -61,7 +61,8 @@ def read_command(path: Path) -> SlowCommand:
 class SignalWakeup:
     """A socket that becomes readable when any signal arrives: the interpreter writes a byte to its
     other end (`signal.set_wakeup_fd`), so a loop's select returns at once instead of at its next
-    timeout. One per process: `open()` takes the interpreter's wake-up fd, `close()` gives it back."""
+    timeout. Making one takes the interpreter's wake-up fd (so a process has one at a time), and
+    `close()` gives it back."""
 
     def __init__(self) -> None:
         reader, writer = socket.socketpair()
