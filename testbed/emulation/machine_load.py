@@ -12,8 +12,8 @@ below can be recomputed from the run directory:
 - busy share: busy ticks over all ticks between the first and the last reading (the traffic
   phase: from when the run starts the agents to its end);
 - busiest-second share: the highest busy share between two consecutive readings at least
-  MIN_INTERVAL_S apart (a core saturated for a second is what makes the kernel throttle
-  real-time threads, and a share over the whole traffic hides it);
+  MIN_INTERVAL_S apart, over all cores together (cores saturated for a second are what makes
+  the kernel throttle real-time threads, and a share over the whole traffic hides such a second);
 - steal share: steal ticks over all ticks between the first and the last reading.
 """
 
