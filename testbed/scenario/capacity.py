@@ -5,11 +5,13 @@ one cell costs where it is handled: each switch it crosses, and the host
 agents at both ends. The rates come from the scenario (every sending host
 at its NIC rate, each cell crossing the switches of its longest path, with
 its share of ACKs and credits coming back); the per-cell costs are
-measured: every run writes what its switches and agents spent per packet
-and the load it ran at (`CALIBRATION_PATH`: runs that kept real time only, as an
-overloaded run spends more per packet). The check takes each cost from the runs
-measured nearest its planned load, the busiest moment's rates per switch process
-and per agent process (`calibration`: a slowed run costs more per packet), and
+measured: every run writes what its switches and agents spent per packet,
+its fabric and the load the check planned for it (`CALIBRATION_PATH`: runs that
+kept real time only, as an overloaded run's figures are the CPU's, not the
+fabric's). The check takes each cost from the runs of the same fabric when
+there are any, those measured nearest its planned load, the busiest moment's
+rates per switch process and per agent process (`calibration`: a slowed run
+costs more per packet, and a fat-tree's packet less than a leaf-spine's), and
 until a first run has done so the figures measured on this project's 2-core
 reference machine stand in. A run that needs more than `HEADROOM` of the
 machine's cores is refused before anything is built, with the largest rate that
