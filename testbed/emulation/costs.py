@@ -104,7 +104,8 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     verdict judges it: the hosts in `not_judged` (an agent_stall fault stopped them) are left out
     of it, their CPU and datagrams not. The calibration keeps the run's `planned` load (what the
     check planned for this scenario at its rates, capacity.planned_load), so that a check compares
-    a planned load with planned loads; the measured load (`measured_load`) is reported beside it.
+    a planned load with planned loads (without one the entry keeps no load and ranks as an old
+    entry); the measured load (`measured_load`) is only reported beside it.
     It also keeps the run's `fabric` (capacity.fabric_signature): a check takes a fabric's own runs
     first."""
     if packets is None:
@@ -173,7 +174,7 @@ def measure_costs(switch_cpu_s: dict[str, float], tm_stats: dict, records: Path,
     if (switch_us or agent_us) and kept_time and calibrate:
         capacity.save_costs(switch_us, agent_us, f"{source}, {time.strftime('%Y-%m-%d %H:%M')}", mode,
                             idle_per_switch, switch_packets=packets, agent_datagrams=int(datagrams),
-                            load=planned or load, fabric=fabric)
+                            load=planned, fabric=fabric)
     return {"switch_us_per_packet": switch_us and round(switch_us, 1), "switch_cost_unmeasured": unmeasured,
             "agent_us_per_datagram": agent_us and round(agent_us, 1), "agent_cost_unmeasured": agent_unmeasured,
             "switch_packets": packets, "agent_datagrams": int(datagrams), "calibrates": kept_time and calibrate,

@@ -180,14 +180,19 @@ def test_a_run_records_its_load_per_process_and_the_next_check_finds_it(calibrat
     (records / "agents-1.process.json").write_text(json.dumps({"cpu_s": 2.0, "t_s": [0.0, 5.0]}))
     tm = {"tm": {"totals": {"enqueued": 30_000}, "fidelity": {"dequeue": {"p99_lag_us": 100.0}}}}
     out = costs.measure_costs({"fabric0": 3.0, "fabric1": 3.0}, {"s1": tm}, records, 1000.0, "run",
-                              mode=MODE, window_s=10.0, switches=20)
+                              mode=MODE, window_s=10.0, switches=20, planned=capacity.Load(3000.0, 8000.0))
     # 30,000 packets over 10 s in 2 processes; 30,000 datagrams over 0.5-4 s (3.5 s) in 2 processes
     assert out["switch_packets_per_s_per_process"] == 1500.0
     assert out["agent_datagrams_per_s_per_process"] == pytest.approx(30_000 / 3.5 / 2, abs=0.1)
-    kept = json.loads(calibration_file.read_text())["runs"][-1]
-    assert kept["switch_packets_per_s_per_process"] == 1500.0
-    assert kept["agent_datagrams_per_s_per_process"] == pytest.approx(30_000 / 3.5 / 2)
-    assert "at 1,500/s" in capacity.load_costs(MODE, capacity.Load(1500.0, 4000.0)).source
+    kept = json.loads(calibration_file.read_text())["runs"][-1]  # the planned load, which checks compare
+    assert kept["switch_packets_per_s_per_process"] == 3000.0
+    assert kept["agent_datagrams_per_s_per_process"] == 8000.0
+    assert "at 3,000/s" in capacity.load_costs(MODE, capacity.Load(3000.0, 8000.0)).source
+    # without a planned load the entry keeps none: the measured one must not stand in for it
+    costs.measure_costs({"fabric0": 3.0}, {"s1": tm}, records, 1000.0, "run", mode=MODE, window_s=10.0)
+    unplanned = json.loads(calibration_file.read_text())["runs"][-1]
+    assert unplanned["switch_packets_per_s_per_process"] is None
+    assert unplanned["agent_datagrams_per_s_per_process"] is None
     # no window, no span: no load recorded, and the entry still calibrates as an old one
     assert costs.traffic_span({"t_s": [0.0, 1.0], "tx_bytes": [0, 0], "rx_bytes": [0, 0]}) is None
     assert costs.measured_load(30_000, None, 2, 0.0, [None], 0) == capacity.Load(None, None)
