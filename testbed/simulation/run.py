@@ -89,6 +89,63 @@ def build_network(scenario) -> sim.Network:
     return net
 
 
+SWITCH_MODELS = ("program", "model")
+
+
+def program_refusal(scenario, faults: bool = True) -> str | None:
+    """Why the program network (program_net.py) cannot run this scenario yet, or None: it carries
+    no faults and no PFC (the hosts' NICs do not obey pause frames there)."""
+    if faults and scenario.faults:
+        return "it has faults"
+    if scenario.fabric.pfc.enabled:
+        return "it is lossless (PFC)"
+    return None
+
+
+def build_program_network(scenario):
+    """The scenario on the program network: its P4 program in every switch, on the native engine."""
+    from testbed.emulation.run import ENTROPY_SCHEMES
+    from testbed.simulation.program_net import ProgramNetwork
+
+    cfg = transport_config(scenario)
+    local, local_cfg = scenario.links.local, None
+    if local is not None:
+        local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
+    return ProgramNetwork(scenario, cfg, lambda ports: transport_config(scenario, ports), local_cfg,
+                          "entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
+
+
+def simulate_program(scenario, messages=None, until_s: float | None = None, label: str | None = None,
+                     period_s: float | None = None):
+    """`simulate` on the program network (no faults: `program_refusal`); with `period_s`, the
+    telemetry sampler beside it (info["sampler"])."""
+    from testbed.simulation.program_telemetry import ProgramSampler
+
+    messages = scenario_messages(scenario) if messages is None else messages
+    started = time.monotonic()
+    net = build_program_network(scenario)
+    built = time.monotonic()
+    net.load(messages, scenario.seed)
+    taken = ProgramSampler(net, period_s).start() if period_s is not None else None
+    with progress.task(label or scenario.name, len(messages),
+                       progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
+        net.run(scenario.duration_s if until_s is None else until_s,
+                on_progress=shown.update if shown is not None else None)
+    if taken is not None:
+        taken.finish()
+    figures = net.switch_figures()
+    info = {"driver": "simulator", "target": "simulator", "switches": "program",
+            "program": scenario.switch.program, "virtual_end_s": net.now_s,
+            "wall_s": round(time.monotonic() - started, 3), "build_s": round(built - started, 3),
+            "events": net.events, "cell_hops": net.cell_hops(), "finished": net.finished(),
+            "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],
+            "max_queue_cells": figures["max_queue_packets"],
+            "pause_frames": None, "lost_on_cut_links": 0, "lost_on_lossy_links": figures["lost_on_lossy_links"],
+            "dropped_by_stopped_switches": 0, "program_drops": figures["program_drops"],
+            "faults_carried_out": 0, "faults_not_executed": [], "sampler": taken}
+    return net, info
+
+
 def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None,
              run_dir: Path | None = None, sampler=None, faults: bool = True) -> tuple[sim.Network, dict]:
     """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time, with
@@ -125,8 +182,10 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
     return net, info
 
 
-def run_variant(variant, run_dir: Path) -> dict:
-    """Simulate one variant and write its run directory; returns result.json's content."""
+def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
+    """Simulate one variant and write its run directory; returns result.json's content.
+    `switches`: "program" runs the scenario's P4 program (program_net.py), "model" sim.py's
+    hand-written model of fabric.p4; the caller checks `program_refusal` first."""
     scenario = variant.scenario
     messages = scenario_messages(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -136,8 +195,11 @@ def run_variant(variant, run_dir: Path) -> dict:
     (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
                                                       "messages": [m.to_json() for m in messages]}))
     period = PERIOD_S * scenario.time_stretch  # 100 ms of the scenario's clock
-    net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
-                         sampler=lambda n: Sampler(n, period))
+    if switches == "program":
+        net, info = simulate_program(scenario, messages, label=variant.name or scenario.name, period_s=period)
+    else:
+        net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
+                             sampler=lambda n: Sampler(n, period))
     sampler = info.pop("sampler")
     sampler.write(run_dir / "telemetry.jsonl")
     recs = run_dir / "records"

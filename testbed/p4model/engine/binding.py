@@ -81,6 +81,7 @@ _SIGNATURES = {
     "eng_host_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
     "eng_inject": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32, _c.c_int64]),
     "eng_run": (_c.c_int64, [_c.c_void_p, _c.c_int64]),
+    "eng_run_window": (_c.c_int64, [_c.c_void_p, _c.c_int64, _c.c_int64]),
     "eng_next": (_c.c_int64, [_c.c_void_p]),
     "eng_keep": (None, [_c.c_void_p, _c.c_int]),
     "eng_kept": (_c.c_uint64, [_c.c_void_p, _c.POINTER(_c.c_void_p)]),
@@ -338,6 +339,13 @@ class NativeFabric:
         """Every event up to `until_ns`; the next event's time, None when none is left."""
         nxt = self.lib.eng_run(self._e, until_ns)
         return None if nxt < 0 else nxt
+
+    def run_window(self, until_ns: int, window_ns: int) -> int:
+        """Every event up to `until_ns`, but once a host delivery at t is kept (or one not yet
+        taken waits), only those before t + `window_ns`: the hosts' answers to a delivery at t
+        reach the fabric no sooner than that. Returns the last time processed; `take` gives
+        the deliveries, some maybe beyond it (engine.c eng_run_window)."""
+        return self.lib.eng_run_window(self._e, until_ns, window_ns)
 
     def next_ns(self) -> int | None:
         nxt = self.lib.eng_next(self._e)

@@ -248,6 +248,8 @@ typedef struct {
     int keep;
     uint8_t *kept;
     uint64_t nkept, capkept;
+    int64_t window_ns;          /* eng_run_window: after a kept delivery at t, stop before t + window_ns */
+    int64_t horizon;            /* eng_run_window: the last event time this call may process */
     uint64_t events, cell_hops, wakeups, thread_cpu_ns;
     clockid_t loop_clock;   /* the real-time loop's thread CPU clock; loop_clock_set once it runs */
     int loop_clock_set;
@@ -415,6 +417,7 @@ static void host_receives(engine *e, int host, int64_t at, const uint8_t *f, uin
         e->kept = k, e->capkept = cap;
     }
     uint8_t *r = e->kept + e->nkept;
+    if (e->window_ns > 0 && at + e->window_ns - 1 < e->horizon) e->horizon = at + e->window_ns - 1;
     int64_t t = at;
     uint32_t h = (uint32_t)host;
     memcpy(r, &t, 8);
@@ -1433,6 +1436,34 @@ int64_t eng_run(void *ep, int64_t until_ns) {
     int64_t nxt = e->nheap ? e->heap[0].t : -1;
     pthread_mutex_unlock(&e->lock);
     return nxt;
+}
+
+/* Every event up to until_ns, in order, as eng_run; but once a host delivery at time t is kept,
+ * only the events before t + window_ns.  A driver whose hosts answer a delivery at t with frames
+ * that reach the fabric no earlier than t + window_ns (the host link's delay and one frame's
+ * serialisation) can hand the batch to its hosts and inject their answers without ever putting a
+ * frame before the engine's clock.  Returns the last time processed (every event at or before it
+ * has run); the kept deliveries (eng_kept) may lie beyond it. */
+int64_t eng_run_window(void *ep, int64_t until_ns, int64_t window_ns) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    e->window_ns = window_ns, e->horizon = until_ns;
+    if (window_ns > 0 && e->nkept) {   /* deliveries not yet taken bound this call too */
+        uint64_t off = 0;
+        while (off < e->nkept) {
+            int64_t at;
+            uint32_t n;
+            memcpy(&at, e->kept + off, 8);
+            memcpy(&n, e->kept + off + 12, 4);
+            if (at + window_ns - 1 < e->horizon) e->horizon = at + window_ns - 1;
+            off += 16 + ((n + 7) & ~7u);
+        }
+    }
+    while (e->nheap && e->heap[0].t <= e->horizon) process_until(e, e->heap[0].t);
+    int64_t reached = e->horizon;
+    e->window_ns = 0;
+    pthread_mutex_unlock(&e->lock);
+    return reached;
 }
 
 /* ---- real time ------------------------------------------------------------ */
