@@ -143,6 +143,10 @@ def sim_command(args) -> int:
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     switches = getattr(args, "switches", "model")
+    if switches == "program" and getattr(args, "diagnose", False):
+        print("testbed sim --diagnose: the diagnosis's healthy twin runs on the hand-written model of fabric.p4, "
+              "so the variants run on it too", file=sys.stderr)
+        switches = "model"
     if switches == "program":
         from testbed.simulation.run import program_refusal
 
