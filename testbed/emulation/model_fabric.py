@@ -171,6 +171,7 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
     from testbed.p4model.frontend import load_program
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import Pipeline
+    from testbed.p4model.backend.native.objects import writes_batched
     from testbed.p4model.switch.loop import Switch
 
     topology = scenario.topo
@@ -195,11 +196,12 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
                         priority_queues=scenario.switch.priority_queues)
         pipeline = new_pipeline()
         control = ControlPlane(pipeline, p4info)
-        for spec in plans[switch_name].entries:
-            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
-                                          else p4runtime_pb2.Update.INSERT)
-            update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
-            control.write(update)
+        with writes_batched(pipeline.tables.values()):  # no packet moves yet: one copy into C per table
+            for spec in plans[switch_name].entries:
+                update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
+                                              else p4runtime_pb2.Update.INSERT)
+                update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
+                control.write(update)
         for meter in plans[switch_name].meters:  # the credit meters, as apply.configure_switch writes them
             pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
         switch.install(SimpleNamespace(pipeline=pipeline))

@@ -41,6 +41,7 @@ from testbed.host.app import WorkloadRunner
 from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint, channel_of_datagram
 from testbed.host.nic import NicPorts
+from testbed.host.pfc import PauseGate
 from testbed.host.workloads import MessageSpec
 
 ECT0, CE = 2, 3
@@ -63,13 +64,15 @@ def ser_ns(nbytes: int, rate_bps: float) -> int:
 
 class Wire:
     """One direction of a host's cable: a NIC port to its ToR port (or a local channel to a
-    peer GPU), free again at `free_ns`."""
+    peer GPU), free again at `free_ns`; on a lossless fabric, the port's PFC gate (host/pfc.py:
+    DATA held while the ToR pauses it, in order)."""
 
-    __slots__ = ("switch", "port", "rate_bps", "delay_ns", "free_ns", "eth")
+    __slots__ = ("switch", "port", "rate_bps", "delay_ns", "free_ns", "eth", "gate")
 
-    def __init__(self, switch: int, port: int, rate_bps: float, delay_ns: int, eth: bytes) -> None:
+    def __init__(self, switch: int, port: int, rate_bps: float, delay_ns: int, eth: bytes,
+                 gate: PauseGate | None = None) -> None:
         self.switch, self.port, self.rate_bps, self.delay_ns = switch, port, rate_bps, delay_ns
-        self.free_ns, self.eth = 0, eth
+        self.free_ns, self.eth, self.gate = 0, eth, gate
 
     def send(self, now_ns: int, wire_bytes: int) -> int:
         """The frame starts when the wire is free; when its last bit reaches the far end."""
@@ -92,6 +95,7 @@ class ProgramHost:
         self.wake_ns: int | None = None
         self._sport: dict[tuple[str, int], int] = {}
         self._headers: dict[tuple, bytes] = {}
+        self.gated = False  # lossless: its NIC ports obey the ToR's pause frames
         self.rx_not_cells = 0  # frames delivered that are no cell for this host (PFC, not IPv4/UDP)
         self.port_tx: list[int] = []  # frames sent per NIC port
         self.tx_bytes = self.rx_bytes = 0  # frames on the NIC's ports, both ways
@@ -144,9 +148,14 @@ class ProgramHost:
                 self.nic.sent(port, now, data[0] & 0x0F)
             frame = self.frame(port, dst, sport, ECT0 if tx.ect else 0, data)
             w = self.wires[port]
+            if w.gate is not None:
+                if not w.gate.admit(data[0] & 0x0F, now, frame, now):
+                    continue  # paused, or behind held DATA: the gate keeps it in order
             inject(w.switch, w.port, frame, w.send(now_ns, len(frame)))
             self.port_tx[port] += 1
             self.tx_bytes += len(frame)
+        if self.gated:
+            self._release_held(now_ns)
         if self.local is not None:
             for tx in self.local.poll(now):
                 w = self.local_wires[tx.dst]
@@ -154,6 +163,9 @@ class ProgramHost:
                 net.push(at, LOCAL, self.net.hosts[tx.dst], (self.name, tx.data, ECT0 if tx.ect else 0))
         times = [t for t in (self.ep.polled_deadline, self.local.polled_deadline if self.local else None,
                              self.runner.next_deadline(now) if self.runner else None) if t is not None]
+        if self.gated:
+            times += [t for w in self.wires if w.gate is not None
+                      for t in (w.gate.wake_at(w.free_ns / 1e9),) if t is not None]
         if not times:
             return
         t = math.ceil(min(times) * 1e9)
@@ -164,9 +176,27 @@ class ProgramHost:
         self.wake_ns = t
         net.push(t, WAKE, self, t)
 
+    def _release_held(self, now_ns: int) -> None:
+        """Each gate's held DATA that may start by now goes on its wire, one at a time."""
+        for i, w in enumerate(self.wires):
+            gate = w.gate
+            while gate is not None:
+                start = gate.next_start(now_ns / 1e9, w.free_ns / 1e9)
+                if start is None:
+                    break
+                frame = gate.pop()
+                self.net.engine.inject(w.switch, w.port, frame, w.send(max(math.ceil(start * 1e9), now_ns),
+                                                                       len(frame)))
+                self.port_tx[i] += 1
+                self.tx_bytes += len(frame)
+
     def receive(self, now_ns: int, port: int, frame: bytes) -> None:
         """A frame the fabric delivered to NIC port `port`: the UDP payload to the transport."""
         self.rx_bytes += len(frame)
+        if self.gated and frame[12:14] == b"\x88\x08":  # the ToR's PFC pause frame
+            self.wires[port].gate.pause.on_frame(frame, now_ns / 1e9)
+            self.kick(now_ns)
+            return
         if len(frame) < 42 or frame[12] != 0x08 or frame[13] != 0x00:
             self.rx_not_cells += 1  # a PFC pause frame or anything not IPv4
             return
@@ -232,7 +262,9 @@ class ProgramNetwork:
             for i, p in enumerate(ports):
                 tor = self.fabric.index[p.peer]
                 eth = _mac(topo.port(p.peer, p.peer_port).mac) + _mac(p.mac) + b"\x08\x00"
-                host.wires.append(Wire(tor, p.peer_port, rate, delay_ns, eth))
+                gate = PauseGate(rate) if scenario.fabric.pfc.enabled else None
+                host.wires.append(Wire(tor, p.peer_port, rate, delay_ns, eth, gate))
+                host.gated = gate is not None
                 host.port_tx.append(0)
                 self.by_nic[self.fabric.nic_index[(name, p.number)]] = (host, i)
             if len(ports) > 1:

@@ -94,11 +94,9 @@ SWITCH_MODELS = ("program", "model")
 
 def program_refusal(scenario, faults: bool = True) -> str | None:
     """Why the program network (program_net.py) cannot run this scenario yet, or None: it carries
-    no faults and no PFC (the hosts' NICs do not obey pause frames there)."""
+    no faults yet."""
     if faults and scenario.faults:
         return "it has faults"
-    if scenario.fabric.pfc.enabled:
-        return "it is lossless (PFC)"
     return None
 
 
@@ -140,7 +138,8 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
             "events": net.events, "cell_hops": net.cell_hops(), "finished": net.finished(),
             "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],
             "max_queue_cells": figures["max_queue_packets"],
-            "pause_frames": None, "lost_on_cut_links": 0, "lost_on_lossy_links": figures["lost_on_lossy_links"],
+            "pause_frames": figures["pause_frames_sent"] if scenario.fabric.pfc.enabled else None,
+            "lost_on_cut_links": 0, "lost_on_lossy_links": figures["lost_on_lossy_links"],
             "dropped_by_stopped_switches": 0, "program_drops": figures["program_drops"],
             "faults_carried_out": 0, "faults_not_executed": [], "sampler": taken}
     return net, info

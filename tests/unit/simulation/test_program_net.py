@@ -175,3 +175,13 @@ def test_window_rule_never_puts_a_frame_before_the_engine_clock():
     net.run(s.duration_s)
     assert net.finished() and seen and min(seen) >= net.window_ns
     assert socket.inet_aton(s.topo.node("h1").ip) == net.hosts["h1"].ip
+
+
+def test_a_lossless_fabric_pauses_the_hosts_and_drops_nothing():
+    lossless = ", pfc: {enabled: true, xoff_cells: 8, xon_cells: 4}"
+    lossy_net, lossy = run(scenario(workload=INCAST, cc="none"))
+    net, info = run(scenario(workload=INCAST, cc="none", ecn=lossless))
+    assert lossy["switch_data_drops"] > 0
+    assert info["finished"] and info["switch_data_drops"] == 0 and info["pause_frames"] > 0
+    held = max(w.gate.held_max for h in net.hosts.values() for w in h.wires)
+    assert held > 0  # some NIC held DATA while its ToR paused it
