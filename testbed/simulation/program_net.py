@@ -232,7 +232,9 @@ class ProgramNetwork:
     """Hosts on the virtual clock around the native engine's fabric (see the module docstring)."""
 
     def __init__(self, scenario, cfg: TransportConfig, nic_cfg: Callable[[int], TransportConfig],
-                 local_cfg: TransportConfig | None = None, nic_choice: str = "flow") -> None:
+                 local_cfg: TransportConfig | None = None, nic_choice: str = "flow", grid_s: float = 0.1) -> None:
+        """`grid_s`: the engine stops at every multiple of it (the telemetry's period, which the
+        sampler's times must fall on): results never depend on whether a sampler watches."""
         from testbed.emulation.model_fabric import build_scenario
 
         self.scenario = scenario
@@ -247,6 +249,7 @@ class ProgramNetwork:
         host_link = scenario.links.host
         rate, delay_ns = host_link.rate_mbps * 1e6, round(host_link.delay_us * 1e3)
         self.window_ns = max(1, delay_ns + ser_ns(MIN_FRAME_BYTES, rate))
+        self.grid_ns = max(1, round(grid_s * 1e9))
         self.hosts: dict[str, ProgramHost] = {}
         self.by_nic: list[tuple[ProgramHost, int]] = [None] * len(self.fabric.nic_index)  # engine index -> host, port
         self._heap: list = []
@@ -316,11 +319,14 @@ class ProgramNetwork:
         clock = time.monotonic
         next_report = clock() + every_s
         rounds = 0
-        observers = self._observers
+        observers, grid = self._observers, self.grid_ns
         reached = self.now_ns
         while True:
             first = heap[0][0] if heap else FOREVER
             horizon = until if first >= until else min(first + window - 1, until)
+            # the engine always stops on the grid (the telemetry's period), sampled or not: how its
+            # work is cut into calls, and so the order of ties, never depends on who watches
+            horizon = min(horizon, (reached // grid + 1) * grid)
             if observers and observers[0][0] < horizon:
                 horizon = observers[0][0]
             reached = run_window(horizon, window)
@@ -350,13 +356,12 @@ class ProgramNetwork:
                 following = fn(t)
                 if following is not None:
                     push(observers, (following, seq, fn))
+            if self.finished():  # every round: the end is the last event's time, whatever the rounds
+                break
             rounds += 1
-            if rounds % 64 == 0:
-                if on_progress is not None and clock() >= next_report:
-                    next_report = clock() + every_s
-                    on_progress(*self.progress_counts())
-                if self.finished():
-                    break
+            if rounds % 64 == 0 and on_progress is not None and clock() >= next_report:
+                next_report = clock() + every_s
+                on_progress(*self.progress_counts())
             if reached >= until or (not heap and engine.next_ns() is None):
                 break
         if on_progress is not None:

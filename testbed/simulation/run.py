@@ -100,8 +100,9 @@ def program_refusal(scenario, faults: bool = True) -> str | None:
     return None
 
 
-def build_program_network(scenario):
-    """The scenario on the program network: its P4 program in every switch, on the native engine."""
+def build_program_network(scenario, grid_s: float | None = None):
+    """The scenario on the program network: its P4 program in every switch, on the native engine;
+    the engine stops every `grid_s` (default: the scenario's telemetry period)."""
     from testbed.emulation.run import ENTROPY_SCHEMES
     from testbed.simulation.program_net import ProgramNetwork
 
@@ -110,18 +111,21 @@ def build_program_network(scenario):
     if local is not None:
         local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
     return ProgramNetwork(scenario, cfg, lambda ports: transport_config(scenario, ports), local_cfg,
-                          "entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow")
+                          "entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow",
+                          grid_s=PERIOD_S * scenario.time_stretch if grid_s is None else grid_s)
 
 
 def simulate_program(scenario, messages=None, until_s: float | None = None, label: str | None = None,
                      period_s: float | None = None):
     """`simulate` on the program network (no faults: `program_refusal`); with `period_s`, the
-    telemetry sampler beside it (info["sampler"])."""
+    telemetry sampler beside it (info["sampler"]), the network's grid set to `period_s` (the
+    results of a run sampled at the scenario's telemetry period, as run_variant does, are those
+    of a run not sampled at all)."""
     from testbed.simulation.program_telemetry import ProgramSampler
 
     messages = scenario_messages(scenario) if messages is None else messages
     started = time.monotonic()
-    net = build_program_network(scenario)
+    net = build_program_network(scenario, period_s)
     built = time.monotonic()
     net.load(messages, scenario.seed)
     taken = ProgramSampler(net, period_s).start() if period_s is not None else None

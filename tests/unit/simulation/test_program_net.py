@@ -185,3 +185,11 @@ def test_a_lossless_fabric_pauses_the_hosts_and_drops_nothing():
     assert info["finished"] and info["switch_data_drops"] == 0 and info["pause_frames"] > 0
     held = max(w.gate.held_max for h in net.hosts.values() for w in h.wires)
     assert held > 0  # some NIC held DATA while its ToR paused it
+
+
+def test_watching_at_the_telemetry_period_changes_nothing():
+    s = scenario(cc="tita", workload=INCAST)
+    watched, _ = simulate_program(s, period_s=0.1)
+    alone, _ = simulate_program(s)
+    assert json.dumps(watched.records(), sort_keys=True) == json.dumps(alone.records(), sort_keys=True)
+    assert watched.now_ns == alone.now_ns
