@@ -56,7 +56,7 @@ def test_the_report_opens_with_the_verdict_table(out):
     report, _ = out
     lines = (report / "report.md").read_text().splitlines()
     first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    assert lines[first_table] == ("| variant | messages complete / planned | goodput / ideal | DATA drops | "
+    assert lines[first_table] == ("| variant | messages complete / planned | goodput / ideal | DATA cells lost | "
                                   "fidelity | faults |")
     summary = json.loads((report / "summary.json").read_text())
     for i, name in enumerate(NAMES):
