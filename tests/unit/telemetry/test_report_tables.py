@@ -129,6 +129,12 @@ def test_the_html_page_embeds_every_plot(out):
     assert "<table>" in page and "messages complete / planned" in page
 
 
+def test_the_html_title_names_the_scenario(out):
+    report, _ = out
+    page = write_html(report / "report.md").read_text()
+    assert f"<title>default: {report.name}</title>" in page
+
+
 def test_a_missing_plot_is_refused(out):
     report, _ = out
     next(report.glob("*.png")).unlink()
