@@ -31,17 +31,13 @@ GPUs, the rails when the servers are rail-optimised):
 
 A fabric smaller than the most a tier count holds keeps every switch's
 uplinks and takes the fewest top-tier switches whose ports hold them among
-those that divide a lower switch's uplinks evenly, with parallel links
-where a switch has spare ports. The divisor keeps it non-blocking: when
-every lower switch has the same number of links to each top switch, any
-two of them meet at full rate over the top tier; with an uneven spread,
-two lower switches whose extra links land on different top switches meet
-below their uplink rate (sum over top switches of the smaller of their two
-link counts). GPUs are counted in whole servers. One pluggable optic sits
-at each end of every link; a broken-out switch port is one optic for its
-host ports. The bisection bandwidth is half of the hosts' injection
-bandwidth divided by the oversubscription of the tiers that cross-fabric
-traffic climbs.
+the divisors of a lower switch's uplinks (parallel links where a switch
+has spare ports): an even spread keeps any two lower switches meeting at
+full rate (docs/planning.md gives the uneven case). GPUs are counted in
+whole servers. One pluggable optic sits at each end of every link; a
+broken-out switch port is one optic for its host ports. The bisection
+bandwidth is half of the hosts' injection bandwidth divided by the
+oversubscription of the tiers that cross-fabric traffic climbs.
 """
 
 from __future__ import annotations
