@@ -70,6 +70,9 @@ def report_command(args: argparse.Namespace) -> int:
     if stale:
         print(f"note: {stale}")
     order = [name for name in variants if name in dirs and not failure(results[name])]
+    if not any(name in dirs for name in variants):
+        raise RunDirError(f"{out_dir}: its variant directories ({', '.join(sorted(dirs))}) name none of the "
+                          f"scenario's variants ({', '.join(variants)})")
     if not order:
         raise RunDirError(f"{out_dir}: every variant's run failed, nothing to report: " + "; ".join(
             f"{name}: {failure(results[name])}" for name in gaps))
