@@ -202,8 +202,11 @@ def plan(hw: Hardware, gpus: int) -> FabricPlan:
     limits = max_gpus(hw)
     tiers = next((t for t in range(1, MAX_TIERS + 1) if limits[str(t)] >= gpus), None)
     if tiers is None:
+        why = (f" (a pod's {pod_tors(hw)} ToRs hold no whole rail segment of {groups_per_plane(hw)} ToRs, so "
+               f"three tiers hold none)" if not limits[str(MAX_TIERS)] else "")
+        most = max(limits, key=lambda t: limits[t])
         raise PlanError(f"{gpus} GPUs do not fit in {MAX_TIERS} tiers of {hw.switch_ports}-port switches with "
-                        f"this hardware: {MAX_TIERS} tiers hold at most {limits[str(MAX_TIERS)]} GPUs")
+                        f"this hardware: the most is {limits[most]} GPUs in {_tiers(int(most))}{why}")
     k, b, planes = hw.switch_ports, hw.breakout, hw.planes
     ports = gpus * hw.ports_per_gpu // planes                  # host ports per plane
     tor = split_ports(k, hw.tor_oversubscription)
@@ -246,6 +249,10 @@ def plan(hw: Hardware, gpus: int) -> FabricPlan:
             out.segment_gpus = min(per_group, tor.down * b) * hw.gpus_per_server
     out.bisection_gbps = gpus * hw.ports_per_gpu * hw.nic_port_gbps / 2 / reach
     return out
+
+
+def _tiers(n: int) -> str:
+    return f"{n} tier" + ("" if n == 1 else "s")
 
 
 def tors_optics(ports: int, down: int, breakout: int) -> int:

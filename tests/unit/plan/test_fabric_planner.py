@@ -245,3 +245,11 @@ def test_worked_examples_agree_with_testbed_plan(flags, tiers, tors, middle, cor
     assert (str(per_tier[1]) if len(per_tier) > 1 else "-") == middle
     assert (str(per_tier[2]) if len(per_tier) > 2 else "-") == cores
     assert (str(data["gpus_per_segment"]) if data["gpus_per_segment"] else "-") == segment
+
+
+def test_rails_wider_than_a_pod_stop_at_two_tiers_and_say_why():
+    hw = _rail_hw(128, 128)                          # 128 rails: a segment is 128 ToRs, a pod holds 64
+    assert max_gpus(hw) == {"1": 128, "2": 8192, "3": 0}
+    with pytest.raises(PlanError, match=r"the most is 8192 GPUs in 2 tiers \(a pod's 64 ToRs hold no whole rail "
+                                        r"segment of 128 ToRs"):
+        plan(hw, 16384)
