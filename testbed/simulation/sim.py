@@ -703,23 +703,23 @@ class Network:
         return sum(p.stats.data_drops for p in self.ports)
 
     def data_cells(self) -> dict:
-        """Conservation of DATA cells over the network: what the hosts put on their links (sent)
-        is received by hosts, lost (at a switch's full queue, on a cut or down cable, on a lossy
-        cable, in a stopped switch, for want of a route) or still in flight at the end (queued, or
-        on a cable). `unaccounted` is the remainder, 0 when every cell is counted."""
-        host_ports = [p for p in self.ports if not p.switch_port]
-        to_hosts = [p for p in self.ports if not p.peer_is_switch]
-        sent = sum(p.stats.data_tx for p in host_ports)
-        received = sum(p.stats.data_delivered for p in to_hosts)
+        """Conservation of DATA cells over the fabric: what the hosts put on their NIC links (sent)
+        is received by hosts from their ToRs, lost (at a switch's full queue, on a cut or down
+        cable, on a lossy cable, in a stopped switch, for want of a route) or still in flight at the
+        end (queued, or on a cable). A server's local channels (host to host, no switch) are not
+        the fabric's and are left out. `unaccounted` is the remainder, 0 when every cell is counted."""
+        ports = [p for p in self.ports if p.switch_port or p.peer_is_switch]
+        sent = sum(p.stats.data_tx for p in ports if not p.switch_port)
+        received = sum(p.stats.data_delivered for p in ports if not p.peer_is_switch)
         lost = {"switch_queue_drops": self.data_drops(),
-                "cut_links": sum(p.stats.data_down_losses for p in self.ports),
-                "lossy_links": sum(p.stats.data_loss_drops for p in self.ports),
+                "cut_links": sum(p.stats.data_down_losses for p in ports),
+                "lossy_links": sum(p.stats.data_loss_drops for p in ports),
                 "stopped_switches": sum(s.data_down_drops for s in self.switches.values())
-                + sum(p.stats.data_flushed for p in self.ports),
+                + sum(p.stats.data_flushed for p in ports),
                 "no_route": sum(s.data_no_route for s in self.switches.values())}
-        queued = sum(1 for p in self.ports for pkt in p.data_q if pkt.kind == wire.DATA)
+        queued = sum(1 for p in ports for pkt in p.data_q if pkt.kind == wire.DATA)
         on_cables = sum(p.stats.data_tx - p.stats.data_delivered - p.stats.data_down_losses
-                        - p.stats.data_loss_drops for p in self.ports)
+                        - p.stats.data_loss_drops for p in ports)
         in_flight = queued + on_cables
         return {"sent": sent, "received": received, "lost": lost, "lost_total": sum(lost.values()),
                 "in_flight_at_end": in_flight,
