@@ -177,6 +177,7 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
             "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0,
             "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None,
             "lost_on_cut_links": sum(p.stats.down_losses for p in net.ports),
+            "data_cells": net.data_cells(),
             "lost_on_lossy_links": sum(p.stats.loss_drops for p in net.ports),
             "dropped_by_stopped_switches": sum(s.down_drops for s in net.switches.values())
             + sum(p.stats.flushed for p in net.ports),
