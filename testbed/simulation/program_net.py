@@ -98,6 +98,7 @@ class ProgramHost:
         self.gated = False  # lossless: its NIC ports obey the ToR's pause frames
         self.rx_not_cells = 0  # frames delivered that are no cell for this host (PFC, not IPv4/UDP)
         self.port_tx: list[int] = []  # frames sent per NIC port
+        self.data_tx = self.data_rx = 0  # DATA cells put on the NIC's wires, and delivered by the ToRs
         self.tx_bytes = self.rx_bytes = 0  # frames on the NIC's ports, both ways
         self.nic_sample_ns = 0
 
@@ -152,6 +153,7 @@ class ProgramHost:
                 if not w.gate.admit(data[0] & 0x0F, now, frame, now):
                     continue  # paused, or behind held DATA: the gate keeps it in order
             inject(w.switch, w.port, frame, w.send(now_ns, len(frame)))
+            self.data_tx += data[0] & 0x0F == wire.DATA
             self.port_tx[port] += 1
             self.tx_bytes += len(frame)
         if self.gated:
@@ -188,6 +190,7 @@ class ProgramHost:
                 self.net.engine.inject(w.switch, w.port, frame, w.send(max(math.ceil(start * 1e9), now_ns),
                                                                        len(frame)))
                 self.port_tx[i] += 1
+                self.data_tx += frame[42] & 0x0F == wire.DATA
                 self.tx_bytes += len(frame)
 
     def receive(self, now_ns: int, port: int, frame: bytes) -> None:
@@ -210,6 +213,7 @@ class ProgramHost:
             self.rx_not_cells += 1
             return
         udp_len = frame[udp + 4] << 8 | frame[udp + 5]
+        self.data_rx += frame[udp + 8] & 0x0F == wire.DATA if udp_len > 8 else 0
         now = now_ns / 1e9
         if self.nic is not None:
             self.nic.heard(port, now)
@@ -415,6 +419,33 @@ class ProgramNetwork:
         return {"switch_queue_drops": queue_drops, "switch_data_drops": data_drops, "max_queue_packets": deepest,
                 "lost_on_lossy_links": link_lost, "pause_frames_sent": pfc_frames,
                 "program_drops": program_drops}
+
+    def data_cells(self) -> dict:
+        """Conservation of DATA cells over the fabric (sim.Network.data_cells' keys): what the hosts
+        put on their NIC links is received by hosts, lost at a switch's full queue or on a lossy
+        cable, or still in flight at the end (on a cable, queued, or delivered to a host after the
+        end). A cell the program itself dropped (its drop counters, `program_drops` in result.json,
+        count every type) is left in `unaccounted`."""
+        engine, fabric = self.engine, self.fabric
+        prios = self.scenario.switch.priority_queues
+        queue_drops = lossy = 0
+        for name, index in fabric.index.items():
+            for p in self.topo.ports(name):
+                for prio in range(prios):
+                    q = engine.queue_stats(index, p.number, prio)
+                    queue_drops += q["class_drops"][wire.DATA] if q is not None else 0
+                port = engine.port_stats(index, p.number)
+                lossy += port["lost_by_class"][wire.DATA] if port is not None else 0
+        cables, queued = engine.in_flight(wire.DATA)
+        undelivered = sum(1 for t, _, kind, _, frame in self._heap if kind == DELIVER
+                          and len(frame) > 42 and frame[42] & 0x0F == wire.DATA)
+        sent = sum(h.data_tx for h in self.hosts.values())
+        received = sum(h.data_rx for h in self.hosts.values())
+        lost = {"switch_queue_drops": queue_drops, "cut_links": 0, "lossy_links": lossy, "stopped_switches": 0,
+                "no_route": 0}
+        in_flight = cables + queued + undelivered
+        return {"sent": sent, "received": received, "lost": lost, "lost_total": sum(lost.values()),
+                "in_flight_at_end": in_flight, "unaccounted": sent - received - sum(lost.values()) - in_flight}
 
     def cell_hops(self) -> int:
         """Frames the engine moved across a switch (its cell-hop count)."""

@@ -143,7 +143,7 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
             "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],
             "max_queue_cells": figures["max_queue_packets"],
             "pause_frames": figures["pause_frames_sent"] if scenario.fabric.pfc.enabled else None,
-            "lost_on_cut_links": 0, "lost_on_lossy_links": figures["lost_on_lossy_links"],
+            "lost_on_cut_links": 0, "data_cells": net.data_cells(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
             "dropped_by_stopped_switches": 0, "program_drops": figures["program_drops"],
             "faults_carried_out": 0, "faults_not_executed": [], "sampler": taken}
     return net, info

@@ -82,6 +82,7 @@ _SIGNATURES = {
     "eng_inject": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32, _c.c_int64]),
     "eng_run": (_c.c_int64, [_c.c_void_p, _c.c_int64]),
     "eng_run_window": (_c.c_int64, [_c.c_void_p, _c.c_int64, _c.c_int64]),
+    "eng_in_flight": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
     "eng_next": (_c.c_int64, [_c.c_void_p]),
     "eng_keep": (None, [_c.c_void_p, _c.c_int]),
     "eng_kept": (_c.c_uint64, [_c.c_void_p, _c.POINTER(_c.c_void_p)]),
@@ -346,6 +347,12 @@ class NativeFabric:
         reach the fabric no sooner than that. Returns the last time processed; `take` gives
         the deliveries, some maybe beyond it (engine.c eng_run_window)."""
         return self.lib.eng_run_window(self._e, until_ns, window_ns)
+
+    def in_flight(self, cell_class: int) -> tuple[int, int]:
+        """(on cables, queued in traffic managers) of the frames of `cell_class` inside the engine."""
+        out = (ctypes.c_uint64 * 2)()
+        self.lib.eng_in_flight(self._e, cell_class, out)
+        return out[0], out[1]
 
     def next_ns(self) -> int | None:
         nxt = self.lib.eng_next(self._e)

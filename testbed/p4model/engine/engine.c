@@ -1466,6 +1466,32 @@ int64_t eng_run_window(void *ep, int64_t until_ns, int64_t window_ns) {
     return reached;
 }
 
+/* Frames of cell class `cls` inside the engine now: out[0] on cables (arrivals still to happen,
+ * host injections included), out[1] queued in a traffic manager.  A driver's conservation count
+ * (what hosts sent = what hosts got + what was lost + what is still inside) reads it at the end. */
+int eng_in_flight(void *ep, uint32_t cls, uint64_t out[2]) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    uint64_t cables = 0, queued = 0;
+    for (uint64_t i = 0; i < e->nheap; i++) {
+        const event *ev = &e->heap[i];
+        if (ev->kind == EV_ARRIVAL && ev->frame && cell_class(ev->frame, ev->len, e->cell_port) == (int)cls) cables++;
+    }
+    for (uint32_t si = 0; si < e->nsw; si++) {
+        sw_t *s = e->sw[si];
+        for (uint32_t number = 0; number < NPORT; number++) {
+            port *p = s->ports[number];
+            if (!p) continue;
+            for (uint32_t prio = 0; prio < MAX_PRIO; prio++)
+                for (const pkt *k = p->q[prio].head; k; k = k->next)
+                    if (cell_class(k->data, k->data_len, e->cell_port) == (int)cls) queued++;
+        }
+    }
+    out[0] = cables, out[1] = queued;
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
 /* ---- real time ------------------------------------------------------------ */
 
 /* A wire port: an AF_PACKET socket on `iface` (switch/ports.py's settings: every frame of the

@@ -193,3 +193,12 @@ def test_watching_at_the_telemetry_period_changes_nothing():
     alone, _ = simulate_program(s)
     assert json.dumps(watched.records(), sort_keys=True) == json.dumps(alone.records(), sort_keys=True)
     assert watched.now_ns == alone.now_ns
+
+
+def test_every_data_cell_is_accounted_for():
+    net, info = run(scenario(workload=INCAST, cc="none"))
+    cells = info["data_cells"]
+    assert cells["lost"]["switch_queue_drops"] == info["switch_data_drops"] > 0
+    assert cells["sent"] == sum(h.ep.tx_types[wire.DATA] for h in net.hosts.values())
+    assert cells["received"] > 0 and cells["unaccounted"] == 0
+    assert cells["sent"] == cells["received"] + cells["lost_total"] + cells["in_flight_at_end"]
