@@ -15,17 +15,15 @@ run uses:
   the NIC sends is lost) and the deliveries already on the cable towards it
   are forgotten.  A dual-homed host's NIC loses the port's carrier
   (`NicPorts.set_carrier`) and its rate follows, as the agent's does.
-  `host_down` also cuts both ends of the host's local channels.
-  Everything lost so is `lost_on_cut_links`.
+  `host_down` also cuts its local channels.  All that is `lost_on_cut_links`.
 * the controller's fast reroute (`testbed.emulation.reroute`): on each change
   of the dead links, `testbed.control.reroute.Rerouter`'s updates (new groups
   first, then the routes moved to them: make before break) are written
   `reaction_s` later to every switch that is up, as P4Runtime entities
   through the switch's in-process ControlPlane; each reaction is a line of
   `reroute.jsonl` as the emulation writes it.
-* `link_degrade` / `link_restore`: the action's traffic-manager command lines,
-  run by the switch's own command language (`tm_commands`), which the
-  EngineTrafficManager copies into the engine.
+* `link_degrade` / `link_restore`: the action's TM command lines, run by the
+  switch's own `tm_commands` (the EngineTrafficManager copies them in).
 * `agent_stall` / `agent_resume`: the host stops whole (`ProgramHost.stall`:
   no polls, no timers, no sends); what arrives meanwhile is read at resume
   with its arrival time.
@@ -33,11 +31,10 @@ run uses:
   ends: the engine drops what it holds (`switch_clear`: queues, PFC state,
   counters) and it runs no program, so every frame that reaches it is
   dropped and it sends nothing (its cables keep carrier: the neighbours and
-  hosts keep sending into it; what it sent before is on its cables and
-  arrives).  The run, which supervises it, tells the controller
-  at once, which routes around it `reaction_s` later.  At start a new
-  pipeline gets the switch's plan (tables, meters, traffic-manager commands),
-  its counters start from zero, and the controller routes through it again.
+  hosts keep sending into it; what it sent before arrives).  The controller
+  hears of it at once and routes around it.  At start a new pipeline gets its
+  plan (tables, meters, TM commands), its counters start from zero, and the
+  controller routes through it again.
 * `host_slow` / `host_restore`: the application starts each message
   `delay_ms` late (`WorkloadRunner.set_slow`), the endpoint paces at
   `rate_mbps` and the NIC's wires send at it.
