@@ -1382,6 +1382,9 @@ int eng_pfc(void *ep, uint32_t swi, int priority, uint32_t xoff, uint32_t xon, u
     engine *e = ep;
     if (swi >= e->nsw) return -1;
     sw_t *s = e->sw[swi];
+    int same = s->pfc_priority == (xoff ? priority : -1) && s->pfc_xoff == xoff && s->pfc_xon == xon &&
+               s->pfc_pool == pool;
+    if (same) return 0;   /* a copy of the TM's settings after another change (sync_tm) */
     if (s->pfc_queued) return -2;
     s->pfc_priority = xoff ? priority : -1;
     s->pfc_xoff = xoff, s->pfc_xon = xon, s->pfc_pool = pool;

@@ -80,3 +80,23 @@ def test_a_cleared_switch_drops_its_queues_and_counts_from_zero(fabric):
     assert engine.port_stats(*a)["tx"] == 0
     engine.run(20 * MS)
     assert engine.delivered(fabric.hosts["h2"]) == 1  # only the one on the cable
+
+
+def test_a_port_change_on_a_lossless_switch_is_taken_while_its_pfc_queue_holds_packets():
+    """A link_degrade reaches a lossless switch in the middle of its traffic: the TM copies every
+    setting into the engine again (sync_tm), PFC's unchanged, which the engine must take."""
+    from testbed.emulation.model_fabric import build
+
+    fabric = build(SCENARIO.replace("spray_rr_entropy}", "spray_rr_entropy, pfc: {enabled: true}}"),
+                   backend="native")
+    engine, (a, _) = fabric.engine, ends(fabric)
+    for frame in cells(fabric, 4):
+        fabric.inject("h1", frame, 0)
+    engine.run(MS // 2)
+    tm = fabric.switches["leaf1"].tm
+    assert tm.pfc_priority is not None
+    assert engine.queue_stats(a[0], a[1], tm.pfc_priority)["depth"] > 0
+    reply = fabric.switches["leaf1"].tm_commands.execute(f"set_port_rate_bps 2500000 {a[1]}")
+    assert reply["ok"], reply
+    engine.run(30 * MS)
+    assert engine.delivered(fabric.hosts["h2"]) == 4
