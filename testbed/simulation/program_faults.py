@@ -239,31 +239,31 @@ class ProgramFaults:
         return frozenset(dead)
 
     def _react(self, changes: dict[str, str], seen_ns: int, force: bool = False) -> dict | None:
-        """A change the controller sees at `seen_ns`; its writes land `reaction_s` later (an observer).
-        Returns what it will write, as the record of a switch's stop or start holds it (the
-        emulation's `set_switch`); a link change's record is a line of reroute.jsonl, written with
-        what was written."""
+        """The controller's answer to a change seen at `seen_ns`: the Rerouter's updates for the dead
+        links now, to every switch that is up, written `reaction_s` later (an observer; writes
+        land in the order they were decided, so a route never points to a group not yet there).
+        The record is a line of reroute.jsonl for a link change, and is returned for the record of
+        a switch's stop or start, as the emulation keeps them."""
         dead = self._dead()
         if dead == self.dead_seen and not force:
             return None
         self.dead_seen = dead
+        updates = {s: u for s, u in self.rerouter.updates(dead).items() if s not in self.switches_down}
+        self.rerouter.commit(dead, updates)
         done_ns = seen_ns + self.reaction_ns
-        self.net.every(done_ns, lambda now: self._write(dead, changes, seen_ns, now, force))
-        updates = self._updates(dead)
-        return self._record(dead, changes, seen_ns, done_ns, updates)
+        self.net.every(done_ns, lambda now: self._write(updates))
+        record = {"seen_t_s": round(seen_ns / 1e9, 6), "dead_links": sorted(dead), "changes": changes,
+                  "switches": sorted(updates), "routes_moved": sum(len(u.modifies) for u in updates.values()),
+                  "done_t_s": round(done_ns / 1e9, 6), "reaction_ms": round(self.reaction_ns / 1e6, 3)}
+        self.reactions.append(record)
+        if not force and self.reroute_log is not None:
+            with self.reroute_log.open("a") as out:
+                out.write(json.dumps(record) + "\n")
+        return record
 
-    def _updates(self, dead: frozenset[str]) -> dict:
-        return {s: u for s, u in self.rerouter.updates(dead).items() if s not in self.switches_down}
-
-    def _record(self, dead, changes, seen_ns: int, done_ns: int, updates: dict) -> dict:
-        return {"seen_t_s": round(seen_ns / 1e9, 6), "dead_links": sorted(dead), "changes": changes,
-                "switches": sorted(updates), "routes_moved": sum(len(u.modifies) for u in updates.values()),
-                "done_t_s": round(done_ns / 1e9, 6), "reaction_ms": round((done_ns - seen_ns) / 1e6, 3)}
-
-    def _write(self, dead: frozenset[str], changes: dict, seen_ns: int, now_ns: int, force: bool) -> None:
-        """The controller's writes for `dead`, to every switch that is up: new groups, then the routes
-        (make before break), each a P4Runtime update through the switch's ControlPlane."""
-        updates = self._updates(dead)
+    def _write(self, updates: dict) -> None:
+        """The controller's writes: new groups, then the routes moved to them (make before break),
+        each a P4Runtime update through the switch's ControlPlane."""
         index = self.fabric.p4info_index
         for switch, update in updates.items():
             control = self.fabric.controls[switch]
@@ -272,12 +272,6 @@ class ProgramFaults:
                 control.write(self._update(kind, index, spec))
             for spec in update.modifies:
                 control.write(self._update(p4runtime_pb2.Update.MODIFY, index, spec))
-        self.rerouter.commit(dead, updates)
-        record = self._record(dead, changes, seen_ns, now_ns, updates)
-        self.reactions.append(record)
-        if not force and self.reroute_log is not None:
-            with self.reroute_log.open("a") as out:
-                out.write(json.dumps(record) + "\n")
 
     @staticmethod
     def _update(kind: int, index, spec) -> p4runtime_pb2.Update:

@@ -166,3 +166,16 @@ def test_a_restarted_switch_is_routed_around_and_counts_from_zero(tmp_path):
     spine1 = net.engine.switch_stats(net.fabric.index["spine1"])
     leaf1 = net.engine.switch_stats(net.fabric.index["leaf1"])
     assert 0 < spine1["rx"] < leaf1["rx"]  # its counters started again at 0.024 s
+
+
+def test_a_slowed_host_sends_at_its_capped_rate(tmp_path):
+    def fct(faults: str) -> dict[str, float]:
+        net, _ = run(scenario(faults), tmp_path)
+        assert net.finished()
+        return {r["src"]: r["fct_us"] for r in net.records() if r["kind"] == "message_sent"}
+
+    healthy = fct("")
+    slowed = fct("  - {at_s: 0.0001, kind: host_slow, target: h1, delay_ms: 0.001, rate_mbps: 20, duration_s: 1}")
+    assert slowed["h1"] > 3.5 * healthy["h1"], (healthy, slowed)  # a fifth of the rate
+    [record] = lines(tmp_path / "faults.jsonl")
+    assert record["kind"] == "host_slow" and record["rate_mbps"] == 20
