@@ -408,8 +408,9 @@ class ProgramNetwork:
                     on_progress(*self.progress_counts())
                 if self.finished():
                     break
-            if reached >= until or (not heap and engine.next_ns() is None):
-                break
+            if reached >= until or (not heap and engine.next_ns() is None
+                                    and (not observers or self.finished())):
+                break  # an observer may still have work to wake (a stalled host's resume)
         if on_progress is not None:
             on_progress(*self.progress_counts())
 

@@ -179,3 +179,17 @@ def test_a_slowed_host_sends_at_its_capped_rate(tmp_path):
     assert slowed["h1"] > 3.5 * healthy["h1"], (healthy, slowed)  # a fifth of the rate
     [record] = lines(tmp_path / "faults.jsonl")
     assert record["kind"] == "host_slow" and record["rate_mbps"] == 20
+
+
+def test_a_receiver_stalled_before_anything_reaches_it_gets_its_message_after_resume(tmp_path):
+    """One message, its receiver stalled for 1.5 s before the first cell arrives: the sender backs
+    off, the resume (an observer) comes, and the message arrives after it."""
+    text = FABRIC.format(leaves=2, spines=2, dual="", size=16384, duration=3).replace(
+        "  - {kind: permutation, message_bytes: 16384, cross_tor: true}",
+        "  - {kind: incast, receiver: h3, senders: 1, message_bytes: 16384}")
+    s = parse_scenario(text + "faults:\n  - {at_s: 0.00001, kind: agent_stall, target: h3, duration_s: 1.5}\n",
+                       "small.yaml")
+    net, faults = run(s, tmp_path)
+    assert net.finished() and faults.not_executed(net.now_s) == []
+    [message] = delivered(net)
+    assert message["dst"] == "h3" and message["delivered_us"] > 1.5e6
