@@ -120,6 +120,10 @@ class NativeModelFabric:
     hosts: dict  # host name -> its first NIC port's index in the engine
     host_ports: dict = field(default_factory=dict)  # host name -> EngineHostPort
     nic_index: dict = field(default_factory=dict)  # (host, its port number) -> the port's index in the engine
+    plans: dict = field(default_factory=dict)  # switch name -> the controller's SwitchPlan it was written
+    controls: dict = field(default_factory=dict)  # switch name -> its in-process P4Runtime ControlPlane
+    configured: object = None  # plan -> (a new pipeline with the plan written, its ControlPlane): a restart
+    p4info_index: object = None  # the program's P4InfoIndex (table entries to P4Runtime entities)
 
     def tor_of(self, host: str) -> tuple[str, int]:
         port = self.topology.ports(host)[0]
@@ -185,7 +189,22 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
         new_pipeline = lambda: Pipeline(ir, clock=clock, seed=seed)  # noqa: E731
     index = P4InfoIndex(p4info)
     clock = ManualClock()
-    switches, host_ports = {}, {}
+
+    def configured(plan):
+        """A new pipeline with `plan` written through its in-process P4Runtime ControlPlane."""
+        pipeline = new_pipeline()
+        control = ControlPlane(pipeline, p4info)
+        with writes_batched(pipeline.tables.values()):  # no packet moves yet: one copy into C per table
+            for spec in plan.entries:
+                update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
+                                              else p4runtime_pb2.Update.INSERT)
+                update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
+                control.write(update)
+        for meter in plan.meters:  # the credit meters, as apply.configure_switch writes them
+            pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
+        return pipeline, control
+
+    switches, host_ports, controls = {}, {}, {}
     for switch_name in topology.switches:
         ports = {}
         for p in topology.ports(switch_name):
@@ -194,21 +213,16 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
         memory = {p.number: f"{switch_name}-eth{p.number}" for p in topology.ports(switch_name) if p.tier != "host"}
         switch = Switch(ports, clock=clock, cpu_port=255, memory_ports=memory,
                         priority_queues=scenario.switch.priority_queues)
-        pipeline = new_pipeline()
-        control = ControlPlane(pipeline, p4info)
-        with writes_batched(pipeline.tables.values()):  # no packet moves yet: one copy into C per table
-            for spec in plans[switch_name].entries:
-                update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
-                                              else p4runtime_pb2.Update.INSERT)
-                update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
-                control.write(update)
-        for meter in plans[switch_name].meters:  # the credit meters, as apply.configure_switch writes them
-            pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
+        pipeline, control = configured(plans[switch_name])
         switch.install(SimpleNamespace(pipeline=pipeline))
         switch.tm_commands.apply_all(plans[switch_name].tm_commands)
         switches[switch_name] = switch
+        controls[switch_name] = control
     if backend == "native":
-        return _native(scenario, topology, switches, seed)
+        fabric = _native(scenario, topology, switches, seed)
+        fabric.plans, fabric.controls, fabric.configured = plans, controls, configured
+        fabric.p4info_index = index
+        return fabric
     loop = FabricLoop(switches, clock)
     for link in topology.links:
         if link.tier != "host":

@@ -22,8 +22,7 @@ def register(subparsers) -> None:
                         "f, every time over f): the simulator's figures at the rate an emulated run used")
     p.add_argument("--switches", choices=("program", "model"), default="program",
                    help="program (default): every switch runs the scenario's P4 program on the native engine; "
-                        "model: the hand-written model of fabric.p4 (sim.py), which a scenario with faults or PFC "
-                        "still needs")
+                        "model: the hand-written model of fabric.p4 (sim.py)")
     p.set_defaults(func=sim_command)
 
     t = subparsers.add_parser(
@@ -147,14 +146,6 @@ def sim_command(args) -> int:
         print("testbed sim --diagnose: the diagnosis's healthy twin runs on the hand-written model of fabric.p4, "
               "so the variants run on it too", file=sys.stderr)
         switches = "model"
-    if switches == "program":
-        from testbed.simulation.run import program_refusal
-
-        why = next((w for w in (program_refusal(v.scenario) for v in variants) if w), None)
-        if why is not None:
-            print(f"testbed sim: the P4 program network does not simulate this scenario ({why}); "
-                  f"running the hand-written model of fabric.p4 instead", file=sys.stderr)
-            switches = "model"
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
     run_dirs, summaries, unfinished = {}, {}, []

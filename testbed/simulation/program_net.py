@@ -65,14 +65,16 @@ def ser_ns(nbytes: int, rate_bps: float) -> int:
 class Wire:
     """One direction of a host's cable: a NIC port to its ToR port (or a local channel to a
     peer GPU), free again at `free_ns`; on a lossless fabric, the port's PFC gate (host/pfc.py:
-    DATA held while the ToR pauses it, in order)."""
+    DATA held while the ToR pauses it, in order). While `down` (a cut cable, program_faults.py)
+    what it sends still takes its time on the wire and is lost (`lost` counts it)."""
 
-    __slots__ = ("switch", "port", "rate_bps", "delay_ns", "free_ns", "eth", "gate")
+    __slots__ = ("switch", "port", "rate_bps", "delay_ns", "free_ns", "eth", "gate", "down", "lost", "data_lost")
 
     def __init__(self, switch: int, port: int, rate_bps: float, delay_ns: int, eth: bytes,
                  gate: PauseGate | None = None) -> None:
         self.switch, self.port, self.rate_bps, self.delay_ns = switch, port, rate_bps, delay_ns
         self.free_ns, self.eth, self.gate = 0, eth, gate
+        self.down, self.lost, self.data_lost = False, 0, 0
 
     def send(self, now_ns: int, wire_bytes: int) -> int:
         """The frame starts when the wire is free; when its last bit reaches the far end."""
@@ -101,6 +103,10 @@ class ProgramHost:
         self.data_tx = self.data_rx = 0  # DATA cells put on the NIC's wires, and delivered by the ToRs
         self.tx_bytes = self.rx_bytes = 0  # frames on the NIC's ports, both ways
         self.nic_sample_ns = 0
+        # agent_stall (program_faults.py): the host stops whole; what arrives meanwhile waits here
+        # as (arrival ns, NIC port or None for a local channel, frame or (src, data, tos))
+        self.stalled = False
+        self.held: list[tuple[int, int | None, object]] = []
 
     def source_port(self, dst: str, channel: int) -> int:
         """The flow's UDP source port, as the agent binds it (flowports, the next free one)."""
@@ -134,6 +140,8 @@ class ProgramHost:
     def kick(self, now_ns: int) -> None:
         """Poll the workload and the transport at `now_ns`, put what they release on the wires,
         and schedule the next wake-up (never at the same instant: the host always moves on)."""
+        if self.stalled:
+            return
         net = self.net
         now = now_ns / 1e9
         if self.runner is not None:
@@ -152,8 +160,14 @@ class ProgramHost:
             if w.gate is not None:
                 if not w.gate.admit(data[0] & 0x0F, now, frame, now):
                     continue  # paused, or behind held DATA: the gate keeps it in order
-            inject(w.switch, w.port, frame, w.send(now_ns, len(frame)))
-            self.data_tx += data[0] & 0x0F == wire.DATA
+            at = w.send(now_ns, len(frame))
+            is_data = data[0] & 0x0F == wire.DATA
+            self.data_tx += is_data
+            if w.down:
+                w.lost += 1
+                w.data_lost += is_data
+            else:
+                inject(w.switch, w.port, frame, at)
             self.port_tx[port] += 1
             self.tx_bytes += len(frame)
         if self.gated:
@@ -162,6 +176,9 @@ class ProgramHost:
             for tx in self.local.poll(now):
                 w = self.local_wires[tx.dst]
                 at = w.send(now_ns, len(tx.data) + wire.FRAME_OVERHEAD)
+                if w.down:
+                    w.lost += 1
+                    continue
                 net.push(at, LOCAL, self.net.hosts[tx.dst], (self.name, tx.data, ECT0 if tx.ect else 0))
         times = [t for t in (self.ep.polled_deadline, self.local.polled_deadline if self.local else None,
                              self.runner.next_deadline(now) if self.runner else None) if t is not None]
@@ -187,14 +204,23 @@ class ProgramHost:
                 if start is None:
                     break
                 frame = gate.pop()
-                self.net.engine.inject(w.switch, w.port, frame, w.send(max(math.ceil(start * 1e9), now_ns),
-                                                                       len(frame)))
+                at = w.send(max(math.ceil(start * 1e9), now_ns), len(frame))
+                is_data = frame[42] & 0x0F == wire.DATA
+                self.data_tx += is_data
+                if w.down:
+                    w.lost += 1
+                    w.data_lost += is_data
+                else:
+                    self.net.engine.inject(w.switch, w.port, frame, at)
                 self.port_tx[i] += 1
-                self.data_tx += frame[42] & 0x0F == wire.DATA
                 self.tx_bytes += len(frame)
 
-    def receive(self, now_ns: int, port: int, frame: bytes) -> None:
-        """A frame the fabric delivered to NIC port `port`: the UDP payload to the transport."""
+    def receive(self, now_ns: int, port: int, frame: bytes, arrived_ns: int | None = None) -> None:
+        """A frame the fabric delivered to NIC port `port`: the UDP payload to the transport (a
+        stalled host keeps it for its resume, which passes it on with its arrival time)."""
+        if self.stalled:
+            self.held.append((now_ns, port, frame))
+            return
         self.rx_bytes += len(frame)
         if self.gated and frame[12:14] == b"\x88\x08":  # the ToR's PFC pause frame
             self.wires[port].gate.pause.on_frame(frame, now_ns / 1e9)
@@ -215,18 +241,39 @@ class ProgramHost:
         udp_len = frame[udp + 4] << 8 | frame[udp + 5]
         self.data_rx += frame[udp + 8] & 0x0F == wire.DATA if udp_len > 8 else 0
         now = now_ns / 1e9
+        arrived = None if arrived_ns is None else arrived_ns / 1e9
         if self.nic is not None:
-            self.nic.heard(port, now)
-        self.ep.receive(now, src, frame[udp + 8:udp + udp_len], frame[15])
-        self.kick(now_ns)
+            self.nic.heard(port, now if arrived is None else arrived)
+        self.ep.receive(now, src, frame[udp + 8:udp + udp_len], frame[15], arrived)
+        if arrived_ns is None:
+            self.kick(now_ns)
 
-    def receive_local(self, now_ns: int, src: str, data: bytes, tos: int) -> None:
-        self.local.receive(now_ns / 1e9, src, data, tos)
+    def receive_local(self, now_ns: int, src: str, data: bytes, tos: int, arrived_ns: int | None = None) -> None:
+        if self.stalled:
+            self.held.append((now_ns, None, (src, data, tos)))
+            return
+        self.local.receive(now_ns / 1e9, src, data, tos, None if arrived_ns is None else arrived_ns / 1e9)
+        if arrived_ns is None:
+            self.kick(now_ns)
+
+    def stall(self, stalled: bool, now_ns: int) -> None:
+        """agent_stall: the whole host stops (application, transport, timers, NIC), as SIGSTOP stops
+        the agent; on resume it reads what arrived meanwhile, each with its arrival time (the
+        kernel's receive timestamp), and its late timers fire."""
+        self.stalled = stalled
+        if stalled:
+            return
+        held, self.held = self.held, []
+        for at, port, item in held:
+            if port is None:
+                self.receive_local(now_ns, *item, arrived_ns=at)
+            else:
+                self.receive(now_ns, port, item, arrived_ns=at)
         self.kick(now_ns)
 
     def look_at_ports(self, now_ns: int) -> None:
         """A dual-homed NIC's periodic look at its ports (as the agent's sample and sim.py's)."""
-        if self.nic.check_silence(now_ns / 1e9):
+        if not self.stalled and self.nic.check_silence(now_ns / 1e9):
             self.ep.set_link_rate(self.nic.rate_bps())
             self.kick(now_ns)
         self.net.push(now_ns + self.nic_sample_ns, LOOK, self, None)
@@ -260,6 +307,7 @@ class ProgramNetwork:
         self._seq = 0
         self.now_ns = 0
         self.events = 0
+        self.cut_data = 0  # DATA cells on their way to a host when its cable was cut (cut_in_flight)
         self._observers: list = []  # (time, seq, fn): fn(now_ns) -> its next time or None (every())
         for index, name in enumerate(topo.hosts):
             ports = topo.ports(name)
@@ -308,6 +356,17 @@ class ProgramNetwork:
             for s in specs:
                 if s.src == name and s.start_us > 0:
                     self.push(round(s.start_us * 1e3), WAKE, h, None)
+
+    def cut_in_flight(self, kind: int, keep: Callable[[object, object], bool]) -> int:
+        """Forget the pending DELIVER or LOCAL events after now for which `keep(target, arg)` is
+        false (frames on a cable that was just cut); how many there were."""
+        now = self.now_ns
+        cut = [e for e in self._heap if e[2] == kind and e[0] > now and not keep(e[3], e[4])]
+        if cut:
+            self._heap[:] = [e for e in self._heap if e[2] != kind or e[0] <= now or keep(e[3], e[4])]
+            heapq.heapify(self._heap)  # in place: run() holds the list
+            self.cut_data += sum(1 for e in cut if e[2] == DELIVER and len(e[4]) > 42 and e[4][42] & 0x0F == wire.DATA)
+        return len(cut)
 
     def finished(self) -> bool:
         return all(h.runner is None or h.runner.finished() for h in self.hosts.values())
@@ -366,8 +425,8 @@ class ProgramNetwork:
             if rounds % 64 == 0 and on_progress is not None and clock() >= next_report:
                 next_report = clock() + every_s
                 on_progress(*self.progress_counts())
-            if reached >= until or (not heap and engine.next_ns() is None):
-                break
+            if reached >= until or (not heap and engine.next_ns() is None and not observers):
+                break  # an observer may still have work to wake (a stalled host's resume)
         if on_progress is not None:
             on_progress(*self.progress_counts())
 
@@ -425,7 +484,7 @@ class ProgramNetwork:
         put on their NIC links is received by hosts, lost at a switch's full queue or on a lossy
         cable, or still in flight at the end (on a cable, queued, or delivered to a host after the
         end). A cell the program itself dropped (its drop counters, `program_drops` in result.json,
-        count every type) is left in `unaccounted`."""
+        count every type), or that a stopped switch flushed, is left in `unaccounted`."""
         engine, fabric = self.engine, self.fabric
         prios = self.scenario.switch.priority_queues
         queue_drops = lossy = 0
@@ -436,12 +495,14 @@ class ProgramNetwork:
                     queue_drops += q["class_drops"][wire.DATA] if q is not None else 0
                 port = engine.port_stats(index, p.number)
                 lossy += port["lost_by_class"][wire.DATA] if port is not None else 0
-        cables, queued = engine.in_flight(wire.DATA)
+        cables, queued, cut = engine.in_flight(wire.DATA)
+        cut += sum(w.data_lost for h in self.hosts.values() for w in h.wires)
+        cut += self.cut_data
         undelivered = sum(1 for t, _, kind, _, frame in self._heap if kind == DELIVER
                           and len(frame) > 42 and frame[42] & 0x0F == wire.DATA)
         sent = sum(h.data_tx for h in self.hosts.values())
         received = sum(h.data_rx for h in self.hosts.values())
-        lost = {"switch_queue_drops": queue_drops, "cut_links": 0, "lossy_links": lossy, "stopped_switches": 0,
+        lost = {"switch_queue_drops": queue_drops, "cut_links": cut, "lossy_links": lossy, "stopped_switches": 0,
                 "no_route": 0}
         in_flight = cables + queued + undelivered
         return {"sent": sent, "received": received, "lost": lost, "lost_total": sum(lost.values()),

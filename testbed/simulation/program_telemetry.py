@@ -48,6 +48,10 @@ class ProgramSampler:
         self.net.every(0, self._tick)
         return self
 
+    def restarted(self, switch: str) -> None:
+        """`switch` runs a new pipeline (it was restarted): its program's counters are read from it."""
+        self.pipelines[self.net.fabric.index[switch]] = self.net.fabric.switches[switch].datapath.pipeline
+
     def _tick(self, now_ns: int) -> int:
         self.sample(now_ns)
         self._n += 1

@@ -12,8 +12,9 @@ messages to the GPUs of its own server go through a second endpoint, the
 local channel's NIC.
 
 The scenario's faults happen on the virtual clock as the emulation carries
-them out (`testbed.simulation.faults`: `faults.jsonl`, `reroute.jsonl`, and
-`faults_not_executed` in result.json for those the run ended before), and
+them out (`testbed.simulation.faults` on the model, `program_faults` on the
+program network: `faults.jsonl`, `reroute.jsonl`, and `faults_not_executed`
+in result.json for those the run ended before), and
 the run keeps the emulated run's telemetry every 100 ms of the scenario's
 clock (`testbed.simulation.telemetry`: `telemetry.jsonl`, each host's
 "series" in its stats file).
@@ -92,14 +93,6 @@ def build_network(scenario) -> sim.Network:
 SWITCH_MODELS = ("program", "model")
 
 
-def program_refusal(scenario, faults: bool = True) -> str | None:
-    """Why the program network (program_net.py) cannot run this scenario yet, or None: it carries
-    no faults yet."""
-    if faults and scenario.faults:
-        return "it has faults"
-    return None
-
-
 def build_program_network(scenario, grid_s: float | None = None):
     """The scenario on the program network: its P4 program in every switch, on the native engine;
     the engine stops every `grid_s` (default: the scenario's telemetry period)."""
@@ -116,11 +109,13 @@ def build_program_network(scenario, grid_s: float | None = None):
 
 
 def simulate_program(scenario, messages=None, until_s: float | None = None, label: str | None = None,
-                     period_s: float | None = None):
-    """`simulate` on the program network (no faults: `program_refusal`); with `period_s`, the
-    telemetry sampler beside it (info["sampler"]), the network's grid set to `period_s` (the
-    results of a run sampled at the scenario's telemetry period, as run_variant does, are those
-    of a run not sampled at all)."""
+                     period_s: float | None = None, run_dir: Path | None = None, faults: bool = True):
+    """`simulate` on the program network, its faults carried out by `program_faults` (their records
+    in `run_dir` when given; `faults=False` leaves them out); with `period_s`, the telemetry
+    sampler beside it (info["sampler"]), the network's grid set to `period_s` (the results of a
+    run sampled at the scenario's telemetry period, as run_variant does, are those of a run not
+    sampled at all)."""
+    from testbed.simulation.program_faults import ProgramFaults
     from testbed.simulation.program_telemetry import ProgramSampler
 
     messages = scenario_messages(scenario) if messages is None else messages
@@ -129,6 +124,9 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
     built = time.monotonic()
     net.load(messages, scenario.seed)
     taken = ProgramSampler(net, period_s).start() if period_s is not None else None
+    planned = ProgramFaults(scenario if faults else dataclasses.replace(scenario, faults=()), net, run_dir,
+                            agents={m.src for m in messages} | {m.dst for m in messages},
+                            on_restart=taken.restarted if taken else None).start()
     with progress.task(label or scenario.name, len(messages),
                        progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
         net.run(scenario.duration_s if until_s is None else until_s,
@@ -143,9 +141,11 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
             "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],
             "max_queue_cells": figures["max_queue_packets"],
             "pause_frames": figures["pause_frames_sent"] if scenario.fabric.pfc.enabled else None,
-            "lost_on_cut_links": 0, "data_cells": net.data_cells(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
-            "dropped_by_stopped_switches": 0, "program_drops": figures["program_drops"],
-            "faults_carried_out": 0, "faults_not_executed": [], "sampler": taken}
+            "data_cells": net.data_cells(),
+            "lost_on_cut_links": planned.lost_on_cut_links(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
+            "dropped_by_stopped_switches": planned.dropped_by_stopped_switches(),
+            "program_drops": figures["program_drops"], "faults_carried_out": planned.carried_out(),
+            "faults_not_executed": planned.not_executed(net.now_s), "sampler": taken}
     return net, info
 
 
@@ -189,7 +189,7 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
 def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
     """Simulate one variant and write its run directory; returns result.json's content.
     `switches`: "program" runs the scenario's P4 program (program_net.py), "model" sim.py's
-    hand-written model of fabric.p4; the caller checks `program_refusal` first."""
+    hand-written model of fabric.p4."""
     scenario = variant.scenario
     messages = scenario_messages(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,8 @@ def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
                                                       "messages": [m.to_json() for m in messages]}))
     period = PERIOD_S * scenario.time_stretch  # 100 ms of the scenario's clock
     if switches == "program":
-        net, info = simulate_program(scenario, messages, label=variant.name or scenario.name, period_s=period)
+        net, info = simulate_program(scenario, messages, label=variant.name or scenario.name, period_s=period,
+                                     run_dir=run_dir)
     else:
         net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
                              sampler=lambda n: Sampler(n, period))

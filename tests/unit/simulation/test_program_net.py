@@ -138,7 +138,7 @@ def test_the_telemetry_holds_the_programs_counters(tmp_path):
     assert series["in_order_cells"][-1] == net.hosts["h1"].ep.in_order_cells
 
 
-def test_testbed_sim_runs_the_program_and_says_when_it_cannot(tmp_path, capsys):
+def test_testbed_sim_runs_the_program_with_or_without_faults(tmp_path, capsys):
     from testbed.cli import main
 
     path = tmp_path / "small.yaml"
@@ -152,9 +152,10 @@ def test_testbed_sim_runs_the_program_and_says_when_it_cannot(tmp_path, capsys):
     capsys.readouterr()
     assert main(["sim", str(faulty), "--runs-dir", str(tmp_path / "runs2")]) == 0
     err = capsys.readouterr().err
-    assert "does not simulate this scenario (it has faults)" in err and "Traceback" not in err
+    assert "hand-written model" not in err and "Traceback" not in err
     result = json.loads(next((tmp_path / "runs2").rglob("result.json")).read_text())
-    assert "switches" not in result or result["switches"] == "model"
+    assert result["switches"] == "program" and result["faults_carried_out"] == 1
+    assert next((tmp_path / "runs2").rglob("reroute.jsonl")).read_text().count('"leaf1-spine1": "down"') == 1
 
 
 def test_window_rule_never_puts_a_frame_before_the_engine_clock():
@@ -202,3 +203,15 @@ def test_every_data_cell_is_accounted_for():
     assert cells["sent"] == sum(h.ep.tx_types[wire.DATA] for h in net.hosts.values())
     assert cells["received"] > 0 and cells["unaccounted"] == 0
     assert cells["sent"] == cells["received"] + cells["lost_total"] + cells["in_flight_at_end"]
+
+
+def test_data_lost_on_a_cut_cable_is_accounted_for(tmp_path):
+    from testbed.simulation.run import simulate_program as simulate_with_faults
+
+    text = FABRIC.format(program="p4src/fabric.p4", lb="spray_rr_entropy", cc="none", workload=PERMUTATION, ecn="")
+    s = parse_scenario(text + "faults:\n  - {at_s: 0.003, kind: link_flap, target: leaf1-spine1, period_s: 0.004, "
+                       "count: 2}\n", "cut.yaml")
+    net, info = simulate_with_faults(s, run_dir=tmp_path)
+    cells = info["data_cells"]
+    assert info["finished"] and cells["lost"]["cut_links"] > 0
+    assert cells["unaccounted"] == 0
