@@ -16,7 +16,7 @@ The rule, applied once per process when `testbed` is imported (`install()`):
   shared module, to its `.so` there. It is all or none: the modules of one mypyc group share
   their native classes, and a mix would hold two `CellPacket` classes.
 * No such build (a source changed, or none was made): the source runs; one line names the
-  first changed file and the command that builds it.
+  first changed file and the command that builds it (or says there is no C compiler).
 
 Building: `python -m testbed.compiled` (scripts/install-deps.sh runs it). It copies the package
 into a private temporary directory in the cache, hashes the copy, compiles it there and renames
@@ -192,8 +192,9 @@ def install() -> str:
     build = cache_dir() / build_key(hashes, version)
     files = build_files(build) if (build / "manifest.json").is_file() else {}
     if not files:
-        _state = (f"the transport runs interpreted: {_changed_since_last_build(hashes)}; "
-                  f"`python -m testbed.compiled` builds it")
+        why = (_changed_since_last_build(hashes) + "; `python -m testbed.compiled` builds it"
+               if _c_compiler() is not None else "no C compiler (cc or gcc) on PATH")
+        _state = f"the transport runs interpreted: {why}"
         _say(_state)
         return _state
     loaded = [m for m in map(module_name, MODULES) if m in sys.modules]

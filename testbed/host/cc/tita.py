@@ -221,8 +221,12 @@ class TitaReceiver(ReceiverCC):
         self._rtt_sample(max(0.0, now - issued_at))
         # Credits issued well before this one and still unanswered were dropped.
         cutoff = issued_at - self.skew
-        for seq in [s for s, t in flow.outstanding.items() if s < cell.credit_seq and t < cutoff]:
-            self._lose(flow, seq)
+        outstanding = flow.outstanding
+        # issued in order, the first is the oldest: when it is not before the cutoff, none is (the
+        # scan is then skipped, which was a pass over every outstanding credit per DATA cell)
+        if outstanding and (not flow.issued_in_order or next(iter(outstanding.values())) < cutoff):
+            for seq in [s for s, t in outstanding.items() if s < cell.credit_seq and t < cutoff]:
+                self._lose(flow, seq)
         return []
 
     def set_link_rate(self, rate_bps: float) -> None:

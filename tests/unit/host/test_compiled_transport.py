@@ -85,6 +85,12 @@ def test_without_a_build_the_source_runs_with_one_line(tmp_path):
     assert len(err) == 1 and "no compiled build was made yet" in err[0], err
 
 
+def test_without_a_c_compiler_and_a_build_the_source_runs_with_one_line(tmp_path):
+    state, files, err = _probe(PROBE, tmp_path / "empty-cache", PATH="/nonexistent", CC="none")
+    assert all(f.endswith(".py") for f in files)
+    assert len(err) == 1 and "no C compiler (cc or gcc) on PATH" in err[0], err
+
+
 def test_without_the_compiler_the_source_runs_with_one_line(build):
     hidden = "import sys; sys.modules['mypy'] = None; " + PROBE  # find_spec('mypy') finds nothing
     state, files, err = _probe(hidden, build.parent.parent)
