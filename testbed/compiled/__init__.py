@@ -165,8 +165,8 @@ _state: str | None = None  # what install() chose: "compiled", "interpreted" or 
 
 
 def state() -> str | None:
-    """What this process runs: "compiled", "interpreted" (asked for), or the reason it runs the
-    source (None: install() was not called)."""
+    """What this process runs: "compiled", "interpreted" (asked for), "building" (the build
+    command), or the reason it runs the source (None: install() was not called)."""
     return _state
 
 
@@ -177,6 +177,10 @@ def install() -> str:
         return _state
     if os.environ.get(ENV, "").lower() == "interpreted":
         _state = "interpreted"
+        return _state
+    argv = getattr(sys, "orig_argv", [])
+    if any(a == "-m" and b == __name__ for a, b in zip(argv, argv[1:])):
+        _state = "building"  # `python -m testbed.compiled`: the build says what it does
         return _state
     version = compiler_version()
     if version is None:
