@@ -27,20 +27,16 @@ Without mypy, a C compiler or Python's headers it builds nothing and says why in
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
-import json
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
-import time
 from pathlib import Path
+
+# Every process imports this module first: what only a build or a stale build's line needs (json,
+# subprocess, tempfile, fcntl) is imported where it is used.
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # testbed/
 # The compiled modules, as paths below the package. testbed/host/cc/__init__.py (a table of
@@ -115,8 +111,9 @@ def build_key(hashes: dict[str, str], version: str) -> str:
     return h.hexdigest()[:24]
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Each compiled module's name -> its extension module file in one build."""
+class _Finder:
+    """Each compiled module's name -> its extension module file in one build (a meta-path finder:
+    `find_spec` is all the import system asks of one)."""
 
     def __init__(self, files: dict[str, Path]) -> None:
         self.files = files
@@ -144,6 +141,7 @@ def _say(line: str) -> None:
 
 def _changed_since_last_build(hashes: dict[str, str]) -> str:
     """Which files differ from the nearest build in the cache (the fewest files apart), as a clause."""
+    import json
     changed: list[str] | None = None
     for manifest in cache_dir().glob("*/manifest.json"):
         try:
@@ -236,6 +234,7 @@ def _first_error(output: str) -> str:
 
 def build() -> Path:
     """The build of the current source: found in the cache, or compiled now (minutes)."""
+    import fcntl
     version = compiler_version()
     if version is None:
         raise CompileUnavailable(f"the compiler ({COMPILER}) is not installed")
@@ -261,6 +260,10 @@ def build() -> Path:
 
 
 def _compile(root: Path, version: str) -> Path:
+    import json
+    import subprocess
+    import tempfile
+    import time
     with tempfile.TemporaryDirectory(dir=root, prefix=".build-") as tmp:
         src = Path(tmp) / "src"
         shutil.copytree(PACKAGE_DIR, src / "testbed",
