@@ -143,7 +143,7 @@ class Unframer:
         take = self.size - have
         if take > 0:
             part = body if len(body) <= take else body[:take]
-            if expected[have:have + len(part)] != part:
+            if not expected.startswith(part, have):  # compared in place: a slice would copy the cell
                 self.matches = False  # keep the bytes from here on; those before were the expected
                 self.bodies = [expected[:have], body] if have else [body]
                 return

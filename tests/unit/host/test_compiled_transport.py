@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[3]
 PROBE = ("import testbed, testbed.compiled as c, testbed.host.endpoint as e, testbed.cells.wire as w, "
          "testbed.host.app; print(c.state()); print(e.__file__); print(w.__file__)")
 INTERPRETED_LINE = "testbed: the transport runs interpreted"
+MACHINE_TIMES = ("wall_s", "build_s")  # a run's seconds on this machine's clock, not the model's
 
 
 def _python(code: str, cache: Path, root: Path = REPO, **env: str) -> subprocess.CompletedProcess:
@@ -126,16 +127,16 @@ def _small(scenario: str, into: Path) -> Path:
 
 def _run_files(run: Path) -> dict[str, bytes]:
     """Every file of a `testbed sim` run directory, with what is not the simulation's own output
-    left out: the directories report.md names and the wall-clock seconds it took (`wall_s` in
-    result.json and summary.json, a column of results.csv)."""
+    left out: the directories report.md names and the machine's seconds (MACHINE_TIMES in
+    result.json and summary.json, their columns of results.csv, report.md's wall time)."""
     files = {}
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
         data = path.read_bytes().replace(str(run).encode(), b"RUN")
         if path.suffix == ".json":
-            data = re.sub(rb'"wall_s": [-+.0-9e]+', b'"wall_s": -', data)
+            data = re.sub(rb'"(%s)": [-+.0-9e]+' % "|".join(MACHINE_TIMES).encode(), rb'"\1": -', data)
         elif path.suffix == ".csv":
             rows = list(csv.reader(io.StringIO(data.decode())))
-            walls = [i for i, name in enumerate(rows[0] if rows else []) if name.endswith("wall_s")]
+            walls = [i for i, name in enumerate(rows[0] if rows else []) if name.endswith(MACHINE_TIMES)]
             data = "\n".join(",".join(v for i, v in enumerate(r) if i not in walls) for r in rows).encode()
         elif path.suffix == ".md":
             data = re.sub(rb"Run directories: [^\n]*", b"Run directories: -", data)
