@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from numpy.random import PCG64  # imported here: a first use inside the packet loop cost 6 ms
 
@@ -196,8 +196,7 @@ def combine(*workloads: list[MessageSpec]) -> list[MessageSpec]:
         for m in wl:
             deps = tuple((s, mapping[(s, m.src, mid)]) for s, mid in m.deps)
             after = tuple((s, mapping[(s, m.dst, mid)]) for s, mid in m.apply_after)
-            out.append(MessageSpec(**{**m.__dict__, "msg_id": mapping[(m.src, m.dst, m.msg_id)],
-                                      "deps": deps, "apply_after": after}))
+            out.append(replace(m, msg_id=mapping[(m.src, m.dst, m.msg_id)], deps=deps, apply_after=after))
     return out
 
 
