@@ -12,8 +12,8 @@ Where the units run (`run`):
 * `jobs` 1, or a single unit: in this process, one after the other, as before (each run's own
   progress task shows its cells).
 * `jobs` N > 1: N worker processes of this machine (concurrent.futures.ProcessPoolExecutor). They
-  start by 'forkserver', not 'fork': the parent may be running threads (the progress display's
-  refresh), and a forked copy of a process with threads can inherit a held lock.
+  are forked while the parent runs no other Python thread, else started by 'forkserver': a forked
+  copy of a process with threads (a terminal display's refresh) can inherit a held lock.
 * `cluster` ADDRESS: the workers of the Dask scheduler there (`tcp://host:8786`), through
   dask.distributed's concurrent.futures executor. Its workers must import this same testbed
   (docs/cluster.md). A worker writes to its own disk, so a unit with a `root` runs in a temporary
@@ -32,8 +32,10 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import sys
 import tarfile
 import tempfile
+import threading
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -96,16 +98,31 @@ def run(units: Sequence[Unit], jobs: int = 1, cluster: str | None = None, root: 
             values.append(unit.fn(root, *unit.args) if root is not None else unit.fn(*unit.args))
             report(index, values[-1])
         return values
-    context = multiprocessing.get_context("forkserver")
-    # the units' modules imported once, in the fork server, before it forks the workers (a first
-    # sweep's list holds for the process: the server is started once)
-    context.set_forkserver_preload(sorted({u.fn.__module__ for u in units}))
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=_start_method(units), initializer=_in_worker) as pool:
         try:
             return _gather(pool, units, lambda u: pool.submit(_call, u.fn, u.args, root), report)
         except BrokenProcessPool as error:
             raise TestbedError(f"a worker process of the sweep died ({error}); run again with --jobs 1 "
                                "to see the unit's own error") from None
+
+
+def _start_method(units: list[Unit]):
+    """'fork' while this process runs no other Python thread (the workers start at once, with every
+    module already imported); 'forkserver' otherwise, its server importing the units' modules once."""
+    if threading.active_count() == 1:
+        sys.stdout.flush()  # a forked worker would write out what is still buffered a second time
+        sys.stderr.flush()
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(sorted({u.fn.__module__ for u in units}))  # the server starts once
+    return context
+
+
+def _in_worker() -> None:
+    """A worker has no progress display of its own (a forked one would inherit the command's)."""
+    from testbed import progress
+
+    progress.forget_display()
 
 
 def _call(fn, args: tuple, root: Path | None):

@@ -126,6 +126,27 @@ def test_results_come_back_in_the_units_order_and_each_is_reported_once(tmp_path
     assert (tmp_path / "out" / "u2" / "file.txt").read_text() == "xx"
 
 
+def test_with_another_thread_running_the_workers_start_from_a_fork_server(monkeypatch):
+    import multiprocessing
+    import threading
+
+    methods = []  # (Python threads running, the start method chosen)
+    choose = sweep._start_method
+    monkeypatch.setattr(sweep, "_start_method", lambda units: methods.append(
+        (threading.active_count(), choose(units).get_start_method())) or multiprocessing.get_context(methods[-1][1]))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert sweep.run([sweep.Unit(square_after, (0.0, x)) for x in range(3)], jobs=2) == [0, 1, 4]
+    finally:
+        stop.set()
+        other.join()
+    assert sweep.run([sweep.Unit(square_after, (0.0, x)) for x in range(3)], jobs=2) == [0, 1, 4]
+    assert methods[0][1] == "forkserver"
+    assert all(method == ("fork" if threads == 1 else "forkserver") for threads, method in methods)
+
+
 def test_a_units_error_in_a_worker_reaches_the_user_as_its_one_line():
     with pytest.raises(TestbedError, match="^unit 2: refused on purpose$"):
         sweep.run([sweep.Unit(refuse, (x,)) for x in range(4)], jobs=2)
