@@ -36,7 +36,7 @@ import sys
 import tarfile
 import tempfile
 import threading
-from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -144,7 +144,7 @@ def _gather(pool: Executor, units: list[Unit], submit: Callable[[Unit], Future],
     values: list = [None] * len(futures)
     pending = set(futures)
     while pending:
-        finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
         for future in sorted(finished, key=index_of.__getitem__):
             error = future.exception()
             if error is not None:

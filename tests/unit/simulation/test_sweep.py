@@ -115,10 +115,11 @@ def refuse(x: int) -> int:
 
 
 def test_results_come_back_in_the_units_order_and_each_is_reported_once(tmp_path):
-    units = [sweep.Unit(square_after, (0.2 * (3 - x), x)) for x in range(4)]  # the last ones end first
+    units = [sweep.Unit(square_after, (0.4 * (3 - x), x)) for x in range(4)]  # the last ones end first
     seen = []
     assert sweep.run(units, jobs=2, done=lambda i, v: seen.append((i, v))) == [0, 1, 4, 9]
     assert sorted(seen) == [(0, 0), (1, 1), (2, 4), (3, 9)]
+    assert seen[0] == (1, 1)  # reported as it ended (0.8 s), before unit 0 (1.2 s), not all at the end
     assert sweep.run(units, jobs=1) == [0, 1, 4, 9]
     written = sweep.run([sweep.Unit(write_and_count, (f"u{i}", "x" * i)) for i in range(3)], jobs=2,
                         root=tmp_path / "out")
