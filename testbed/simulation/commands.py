@@ -162,9 +162,10 @@ def sim_command(args) -> int:
             switches = "model"
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
-    with progress.display(len(variants), "variants") as shown:  # each variant one unit of a sweep (variants.py)
-        run_dirs, summaries, unfinished = run_all(variants, out_dir, switches, shown, getattr(args, "jobs", 1),
-                                                  getattr(args, "cluster", None))
+    jobs, cluster = getattr(args, "jobs", 1), getattr(args, "cluster", None)  # each variant a unit of a sweep
+    with sweep.workers(len(variants), jobs, cluster, ["testbed.simulation.variants"]) as pool, \
+            progress.display(len(variants), "variants") as shown:  # the workers first: see sweep.workers
+        run_dirs, summaries, unfinished = run_all(variants, out_dir, switches, shown, jobs, cluster, pool)
     report = write_sim_report(scenario, run_dirs, summaries, out_dir)
     if getattr(args, "diagnose", False):  # testbed diagnose registers the flag and its report section
         args.diagnose_report(run_dirs, Path(report))

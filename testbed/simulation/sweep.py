@@ -13,7 +13,8 @@ Where the units run (`run`):
   progress task shows its cells).
 * `jobs` N > 1: N worker processes of this machine (concurrent.futures.ProcessPoolExecutor). They
   are forked while the parent runs no other Python thread, else started by 'forkserver': a forked
-  copy of a process with threads (a terminal display's refresh) can inherit a held lock.
+  copy of a process with threads (a terminal display's refresh) can inherit a held lock. So a
+  command may start them (`workers`) before it opens its display.
 * `cluster` ADDRESS: the workers of the Dask scheduler there (`tcp://host:8786`), through
   dask.distributed's concurrent.futures executor. Its workers must import this same testbed
   (docs/cluster.md). A worker writes to its own disk, so a unit with a `root` runs in a temporary
@@ -36,6 +37,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -83,38 +85,54 @@ def _positive(text: str) -> int:
     return value
 
 
+@contextmanager
+def workers(count: int, jobs: int = 1, cluster: str | None = None, modules: Sequence[str] = ()):
+    """The worker processes for a sweep of `count` units, started now (for `run`'s `pool`); None when
+    the units run in this process or on a cluster. A command opens them before its progress display,
+    whose refresh thread on a terminal would rule out forking them. `modules`: the units' modules."""
+    n = min(jobs, count)
+    if cluster is not None or n <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(n, mp_context=_start_method(modules), initializer=_in_worker) as pool:
+        pool.submit(int).result()  # the workers exist from here on (forked now, under 'fork')
+        yield pool
+
+
 def run(units: Sequence[Unit], jobs: int = 1, cluster: str | None = None, root: Path | None = None,
-        done: Callable[[int, Any], None] | None = None) -> list:
-    """Every unit's value, in the units' order (see the module's rule)."""
+        done: Callable[[int, Any], None] | None = None, pool: Executor | None = None) -> list:
+    """Every unit's value, in the units' order (see the module's rule); `pool`, from `workers`, runs
+    them in processes started before (else the sweep starts its own)."""
     units = list(units)
     report = done or (lambda index, value: None)
     root = None if root is None else Path(root).absolute()  # a worker's working directory may be another
     if cluster is not None:
         return _on_cluster(cluster, units, root, report)
-    workers = min(jobs, len(units))
-    if workers <= 1:
+    if pool is None:
+        with workers(len(units), jobs, None, sorted({u.fn.__module__ for u in units})) as started:
+            if started is not None:
+                return run(units, jobs, None, root, done, started)
         values = []
         for index, unit in enumerate(units):
             values.append(unit.fn(root, *unit.args) if root is not None else unit.fn(*unit.args))
             report(index, values[-1])
         return values
-    with ProcessPoolExecutor(workers, mp_context=_start_method(units), initializer=_in_worker) as pool:
-        try:
-            return _gather(pool, units, lambda u: pool.submit(_call, u.fn, u.args, root), report)
-        except BrokenProcessPool as error:
-            raise TestbedError(f"a worker process of the sweep died ({error}); run again with --jobs 1 "
-                               "to see the unit's own error") from None
+    try:
+        return _gather(pool, units, lambda u: pool.submit(_call, u.fn, u.args, root), report)
+    except BrokenProcessPool as error:
+        raise TestbedError(f"a worker process of the sweep died ({error}); run again with --jobs 1 "
+                           "to see the unit's own error") from None
 
 
-def _start_method(units: list[Unit]):
+def _start_method(modules: Sequence[str]):
     """'fork' while this process runs no other Python thread (the workers start at once, with every
-    module already imported); 'forkserver' otherwise, its server importing the units' modules once."""
+    module already imported); 'forkserver' otherwise, its server importing `modules` once."""
     if threading.active_count() == 1:
         sys.stdout.flush()  # a forked worker would write out what is still buffered a second time
         sys.stderr.flush()
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(sorted({u.fn.__module__ for u in units}))  # the server starts once
+    context.set_forkserver_preload(list(modules))  # the server starts once, with a first sweep's list
     return context
 
 

@@ -36,10 +36,10 @@ def _prepare_report() -> None:
 
 
 def run_all(variants: list, out_dir: Path, switches: str, shown=None, jobs: int = 1,
-            cluster: str | None = None) -> tuple[dict, dict, list]:
-    """Every variant simulated (in `jobs` processes, or on `cluster`): their run directories and
-    summaries by name, in the variants' order, and the names of those that did not finish.
-    `shown`, the command's progress display, advances as each variant ends."""
+            cluster: str | None = None, pool=None) -> tuple[dict, dict, list]:
+    """Every variant simulated (in `jobs` processes, `pool`'s if given, or on `cluster`): their run
+    directories and summaries by name, in the variants' order, and the names of those that did not
+    finish. `shown`, the command's progress display, advances as each variant ends."""
     finished_count = 0
     workers = 1 if cluster is None and jobs <= 1 else len(variants) if cluster else min(jobs, len(variants))
 
@@ -57,7 +57,7 @@ def run_all(variants: list, out_dir: Path, switches: str, shown=None, jobs: int 
             shown.advance(variant.name)
 
     units = [sweep.Unit(simulate_variant, (v, directory_name(v), switches)) for v in variants]
-    values = sweep.run(units, jobs, cluster, out_dir, done)
+    values = sweep.run(units, jobs, cluster, out_dir, done, pool)
     run_dirs = {v.name: out_dir / directory_name(v) for v in variants}
     summaries = {v.name: value["summary"] for v, value in zip(variants, values)}
     unfinished = [v.name for v, value in zip(variants, values) if not value["result"]["finished"]]
