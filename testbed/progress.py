@@ -49,6 +49,11 @@ def current() -> "Display | None":
     return _current.get()
 
 
+def forget_display() -> None:
+    """No current display from here on: a sweep's forked worker process, whose parent draws."""
+    _current.set(None)
+
+
 def planned_cells(messages, cell_size: int) -> int:
     """DATA cells a workload plans: each message framed (payload and trailer) in cells of `cell_size` bytes."""
     from testbed.cells.segment import TRAILER_LEN, cell_count

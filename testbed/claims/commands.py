@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     p.add_argument("--no-emulated", action="store_true", help="the simulator only")
     p.add_argument("--report", metavar="DIR", default=None,
                    help="instead: recompute the report of an existing reproduce directory from its files")
+    from testbed.simulation import sweep
+
+    sweep.add_options(p)  # the simulated experiments side by side (simulation/sweep.py)
     p.set_defaults(func=reproduce_command)
     report = subparsers.choices.get("report")  # testbed report DIR on a reproduce directory writes its report
     if report is not None:
@@ -64,17 +67,22 @@ def reproduce_command(args) -> int:
 def _reproduce(args, ccs: list[str], why_not: str | None) -> int:
     from testbed import progress
     from testbed.claims import experiments, report
+    from testbed.simulation import sweep
 
     directory = Path(args.runs_dir) / "reproduce" / time.strftime("%Y%m%d-%H%M%S")
     directory.mkdir(parents=True)
     plan = experiments.plan(ccs, quick=args.quick)
     with progress.display(len(plan), "simulated experiments") as shown:
-        for number, experiment in enumerate(plan, start=1):
-            started = time.monotonic()
-            experiments.run(experiment, directory)
-            print(f"[{number}/{len(plan)}] simulated {experiment.name} in {time.monotonic() - started:.1f} s",
-                  flush=True)
-            shown.advance(experiment.name)
+        count = 0
+
+        def done(index: int, value: dict) -> None:
+            nonlocal count
+            count += 1
+            print(f"[{count}/{len(plan)}] simulated {plan[index].name} in {value['wall_s']:.1f} s", flush=True)
+            shown.advance(plan[index].name)
+
+        sweep.run([sweep.Unit(experiments.run_unit, (e,)) for e in plan], getattr(args, "jobs", 1),
+                  getattr(args, "cluster", None), directory, done)
         notes = [f"simulated: {len(plan)} experiments, congestion controls {', '.join(ccs)}, and dcqcn with PFC "
                  f"(XOFF/XON at {experiments.PFC_THRESHOLDS[0]}/{experiments.PFC_THRESHOLDS[1]} DATA cells per "
                  "ingress link)"]

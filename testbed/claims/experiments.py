@@ -19,6 +19,7 @@ counterparts are scaled-down scenarios, not compared row by row).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,6 +128,14 @@ def run(experiment: Experiment, directory: Path) -> Path:
         for seed in SPREAD_SEEDS:
             _save(out / "seeds" / f"seed{seed}", experiment, *_run_incast(experiment, seed))
     return out
+
+
+def run_unit(root: Path, experiment: Experiment) -> dict:
+    """One unit of `testbed reproduce`'s sweep (simulation/sweep.py): `run` under `root`; its
+    directory relative to root and the machine's wall time it took."""
+    started = time.monotonic()
+    out = run(experiment, root)
+    return {"directory": out.relative_to(root).as_posix(), "wall_s": round(time.monotonic() - started, 3)}
 
 
 def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) -> None:

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from testbed.simulation import sweep
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -23,6 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--switches", choices=("program", "model"), default="program",
                    help="program (default): every switch runs the scenario's P4 program on the native engine; "
                         "model: the hand-written model of fabric.p4 (sim.py)")
+    sweep.add_options(p)  # the variants side by side (simulation/sweep.py)
     p.set_defaults(func=sim_command)
 
     t = subparsers.add_parser(
@@ -51,6 +54,7 @@ def register(subparsers) -> None:
                    help="with --confirm: confirm the tuning.json of an earlier testbed tune of this scenario "
                         "(its directory) instead of searching again; confirm.* are written there")
     t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    sweep.add_options(t)  # the candidates side by side (simulation/sweep.py)
     t.set_defaults(func=tune_command)
 
 
@@ -95,7 +99,8 @@ def tune_command(args) -> int:
     else:
         out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
         path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
-                             progress=lambda m: print(m, flush=True), balancings=args.balancings)
+                             progress=lambda m: print(m, flush=True), balancings=args.balancings,
+                             jobs=args.jobs, cluster=args.cluster)
         print(path.read_text())
         print(f"tuning: {path}")
     if args.confirm:
@@ -116,8 +121,8 @@ def sim_command(args) -> int:
     from testbed import progress
     from testbed.errors import TestbedError
     from testbed.scenario import expand_variants, load_scenario
-    from testbed.simulation.run import run_variant
-    from testbed.telemetry.collectives import summarize_simulated, write_sim_report
+    from testbed.simulation.variants import run_all
+    from testbed.telemetry.collectives import write_sim_report
     from testbed.telemetry.rundir import keep_scenario_copy
 
     scenario = load_scenario(args.scenario)
@@ -148,20 +153,10 @@ def sim_command(args) -> int:
         switches = "model"
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
-    run_dirs, summaries, unfinished = {}, {}, []
-    with progress.display(len(variants), "variants") as shown:
-        for number, variant in enumerate(variants, start=1):
-            run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
-            result = run_variant(variant, run_dir, switches)
-            if not result["finished"]:
-                unfinished.append(variant.name)
-            run_dirs[variant.name] = run_dir
-            summaries[variant.name] = summarize_simulated(run_dir, variant.scenario.topo)
-            stretch = variant.scenario.time_stretch  # the virtual time on the scenario's clock (telemetry.clock)
-            print(f"[{number}/{len(variants)} {variant.name}] {result['virtual_end_s'] / stretch:.3f} s of the "
-                  f"scenario simulated{f' (x{stretch:.3g} slower)' if abs(stretch - 1) > 1e-9 else ''} in "
-                  f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
-            shown.advance(variant.name)
+    jobs, cluster = getattr(args, "jobs", 1), getattr(args, "cluster", None)  # each variant a unit of a sweep
+    with sweep.workers(len(variants), jobs, cluster, ["testbed.simulation.variants"]) as pool, \
+            progress.display(len(variants), "variants") as shown:  # the workers first: see sweep.workers
+        run_dirs, summaries, unfinished = run_all(variants, out_dir, switches, shown, jobs, cluster, pool)
     report = write_sim_report(scenario, run_dirs, summaries, out_dir)
     if getattr(args, "diagnose", False):  # testbed diagnose registers the flag and its report section
         args.diagnose_report(run_dirs, Path(report))

@@ -46,6 +46,7 @@ from testbed.errors import TestbedError
 from testbed.host import collectives
 from testbed.progress import current as current_display
 from testbed.progress import display
+from testbed.simulation import sweep
 from testbed.simulation.run import simulate
 from testbed.telemetry.collectives import collective_rows
 
@@ -91,6 +92,21 @@ def with_balancing(scenario, load_balancing: str):
     return parse_scenario(yaml.safe_dump(data, sort_keys=False), scenario.file)
 
 
+def measure_candidate(scenario, phase, size: int, c: Candidate) -> dict:
+    """One unit of the sweep: the collective of `phase`'s op over its ranks, `size` bytes, with
+    candidate `c`, alone on `scenario` (its load balancing already `c`'s) without faults; the
+    collective's row (busbw, verified, ...) and the machine's wall time it took."""
+    params = collectives.Params(phase.op, c.algorithm, size, c.channels, c.chunk_bytes)
+    servers = [list(s) for s in phase.servers] or None
+    msgs = collectives.schedule(f"tune@{size}B", list(phase.hosts), params, 0.0, servers)
+    started = time.monotonic()
+    net, info = simulate(scenario, msgs, label=f"{size} B {c.label()}", faults=False)
+    row = collective_rows([m.to_json() for m in msgs], net.records(), scenario.to_dict(),
+                          scenario.topo)[f"tune@{size}B"]
+    row["wall_s"] = round(time.monotonic() - started, 2)
+    return row
+
+
 class Tuner:
     def __init__(self, scenario, phase, algorithms, channels, chunks, progress=print, balancings=None) -> None:
         self.scenario = scenario
@@ -123,26 +139,30 @@ class Tuner:
             return False
         return size >= n * c.channels and (c.chunk_bytes == 0 or c.chunk_bytes < self.piece_bytes(size, c))
 
+    def measure_all(self, sizes: list[int], jobs: int = 1, cluster: str | None = None) -> None:
+        """Every valid candidate at every size measured, as a sweep (simulation/sweep.py: `jobs`
+        processes, or a Dask `cluster`): the exhaustive search needs each of them, and the descent
+        then reads its own from `measured`."""
+        keys = [(size, c) for size in sizes for c in self.space()
+                if self.valid(size, c) and (size, c) not in self.measured]
+        units = [sweep.Unit(measure_candidate, (self._scenarios[c.load_balancing], self.phase, size, c))
+                 for size, c in keys]
+        sweep.run(units, jobs, cluster, done=lambda index, row: self._measured(*keys[index], row))
+
     def measure(self, size: int, c: Candidate) -> float | None:
         """busbw (Mbit/s) of one collective of `size` with candidate `c`, None when it did not verify."""
         key = (size, c)
         if key not in self.measured:
-            params = collectives.Params(self.phase.op, c.algorithm, size, c.channels, c.chunk_bytes)
-            servers = [list(s) for s in self.phase.servers] or None
-            msgs = collectives.schedule(f"tune@{size}B", list(self.phase.hosts), params, 0.0, servers)
-            started = time.monotonic()
-            scenario = self._scenarios[c.load_balancing]
-            net, info = simulate(scenario, msgs, label=f"{size} B {c.label()}", faults=False)
-            row = collective_rows([m.to_json() for m in msgs], net.records(), scenario.to_dict(),
-                                  scenario.topo)[f"tune@{size}B"]
-            row["wall_s"] = round(time.monotonic() - started, 2)
-            self.measured[key] = row
-            shown = current_display()
-            if shown is not None:
-                shown.advance(f"{size} B {c.label()}")
-            self.progress(f"  {size} B {c.label()}: busbw {row.get('busbw_mbps', float('nan')):.3f} Mbit/s"
-                          f"{'' if row['verified'] else ' (NOT verified)'} [{row['wall_s']:.1f} s]")
+            self._measured(size, c, measure_candidate(self._scenarios[c.load_balancing], self.phase, size, c))
         return self.measured[key].get("busbw_mbps") if self.measured[key]["verified"] else None
+
+    def _measured(self, size: int, c: Candidate, row: dict) -> None:
+        self.measured[(size, c)] = row
+        shown = current_display()
+        if shown is not None:
+            shown.advance(f"{size} B {c.label()}")
+        self.progress(f"  {size} B {c.label()}: busbw {row.get('busbw_mbps', float('nan')):.3f} Mbit/s"
+                      f"{'' if row['verified'] else ' (NOT verified)'} [{row['wall_s']:.1f} s]")
 
     def _score(self, size: int, c: Candidate) -> float:
         if not self.valid(size, c):
@@ -165,7 +185,10 @@ class Tuner:
     def exhaustive(self, size: int) -> Candidate:
         return max((c for c in self.space() if self.valid(size, c)), key=lambda c: self._score(size, c))
 
-    def run(self, sizes: list[int]) -> dict:
+    def run(self, sizes: list[int], jobs: int = 1, cluster: str | None = None) -> dict:
+        self.progress(f"measuring every valid candidate at {len(sizes)} sizes"
+                      + (f" on {cluster}" if cluster else f" in {jobs} processes" if jobs > 1 else ""))
+        self.measure_all(sizes, jobs, cluster)
         rows = []
         for size in sizes:
             self.progress(f"size {size} B: coordinate descent")
@@ -231,7 +254,9 @@ def markdown(scenario, result: dict) -> str:
 
 
 def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunks, out_dir: Path,
-                  progress=print, balancings=None) -> Path:
+                  progress=print, balancings=None, jobs: int = 1, cluster: str | None = None) -> Path:
+    """Tune (see the module), the candidates measured in `jobs` processes or on a Dask `cluster`
+    (simulation/sweep.py); writes tuning.json and tuning.md in `out_dir`."""
     phases = [p for p in scenario.workload if p.kind == "collective"]
     if not phases:
         raise TuneError(f"{scenario.file}: no 'collective' phase to tune (its op and ranks are what is tuned)")
@@ -257,7 +282,7 @@ def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunk
                   balancings)
     sizes = list(sizes or phase.sizes_bytes)
     with display(sum(tuner.valid(s, c) for s in sizes for c in tuner.space()), "candidates measured"):
-        result = tuner.run(sizes)
+        result = tuner.run(sizes, jobs, cluster)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tuning.json").write_text(json.dumps(result, indent=1))
     (out_dir / "tuning.md").write_text(markdown(scenario, result))

@@ -29,7 +29,8 @@ def stretch_of(run_dir: Path) -> float:
     path = Path(run_dir) / "scenario.resolved.yaml"
     if not path.exists():
         return 1.0
-    resolved = yaml.safe_load(path.read_text()) or {}
+    # libyaml's safe loader where PyYAML has it: a report reads this file a few times per variant
+    resolved = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     return float(resolved.get("time_stretch") or 1.0)
 
 
