@@ -268,12 +268,3 @@ def credit_meter_rate(link_rate_bps: float, share: float, cell_size: int) -> int
     credits/s at 0.2 Mbit/s are metered at 20."""
     return max(1, int(link_rate_bps * share / (wire_bytes(cell_size, CREDIT) * 8)))
 
-
-def __getattr__(name: str):
-    # The scapy layer is imported lazily: scapy takes a second to import and
-    # the agent's data path does not need it.
-    if name == "Cell":
-        from testbed.cells.scapy_cell import Cell
-
-        return Cell
-    raise AttributeError(name)

@@ -14,7 +14,7 @@ from testbed.telemetry.rundir import keep_scenario_copy
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _need_root(what: str) -> None:
+def need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise TestbedError(f"{what} needs root (network namespaces, Mininet); run it with sudo")
 
@@ -33,7 +33,7 @@ def run_command(args) -> int:
                                f"(variants: {', '.join(v.name for v in variants)})")
         variants = chosen
     refuse_servers(scenario)
-    _need_root("testbed run")
+    need_root("testbed run")
     with hold_run_lock(f"testbed run {args.scenario}"):
         _run_variants(args, scenario, variants)
         return 0
@@ -48,7 +48,7 @@ def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "t
 
     scenario = load_scenario(path)
     refuse_servers(scenario)
-    _need_root(what)
+    need_root(what)
     args = argparse.Namespace(fit=fit, force=False, runs_dir=runs_dir)
     with hold_run_lock(f"{what} {path}"):
         return _run_variants(args, scenario, expand_variants(scenario))

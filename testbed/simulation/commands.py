@@ -70,9 +70,9 @@ def tune_command(args) -> int:
 
     scenario = load_scenario(args.scenario)
     if args.confirm:
-        from testbed.emulation.commands import _need_root
+        from testbed.emulation.commands import need_root
 
-        _need_root("testbed tune --confirm")  # before minutes of simulation, not after
+        need_root("testbed tune --confirm")  # before minutes of simulation, not after
     if args.tuned is not None:
         if not args.confirm:
             raise TestbedError("--from confirms an earlier tuning: it needs --confirm")

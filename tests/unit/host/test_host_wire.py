@@ -61,7 +61,7 @@ def test_scapy_layer_matches_field_list_and_dissects():
     from scapy.layers.inet import IP, UDP
     from scapy.packet import Raw
 
-    from testbed.cells.wire import Cell
+    from testbed.cells.scapy_cell import Cell
 
     assert [(f.name, f.size) for f in Cell.fields_desc] == wire.CELL_FIELDS
     c = wire.CellPacket(type=wire.DATA, flags=wire.FLAG_LAST, entropy=9, flow_id=5, msg_id=6,
