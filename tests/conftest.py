@@ -1,8 +1,42 @@
-"""Shared test configuration: markers that skip with a clear reason."""
+"""Shared test configuration: markers that skip with a clear reason, and a test session's own
+machine state.
+
+A test leaves the machine as it found it: the session points the places a run writes and the
+next run reads at a directory of its own before any test imports testbed (`pytest_configure`):
+the calibration the capacity check plans with (TESTBED_CALIBRATION, read by
+testbed.scenario.capacity) and the default directory of run results (TESTBED_RUNS_DIR, the
+commands' --runs-dir). Subprocesses inherit both. Each process of a session (an xdist worker too)
+has its own; the directory goes when the process ends. The run lock and the manifests' registry
+stay the machine's: a fabric test must not run beside a user's run, and a killed test's run is
+found and cleaned by `testbed clean` like any other (tests that need their own pass a registry).
+"""
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+SESSION_PLACES = {"TESTBED_CALIBRATION": "calibration.json", "TESTBED_RUNS_DIR": "runs"}
+_session_dir: Path | None = None
+
+
+def pytest_configure(config):
+    global _session_dir
+    _session_dir = Path(tempfile.mkdtemp(prefix="testbed-tests-"))
+    for variable, name in SESSION_PLACES.items():
+        os.environ[variable] = str(_session_dir / name)
+    import sys
+
+    capacity = sys.modules.get("testbed.scenario.capacity")  # already imported (a plugin): follow too
+    if capacity is not None:
+        capacity.CALIBRATION_PATH = Path(os.environ["TESTBED_CALIBRATION"])
+
+
+def pytest_unconfigure(config):
+    if _session_dir is not None:
+        shutil.rmtree(_session_dir, ignore_errors=True)
 
 
 def _integration_unavailable() -> str | None:

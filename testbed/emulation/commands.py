@@ -9,7 +9,7 @@ from pathlib import Path
 from testbed.emulation.runlock import hold_run_lock
 from testbed.errors import TestbedError
 from testbed.scenario import capacity
-from testbed.telemetry.rundir import keep_scenario_copy
+from testbed.telemetry.rundir import default_runs_dir, keep_scenario_copy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -226,7 +226,8 @@ def register(sub) -> None:
                                      "each variant, and write a side-by-side report (needs root).")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--variant", action="append", help="run only this variant (repeatable), e.g. load_balancing=spray")
-    run.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    run.add_argument("--runs-dir", default=default_runs_dir(),
+                     help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     run.add_argument("--fit", action="store_true",
                      help="slow a fabric this machine cannot hold down to a rate it can: every link rate "
                           "times f, every delay and time over f (ratios such as the BDP in cells unchanged)")

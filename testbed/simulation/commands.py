@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from testbed.telemetry.rundir import default_runs_dir
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -14,7 +16,8 @@ def register(subparsers) -> None:
         description="Every variant of the scenario on testbed.simulation.sim's model of its topology; writes "
                     "runs/<scenario>/<timestamp>-sim/ with records, summary.json, report.md and busbw.png.")
     p.add_argument("scenario", help="the scenario file")
-    p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    p.add_argument("--runs-dir", default=default_runs_dir(),
+                   help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     p.add_argument("--variant", action="append", default=None,
                    help="run only this variant (repeatable; default: all)")
     p.add_argument("--host-rate-mbps", type=float, default=None,
@@ -47,7 +50,8 @@ def register(subparsers) -> None:
     t.add_argument("--from", dest="tuned", default=None, metavar="TUNE_DIR",
                    help="with --confirm: confirm the tuning.json of an earlier testbed tune of this scenario "
                         "(its directory) instead of searching again; confirm.* are written there")
-    t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    t.add_argument("--runs-dir", default=default_runs_dir(),
+                   help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     t.set_defaults(func=tune_command)
 
 
