@@ -56,7 +56,21 @@ def _bmv2_unavailable() -> str | None:
     return f"bmv2 tests need a usable bmv2: {problem} (the Vagrant lab installs one)" if problem else None
 
 
+TESTS = Path(__file__).resolve().parent
+ALONE_PLACES = ("integration", "bmv2")  # tests/<place>/: fabrics in real time, and their helpers' tests
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m selects on the marks
 def pytest_collection_modifyitems(config, items):
+    """Mark `alone` every test that runs a fabric in real time (those under tests/integration/ and
+    tests/bmv2/, and any marked integration or bmv2): `make test` runs the others in parallel, then
+    these one at a time (-m "not alone", then -m alone), so each test is in one of the two. Skip
+    a test whose marker's needs this machine lacks, with the reason."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        inside = any(path.is_relative_to(TESTS / place) for place in ALONE_PLACES)
+        if inside or item.get_closest_marker("integration") or item.get_closest_marker("bmv2"):
+            item.add_marker(pytest.mark.alone)
     reasons = {"integration": _integration_unavailable(), "bmv2": _bmv2_unavailable()}
     for item in items:
         for marker, reason in reasons.items():
