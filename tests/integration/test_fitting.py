@@ -153,3 +153,9 @@ def test_costs_too_high_for_the_clock_skip_rather_than_crawl(session, variant):
     with pytest.raises(pytest.skip.Exception) as skipped:
         fitting.fitted(variant)
     assert "slower than the reference machine's" in str(skipped.value)
+
+
+def test_a_fabric_that_fits_as_it_is_at_both_costs_is_not_skipped(session, variant):
+    once, _calls = calibration_runs(session, ["kept"], agent_us=60.0)
+    assert fitting.calibrate(variant, once) is None
+    assert fitting.fitted(variant).scenario.links.host.rate_mbps <= variant.scenario.links.host.rate_mbps
