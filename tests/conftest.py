@@ -63,9 +63,10 @@ ALONE_PLACES = ("integration", "bmv2")  # tests/<place>/: fabrics in real time, 
 @pytest.hookimpl(tryfirst=True)   # before -m selects on the marks
 def pytest_collection_modifyitems(config, items):
     """Mark `alone` every test that runs a fabric in real time (those under tests/integration/ and
-    tests/bmv2/, and any marked integration or bmv2): `make test` runs the others in parallel, then
-    these one at a time (-m "not alone", then -m alone), so each test is in one of the two. Skip
-    a test whose marker's needs this machine lacks, with the reason."""
+    tests/bmv2/, and any marked integration or bmv2; a test that measures a CPU share is marked
+    by hand): `make test` runs the others in parallel, then these one at a time (-m "not alone",
+    then -m alone), so each test is in one of the two. Skip a test whose marker's needs this
+    machine lacks, with the reason."""
     for item in items:
         path = Path(str(item.path)).resolve()
         inside = any(path.is_relative_to(TESTS / place) for place in ALONE_PLACES)
