@@ -42,3 +42,6 @@ fi
 # The agents' native NIC (testbed/host/nic_native): built once into the cache; without a
 # compiler the agents use the pure-Python NIC.
 .venv/bin/python -m testbed.host.nic_native
+# The transport compiled by mypyc from its own source (testbed/compiled/), cached by the source's
+# hash; without a compiler, or for a source changed since, it runs interpreted.
+.venv/bin/python -m testbed.compiled

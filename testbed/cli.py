@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_finite(args)
         return int(args.func(args) or 0)
     except TestbedError as error:
         print(f"testbed: {error}", file=sys.stderr)
@@ -65,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+
+
+def check_finite(args: argparse.Namespace) -> None:
+    """Every number given on the command line is finite: argparse's float()
+    takes `nan` and `inf`, which no option of ours means."""
+    for key, value in vars(args).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TestbedError(f"--{key.replace('_', '-')} {value}: not a finite number")
 
 
 if __name__ == "__main__":

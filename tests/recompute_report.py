@@ -491,7 +491,48 @@ def recompute_simulated(v: Variant) -> dict:
     ok = {(r["src"], r["dst"], r["msg_id"]) for r in got if r["verified"]}
     acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
     return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
-            **recompute_collectives(v), **recompute_int(v)}
+            "retransmissions_cells": sum(r["retransmissions"] for r in sent),
+            **recompute_simulated_losses(v), **recompute_collectives(v), **recompute_int(v)}
+
+
+def recompute_simulated_losses(v: Variant) -> dict:
+    """A simulator variant's DATA cells: sent and received as its hosts counted them (records/*.stats.json),
+    lost by place as the simulator's ports and switches counted them (result.json), and the remainder
+    once the cells still in flight are taken off; a run from before these counts has none."""
+    cells = v.result.get("data_cells")
+    if cells is None:
+        return {}
+    sent = sum((s.get("tx_counts") or {}).get("tx_DATA", 0) for s in v.stats.values())
+    received = sum(s.get("data_cells_received", 0) for s in v.stats.values())
+    lost = sum(cells["lost"].values())
+    out = {"simulator/data_cells/sent": sent, "simulator/data_cells/received": received,
+           "simulator/data_cells/lost_total": lost,
+           "simulator/data_cells/unaccounted": sent - received - lost - cells["in_flight_at_end"]}
+    out.update({f"simulator/data_cells/lost/{place}": n for place, n in cells["lost"].items()})
+    return out
+
+
+def check_sim_report(text: str, names: list[str], figures: dict[str, dict]) -> list[str]:
+    """A simulator report: the verdict row's DATA cells lost and each variant's conservation line."""
+    problems = []
+    for name in names:
+        f = figures[name]
+        if "simulator/data_cells/lost_total" not in f:
+            continue
+        lost = f["simulator/data_cells/lost_total"]
+        first = next((line for line in text.splitlines() if line.startswith(f"| {name} |")), None)  # the verdict
+        row = None if first is None else [c.strip() for c in first.strip().strip("|").split(" | ")][1:]
+        if row is None or not (row[2] == str(lost) or row[2].startswith(f"{lost} (")):
+            problems.append(f"report.md {name}: DATA cells lost shows {row[2] if row else None!r}, recomputed {lost}")
+        want = (f"DATA conservation ({name}): sent {f['simulator/data_cells/sent']} - received "
+                f"{f['simulator/data_cells/received']} - ")
+        line = next((l for l in text.splitlines() if want in l), None)
+        if line is None:
+            problems.append(f"report.md: no line '{want}...'")
+        elif f"= {f['simulator/data_cells/unaccounted']}: " not in line or \
+                f"{lost} lost, {f['retransmissions_cells']} retransmitted" not in line:
+            problems.append(f"report.md {name}: '{line}' disagrees with the recomputed DATA cells")
+    return problems
 
 
 def trace(v: Variant, pairs):
@@ -681,6 +722,8 @@ def main(argv: list[str]) -> int:
     text = (out_dir / "report.md").read_text()
     if not simulated:
         problems += check_report(text, names, figures)
+    else:
+        problems += check_sim_report(text, names, figures)
     problems += check_collective_table(text, {n: figures[n] for n in names})
     for problem in problems:
         print(problem)

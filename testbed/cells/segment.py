@@ -20,13 +20,19 @@ def frame(payload: bytes) -> bytes:
     return payload + zlib.crc32(payload).to_bytes(TRAILER_LEN, "big")
 
 
-class Framed(bytes):
-    """A message framed ahead of its start (frame_ahead): the framed bytes, which a sender takes as
-    they are instead of framing the payload when the message starts."""
+class Framed:
+    """A message framed ahead of its start (frame_ahead): the framed bytes (`data`), which a sender
+    takes as they are instead of framing the payload when the message starts. It holds the bytes
+    rather than being a bytes subclass, which a compiled build (testbed/compiled.py) cannot make."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
     @property
     def payload_bytes(self) -> int:
-        return len(self) - TRAILER_LEN
+        return len(self.data) - TRAILER_LEN
 
 
 def frame_ahead(payload: bytes) -> Framed:
@@ -35,11 +41,11 @@ def frame_ahead(payload: bytes) -> Framed:
     return Framed(frame(payload))
 
 
-def framed(message: bytes) -> tuple[bytes, int]:
+def framed(message: bytes | Framed) -> tuple[bytes, int]:
     """A message handed to a sender as its framed bytes and its payload's length: a Framed as it
     is, any other bytes framed now."""
     if isinstance(message, Framed):
-        return message, message.payload_bytes
+        return message.data, message.payload_bytes
     return frame(message), len(message)
 
 
@@ -131,13 +137,15 @@ class Unframer:
         if self.bodies is not None:
             self.bodies.append(body)
             return
+        expected = self.expected
+        assert expected is not None  # nothing is kept only while the bytes are the expected ones
         have = self.have
         take = self.size - have
         if take > 0:
             part = body if len(body) <= take else body[:take]
-            if self.expected[have:have + len(part)] != part:
+            if not expected.startswith(part, have):  # compared in place: a slice would copy the cell
                 self.matches = False  # keep the bytes from here on; those before were the expected
-                self.bodies = [self.expected[:have], body] if have else [body]
+                self.bodies = [expected[:have], body] if have else [body]
                 return
             self.crc = zlib.crc32(part, self.crc)
             self.have = have + len(part)

@@ -132,22 +132,39 @@ def int_decode(data, offset: int) -> tuple[IntStack, int]:
     return IntStack(tuple(hops), max_hops, overflow), end
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CellPacket:
     """One decoded cell: header fields plus body (payload or SACK bitmap); `telemetry` is the
     INT stack of a cell with FLAG_INT (None without)."""
 
     type: int
-    flow_id: int = 0
-    msg_id: int = 0
-    psn: int = 0
-    credit_seq: int = 0
-    aux: int = 0
-    flags: int = 0
-    entropy: int = 0
-    body: bytes = field(default=b"", repr=False)
-    version: int = VERSION
-    telemetry: IntStack | None = None
+    flow_id: int
+    msg_id: int
+    psn: int
+    credit_seq: int
+    aux: int
+    flags: int
+    entropy: int
+    body: bytes = field(repr=False)
+    version: int
+    telemetry: IntStack | None
+
+    # Written out, not generated: compiled (testbed/compiled/), this __init__ is native code, and
+    # one is made per cell (a generated one stays Python, called per cell).
+    def __init__(self, type: int, flow_id: int = 0, msg_id: int = 0, psn: int = 0, credit_seq: int = 0,
+                 aux: int = 0, flags: int = 0, entropy: int = 0, body: bytes = b"", version: int = VERSION,
+                 telemetry: IntStack | None = None) -> None:
+        self.type = type
+        self.flow_id = flow_id
+        self.msg_id = msg_id
+        self.psn = psn
+        self.credit_seq = credit_seq
+        self.aux = aux
+        self.flags = flags
+        self.entropy = entropy
+        self.body = body
+        self.version = version
+        self.telemetry = telemetry
 
     @property
     def type_name(self) -> str:

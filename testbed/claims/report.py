@@ -21,12 +21,16 @@ SCALE = ("Scale: host links of 5 Mbit/s with 2.5 ms per link (BDP 16 cells of 10
          "carries over is the ratios (BDP in cells, buffers in BDPs, load as a fraction of the link).")
 
 
-def write(directory: Path, notes: list[str] = ()) -> Path:
+def write(directory: Path, notes: list[str] | None = None) -> Path:
+    """The report of a reproduce directory; `notes` (what the run did not do, and why) are kept in
+    results.json, so writing it again (notes None) keeps the first run's."""
+    if notes is None:
+        notes = kept_notes(directory)
     sim = figures.all_of(directory)
     emu = figures.emulated_of(directory)
     claims = verdicts.table(sim, emu)
-    (directory / "results.json").write_text(json.dumps({"claims": claims, "simulated": sim, "emulated": emu},
-                                                       indent=1, default=str))
+    (directory / "results.json").write_text(json.dumps({"claims": claims, "simulated": sim, "emulated": emu,
+                                                        "notes": list(notes)}, indent=1, default=str))
     lines = ["# TiTa's claims, reproduced", "", SCALE, ""]
     lines += [f"* {note}" for note in notes]
     lines += ["", "## Claims", "", "| claim | literature anchor | measured | verdict |", "|---|---|---|---|"]
@@ -45,6 +49,14 @@ def write(directory: Path, notes: list[str] = ()) -> Path:
     path = directory / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def kept_notes(directory: Path) -> list[str]:
+    """The notes an earlier write kept in results.json (none when it has none or cannot be read)."""
+    try:
+        return list(json.loads((directory / "results.json").read_text()).get("notes") or [])
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def _labels(rows: list[dict]) -> list[str]:

@@ -20,6 +20,9 @@ def register(subparsers) -> None:
                                 help="after the variants, run testbed diagnose on each and add its verdict to "
                                      "report.md")
             parser.set_defaults(diagnose_report=report_section)
+    report = subparsers.choices.get("report")  # testbed report RUN keeps the section a --diagnose run had
+    if report is not None:
+        report.set_defaults(restore_diagnosis=restore_section)
 
 
 def report_section(run_dirs: dict, report: Path) -> None:
@@ -28,14 +31,34 @@ def report_section(run_dirs: dict, report: Path) -> None:
     from testbed.diagnose.core import diagnose_variant, verdict_lines
     from testbed.errors import TestbedError
 
-    lines = ["", "## Diagnosis (testbed diagnose: run against its healthy twin)", ""]
+    verdicts = {}
     for name, run_dir in run_dirs.items():
         try:
-            verdict = verdict_lines(diagnose_variant(Path(run_dir)))
+            verdicts[name] = verdict_lines(diagnose_variant(Path(run_dir)))
         except TestbedError as error:
-            verdict = [f"not diagnosed: {error}"]
-        lines += [f"- {name}: " + "; ".join(verdict) + f" ([diagnosis]({Path(run_dir).name}/diagnosis.md))"]
-        print(f"[{name}] " + "; ".join(verdict), flush=True)
+            verdicts[name] = [f"not diagnosed: {error}"]
+        print(f"[{name}] " + "; ".join(verdicts[name]), flush=True)
+    _append(report, run_dirs, verdicts)
+
+
+def restore_section(run_dirs: dict, report: Path) -> None:
+    """`testbed report RUN`: when any variant was diagnosed (its diagnosis.json is there), append the
+    section again from those files, without replaying the twin; a variant without one says so."""
+    from testbed.diagnose.core import verdict_lines
+    from testbed.telemetry.rundir import load_json
+
+    found = {name: Path(d) / "diagnosis.json" for name, d in run_dirs.items()}
+    if not any(path.is_file() for path in found.values()):
+        return
+    verdicts = {name: (verdict_lines(load_json(path)) if path.is_file()
+                       else ["not diagnosed: no diagnosis.json in its directory"]) for name, path in found.items()}
+    _append(report, run_dirs, verdicts)
+
+
+def _append(report: Path, run_dirs: dict, verdicts: dict[str, list[str]]) -> None:
+    lines = ["", "## Diagnosis (testbed diagnose: run against its healthy twin)", ""]
+    for name, run_dir in run_dirs.items():
+        lines += [f"- {name}: " + "; ".join(verdicts[name]) + f" ([diagnosis]({Path(run_dir).name}/diagnosis.md))"]
     with Path(report).open("a") as out:
         out.write("\n".join(lines) + "\n")
 

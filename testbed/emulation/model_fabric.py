@@ -117,8 +117,13 @@ class NativeModelFabric:
     switches: dict
     engine: object
     index: dict  # switch name -> its index in the engine
-    hosts: dict  # host name -> its index in the engine
+    hosts: dict  # host name -> its first NIC port's index in the engine
     host_ports: dict = field(default_factory=dict)  # host name -> EngineHostPort
+    nic_index: dict = field(default_factory=dict)  # (host, its port number) -> the port's index in the engine
+    plans: dict = field(default_factory=dict)  # switch name -> the controller's SwitchPlan it was written
+    controls: dict = field(default_factory=dict)  # switch name -> its in-process P4Runtime ControlPlane
+    configured: object = None  # plan -> (a new pipeline with the plan written, its ControlPlane): a restart
+    p4info_index: object = None  # the program's P4InfoIndex (table entries to P4Runtime entities)
 
     def tor_of(self, host: str) -> tuple[str, int]:
         port = self.topology.ports(host)[0]
@@ -152,6 +157,13 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
     backend "native": the pipelines on the native back end and the packets in the native engine
     (a NativeModelFabric); raises NativeUnsupported / NativeBuildError in one line when the program
     does not lower."""
+    from testbed.scenario import parse_scenario
+
+    return build_scenario(parse_scenario(scenario_text, name), backend)
+
+
+def build_scenario(scenario, backend: str = "python", seed: int = 1):
+    """`build` of a parsed Scenario (its variant's own settings), the pipelines seeded with `seed`."""
     from p4.v1 import p4runtime_pb2
 
     from testbed.control.p4info_index import P4InfoIndex
@@ -163,22 +175,36 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
     from testbed.p4model.frontend import load_program
     from testbed.p4model.p4info import generate
     from testbed.p4model.pipeline import Pipeline
+    from testbed.p4model.backend.native.objects import writes_batched
     from testbed.p4model.switch.loop import Switch
-    from testbed.scenario import parse_scenario
 
-    scenario = parse_scenario(scenario_text, name)
     topology = scenario.topo
     plans = plan_fabric(topology, scenario)
     ir = load_program(REPO / scenario.switch.program)
     p4info = generate(ir)
     if backend == "native":
         from testbed.p4model.backend.native.binding import NativePipeline
-        new_pipeline = lambda: NativePipeline(ir, clock=clock, seed=1)  # noqa: E731
+        new_pipeline = lambda: NativePipeline(ir, clock=clock, seed=seed)  # noqa: E731
     else:
-        new_pipeline = lambda: Pipeline(ir, clock=clock, seed=1)  # noqa: E731
+        new_pipeline = lambda: Pipeline(ir, clock=clock, seed=seed)  # noqa: E731
     index = P4InfoIndex(p4info)
     clock = ManualClock()
-    switches, host_ports = {}, {}
+
+    def configured(plan):
+        """A new pipeline with `plan` written through its in-process P4Runtime ControlPlane."""
+        pipeline = new_pipeline()
+        control = ControlPlane(pipeline, p4info)
+        with writes_batched(pipeline.tables.values()):  # no packet moves yet: one copy into C per table
+            for spec in plan.entries:
+                update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
+                                              else p4runtime_pb2.Update.INSERT)
+                update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
+                control.write(update)
+        for meter in plan.meters:  # the credit meters, as apply.configure_switch writes them
+            pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
+        return pipeline, control
+
+    switches, host_ports, controls = {}, {}, {}
     for switch_name in topology.switches:
         ports = {}
         for p in topology.ports(switch_name):
@@ -187,20 +213,16 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
         memory = {p.number: f"{switch_name}-eth{p.number}" for p in topology.ports(switch_name) if p.tier != "host"}
         switch = Switch(ports, clock=clock, cpu_port=255, memory_ports=memory,
                         priority_queues=scenario.switch.priority_queues)
-        pipeline = new_pipeline()
-        control = ControlPlane(pipeline, p4info)
-        for spec in plans[switch_name].entries:
-            update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
-                                          else p4runtime_pb2.Update.INSERT)
-            update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
-            control.write(update)
-        for meter in plans[switch_name].meters:  # the credit meters, as apply.configure_switch writes them
-            pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)
+        pipeline, control = configured(plans[switch_name])
         switch.install(SimpleNamespace(pipeline=pipeline))
         switch.tm_commands.apply_all(plans[switch_name].tm_commands)
         switches[switch_name] = switch
+        controls[switch_name] = control
     if backend == "native":
-        return _native(scenario, topology, switches)
+        fabric = _native(scenario, topology, switches, seed)
+        fabric.plans, fabric.controls, fabric.configured = plans, controls, configured
+        fabric.p4info_index = index
+        return fabric
     loop = FabricLoop(switches, clock)
     for link in topology.links:
         if link.tier != "host":
@@ -208,27 +230,28 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
     return ModelFabric(scenario, topology, switches, loop, clock, host_ports)
 
 
-def _native(scenario, topology, switches: dict) -> NativeModelFabric:
+def _native(scenario, topology, switches: dict, seed: int = 1) -> NativeModelFabric:
     from testbed.p4model.engine import NativeFabric
     from testbed.p4model.engine.binding import SwitchStats
     from testbed.p4model.engine.traffic_manager import EngineTrafficManager
 
-    engine = NativeFabric(seed=1, hosts=len(topology.hosts))
+    nic_ports = [(host, port) for host in topology.hosts for port in topology.ports(host)]
+    engine = NativeFabric(seed=seed, hosts=len(nic_ports))
     index = {name: engine.add_switch(s.datapath.pipeline, s.tm, s.drop_port) for name, s in switches.items()}
     for name, s in switches.items():
         s.tm.__class__ = EngineTrafficManager
         s.tm.bind(engine, index[name])
         s.stats = SwitchStats(engine, index[name])
-    hosts = {}
-    for i, host in enumerate(topology.hosts):
-        hosts[host] = i
-        port = topology.ports(host)[0]
+    hosts, nic_index = {}, {}
+    for i, (host, port) in enumerate(nic_ports):  # every NIC port its own host index in the engine
+        hosts.setdefault(host, i)
+        nic_index[(host, port.number)] = i
         engine.host_port(index[port.peer], port.peer_port, i)
     for link in topology.links:
         if link.tier != "host":
             engine.cable(index[link.a], link.a_port, index[link.b], link.b_port)
     return NativeModelFabric(scenario, topology, switches, engine, index, hosts,
-                             {host: EngineHostPort(engine, i) for host, i in hosts.items()})
+                             {host: EngineHostPort(engine, i) for host, i in hosts.items()}, nic_index)
 
 
 def data_cells(fabric: ModelFabric, src: str, dst: str, flow_id: int, count: int | None = None) -> list[bytes]:

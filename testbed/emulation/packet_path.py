@@ -49,6 +49,9 @@ def choose(scenario) -> tuple[str, str | None]:
         return proposed, None
     problem = native_problem(REPO / switch.program)
     if problem is None:
+        if switch.log_level in PER_PACKET_LOG_LEVELS:  # only backend native gets here with such a level
+            return "native", (f"switch.backend native wrote no per-packet log: switch.log_level "
+                              f"{switch.log_level} logs every packet only on the Python path")
         return "native", None
     if switch.backend == "native":
         raise TestbedError(f"switch.backend native: {problem}")

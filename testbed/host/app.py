@@ -24,13 +24,12 @@ rate) carries every message to a peer in `local_peers`.
 from __future__ import annotations
 
 import heapq
-from typing import Callable
+from typing import Callable, Collection, Protocol
 
 import numpy as np
 
 from testbed.cells import segment
 from testbed.host import collectives, records, workloads
-from testbed.host.endpoint import Endpoint
 from testbed.host.receiver import Delivered
 from testbed.host.sender import OutMessage
 from testbed.host.workloads import MessageSpec
@@ -39,10 +38,30 @@ from testbed.host.workloads import MessageSpec
 PREPARE_BUDGET_BYTES = 64 << 20
 
 
+class Transport(Protocol):
+    """What the application asks of a host's transport: an Endpoint, or anything that answers the
+    same (a test's fake). Typed so, the compiled runner calls it as Python does, by name."""
+
+    on_delivered: Callable[[Delivered], None]
+    on_acked: Callable[[str, OutMessage], None]
+    expect: Callable[[str, int], bytes | None] | None
+
+    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes | segment.Framed,
+                     channel: int = 0) -> object: ...  # the message (OutMessage); the runner keeps none
+
+    def idle(self) -> bool: ...
+
+
+def _collective(spec: MessageSpec) -> tuple[str, str]:
+    """A data-carrying message's collective and its kind (MessageSpec sets both with `op`)."""
+    assert spec.collective is not None and spec.collective_kind is not None, spec
+    return spec.collective, spec.collective_kind
+
+
 class WorkloadRunner:
-    def __init__(self, name: str, endpoint: Endpoint, specs: list[MessageSpec], seed: int,
+    def __init__(self, name: str, endpoint: Transport, specs: list[MessageSpec], seed: int,
                  addr_of: Callable[[str], str] = str, name_of: Callable[[str], str] = str,
-                 local: Endpoint | None = None, local_peers: set[str] = frozenset()) -> None:
+                 local: Transport | None = None, local_peers: Collection[str] = frozenset()) -> None:
         self.name = name
         self.ep = endpoint
         self.local = local
@@ -60,21 +79,21 @@ class WorkloadRunner:
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         # point-to-point messages to this host: their bytes are regenerated to verify them
         self._to_check = {(s.src, s.msg_id): s for s in specs if s.dst == name and not s.op}
-        self._prepared: dict[int, bytes] = {}  # index into _specs -> its framed payload, built ahead
+        self._prepared: dict[int, segment.Framed] = {}  # index into _specs -> its framed payload, built ahead
         self._expected: dict[tuple[str, int], bytes] = {}  # (src, msg_id) -> the bytes it must carry
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
         self.received: set[tuple[str, int]] = set()
         self.records: list[dict] = []
         self.verify_failures = 0
         self.checked_as_they_came = 0  # messages compared cell by cell with bytes built ahead
-        self.buffers: dict[str, np.ndarray] = {}  # collective -> this rank's working buffer
+        self.buffers: dict[str | None, np.ndarray] = {}  # collective -> this rank's working buffer
         self.applied: set[tuple[str, int]] = set()
         self.held: list[tuple[MessageSpec, bytes]] = []  # received, waiting for apply_after
-        self.to_apply: dict[str, int] = {}  # collective -> messages to this rank not yet applied
+        self.to_apply: dict[str | None, int] = {}  # collective -> messages to this rank not yet applied
         for spec in self.incoming.values():
             self.to_apply[spec.collective] = self.to_apply.get(spec.collective, 0) + 1
-        self.collectives_done: dict[str, bool] = {}
-        self.to_send: dict[str, int] = {}  # collective -> this rank's messages not yet started
+        self.collectives_done: dict[str | None, bool] = {}
+        self.to_send: dict[str | None, int] = {}  # collective -> this rank's messages not yet started
         for spec in self._specs:
             if spec.op:
                 self.to_send[spec.collective] = self.to_send.get(spec.collective, 0) + 1
@@ -113,20 +132,21 @@ class WorkloadRunner:
         the transport compares them cell by cell as the message comes (Endpoint.expect)."""
         return self._expected.get((self.name_of(src_addr), msg_id)) if self._expected else None
 
-    def _endpoint(self, dst: str) -> Endpoint:
-        return self.local if dst in self.local_peers else self.ep
+    def _endpoint(self, dst: str) -> Transport:
+        return self.local if self.local is not None and dst in self.local_peers else self.ep
 
     # -- data-carrying collectives --------------------------------------------
     def _buffer(self, spec: MessageSpec, rank: int) -> np.ndarray:
         buf = self.buffers.get(spec.collective)
         if buf is None:
-            buf = self.buffers[spec.collective] = collectives.initial_buffer(
-                self.seed, spec.collective, spec.collective_kind, spec.ranks, rank, spec.collective_bytes)
+            name, kind = _collective(spec)
+            buf = self.buffers[name] = collectives.initial_buffer(
+                self.seed, name, kind, spec.ranks, rank, spec.collective_bytes)
         return buf
 
     def _collective_payload(self, spec: MessageSpec) -> bytes:
         if spec.read_input:
-            return collectives.input_bytes(self.seed, spec.collective, spec.src_rank, spec.src_offset,
+            return collectives.input_bytes(self.seed, _collective(spec)[0], spec.src_rank, spec.src_offset,
                                            spec.size_bytes).tobytes()
         buf = self._buffer(spec, spec.src_rank)
         return buf[spec.src_offset:spec.src_offset + spec.size_bytes].tobytes()
@@ -134,7 +154,7 @@ class WorkloadRunner:
     def _check_collective(self, spec: MessageSpec, payload: bytes) -> bool:
         if len(payload) != spec.size_bytes:
             return False
-        want = collectives.expected_bytes(self.seed, spec.collective, spec.contrib, spec.data_offset,
+        want = collectives.expected_bytes(self.seed, _collective(spec)[0], spec.contrib, spec.data_offset,
                                           spec.size_bytes, spec.collective_bytes, spec.ranks)
         return bool(np.array_equal(np.frombuffer(payload, dtype=np.uint8), want))
 
@@ -164,13 +184,14 @@ class WorkloadRunner:
             self._finish_collective(spec, now)
 
     def _finish_collective(self, spec: MessageSpec, now: float) -> None:
-        buf = self.buffers[spec.collective]
-        segments = collectives.expected_segments(spec.collective_kind, spec.ranks, spec.dst_rank,
+        name, kind = _collective(spec)
+        buf = self.buffers[name]
+        segments = collectives.expected_segments(kind, spec.ranks, spec.dst_rank,
                                                  spec.collective_bytes)
         ok = True
         checked = 0
         for seg in segments:
-            want = collectives.expected_bytes(self.seed, spec.collective, seg.contrib, seg.data_offset,
+            want = collectives.expected_bytes(self.seed, name, seg.contrib, seg.data_offset,
                                               seg.length, spec.collective_bytes, spec.ranks)
             ok = ok and bool(np.array_equal(buf[seg.offset:seg.offset + seg.length], want))
             checked += seg.length
@@ -179,7 +200,7 @@ class WorkloadRunner:
         self.records.append(records.collective_record(self.name, spec, ok, checked, now))
         self._release(spec.collective)
 
-    def _release(self, collective: str) -> None:
+    def _release(self, collective: str | None) -> None:
         """Free a buffer nothing will read or write again (all applied, all sent)."""
         if self.to_apply.get(collective) == 0 and not self.to_send.get(collective):
             self.buffers.pop(collective, None)
@@ -210,6 +231,7 @@ class WorkloadRunner:
 
     def _acked(self, dst_addr: str, msg: OutMessage) -> None:
         spec = self.by_key[(self.name_of(dst_addr), msg.msg_id)]
+        assert msg.done_s is not None  # the endpoint calls it once the message is acknowledged
         rec = records.sent_record(self.name, spec.dst, spec, msg, msg.done_s)
         self.records.append(rec)
 
@@ -253,14 +275,15 @@ class WorkloadRunner:
                 continue
             spec = self._specs[i]
             self._sent.add(i)
+            data: bytes | segment.Framed
             if spec.op:
                 data = self._collective_payload(spec)
                 self.to_send[spec.collective] -= 1
                 self._release(spec.collective)
             else:
-                data = self._prepared.pop(i, None)
-                if data is None:
-                    data = workloads.payload(self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
+                prepared = self._prepared.pop(i, None)
+                data = prepared if prepared is not None else workloads.payload(
+                    self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
             self.by_key[(spec.dst, spec.msg_id)] = spec
             self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 from testbed.errors import TestbedError
-from testbed.cells import wire
+from testbed.cells import segment, wire
 from testbed.host.cc import make_receiver_cc
+from testbed.host.cc.nscc import NsccSender
+from testbed.host.cc.tita import TitaSender
 from testbed.host.config import TransportConfig
 from testbed.host.entropy import echo
 from testbed.host.pacing import Pacer
@@ -42,6 +44,9 @@ ECN_CE = 0x03
 ECT0 = 0x02
 
 
+_RX_COUNTER = {t: f"rx_{name}" for t, name in wire.TYPE_NAMES.items()}  # decode() admits no other type
+
+
 def channel_of(flow_id: int) -> int:
     """The collective channel a flow id carries (0 for every flow that is not a channel's)."""
     return (flow_id >> CHANNEL_SHIFT) & (MAX_CHANNELS - 1)
@@ -56,15 +61,23 @@ class EndpointError(TestbedError):
     """A flow the endpoint cannot number (too many flows of one channel, a channel out of range)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Transmit:
     """One datagram to send: destination, UDP payload, whether it is ECT(0), and its wire start."""
 
     dst: str
     data: bytes
     ect: bool
-    start: float = 0.0  # when the NIC puts it on the wire (the pacer's schedule; may be before `now`)
-    ready: float | None = None  # when it came to be or was due: its start is never earlier
+    start: float  # when the NIC puts it on the wire (the pacer's schedule; may be before `now`)
+    ready: float | None  # when it came to be or was due: its start is never earlier
+
+    def __init__(self, dst: str, data: bytes, ect: bool, start: float = 0.0, ready: float | None = None) -> None:
+        """Written out, as wire.CellPacket's: compiled, it is native code (one per datagram)."""
+        self.dst = dst
+        self.data = data
+        self.ect = ect
+        self.start = start
+        self.ready = ready
 
 
 class Endpoint:
@@ -111,7 +124,8 @@ class Endpoint:
         self.polled_deadline: float | None = None  # next_deadline() as the last poll left it
 
     # -- application ---------------------------------------------------------
-    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes, channel: int = 0) -> OutMessage:
+    def send_message(self, now: float, dst: str, msg_id: int, payload: bytes | segment.Framed,
+                     channel: int = 0) -> OutMessage:
         """Queue a message to `dst` on `channel`'s flow: each channel of a collective is a transport
         flow of its own (own flow id, so own ECMP hash, window, CC state and source port)."""
         key = dst if channel == 0 else (dst, channel)
@@ -159,7 +173,7 @@ class Endpoint:
         except wire.MalformedCell:
             self.errors["malformed"] += 1
             return
-        self.counters[f"rx_{cell.type_name}"] += 1
+        self.counters[_RX_COUNTER[cell.type]] += 1
         if cell.type == wire.DATA:
             if cell.telemetry is not None:
                 self._keep_int(at, src, cell)
@@ -198,6 +212,7 @@ class Endpoint:
         """Keep a DATA cell's INT hop records (p4src/README.md, "In-band telemetry"), in path
         order (the first switch crossed first), up to INT_RECORDS_MAX cells; the rest are counted."""
         stack = cell.telemetry
+        assert stack is not None  # receive() calls it only for a cell that carries INT
         self.keep_int_hops(at, src, cell.flow_id, cell.psn, stack.overflow,
                            [[h.switch_id, h.egress_port, h.enq_qdepth, h.hop_latency_us]
                             for h in reversed(stack.hops)])
@@ -236,7 +251,7 @@ class Endpoint:
         if not flow.cc.credit_gated:
             self.errors["unexpected_credit"] += 1
             return
-        cc = flow.cc
+        cc = cast(TitaSender, flow.cc)  # the credit-gated sender half
         cc.last_credit = now
         cc.last_credit_seq = cell.credit_seq
         cc.credits_received += 1
@@ -262,7 +277,10 @@ class Endpoint:
         (default `now`), when what let them go arrived."""
         if ready is None:
             ready = now
-        held = getattr(flow.cc, "held_credits", None)
+        if not flow.cc.credit_gated:
+            return
+        cc = cast(TitaSender, flow.cc)
+        held = cc.held_credits
         while held:
             seq, entropy = held[0]
             data = flow.build(now, credit_seq=seq, entropy=entropy)
@@ -271,7 +289,7 @@ class Endpoint:
             held.popleft()
             self._credited.append((flow.dst, data, ready, flow, flow.last_psn))
         if held and not flow.backlog_cells():  # nothing left to send for them
-            flow.cc.credits_wasted += len(held)
+            cc.credits_wasted += len(held)
             held.clear()
 
     # -- time and network out ---------------------------------------------------
@@ -349,12 +367,12 @@ class Endpoint:
             if release > now:
                 continue
             ready = release if release > flow.ready_at else flow.ready_at
-            data = flow.build(now, sent_at=self.nic.start_at(now, ready) if self.wire_from_schedule else now)
-            if data is None:
+            built = flow.build(now, sent_at=self.nic.start_at(now, ready) if self.wire_from_schedule else now)
+            if built is None:
                 continue
             self._rr = (self._rr + i + 1) % n
-            flow.cc.on_sent(now, len(data) + wire.FRAME_OVERHEAD)
-            return Transmit(flow.dst, data, True, ready=ready)
+            flow.cc.on_sent(now, len(built) + wire.FRAME_OVERHEAD)
+            return Transmit(flow.dst, built, True, ready=ready)
         return None
 
     def next_deadline(self) -> float | None:
@@ -410,7 +428,7 @@ class Endpoint:
             "errors": dict(self.errors),
             "tx_counts": {f"tx_{wire.TYPE_NAMES.get(t, t)}": n for t, n in enumerate(self.tx_types) if n},
         }
-        windowed = [f.cc for f in self.senders.values() if f.cc.window_cells is not None]
+        windowed = [f.cc for f in self.senders.values() if isinstance(f.cc, NsccSender)]
         if windowed:  # nscc's window: its cuts and its range
             s.update({"window_decreases": sum(c.decreases for c in windowed),
                       "quick_adapts": sum(c.quick_adapts for c in windowed),

@@ -25,11 +25,11 @@ cell that triggered it (ACKs retrace that cell's path).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from testbed.cells import segment, wire
 from testbed.host.config import TransportConfig
-from testbed.host.entropy import echo
+from testbed.host.entropy import tor_group
 from testbed.host.reorder import ReorderBuffer, Verdict
 
 NACKS_PER_ROUND = 8
@@ -81,9 +81,12 @@ class ReceiverFlow:
         self.src = src
         self.here = here
         self.flow_id = flow_id
+        # echo()'s terms, fixed for the flow: its ACKs retrace the path of the cell they answer
+        self._layout = cfg.layout
+        self._same_tor_group = tor_group(here) == tor_group(src)
         self.buf = ReorderBuffer(cfg.window)
         self.nack_delay = cfg.nack_delay_rtt * cfg.rtt_s
-        self._asm: _Assembly | None = None
+        self._assembly: _Assembly | None = None  # (not `_asm`: mypyc names the C field `__asm`, a C keyword)
         self._stats: dict[int, MsgReorder] = {}
         self.hole_since: float | None = None
         self.last_nack = float("-inf")
@@ -131,21 +134,21 @@ class ReceiverFlow:
                 st.ce_cells += 1
             for _, ready in self.buf.pop_ready():
                 self.in_order_cells += 1
-                done = self._assemble(now, ready)
+                done = self._assemble(now, cast(wire.CellPacket, ready))
                 if done is not None:
                     delivered.append(done)
         else:
             immediate = True  # duplicate, stale or overflow: the sender's view is behind
             if verdict is Verdict.OVERFLOW:
-                st = self._stats.get(cell.msg_id)
-                if st is not None:
-                    st.window_overflows += 1
+                seen = self._stats.get(cell.msg_id)
+                if seen is not None:
+                    seen.window_overflows += 1
                 else:
                     self.unattributed_overflows += 1
             elif verdict is Verdict.DUPLICATE:
-                st = self._stats.get(cell.msg_id)
-                if st is not None:
-                    st.duplicates += 1
+                seen = self._stats.get(cell.msg_id)
+                if seen is not None:
+                    seen.duplicates += 1
         if len(self.buf):
             if self.hole_since is None or verdict is Verdict.ACCEPTED and distance == 0:
                 self.hole_since = now
@@ -168,7 +171,8 @@ class ReceiverFlow:
         self.acks_sent += 1
         return wire.CellPacket(
             type=wire.ACK, flow_id=self.flow_id, msg_id=cell.msg_id, psn=self.buf.base,
-            entropy=echo(self.cfg.layout, cell.entropy, self.here, self.src),  # back along the cell's path
+            # echo(): back along the cell's path
+            entropy=self._layout.mirror(cell.entropy, same_tor_group=self._same_tor_group),
             flags=wire.FLAG_ECE if ce else 0, aux=held_us,
             body=wire.sack_encode(self.buf.sack_bits(wire.SACK_BITS)),
         )
@@ -191,14 +195,14 @@ class ReceiverFlow:
         """One in-order DATA cell into its message: the message ends at its LAST cell or once it
         has as many cells as its length says; it is delivered only if every cell agreed on its
         msg_id and length, both ends came together, and its bytes pass the CRC-32 trailer."""
-        asm = self._asm
+        asm = self._assembly
         if asm is None:
             ncells = segment.cell_count(cell.aux, self.cfg.cell_size)
             unframer = None
             if cell.aux <= self.cfg.max_message_bytes:
                 expected = self.expect(self.src, cell.msg_id) if self.expect is not None else None
                 unframer = segment.Unframer(cell.aux, expected)
-            asm = self._asm = _Assembly(cell.msg_id, cell.aux, ncells, unframer)
+            asm = self._assembly = _Assembly(cell.msg_id, cell.aux, ncells, unframer)
         elif asm.unframer is not None and (cell.msg_id != asm.msg_id or cell.aux != asm.framed_len):
             asm.unframer = None  # inconsistent: its bytes need not be kept
         asm.cells += 1
@@ -208,7 +212,7 @@ class ReceiverFlow:
         full = asm.cells >= asm.ncells
         if not (last or full):
             return None
-        self._asm = None
+        self._assembly = None
         stats = self._stats.pop(asm.msg_id, None) or MsgReorder(first_cell_s=now)
         payload = None
         if asm.unframer is not None and last and full:
@@ -218,6 +222,7 @@ class ReceiverFlow:
             return None
         self.delivered += 1
         unframer = asm.unframer
+        assert unframer is not None  # it gave the payload
         return Delivered(self.src, self.flow_id, asm.msg_id, payload, now, asm.ncells, stats,
                          unframer.matches if unframer.expected is not None else None)
 

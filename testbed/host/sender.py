@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import cast
 
 from testbed.cells import segment, wire
 from testbed.host.cc import make_sender_cc
+from testbed.host.cc.tita import TitaSender
 from testbed.host.entropy import EntropySource, flow_start
 from testbed.host.config import TransportConfig
 from testbed.host.reliability import SendWindow
@@ -56,7 +58,7 @@ class SenderFlow:
         self.ready_at = 0.0  # when it last became sendable (a message, an ACK, a timer): none of its cells leaves earlier
 
     # -- application side --------------------------------------------------
-    def enqueue(self, now: float, msg_id: int, payload: bytes) -> OutMessage:
+    def enqueue(self, now: float, msg_id: int, payload: bytes | segment.Framed) -> OutMessage:
         """Queue a message: its payload, or the segment.Framed of it built ahead."""
         framed, payload_bytes = segment.framed(payload)
         if len(framed) > wire.U32:
@@ -119,10 +121,11 @@ class SenderFlow:
     def request(self, now: float) -> wire.CellPacket:
         """The cells still to send that hold no credit, and the last credit that came: a request
         may cross credits on their way, and the receiver counts those off what it announces."""
-        self.cc.last_request = now
-        self.cc.requests_sent += 1
-        uncredited = max(0, self.backlog_cells() - len(self.cc.held_credits))
-        return self.control(wire.CREDIT_REQUEST, uncredited * self.cfg.cell_size, self.cc.last_credit_seq)
+        cc = cast(TitaSender, self.cc)  # only a credit-gated flow requests
+        cc.last_request = now
+        cc.requests_sent += 1
+        uncredited = max(0, self.backlog_cells() - len(cc.held_credits))
+        return self.control(wire.CREDIT_REQUEST, uncredited * self.cfg.cell_size, cc.last_credit_seq)
 
     # -- feedback ------------------------------------------------------------
     def on_ack(self, now: float, cell: wire.CellPacket) -> list[OutMessage]:
@@ -152,7 +155,7 @@ class SenderFlow:
         if t is not None and (due is None or t < due):
             due = t
         if self.cc.credit_gated and self.backlog_cells():
-            t = self.cc.retry_deadline()
+            t = cast(TitaSender, self.cc).retry_deadline()
             if due is None or t < due:
                 due = t
         return due
@@ -168,6 +171,6 @@ class SenderFlow:
                 self.cc.on_loss(now, timeout=True)
         self.cc.on_timer(now)
         if self.cc.credit_gated and self.backlog_cells():
-            if requeued or now >= self.cc.retry_deadline():
+            if requeued or now >= cast(TitaSender, self.cc).retry_deadline():
                 out.append(self.request(now))
         return out

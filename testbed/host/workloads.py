@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from numpy.random import PCG64  # imported here: a first use inside the packet loop cost 6 ms
 
 from testbed.errors import TestbedError
-from testbed.host import collectives
 from testbed.host.message import MessageSpec
 
 
@@ -131,6 +130,8 @@ def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,
     The data-carrying ring of `collectives` (one channel, one piece per segment):
     the bytes are the ranks' XOR-reduced buffers, verified by every receiver.
     """
+    from testbed.host import collectives  # numpy's buffers: only a ring all-reduce needs them
+
     _check(hosts, size_bytes)
     if size_bytes < len(hosts):
         raise WorkloadError(f"ring all-reduce of {size_bytes} B cannot give each of {len(hosts)} ranks a byte")
@@ -149,8 +150,7 @@ def combine(*workloads: list[MessageSpec]) -> list[MessageSpec]:
         for m in wl:
             deps = tuple((s, mapping[(s, m.src, mid)]) for s, mid in m.deps)
             after = tuple((s, mapping[(s, m.dst, mid)]) for s, mid in m.apply_after)
-            out.append(MessageSpec(**{**m.__dict__, "msg_id": mapping[(m.src, m.dst, m.msg_id)],
-                                      "deps": deps, "apply_after": after}))
+            out.append(replace(m, msg_id=mapping[(m.src, m.dst, m.msg_id)], deps=deps, apply_after=after))
     return out
 
 

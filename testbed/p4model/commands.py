@@ -86,9 +86,10 @@ def register(sub) -> None:
     stf.add_argument("-v", "--verbose", action="store_true", help="print every packet in and out")
     stf.add_argument("--target", choices=("builtin", "bmv2", "both"), default="builtin",
                      help="builtin (default), bmv2 (p4c-bm2-ss and simple_switch on PATH), or both")
-    stf.add_argument("--priority-queues", type=_queues, default=1, metavar="N",
-                     help="egress priority queues per port, as simple_switch's option "
-                          "(default 1; a packet whose priority is >= N is dropped)")
+    stf.add_argument("--priority-queues", type=_queues, default=None, metavar="N",
+                     help="egress priority queues per port, as simple_switch's option (default: what each "
+                          "file's '# priority-queues: N' line asks for, else 1; a packet whose priority is "
+                          ">= N is dropped)")
     stf.add_argument("--backend", choices=("auto", "native", "python"), default="auto",
                      help="builtin target's pipeline: native (C, compiled and cached), python "
                           "(the reference), or auto (default: native when a C compiler is "

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from testbed.plan.clos import FabricPlan, plan
+from testbed.plan.clos import FabricPlan, groups_per_plane, plan, pod_tors
 from testbed.plan.hardware import PlanError, make_hardware
 
 
@@ -74,16 +74,24 @@ def describe(p: FabricPlan) -> str:
     lines = [f"{p.gpus} GPUs: {_n(p.tiers, 'tier')}, {_n(p.switches, 'switch')}, {_n(p.links, 'link')}, "
              f"{p.optics} transceivers" + (f", {hw.planes} planes" if hw.planes > 1 else "")]
     for t in p.tier_list:
-        lines.append(f"  {t.name:<6} {t.switches:>8} switches  {t.links_down:>9} links down  "
+        lines.append(f"  {t.name:<6} {t.switches:>8} {'switch' if t.switches == 1 else 'switches':<8}  "
+                     f"{t.links_down:>9} links down  "
                      f"{t.optics_down:>9} transceivers")
     lines.append(f"  host ports {p.host_ports} ({hw.ports_per_gpu} a GPU at {hw.nic_port_gbps:g} Gbit/s"
                  + (f", {hw.breakout} per switch port" if hw.breakout > 1 else "") + ")")
     if p.pods:
         lines.append(f"  pods {p.pods} of at most {p.pod_gpus} GPUs")
-    else:
+    elif p.pod_gpus:
         lines.append(f"  a pod of three tiers would hold at most {p.pod_gpus} GPUs")
+    else:
+        lines.append(f"  a pod of three tiers holds no whole rail segment: its {pod_tors(hw)} ToRs are fewer than "
+                     f"a segment's {groups_per_plane(hw)} (a ToR per rail and NIC port)")
     if p.segment_gpus:
-        lines.append(f"  rail segment: {p.segment_gpus} GPUs")
+        rails = hw.gpus_per_server
+        lines.append(f"  rail segment: {p.segment_gpus} GPUs ({p.segment_gpus // rails} servers; "
+                     f"{groups_per_plane(hw)} ToRs a plane, one per rail and NIC port)")
+    elif hw.rail_optimised and p.tiers == 1:
+        lines.append("  rails: one switch holds every rail")
     if p.oversubscription:
         lines.append("  oversubscription " + ", ".join(f"{k} {v:g}:1" for k, v in p.oversubscription.items()))
     lines.append(f"  bisection bandwidth {p.bisection_gbps / 1000:g} Tbit/s")

@@ -14,6 +14,7 @@ bandwidth, per tier below the top (the top tier has no uplinks).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from testbed.errors import TestbedError
@@ -46,6 +47,11 @@ def make_hardware(*, switch_ports: int | None, port_gbps: float, switch_tbps: fl
                   rail_optimised: bool = False, planes: int = 1, tor_oversubscription: float = 1.0,
                   agg_oversubscription: float = 1.0) -> Hardware:
     """The checked Hardware; a PlanError names the first setting that cannot work."""
+    for name, value in (("--port-gbps", port_gbps), ("--switch-tbps", switch_tbps),
+                        ("--nic-port-gbps", nic_port_gbps), ("--tor-oversubscription", tor_oversubscription),
+                        ("--agg-oversubscription", agg_oversubscription)):
+        if value is not None and not math.isfinite(value):
+            raise PlanError(f"{name} must be a finite number, not {value:g}")
     if port_gbps <= 0:
         raise PlanError(f"--port-gbps must be positive, not {port_gbps:g}")
     if switch_tbps is not None:

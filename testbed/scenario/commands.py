@@ -53,6 +53,8 @@ def run_validate(args: argparse.Namespace) -> int:
             continue
         n = len(variants)
         print(f"{file}: ok ({n} variant{'s' if n != 1 else ''})")
+        for note in _logging_notes(scenario, variants):
+            print(f"  note: {note}")
         for variant in variants:  # the file is valid; whether this machine can run it is a note
             try:  # the check's line names the costs it planned with and the runs they came from
                 print(f"  {variant.name or 'the scenario'}: {capacity.check(variant.scenario)}")
@@ -86,6 +88,25 @@ def _cannot_run(scenario: Scenario, variants) -> ScenarioError | None:
         if problem is not None:
             return scenario._origin.smap.error(_where_set(scenario, variant, ("switch", "target")), problem)
     return None
+
+
+def _logging_notes(scenario: Scenario, variants) -> list[str]:
+    """What a variant asks to log and its switches will not: the native packet path (switch.backend
+    native) writes no per-packet log, whatever switch.log_level asks for (testbed.targets)."""
+    from testbed.targets import PER_PACKET_LOG_LEVELS
+
+    notes = []
+    for variant in variants:
+        switch = variant.scenario.switch
+        if switch.target != "bmv2" and switch.backend == "native" and switch.log_level in PER_PACKET_LOG_LEVELS:
+            where = _where_set(scenario, variant, ("switch", "log_level"))
+            said = scenario._origin.smap.error(where, (f"{variant.name}: " if len(variants) > 1 else "")
+                                               + f"{switch.log_level} asks for every packet, but switch.backend "
+                                                 "native writes no per-packet log (only the Python packet path "
+                                                 "does: backend python or auto)")
+            if str(said) not in notes:
+                notes.append(str(said))
+    return notes
 
 
 def _where_set(scenario: Scenario, variant, path: tuple) -> tuple:

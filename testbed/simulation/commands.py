@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     p.add_argument("--host-rate-mbps", type=float, default=None,
                    help="slow every variant as testbed run --fit does, to this host link rate (rates times "
                         "f, every time over f): the simulator's figures at the rate an emulated run used")
+    p.add_argument("--switches", choices=("program", "model"), default="program",
+                   help="program (default): every switch runs the scenario's P4 program on the native engine; "
+                        "model: the hand-written model of fabric.p4 (sim.py)")
     p.set_defaults(func=sim_command)
 
     t = subparsers.add_parser(
@@ -142,13 +145,18 @@ def sim_command(args) -> int:
             slow.append(dataclasses.replace(v, scenario=slowed(v.scenario, args.host_rate_mbps / nominal)))
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
+    switches = getattr(args, "switches", "model")
+    if switches == "program" and getattr(args, "diagnose", False):
+        print("testbed sim --diagnose: the diagnosis's healthy twin runs on the hand-written model of fabric.p4, "
+              "so the variants run on it too", file=sys.stderr)
+        switches = "model"
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
     run_dirs, summaries, unfinished = {}, {}, []
     with progress.display(len(variants), "variants") as shown:
         for number, variant in enumerate(variants, start=1):
             run_dir = out_dir / variant.name.replace("=", "-").replace(",", "_")
-            result = run_variant(variant, run_dir)
+            result = run_variant(variant, run_dir, switches)
             if not result["finished"]:
                 unfinished.append(variant.name)
             run_dirs[variant.name] = run_dir

@@ -12,8 +12,9 @@ messages to the GPUs of its own server go through a second endpoint, the
 local channel's NIC.
 
 The scenario's faults happen on the virtual clock as the emulation carries
-them out (`testbed.simulation.faults`: `faults.jsonl`, `reroute.jsonl`, and
-`faults_not_executed` in result.json for those the run ended before), and
+them out (`testbed.simulation.faults` on the model, `program_faults` on the
+program network: `faults.jsonl`, `reroute.jsonl`, and `faults_not_executed`
+in result.json for those the run ended before), and
 the run keeps the emulated run's telemetry every 100 ms of the scenario's
 clock (`testbed.simulation.telemetry`: `telemetry.jsonl`, each host's
 "series" in its stats file).
@@ -89,6 +90,65 @@ def build_network(scenario) -> sim.Network:
     return net
 
 
+SWITCH_MODELS = ("program", "model")
+
+
+def build_program_network(scenario, grid_s: float | None = None):
+    """The scenario on the program network: its P4 program in every switch, on the native engine;
+    the engine stops every `grid_s` (default: the scenario's telemetry period)."""
+    from testbed.emulation.run import ENTROPY_SCHEMES
+    from testbed.simulation.program_net import ProgramNetwork
+
+    cfg = transport_config(scenario)
+    local, local_cfg = scenario.links.local, None
+    if local is not None:
+        local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
+    return ProgramNetwork(scenario, cfg, lambda ports: transport_config(scenario, ports), local_cfg,
+                          "entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow",
+                          grid_s=PERIOD_S * scenario.time_stretch if grid_s is None else grid_s)
+
+
+def simulate_program(scenario, messages=None, until_s: float | None = None, label: str | None = None,
+                     period_s: float | None = None, run_dir: Path | None = None, faults: bool = True):
+    """`simulate` on the program network, its faults carried out by `program_faults` (their records
+    in `run_dir` when given; `faults=False` leaves them out); with `period_s`, the telemetry
+    sampler beside it (info["sampler"]), the network's grid set to `period_s` (the results of a
+    run sampled at the scenario's telemetry period, as run_variant does, are those of a run not
+    sampled at all)."""
+    from testbed.simulation.program_faults import ProgramFaults
+    from testbed.simulation.program_telemetry import ProgramSampler
+
+    messages = scenario_messages(scenario) if messages is None else messages
+    started = time.monotonic()
+    net = build_program_network(scenario, period_s)
+    built = time.monotonic()
+    net.load(messages, scenario.seed)
+    taken = ProgramSampler(net, period_s).start() if period_s is not None else None
+    planned = ProgramFaults(scenario if faults else dataclasses.replace(scenario, faults=()), net, run_dir,
+                            agents={m.src for m in messages} | {m.dst for m in messages},
+                            on_restart=taken.restarted if taken else None).start()
+    with progress.task(label or scenario.name, len(messages),
+                       progress.planned_cells(messages, scenario.fabric.cell_size)) as shown:
+        net.run(scenario.duration_s if until_s is None else until_s,
+                on_progress=shown.update if shown is not None else None)
+    if taken is not None:
+        taken.finish()
+    figures = net.switch_figures()
+    info = {"driver": "simulator", "target": "simulator", "switches": "program",
+            "program": scenario.switch.program, "virtual_end_s": net.now_s,
+            "wall_s": round(time.monotonic() - started, 3), "build_s": round(built - started, 3),
+            "events": net.events, "cell_hops": net.cell_hops(), "finished": net.finished(),
+            "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],
+            "max_queue_cells": figures["max_queue_packets"],
+            "pause_frames": figures["pause_frames_sent"] if scenario.fabric.pfc.enabled else None,
+            "data_cells": net.data_cells(),
+            "lost_on_cut_links": planned.lost_on_cut_links(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
+            "dropped_by_stopped_switches": planned.dropped_by_stopped_switches(),
+            "program_drops": figures["program_drops"], "faults_carried_out": planned.carried_out(),
+            "faults_not_executed": planned.not_executed(net.now_s), "sampler": taken}
+    return net, info
+
+
 def simulate(scenario, messages=None, until_s: float | None = None, label: str | None = None,
              run_dir: Path | None = None, sampler=None, faults: bool = True) -> tuple[sim.Network, dict]:
     """Run the scenario's workload (or `messages`) to completion or `until_s` of virtual time, with
@@ -117,6 +177,7 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
             "max_queue_cells": round(net.max_queue_cells(), 3) if net.switch_ports() else 0,
             "pause_frames": net.pause_frames if scenario.fabric.pfc.enabled else None,
             "lost_on_cut_links": sum(p.stats.down_losses for p in net.ports),
+            "data_cells": net.data_cells(),
             "lost_on_lossy_links": sum(p.stats.loss_drops for p in net.ports),
             "dropped_by_stopped_switches": sum(s.down_drops for s in net.switches.values())
             + sum(p.stats.flushed for p in net.ports),
@@ -125,8 +186,10 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
     return net, info
 
 
-def run_variant(variant, run_dir: Path) -> dict:
-    """Simulate one variant and write its run directory; returns result.json's content."""
+def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
+    """Simulate one variant and write its run directory; returns result.json's content.
+    `switches`: "program" runs the scenario's P4 program (program_net.py), "model" sim.py's
+    hand-written model of fabric.p4."""
     scenario = variant.scenario
     messages = scenario_messages(scenario)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -136,8 +199,12 @@ def run_variant(variant, run_dir: Path) -> dict:
     (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
                                                       "messages": [m.to_json() for m in messages]}))
     period = PERIOD_S * scenario.time_stretch  # 100 ms of the scenario's clock
-    net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
-                         sampler=lambda n: Sampler(n, period))
+    if switches == "program":
+        net, info = simulate_program(scenario, messages, label=variant.name or scenario.name, period_s=period,
+                                     run_dir=run_dir)
+    else:
+        net, info = simulate(scenario, messages, label=variant.name or scenario.name, run_dir=run_dir,
+                             sampler=lambda n: Sampler(n, period))
     sampler = info.pop("sampler")
     sampler.write(run_dir / "telemetry.jsonl")
     recs = run_dir / "records"

@@ -161,6 +161,12 @@ class PortStats:
     down_losses: int = 0  # sent into the cable while it was down, or on it when it went down
     loss_drops: int = 0  # lost on the cable to a degraded link's random loss
     flushed: int = 0  # queued here when its switch stopped (switch_restart)
+    # DATA cells among the above: what the DATA conservation line counts (Network.data_cells)
+    data_tx: int = 0
+    data_delivered: int = 0
+    data_down_losses: int = 0
+    data_loss_drops: int = 0
+    data_flushed: int = 0
 
 
 class Port:
@@ -311,10 +317,14 @@ class Port:
         counts[1] += size
         done = now + size * 8 / self.rate_bps
         self.net.sim.at(done, self._done)
+        data = pkt.kind == wire.DATA
+        self.stats.data_tx += data
         if self.down:
             self.stats.down_losses += 1
+            self.stats.data_down_losses += data
         elif self.loss and self.net.rng.random() < self.loss:
             self.stats.loss_drops += 1
+            self.stats.data_loss_drops += data
         else:
             self.net.sim.at(done + self.delay_s, self._arrive, pkt, self.epoch)
 
@@ -322,8 +332,10 @@ class Port:
         """The frame's last bit reached the far end, unless the cable was cut meanwhile."""
         if self.down or epoch != self.epoch:
             self.stats.down_losses += 1
+            self.stats.data_down_losses += pkt.kind == wire.DATA
             return
         self.stats.delivered_packets += 1
+        self.stats.data_delivered += pkt.kind == wire.DATA
         self.stats.delivered_bytes += pkt.size
         if self.peer_is_switch:  # a switch learns the ingress link (PFC counts per ingress)
             self.peer.receive(pkt, self)
@@ -351,6 +363,7 @@ class Port:
             while q:
                 pkt = q.popleft()
                 n += 1
+                self.stats.data_flushed += pkt.kind == wire.DATA
                 if q is self.data_q:
                     self.queued_bytes -= pkt.size
                     if self.owner is not None:
@@ -395,6 +408,8 @@ class Switch:
         self.ports = 0
         self.down = False  # stopped (switch_restart): it drops every frame that reaches it
         self.down_drops = 0  # frames that reached it while stopped
+        self.data_down_drops = 0  # of which DATA cells
+        self.data_no_route = 0  # DATA cells it had no route for
         self.no_route = 0  # frames it had no route for
         self.device_id = 0  # the topology's device id (the INT hop records' switch id)
 
@@ -406,11 +421,13 @@ class Switch:
     def receive(self, pkt: SimPacket, via: Port | None = None) -> None:
         if self.down:
             self.down_drops += 1
+            self.data_down_drops += pkt.kind == wire.DATA
             return
         ports = self.routes.get(pkt.dst)
         if not ports:
             self.net.unroutable += 1
             self.no_route += 1
+            self.data_no_route += pkt.kind == wire.DATA
             return
         head = pkt.header()
         kind = head[0] if head else None
@@ -684,6 +701,29 @@ class Network:
     def data_drops(self) -> int:
         """DATA cells the switches' data queues turned away."""
         return sum(p.stats.data_drops for p in self.ports)
+
+    def data_cells(self) -> dict:
+        """Conservation of DATA cells over the fabric: what the hosts put on their NIC links (sent)
+        is received by hosts from their ToRs, lost (at a switch's full queue, on a cut or down
+        cable, on a lossy cable, in a stopped switch, for want of a route) or still in flight at the
+        end (queued, or on a cable). A server's local channels (host to host, no switch) are not
+        the fabric's and are left out. `unaccounted` is the remainder, 0 when every cell is counted."""
+        ports = [p for p in self.ports if p.switch_port or p.peer_is_switch]
+        sent = sum(p.stats.data_tx for p in ports if not p.switch_port)
+        received = sum(p.stats.data_delivered for p in ports if not p.peer_is_switch)
+        lost = {"switch_queue_drops": self.data_drops(),
+                "cut_links": sum(p.stats.data_down_losses for p in ports),
+                "lossy_links": sum(p.stats.data_loss_drops for p in ports),
+                "stopped_switches": sum(s.data_down_drops for s in self.switches.values())
+                + sum(p.stats.data_flushed for p in ports),
+                "no_route": sum(s.data_no_route for s in self.switches.values())}
+        queued = sum(1 for p in ports for pkt in p.data_q if pkt.kind == wire.DATA)
+        on_cables = sum(p.stats.data_tx - p.stats.data_delivered - p.stats.data_down_losses
+                        - p.stats.data_loss_drops for p in ports)
+        in_flight = queued + on_cables
+        return {"sent": sent, "received": received, "lost": lost, "lost_total": sum(lost.values()),
+                "in_flight_at_end": in_flight,
+                "unaccounted": sent - received - sum(lost.values()) - in_flight}
 
     def max_queue_cells(self) -> float:
         """Deepest switch queue, in DATA-cell equivalents (bytes / one cell's frame)."""

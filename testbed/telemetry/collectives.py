@@ -187,7 +187,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     summary["retransmissions_cells"] = sum(r["retransmissions"] for r in sent)
     summary["simulator"] = {k: result.get(k) for k in ("virtual_end_s", "wall_s", "events", "finished",
                                                        "switch_queue_drops", "switch_data_drops", "max_queue_cells",
-                                                       "pause_frames")}
+                                                       "pause_frames", "lost_on_cut_links", "lost_on_lossy_links",
+                                                       "dropped_by_stopped_switches", "data_cells")
+                            if k in result}
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     path = run_dir / "faults.jsonl"
     summary["faults"] = read_jsonl(path) if path.exists() else []
@@ -204,6 +206,22 @@ def _completion(summary: dict) -> str:
         return "-"
     return (f"{summary['completion_p50_ms']:.1f} / {summary['completion_p99_ms']:.1f} "
             f"(n={summary.get('completion_samples')}, nearest-rank)")
+
+
+def data_conservation_lines(summaries: dict[str, dict]) -> list[str]:
+    """Per variant, the simulator's DATA conservation (sim.Network.data_cells): sent = received + lost
+    (by place) + in flight at the end, with the retransmissions those losses explain."""
+    lines = []
+    for name, s in summaries.items():
+        cells = (s.get("simulator") or {}).get("data_cells")
+        if cells is None:
+            continue
+        lost = " - ".join(f"{n} {place.replace('_', ' ')}" for place, n in cells["lost"].items())
+        verdict = "balances" if cells["unaccounted"] == 0 else "**does not balance**"
+        lines.append(f"- DATA conservation ({name}): sent {cells['sent']} - received {cells['received']} - {lost} "
+                     f"- in flight at the end {cells['in_flight_at_end']} = {cells['unaccounted']}: {verdict}; "
+                     f"{cells['lost_total']} lost, {s.get('retransmissions_cells', 0)} retransmitted.")
+    return lines + [""] if lines else []
 
 
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
@@ -243,6 +261,7 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
                      f"{sim['switch_queue_drops']} | {'off' if pauses is None else pauses} | "
                      f"{sim['virtual_end_s']:.4f} | {sim['wall_s']:.1f} |")
     lines.append("")
+    lines += data_conservation_lines(summaries)
     from testbed.telemetry.faults import fault_lines
 
     lines += fault_lines(summaries)

@@ -6,6 +6,11 @@ scenario is the run's own copy (`scenario.yaml` in the run directory), so
 an edited, moved or deleted scenario file changes nothing; each variant is
 slowed by its run's time stretch as the run was. A run older than the copy
 reads the file its resolved scenario names, with a note.
+
+Nothing a run's report had is dropped: a variant diagnosed by `--diagnose`
+gets its section again from its diagnosis.json (testbed diagnose registers
+the hook), and a `testbed reproduce` directory gets its claims report
+(testbed reproduce registers that one), its notes kept.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ def report_command(args: argparse.Namespace) -> int:
             raise RunDirError(f"{path}: damaged, it names no variant")
         dirs[result["variant"]] = path.parent
         results[result["variant"]] = result
+    again = getattr(args, "reproduce_report", None)  # testbed reproduce registers it (a layer above)
+    if not dirs and again is not None and (out_dir / "sim").is_dir() and (out_dir / "results.json").is_file():
+        report = again(out_dir)  # a `testbed reproduce` directory: its claims report
+        print(f"report: {report}")
+        return _html(args, report)
     if not dirs:
         raise TestbedError(f"{out_dir}: not a run directory: no variant directories (*/result.json) to report")
     resolved = next(iter(dirs.values())) / "scenario.resolved.yaml"
@@ -60,6 +70,9 @@ def report_command(args: argparse.Namespace) -> int:
     if stale:
         print(f"note: {stale}")
     order = [name for name in variants if name in dirs and not failure(results[name])]
+    if not any(name in dirs for name in variants):
+        raise RunDirError(f"{out_dir}: its variant directories ({', '.join(sorted(dirs))}) name none of the "
+                          f"scenario's variants ({', '.join(variants)})")
     if not order:
         raise RunDirError(f"{out_dir}: every variant's run failed, nothing to report: " + "; ".join(
             f"{name}: {failure(results[name])}" for name in gaps))
@@ -72,10 +85,12 @@ def report_command(args: argparse.Namespace) -> int:
 
         summaries = {n: summarize_simulated(dirs[n], variants[n].scenario.topo) for n in order}
         report = write_sim_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
-        print(f"report: {report}")
-        return _html(args, report)
-    summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
-    report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
+    else:
+        summaries = {n: summarize_variant(dirs[n], variants[n].scenario.topo, variants[n].scenario) for n in order}
+        report = write_report(scenario, {n: dirs[n] for n in order}, summaries, out_dir, partial)
+    restore = getattr(args, "restore_diagnosis", None)  # testbed diagnose registers it (a layer above)
+    if restore is not None:
+        restore({n: dirs[n] for n in order}, report)
     print(f"report: {report}")
     return _html(args, report)
 

@@ -51,6 +51,8 @@ def result_rows(summaries: dict[str, dict], planned_faults: int | None = None) -
     for name, summary in summaries.items():
         v = verdict({**summary, "variant": name}, planned_faults)
         v["faults_not_carried_out"] = "; ".join(v["faults_not_carried_out"])
+        for place, n in v.pop("data_drops_parts").items():  # a column per place the DATA cells were lost
+            v[f"data_drops_{place}"] = n
         row = {"variant": name, **{f"verdict/{k}": x for k, x in v.items() if k != "variant"}}
         row.update({k: x for k, x in flatten(summary).items() if k != "variant"})
         rows.append(row)

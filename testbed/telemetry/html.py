@@ -23,6 +23,12 @@ th{background:#eee}img{max-width:100%;display:block;margin:1em 0}code{background
 _IMG = re.compile(r'<img src="([^"]+)"')
 
 
+def page_title(report_md: Path) -> str:
+    """The report's first top-level heading (the scenario's name) and its run directory's name."""
+    heading = next((line[2:].strip() for line in report_md.read_text().splitlines() if line.startswith("# ")), "")
+    return f"{heading}: {report_md.parent.name}" if heading else report_md.parent.name
+
+
 def write_html(report_md: Path) -> Path:
     """report.html beside `report_md`, its plots embedded; returns its path."""
     report_md = Path(report_md)
@@ -39,7 +45,7 @@ def write_html(report_md: Path) -> Path:
         return f'<img src="data:image/png;base64,{data}"'
 
     body = _IMG.sub(embed, body)
-    title = html.escape(report_md.parent.name)
+    title = html.escape(page_title(report_md))
     page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")
     out = report_md.with_suffix(".html")

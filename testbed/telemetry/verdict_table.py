@@ -6,8 +6,13 @@ One row per variant, from its summary alone:
   telemetry.messages), with "ok" when every planned message is;
 * goodput over the ideal: measured goodput against the fluid max-min ideal of the same messages on the
   same links (`measured_over_ideal/goodput`; "-" where no ideal is computed, as on the simulator);
-* DATA drops: DATA cells sent and not received (`drops/by_type/DATA`: queue drops, a degraded link's
-  losses and what is unaccounted for); on the simulator its switches' DATA queue drops;
+* DATA cells lost: DATA cells sent and not received. Emulated: `drops/by_type/DATA` sent - received,
+  split into switch queue drops, a degraded link's losses and the rest ("elsewhere": cut cables, hosts'
+  qdiscs and sockets, cells in flight at the end, counted by place but not by type; the conservation
+  line has them). On the simulator: its DATA conservation (`simulator/data_cells`): switch queue drops,
+  cut or down cables, lossy cables, stopped switches and cells with no route (a run from before these
+  counts shows its queue drops alone). The parts are named beside the total when any loss is not a
+  queue drop;
 * fidelity: "kept" or "LOST" (switches or hosts behind real time at p99, telemetry.summary), or
   "virtual clock" for a simulator run, which cannot fall behind;
 * faults: how many fault events (a flap's downs and ups, a restart's stop and start) were carried out of
@@ -17,7 +22,11 @@ One row per variant, from its summary alone:
 
 from __future__ import annotations
 
-COLUMNS = ("variant", "messages complete / planned", "goodput / ideal", "DATA drops", "fidelity", "faults")
+COLUMNS = ("variant", "messages complete / planned", "goodput / ideal", "DATA cells lost", "fidelity", "faults")
+
+LOSS_PLACES = {"switch_queue_drops": "queues", "link_losses": "lossy cables", "cut_links": "cut cables",
+               "lossy_links": "lossy cables", "stopped_switches": "stopped switches", "no_route": "no route",
+               "elsewhere": "elsewhere"}
 
 
 def planned_fault_events(scenario) -> int:
@@ -28,14 +37,8 @@ def planned_fault_events(scenario) -> int:
 def verdict(summary: dict, planned_faults: int | None = None) -> dict:
     """The row's values, plain (numbers or None, and short strings), for the table and for results.csv;
     `planned_faults`: the scenario's fault events (None: those the run recorded)."""
-    drops = (summary.get("drops") or {}).get("by_type", {}).get("DATA")
     sim = summary.get("simulator")
-    if drops is not None:
-        data_drops = drops["sent"] - drops["received"]
-    elif sim is not None and sim.get("switch_data_drops") is not None:
-        data_drops = sim["switch_data_drops"]
-    else:
-        data_drops = None
+    data_drops, parts = data_losses(summary)
     fidelity = summary.get("fidelity") or {}
     faults = summary.get("faults") or []
     failed = [f for f in faults if f.get("error")]
@@ -45,6 +48,7 @@ def verdict(summary: dict, planned_faults: int | None = None) -> dict:
         "messages_complete": summary.get("messages_completed", 0),
         "goodput_over_ideal": (summary.get("measured_over_ideal") or {}).get("goodput"),
         "data_drops": data_drops,
+        "data_drops_parts": parts,
         "fidelity": ("virtual clock" if sim is not None or summary.get("target") == "simulator"
                      else "LOST" if fidelity.get("behind_real_time") else "kept" if fidelity else None),
         "faults_planned": len(faults) if planned_faults is None else planned_faults,
@@ -53,12 +57,38 @@ def verdict(summary: dict, planned_faults: int | None = None) -> dict:
     }
 
 
+def data_losses(summary: dict) -> tuple[int | None, dict[str, int]]:
+    """DATA cells lost (None: not counted) and its parts by place (see the module docstring)."""
+    drops = (summary.get("drops") or {}).get("by_type", {}).get("DATA")
+    sim = summary.get("simulator") or {}
+    if drops is not None and drops.get("sent") is not None:
+        total = drops["sent"] - drops["received"]
+        queue, link = drops.get("switch_queue_drops", 0), drops.get("link_losses", 0)
+        return total, {"switch_queue_drops": queue, "link_losses": link, "elsewhere": total - queue - link}
+    cells = sim.get("data_cells")
+    if cells is not None:
+        return cells["lost_total"], dict(cells["lost"])
+    if sim.get("switch_data_drops") is not None:
+        return sim["switch_data_drops"], {"switch_queue_drops": sim["switch_data_drops"]}
+    return None, {}
+
+
+def loss_text(total: int | None, parts: dict[str, int]) -> str:
+    """'-', the total, or the total with its non-zero parts when any is not a queue drop."""
+    if total is None:
+        return "-"
+    shown = {k: v for k, v in parts.items() if v}
+    if not set(shown) - {"switch_queue_drops"}:
+        return str(total)
+    return f"{total} (" + ", ".join(f"{LOSS_PLACES.get(k, k)} {v}" for k, v in shown.items()) + ")"
+
+
 def _cells(row: dict) -> list[str]:
     complete, planned = row["messages_complete"], row["messages_planned"]
     messages = f"{complete} / {planned} " + ("ok" if complete == planned and planned else
                                              f"**{planned - complete} missing**")
     ratio = "-" if row["goodput_over_ideal"] is None else f"{row['goodput_over_ideal']:.2f}"
-    drops = "-" if row["data_drops"] is None else str(row["data_drops"])
+    drops = loss_text(row["data_drops"], row["data_drops_parts"])
     fidelity = "-" if row["fidelity"] is None else ("**LOST**" if row["fidelity"] == "LOST" else row["fidelity"])
     done, planned = row["faults_carried_out"], row["faults_planned"]
     if not planned and not done:

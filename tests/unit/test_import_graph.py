@@ -300,7 +300,8 @@ def documented_layers(text: str) -> list[str]:
 
 def layer_of(module: str, package: str = "testbed", layers=()) -> str:
     """testbed.cells.wire -> cells; testbed.telemetry.live.collector -> telemetry.live when that
-    sub-package is one of `layers`; the package's own __init__ is the bottom ('')."""
+    sub-package is one of `layers`; the package's own __init__ is the bottom ('', ranked with the
+    first layer: it runs before every module, so it may import that layer and no other)."""
     if module == package:
         return ""
     name = module[len(package) + 1:]
@@ -311,7 +312,7 @@ def layer_of(module: str, package: str = "testbed", layers=()) -> str:
 def upward_imports(graph: nx.DiGraph, order: list[str], package: str = "testbed") -> list[str]:
     """Every edge from a layer to one listed after it (higher), as 'a -> b  (file:line)'."""
     rank = {name: i for i, name in enumerate(order)}
-    rank[""] = -1
+    rank[""] = 0  # the package's __init__: with the bottom layer (testbed/compiled/, the loader)
     found = []
     for a, b, data in graph.edges(data=True):
         la, lb = layer_of(a, package, order), layer_of(b, package, order)

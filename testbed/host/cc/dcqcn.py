@@ -40,7 +40,7 @@ class DcqcnSender(SenderCC):
         self.b = p.byte_counter_bdp * cfg.bdp_cells * cfg.data_wire_bytes
         self.timer_events = 0
         self.byte_events = 0
-        self.bytes_since = 0
+        self.bytes_since = 0.0  # bytes sent since the byte counter last fired (B is not whole)
         self.next_alpha = now + self.k
         self.next_increase = now + self.t
         self._pacer = Pacer(self.rc, cfg.nic_catchup_s)
@@ -82,7 +82,7 @@ class DcqcnSender(SenderCC):
         self.min_rc = min(self.min_rc, self.rc)
         self.alpha = (1 - self.g) * self.alpha + self.g
         self.timer_events = self.byte_events = 0
-        self.bytes_since = 0
+        self.bytes_since = 0.0
         self.next_alpha = now + self.k
         self.next_increase = now + self.t
         self.rate_log.append((now, self.rc))
@@ -123,7 +123,7 @@ class DcqcnReceiver(ReceiverCC):
         self.cnps_sent = 0
         self.ce_cells = 0
 
-    def on_data(self, now, src, cell, ce):
+    def on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool) -> list[tuple[str, wire.CellPacket]]:
         if not ce:
             return []
         self.ce_cells += 1

@@ -64,6 +64,7 @@ class NsccSender(NoneSender):
         self.pi_cells = p.pi_bdp * self.bdp_cells
         self.fi_cells = p.fi_bdp * self.bdp_cells
         self.cwnd = self._clamp(p.initial_wnd_bdp * self.bdp_cells)
+        self.window_cells: float | None = self.cwnd  # SenderCC's window: cwnd, kept equal by _set
         self.avg_delay: float | None = None
         self.last_rtt = self.base_rtt  # the newest round-trip sample
         self.last_decrease = float("-inf")  # when the window was last cut (decrease or quick adapt)
@@ -81,15 +82,13 @@ class NsccSender(NoneSender):
         self.wnd_log: list[tuple[float, float]] = []  # (time s, window cells) after each cut
 
     # -- window ----------------------------------------------------------------
-    @property
-    def window_cells(self) -> float:
-        return self.cwnd
-
     def _clamp(self, w: float) -> float:
-        return min(self.max_wnd, max(self.min_wnd, w))
+        """`w` within the window's bounds, a float even when a bound or `w` (cells acknowledged)
+        is a whole number: a compiled build stores it as a float, and the reports print it."""
+        return float(min(self.max_wnd, max(self.min_wnd, w)))
 
     def _set(self, w: float) -> None:
-        self.cwnd = self._clamp(w)
+        self.cwnd = self.window_cells = self._clamp(w)
         self.min_cwnd = min(self.min_cwnd, self.cwnd)
         self.max_cwnd = max(self.max_cwnd, self.cwnd)
 

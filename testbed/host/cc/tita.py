@@ -176,7 +176,7 @@ class TitaReceiver(ReceiverCC):
             self._order.append(key)
         return flow
 
-    def on_control(self, now, src, cell):
+    def on_control(self, now: float, src: str, cell: wire.CellPacket) -> list[tuple[str, wire.CellPacket]]:
         if cell.type == wire.CREDIT_REQUEST:
             flow = self._flow(now, src, cell.flow_id)
             if flow is not None:
@@ -207,7 +207,7 @@ class TitaReceiver(ReceiverCC):
             return len(flow.outstanding)
         return sum(1 for seq in flow.outstanding if 0 < (seq - last_seen) & wire.U32 < 1 << 31)
 
-    def on_data(self, now, src, cell, ce):
+    def on_data(self, now: float, src: str, cell: wire.CellPacket, ce: bool) -> list[tuple[str, wire.CellPacket]]:
         flow = self.flows.get((src, cell.flow_id))
         if flow is None or cell.credit_seq == 0:
             return []
@@ -221,8 +221,12 @@ class TitaReceiver(ReceiverCC):
         self._rtt_sample(max(0.0, now - issued_at))
         # Credits issued well before this one and still unanswered were dropped.
         cutoff = issued_at - self.skew
-        for seq in [s for s, t in flow.outstanding.items() if s < cell.credit_seq and t < cutoff]:
-            self._lose(flow, seq)
+        outstanding = flow.outstanding
+        # issued in order, the first is the oldest: when it is not before the cutoff, none is (the
+        # scan is then skipped, which was a pass over every outstanding credit per DATA cell)
+        if outstanding and (not flow.issued_in_order or next(iter(outstanding.values())) < cutoff):
+            for seq in [s for s, t in outstanding.items() if s < cell.credit_seq and t < cutoff]:
+                self._lose(flow, seq)
         return []
 
     def set_link_rate(self, rate_bps: float) -> None:
@@ -233,11 +237,11 @@ class TitaReceiver(ReceiverCC):
         for flow in self.flows.values():
             flow.rate = min(flow.rate, self.max_rate)
 
-    def on_downlink(self, now, nbytes):
+    def on_downlink(self, now: float, nbytes: int) -> None:
         self.control_bytes_in += nbytes
         self.gate.consume(now, nbytes)
 
-    def on_nack_sent(self, src, flow_id, count):
+    def on_nack_sent(self, src: str, flow_id: int, count: int) -> None:
         flow = self.flows.get((src, flow_id))
         if flow is not None:
             flow.demand = min(MAX_DEMAND_CELLS, flow.demand + count)
@@ -306,7 +310,7 @@ class TitaReceiver(ReceiverCC):
                 flow.presumed = {seq: p for seq, p in flow.presumed.items() if p[0] >= flow.round - 1}
 
     # -- pacing ----------------------------------------------------------
-    def poll(self, now):
+    def poll(self, now: float) -> list[tuple[str, wire.CellPacket]]:
         out: list[tuple[str, wire.CellPacket]] = []
         for flow in self.flows.values():
             outstanding = flow.outstanding

@@ -42,7 +42,7 @@ FINE_US = 16384  # tm/lag.py's histogram, as engine.c keeps it
 QUEUE_STATS = ("depth", "bytes", "limit", "byte_limit", "max_depth", "enqueued", "dequeued", "dropped_full",
                "enq_bytes", "deq_bytes", "drop_bytes", "passed", "passed_bytes")
 PORT_STATS = ("rx", "tx", "dropped_priority", "dropped_priority_bytes", "pauses_received", "resumes_received",
-              "paused_ns", "paused", "pfc_xoff_sent", "pfc_xon_sent")
+              "paused_ns", "paused", "pfc_xoff_sent", "pfc_xon_sent", "cut_lost", "down")
 _RECORD = struct.Struct("<qII")
 
 _c = ctypes
@@ -79,8 +79,12 @@ _SIGNATURES = {
     "eng_pfc": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_int, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
     "eng_cable": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
     "eng_host_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
+    "eng_port_down": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_int]),
+    "eng_switch_clear": (_c.c_int64, [_c.c_void_p, _c.c_uint32]),
     "eng_inject": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32, _c.c_int64]),
     "eng_run": (_c.c_int64, [_c.c_void_p, _c.c_int64]),
+    "eng_run_window": (_c.c_int64, [_c.c_void_p, _c.c_int64, _c.c_int64]),
+    "eng_in_flight": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
     "eng_next": (_c.c_int64, [_c.c_void_p]),
     "eng_keep": (None, [_c.c_void_p, _c.c_int]),
     "eng_kept": (_c.c_uint64, [_c.c_void_p, _c.POINTER(_c.c_void_p)]),
@@ -329,6 +333,20 @@ class NativeFabric:
         if self.lib.eng_host_port(self._e, switch, port, host) != 0:
             raise ValueError(f"switch {switch} port {port} cannot be host {host}'s port")
 
+    def port_down(self, switch: int, port: int, down: bool = True) -> None:
+        """The link of `port` of `switch` is cut (what the port sends is lost, and what is on its
+        way into it now) or mended (engine.c eng_port_down); a cable is cut at both its ports."""
+        if not 0 <= port <= MAX_PORT or self.lib.eng_port_down(self._e, switch, port, int(down)) != 0:
+            raise ValueError(f"no port {switch}/{port}")
+
+    def switch_clear(self, switch: int) -> int:
+        """Switch `switch` loses what its process held (engine.c eng_switch_clear): queued packets,
+        PFC state, every counter; returns how many packets were queued."""
+        n = self.lib.eng_switch_clear(self._e, switch)
+        if n < 0:
+            raise ValueError(f"no switch {switch}")
+        return n
+
     def inject(self, switch: int, port: int, frame: bytes, at_ns: int) -> None:
         """`frame` reaches `port` of `switch` at `at_ns`."""
         if not 0 <= port <= MAX_PORT or self.lib.eng_inject(self._e, switch, port, frame, len(frame), at_ns) != 0:
@@ -338,6 +356,20 @@ class NativeFabric:
         """Every event up to `until_ns`; the next event's time, None when none is left."""
         nxt = self.lib.eng_run(self._e, until_ns)
         return None if nxt < 0 else nxt
+
+    def run_window(self, until_ns: int, window_ns: int) -> int:
+        """Every event up to `until_ns`, but once a host delivery at t is kept (or one not yet
+        taken waits), only those before t + `window_ns`: the hosts' answers to a delivery at t
+        reach the fabric no sooner than that. Returns the last time processed; `take` gives
+        the deliveries, some maybe beyond it (engine.c eng_run_window)."""
+        return self.lib.eng_run_window(self._e, until_ns, window_ns)
+
+    def in_flight(self, cell_class: int) -> tuple[int, int, int]:
+        """(on cables, queued in traffic managers, lost on cut cables: already or on arrival) of the
+        frames of `cell_class` in the engine (engine.c eng_in_flight)."""
+        out = (ctypes.c_uint64 * 4)()
+        self.lib.eng_in_flight(self._e, cell_class, out)
+        return out[0], out[1], out[2] + out[3]
 
     def next_ns(self) -> int | None:
         nxt = self.lib.eng_next(self._e)

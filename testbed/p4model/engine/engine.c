@@ -19,6 +19,16 @@
  * frame is counted and, when asked, kept for the caller with its time), or
  * none (counted as no_interface, as the Python switch does).
  *
+ * A cut link (eng_port_down, a pulled cable or an interface taken down):
+ * every frame the port transmits while it is down is lost, and so is every
+ * frame on its way into the port at the moment it goes down (the frames on
+ * the cable; they never arrive, even if it comes back before their time).
+ * The queue keeps draining at the link's rate into the dead cable, as a
+ * switch that still sends on an interface without carrier.  A cable has two
+ * ports: cutting it takes both down.  Each port counts what it lost so
+ * (cut_lost).  A switch whose process ends (eng_switch_clear) loses what it
+ * holds: its queued packets, its PFC state and every counter.
+ *
  * Multicast (v1model.py's rule): when a program names mcast_grp
  * (eng_set_copies gives its tb_mcast_grp and setters) and a packet leaves
  * ingress with mcast_grp != 0, each (rid, port) of that group (eng_set_groups,
@@ -88,6 +98,7 @@
 #define PFC_FRAME_LEN 60
 #define MAX_FRAME 16384
 #define DIGEST_RECORD 0x80000000u   /* a CPU-channel record that is a digest: (id, words) */
+#define CUT_PORT 0x80000000u    /* an arrival's port with this bit: the frame was on a cable when it was cut */
 
 typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_t, uint64_t, uint32_t);
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
@@ -183,6 +194,9 @@ typedef struct port_s {
     int64_t paused_since, paused_ns;
     uint64_t pauses_received, resumes_received, dropped_priority, dropped_priority_bytes;
     uint64_t lost_by_class[CLASSES];
+    int down;                   /* the link is cut (eng_port_down) */
+    uint64_t cut_lost;          /* frames sent into the cut link, or on their way in when it was cut */
+    uint64_t cut_lost_by_class[CLASSES];
     uint64_t rx, tx;
     uint32_t peak;              /* deepest queue (packets) since the last eng_sample */
     queue q[MAX_PRIO];
@@ -248,6 +262,8 @@ typedef struct {
     int keep;
     uint8_t *kept;
     uint64_t nkept, capkept;
+    int64_t window_ns;          /* eng_run_window: after a kept delivery at t, stop before t + window_ns */
+    int64_t horizon;            /* eng_run_window: the last event time this call may process */
     uint64_t events, cell_hops, wakeups, thread_cpu_ns;
     clockid_t loop_clock;   /* the real-time loop's thread CPU clock; loop_clock_set once it runs */
     int loop_clock_set;
@@ -415,6 +431,7 @@ static void host_receives(engine *e, int host, int64_t at, const uint8_t *f, uin
         e->kept = k, e->capkept = cap;
     }
     uint8_t *r = e->kept + e->nkept;
+    if (e->window_ns > 0 && at + e->window_ns - 1 < e->horizon) e->horizon = at + e->window_ns - 1;
     int64_t t = at;
     uint32_t h = (uint32_t)host;
     memcpy(r, &t, 8);
@@ -576,6 +593,11 @@ static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint
     }
     p->tx++;
     s->stats[S_TX]++;
+    if (p->down && (p->kind == PORT_CABLE || p->kind == PORT_HOST)) {
+        p->cut_lost++;
+        p->cut_lost_by_class[cell_class(f, n, e->cell_port)]++;
+        return;
+    }
     if (p->kind == PORT_WIRE) {
         wire_transmit(e, s, number, p, at, f, n);
         return;
@@ -1362,6 +1384,9 @@ int eng_pfc(void *ep, uint32_t swi, int priority, uint32_t xoff, uint32_t xon, u
     engine *e = ep;
     if (swi >= e->nsw) return -1;
     sw_t *s = e->sw[swi];
+    int same = s->pfc_priority == (xoff ? priority : -1) && s->pfc_xoff == xoff && s->pfc_xon == xon &&
+               s->pfc_pool == pool;
+    if (same) return 0;   /* a copy of the TM's settings after another change (sync_tm) */
     if (s->pfc_queued) return -2;
     s->pfc_priority = xoff ? priority : -1;
     s->pfc_xoff = xoff, s->pfc_xon = xon, s->pfc_pool = pool;
@@ -1388,6 +1413,60 @@ int eng_host_port(void *ep, uint32_t swi, uint32_t number, uint32_t host) {
     return 0;
 }
 
+/* the link of port `number` of switch `swi` goes down (down = 1) or comes back (0); going down, the
+ * frames on their way into the port are lost (see the header); 0, or -1 */
+int eng_port_down(void *ep, uint32_t swi, uint32_t number, int down) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    port *p = get_port(e->sw[swi], number);
+    if (!p) return -1;
+    if (down && !p->down) {
+        for (uint64_t i = 0; i < e->nheap; i++) {   /* the port bit is no part of the heap's order */
+            event *ev = &e->heap[i];
+            if (ev->kind == EV_ARRIVAL && ev->sw == swi && ev->port == number) ev->port |= CUT_PORT;
+        }
+    }
+    p->down = down != 0;
+    return 0;
+}
+
+/* switch `swi` loses what a process holds (its process ended, or starts again): every queued packet,
+ * its PFC state, its counters and its ports' and queues'; returns the packets it had queued, or -1 */
+int64_t eng_switch_clear(void *ep, uint32_t swi) {
+    engine *e = ep;
+    if (swi >= e->nsw) return -1;
+    sw_t *s = e->sw[swi];
+    int64_t flushed = 0;
+    for (uint32_t n = 0; n < NPORT; n++) {
+        port *p = s->ports[n];
+        if (!p) continue;
+        for (uint32_t i = 0; i < MAX_PRIO; i++) {
+            queue *q = &p->q[i];
+            for (pkt *k = q->head, *nx; k; k = nx) nx = k->next, free(k), flushed++;
+            q->head = q->tail = 0;
+            q->depth = 0, q->bytes = 0, q->max_depth = 0;
+            q->enqueued = q->dequeued = q->dropped_full = q->enq_bytes = q->deq_bytes = q->drop_bytes = 0;
+            q->passed = q->passed_bytes = 0;
+            memset(q->class_packets, 0, sizeof q->class_packets);
+            memset(q->class_bytes, 0, sizeof q->class_bytes);
+            memset(q->class_drops, 0, sizeof q->class_drops);
+        }
+        p->busy = 0;
+        p->rx = p->tx = p->dropped_priority = p->dropped_priority_bytes = 0;
+        p->pauses_received = p->resumes_received = 0;
+        p->paused_ns = 0;
+        if (p->paused_since >= 0) p->paused_since = e->now;
+        p->cut_lost = 0, p->peak = 0;
+        memset(p->lost_by_class, 0, sizeof p->lost_by_class);
+    }
+    s->pfc_queued = 0;
+    memset(s->pfc_held, 0, sizeof s->pfc_held);
+    memset(s->pfc_off, 0, sizeof s->pfc_off);
+    memset(s->pfc_sent, 0, sizeof s->pfc_sent);
+    memset(s->stats, 0, sizeof s->stats);
+    return flushed;
+}
+
 /* a frame reaches port `number` of switch `swi` at `at_ns` (a host puts it on its link) */
 int eng_inject(void *ep, uint32_t swi, uint32_t number, const uint8_t *frame, uint32_t len, int64_t at_ns) {
     engine *e = ep;
@@ -1406,7 +1485,12 @@ static void process_until(engine *e, int64_t until) {
         e->events++;
         if (!e->rt && ev.t > e->now) e->now = ev.t;
         if (ev.kind == EV_ARRIVAL) {
-            arrive(e, ev.sw, ev.port, ev.frame, ev.len, ev.t);
+            if (ev.port & CUT_PORT) {
+                port *cut = e->sw[ev.sw]->ports[ev.port & ~CUT_PORT];
+                cut->cut_lost++;
+                cut->cut_lost_by_class[cell_class(ev.frame, ev.len, e->cell_port)]++;
+            } else
+                arrive(e, ev.sw, ev.port, ev.frame, ev.len, ev.t);
             free(ev.frame);
         } else if (ev.kind == EV_TRANSMIT) {
             wire_release(e, ev.sw, ev.port, e->rt ? e->now : ev.t);
@@ -1433,6 +1517,66 @@ int64_t eng_run(void *ep, int64_t until_ns) {
     int64_t nxt = e->nheap ? e->heap[0].t : -1;
     pthread_mutex_unlock(&e->lock);
     return nxt;
+}
+
+/* Every event up to until_ns, in order, as eng_run; but once a host delivery at time t is kept,
+ * only the events before t + window_ns.  A driver whose hosts answer a delivery at t with frames
+ * that reach the fabric no earlier than t + window_ns (the host link's delay and one frame's
+ * serialisation) can hand the batch to its hosts and inject their answers without ever putting a
+ * frame before the engine's clock.  Returns the last time processed (every event at or before it
+ * has run); the kept deliveries (eng_kept) may lie beyond it. */
+int64_t eng_run_window(void *ep, int64_t until_ns, int64_t window_ns) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    e->window_ns = window_ns, e->horizon = until_ns;
+    if (window_ns > 0 && e->nkept) {   /* deliveries not yet taken bound this call too */
+        uint64_t off = 0;
+        while (off < e->nkept) {
+            int64_t at;
+            uint32_t n;
+            memcpy(&at, e->kept + off, 8);
+            memcpy(&n, e->kept + off + 12, 4);
+            if (at + window_ns - 1 < e->horizon) e->horizon = at + window_ns - 1;
+            off += 16 + ((n + 7) & ~7u);
+        }
+    }
+    while (e->nheap && e->heap[0].t <= e->horizon) process_until(e, e->heap[0].t);
+    int64_t reached = e->horizon;
+    e->window_ns = 0;
+    pthread_mutex_unlock(&e->lock);
+    return reached;
+}
+
+/* Frames of cell class `cls` inside the engine now: out[0] on cables (arrivals still to happen,
+ * host injections included), out[1] queued in a traffic manager, out[2] on a cable cut under them
+ * (lost when they arrive); out[3] those already lost on cut cables (every port's cut_lost of the
+ * class).  A driver's conservation count (what hosts sent = what hosts got + what was lost + what
+ * is still inside) reads it at the end. */
+int eng_in_flight(void *ep, uint32_t cls, uint64_t out[4]) {
+    engine *e = ep;
+    pthread_mutex_lock(&e->lock);
+    uint64_t cables = 0, queued = 0, doomed = 0, cut = 0;
+    for (uint64_t i = 0; i < e->nheap; i++) {
+        const event *ev = &e->heap[i];
+        if (ev->kind == EV_ARRIVAL && ev->frame && cell_class(ev->frame, ev->len, e->cell_port) == (int)cls) {
+            if (ev->port & CUT_PORT) doomed++;   /* on a cable that was cut under it: lost on arrival */
+            else cables++;
+        }
+    }
+    for (uint32_t si = 0; si < e->nsw; si++) {
+        sw_t *s = e->sw[si];
+        for (uint32_t number = 0; number < NPORT; number++) {
+            port *p = s->ports[number];
+            if (!p) continue;
+            cut += p->cut_lost_by_class[cls < CLASSES ? cls : OTHER];
+            for (uint32_t prio = 0; prio < MAX_PRIO; prio++)
+                for (const pkt *k = p->q[prio].head; k; k = k->next)
+                    if (cell_class(k->data, k->data_len, e->cell_port) == (int)cls) queued++;
+        }
+    }
+    out[0] = cables, out[1] = queued, out[2] = doomed, out[3] = cut;
+    pthread_mutex_unlock(&e->lock);
+    return 0;
 }
 
 /* ---- real time ------------------------------------------------------------ */
@@ -1756,19 +1900,19 @@ int eng_queue_stats(void *ep, uint32_t swi, uint32_t number, uint32_t prio, uint
 }
 
 /* one port: rx, tx, dropped_priority, dropped_priority_bytes, pauses_received, resumes_received, paused_ns,
- * paused, pfc xoff sent, pfc xon sent (as a source), then lost_by_class[16] */
+ * paused, pfc xoff sent, pfc xon sent (as a source), cut_lost, down, then lost_by_class[16] */
 int eng_port_stats(void *ep, uint32_t swi, uint32_t number, uint64_t *out) {
     engine *e = ep;
     if (swi >= e->nsw || number >= NPORT) return -1;
     sw_t *s = e->sw[swi];
     port *p = s->ports[number];
     if (!p) return 0;
-    uint64_t head[10] = {p->rx, p->tx, p->dropped_priority, p->dropped_priority_bytes, p->pauses_received,
+    uint64_t head[12] = {p->rx, p->tx, p->dropped_priority, p->dropped_priority_bytes, p->pauses_received,
                          p->resumes_received, (uint64_t)p->paused_ns, (uint64_t)p->paused,
-                         s->pfc_sent[number][0], s->pfc_sent[number][1]};
+                         s->pfc_sent[number][0], s->pfc_sent[number][1], p->cut_lost, (uint64_t)p->down};
     memcpy(out, head, sizeof head);
-    memcpy(out + 10, p->lost_by_class, sizeof p->lost_by_class);
-    return 10 + CLASSES;
+    memcpy(out + 12, p->lost_by_class, sizeof p->lost_by_class);
+    return 12 + CLASSES;
 }
 
 /* Telemetry in bulk: one record of SAMPLE_WORDS values per port of every switch, in switch then port

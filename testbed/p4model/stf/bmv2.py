@@ -145,7 +145,10 @@ class Bmv2Runner:
     def say(self, text: str) -> None:
         print(text, file=self.out)
 
-    def run_file(self, path) -> FileResult:
+    def run_file(self, path, priority_queues: int | None = None) -> FileResult:
+        """One file on a fresh simple_switch, with `priority_queues` (default: the runner's)."""
+        if priority_queues is not None:
+            self.priority_queues = priority_queues
         result = FileResult(str(path), "bmv2")
         try:
             commands = parse_file(path)

@@ -28,7 +28,7 @@ from p4.v1 import p4runtime_pb2
 
 from testbed.p4model.control_plane import encode_value
 from testbed.p4model.stf import names, values
-from testbed.p4model.stf.parser import Command
+from testbed.p4model.stf.parser import PORT_BITS, PORT_MAX, Command
 
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
@@ -206,6 +206,7 @@ class Builder:
 
     def mirroring_add(self, cmd: Command) -> None:
         session, port = self._int_words(cmd)
+        _check_ports([port])
         self.mc_clones.pop(session, None)
         self._clone_session(session, [(0, port)])
 
@@ -262,6 +263,7 @@ class Builder:
 
     def mc_node_create(self, cmd: Command) -> str:
         rid, *ports = self._int_words(cmd)
+        _check_ports(ports)
         handle = self.next_node
         self.next_node += 1
         self.mc_nodes[handle] = (rid, sorted(set(ports)))
@@ -278,6 +280,7 @@ class Builder:
 
     def mc_node_update(self, cmd: Command) -> None:
         handle, *ports = self._int_words(cmd)
+        _check_ports(ports)
         rid, _old = self._node(handle)
         self.mc_nodes[handle] = (rid, sorted(set(ports)))
         for group in self._groups_of(handle):
@@ -414,3 +417,10 @@ def _clone_query(session: int) -> p4runtime_pb2.Entity:
     entity = p4runtime_pb2.Entity()
     entity.packet_replication_engine_entry.clone_session_entry.session_id = session
     return entity
+
+
+def _check_ports(ports) -> None:
+    """Every port is a v1model port (9 bits); a larger one is refused (parser.PORT_MAX)."""
+    for port in ports:
+        if not 0 <= port <= PORT_MAX:
+            raise BuildError(f"port {port} is out of range: v1model ports are {PORT_BITS} bits (0..{PORT_MAX})")

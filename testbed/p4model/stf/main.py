@@ -1,5 +1,7 @@
 """`testbed stf [--target builtin|bmv2|both] PROGRAM TEST.stf...`.
 
+Each file runs with the egress priority queues `--priority-queues` gives,
+else those its `# priority-queues: N` line asks for, else one.
 builtin (the default) and bmv2 print each file's verdict and end with
 `N passed, N failed`.  both runs every file on the two targets, prints both
 verdicts and the differences between what they sent (differential.py),
@@ -12,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from testbed.p4model.stf.differential import differences
+from testbed.p4model.stf.parser import file_priority_queues
 from testbed.p4model.stf.result import print_verdict
 from testbed.p4model.stf.runner import builtin_loader, run_file
 
@@ -22,20 +25,24 @@ def main(args, out=sys.stdout) -> int:
     include = list(getattr(args, "include", []) or [])
     defines = parse_defines(getattr(args, "define", []) or [])
     target = getattr(args, "target", "builtin") or "builtin"
-    queues = getattr(args, "priority_queues", 1) or 1
+    given = getattr(args, "priority_queues", None)
+
+    def queues(path) -> int:
+        """The option when given, else the file's `# priority-queues: N`, else 1 (simple_switch's default)."""
+        return given if given is not None else (file_priority_queues(path) or 1)
     verbose = bool(getattr(args, "verbose", False))
     tests = [str(t) for t in args.tests]
     runners = []
     if target in ("builtin", "both"):
         load_switch = builtin_loader(args.program, include, defines,
                                      getattr(args, "backend", "python") or "python")
-        runners.append(("builtin", lambda path: run_file(load_switch, path, out, verbose, queues)))
+        runners.append(("builtin", lambda path: run_file(load_switch, path, out, verbose, queues(path))))
     bmv2 = None
     if target in ("bmv2", "both"):
         from testbed.p4model.stf.bmv2 import Bmv2Runner
 
-        bmv2 = Bmv2Runner(args.program, include, defines, queues, out, verbose)
-        runners.append(("bmv2", bmv2.run_file))
+        bmv2 = Bmv2Runner(args.program, include, defines, 1, out, verbose)
+        runners.append(("bmv2", lambda path: bmv2.run_file(path, queues(path))))
     try:
         return _run(runners, tests, out, target == "both")
     finally:

@@ -24,6 +24,12 @@ pass-through commands of backends/bmv2/bmv2stf.py):
     meter_set_rates <name> <index> <rate>:<burst> <rate>:<burst>
     meter_array_set_rates <name> <rate>:<burst> <rate>:<burst>
     wait | remove ... | check_counter ... | no_packet   (ignored, as the reference harness does)
+
+A port is v1model's: 9 bits (0..511, standard_metadata's bit<9>); a larger
+one is refused at its line. One comment is read as a setting:
+`# priority-queues: N` (1..8) gives the egress priority queues per port the
+file needs, as simple_switch's `--priority-queues N` (testbed stf takes it
+unless its own --priority-queues is given; file_priority_queues).
 """
 
 from __future__ import annotations
@@ -78,6 +84,32 @@ _WORD_COMMANDS = {
 }
 _NAME = re.compile(r'^"[^"]+"$|^[A-Za-z_$][\w$.\[\]]*$')
 _DECIMAL = re.compile(r"^[0-9]+$")
+
+
+PORT_BITS = 9
+PORT_MAX = (1 << PORT_BITS) - 1
+_QUEUES = re.compile(r"^\s*#\s*priority-queues:\s*(\S+)\s*$", re.IGNORECASE)
+
+
+def priority_queues_of(text: str, file: str = "<stf>") -> int | None:
+    """The `# priority-queues: N` setting of an STF text, None when it has none."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _QUEUES.match(raw)
+        if match:
+            value = match.group(1)
+            if not value.isdigit() or not 1 <= int(value) <= 8:
+                raise StfError(file, number, f"priority-queues must be 1..8, not {value!r}")
+            return int(value)
+    return None
+
+
+def file_priority_queues(path) -> int | None:
+    """The `# priority-queues: N` setting of an STF file (one line if it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return priority_queues_of(handle.read(), str(path))
+    except OSError as error:
+        raise TestbedError(f"{path}: cannot read the STF file: {error.strerror}") from None
 
 
 def parse_text(text: str, file: str = "<stf>") -> list:
@@ -147,6 +179,8 @@ def _parse_packet(keyword: str, rest: str, line: int, fail) -> Command:
     if bad is not None:
         raise fail(f"invalid {keyword} data: character {bad!r} is not a hex digit"
                    + (" or '*'" if keyword == "expect" else ""))
+    if int(port_text) > PORT_MAX:
+        raise fail(f"{keyword} port {port_text} is out of range: v1model ports are {PORT_BITS} bits (0..{PORT_MAX})")
     if keyword == "packet":
         if exact:
             raise fail("'$' is only meaningful at the end of an expect line")

@@ -8,16 +8,21 @@ Sources of the published figures:
 * Alibaba HPN (SIGCOMM 2024): 51.2 Tbit/s switches, 8 GPUs a host each with a 2 x 200G NIC
   whose ports go to two ToRs, two planes; a segment of 1,024 GPUs, a pod of about 15K GPUs
   (15 segments) with the aggregation tier keeping 1/16 of its ports for the core.
+* NVIDIA DGX SuperPOD (DGX H100 reference architecture): a scalable unit of 32 servers of
+  8 GPUs, rail-optimised over 8 rails, one 64-port 400G leaf switch a rail (32 ports down,
+  32 up); four units take 32 leaves and 16 spines.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from testbed.cli import main
-from testbed.plan.clos import max_gpus, plan
+from testbed.plan.clos import max_gpus, plan, split_ports
 from testbed.plan.hardware import PlanError, make_hardware
 from testbed.scenario.load import load_scenario
 
@@ -100,7 +105,7 @@ def test_cli_json_has_tiers_and_max_gpus(capsys):
                  "--ports-per-gpu", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tiers"] == 2
-    assert data["max_gpus"] == {"1": 64, "2": 4096, "3": 262144}
+    assert data["max_gpus"] == {"1": 0, "2": 4096, "3": 262144}      # dual-homed: never one switch
 
 
 def test_cli_bad_input_is_one_line(capsys):
@@ -130,3 +135,121 @@ def test_scenario_keeps_dual_homing_rails_and_oversubscription(tmp_path):
     spec = scenario.topology
     assert spec.kind == "leaf_spine" and spec.dual_homed and spec.rail_optimised
     assert scenario.derived.oversubscription == pytest.approx(3.0)
+
+
+def _rail_hw(k, gpus_per_server=8, **kw):
+    return make_hardware(switch_ports=k, port_gbps=400, gpus_per_server=gpus_per_server, rail_optimised=True, **kw)
+
+
+@pytest.mark.parametrize("k, gpus_per_server, gpus", [(128, 8, 256), (128, 128, 4096), (64, 8, 256),
+                                                      (64, 8, 1024), (128, 8, 8192), (16, 4, 96)])
+def test_rails_get_a_tor_each_and_a_segment_no_larger_than_the_fabric(k, gpus_per_server, gpus):
+    hw = _rail_hw(k, gpus_per_server)
+    p = plan(hw, gpus)
+    assert p.tiers >= 2
+    servers = gpus // gpus_per_server
+    per_tor = split_ports(k, 1).down
+    tors = p.tier_list[0].switches
+    assert tors == gpus_per_server * -(-servers // per_tor)            # a rail's servers fill its own ToRs
+    assert tors >= gpus_per_server
+    assert p.segment_gpus == min(servers, per_tor) * gpus_per_server <= gpus
+
+
+def test_the_issue_rail_cases():
+    small = plan(_rail_hw(128), 256)
+    assert small.tier_list[0].switches == 8 and small.segment_gpus == 256
+    wide = plan(_rail_hw(128, 128), 4096)
+    assert wide.tier_list[0].switches == 128 and wide.segment_gpus == 4096
+
+
+def test_dgx_superpod_scalable_unit():
+    unit = plan(_rail_hw(64), 256)                  # 32 servers, 8 rails
+    assert unit.tiers == 2 and unit.segment_gpus == 256
+    assert [t.switches for t in unit.tier_list] == [8, 4]
+    four = plan(_rail_hw(64), 1024)                 # four units
+    assert [t.switches for t in four.tier_list] == [32, 16] and four.segment_gpus == 256
+
+
+def test_alibaba_hpn_rails_have_their_own_tors_in_each_plane():
+    hw = make_hardware(switch_tbps=51.2, switch_ports=None, port_gbps=400, nic_port_gbps=200, ports_per_gpu=2,
+                       gpus_per_server=8, rail_optimised=True, planes=2, agg_oversubscription=15)
+    segment = plan(hw, 1024)
+    assert segment.segment_gpus == 1024 and segment.tier_list[0].switches == 16     # 8 rails x 2 planes
+    assert plan(hw, 512).segment_gpus == 512
+
+
+@pytest.mark.parametrize("gpus, k", [(8, 128), (64, 8), (4096, 128)])
+def test_each_port_of_a_dual_port_nic_reaches_its_own_tor(gpus, k):
+    hw = make_hardware(switch_ports=k, port_gbps=400, ports_per_gpu=2)
+    p = plan(hw, gpus)
+    assert p.tiers >= 2 and max_gpus(hw)["1"] == 0
+    per_tor = split_ports(k, 1).down
+    assert p.tier_list[0].switches == 2 * -(-gpus // per_tor)
+
+
+def test_two_planes_of_one_switch_each():
+    p = plan(make_hardware(switch_ports=128, port_gbps=400, ports_per_gpu=2, planes=2), 8)
+    assert p.tiers == 1 and p.switches == 2
+
+
+@pytest.mark.parametrize("ports", [65, 1000])
+def test_impossible_port_counts_are_one_line(ports, capsys):
+    assert main(["plan", "--gpus", "8", "--switch-ports", "128", "--port-gbps", "400",
+                 "--ports-per-gpu", str(ports)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("testbed: --ports-per-gpu") and "\n" not in err
+
+
+def _meet_rate(a: list[int], b: list[int]) -> int:
+    """Links two ToRs can use between them over the spines: sum of the smaller counts."""
+    return sum(min(x, y) for x, y in zip(a, b))
+
+
+def test_top_tier_is_the_fewest_divisor_and_an_uneven_spread_would_block():
+    p = plan(make_hardware(switch_ports=128, port_gbps=400), 4160)
+    tors, spines = (t.switches for t in p.tier_list)
+    assert tors == 65 and spines == 64
+    uplinks = 64
+    assert uplinks % spines == 0 and -(-tors * uplinks // 128) == 33
+    # 33 spines would hold the links, but with 64 uplinks over 33 spines a ToR doubles 31 of them:
+    even = [uplinks // spines] * spines
+    assert _meet_rate(even, even) == uplinks
+    a = [2] * 31 + [1, 1]
+    b = [1, 1] + [2] * 31
+    assert sum(a) == sum(b) == uplinks and _meet_rate(a, b) == 62 < uplinks
+
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "planning.md"
+
+
+def _worked_examples():
+    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| `--gpus ")]
+    out = []
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        out.append((cells[0].strip("`").split(), *cells[1:6]))
+    return out
+
+
+def test_the_doc_has_worked_examples():
+    assert len(_worked_examples()) >= 10
+
+
+@pytest.mark.parametrize("flags, tiers, tors, middle, cores, segment", _worked_examples())
+def test_worked_examples_agree_with_testbed_plan(flags, tiers, tors, middle, cores, segment, capsys):
+    assert main(["plan", *flags, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    per_tier = [t["switches"] for t in data["per_tier"]]
+    assert data["tiers"] == int(tiers)
+    assert per_tier[0] == int(tors)
+    assert (str(per_tier[1]) if len(per_tier) > 1 else "-") == middle
+    assert (str(per_tier[2]) if len(per_tier) > 2 else "-") == cores
+    assert (str(data["gpus_per_segment"]) if data["gpus_per_segment"] else "-") == segment
+
+
+def test_rails_wider_than_a_pod_stop_at_two_tiers_and_say_why():
+    hw = _rail_hw(128, 128)                          # 128 rails: a segment is 128 ToRs, a pod holds 64
+    assert max_gpus(hw) == {"1": 128, "2": 8192, "3": 0}
+    with pytest.raises(PlanError, match=r"the most is 8192 GPUs in 2 tiers \(a pod's 64 ToRs hold no whole rail "
+                                        r"segment of 128 ToRs"):
+        plan(hw, 16384)

@@ -121,3 +121,20 @@ def test_show_keeps_a_large_permutation_readable(tmp_path, capsys):
     assert cli.main(["show", str(path)]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "permutation" in x]
     assert line.endswith("... and 112 more") and len(line) < 400
+
+
+@pytest.mark.parametrize("backend, level, noted", [("native", "debug", True), ("native", "trace", True),
+                                                   ("native", "info", False), ("auto", "debug", False),
+                                                   ("python", "debug", False)])
+def test_validate_notes_that_native_writes_no_per_packet_log(backend, level, noted, tmp_path, capsys):
+    path = tmp_path / "native.yaml"
+    path.write_text("name: nat\nduration_s: 3\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n"
+                    f"switch: {{backend: {backend}, log_level: {level}}}\n"
+                    "workload:\n  - {kind: permutation, start_s: 1, message_bytes: 10000}\n")
+    assert cli.main(["validate", str(path)]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "per-packet log" in line]
+    if noted:
+        assert notes == [f"  note: {path}:4: switch.log_level: {level} asks for every packet, but switch.backend "
+                         "native writes no per-packet log (only the Python packet path does: backend python or auto)"]
+    else:
+        assert notes == []

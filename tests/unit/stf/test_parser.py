@@ -76,3 +76,22 @@ def test_errors_name_file_and_line(text, message):
         parse_text("\n" + text, "x.stf")
     assert str(info.value).startswith("x.stf:2: ")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("line", ["packet 999999 00", "expect 512 00", "packet 512 0102"])
+def test_a_port_wider_than_v1models_nine_bits_is_refused_at_its_line(line):
+    with pytest.raises(StfError, match=r"t\.stf:2: .* port \d+ is out of range: v1model ports are 9 bits \(0\.\.511\)"):
+        parse_text("# header\n" + line + "\n", "t.stf")
+
+
+def test_the_widest_port_is_accepted():
+    assert one("packet 511 00").port == 511
+
+
+def test_priority_queues_setting_is_read_from_a_comment():
+    from testbed.p4model.stf.parser import priority_queues_of
+
+    assert priority_queues_of("# a title\n# priority-queues: 2\npacket 1 00\n") == 2
+    assert priority_queues_of("# run with --priority-queues 2\npacket 1 00\n") is None
+    with pytest.raises(StfError, match="t.stf:1: priority-queues must be 1..8"):
+        priority_queues_of("# priority-queues: 9\n", "t.stf")

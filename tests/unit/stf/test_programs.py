@@ -52,3 +52,14 @@ def test_failing_stf_reports_diffs_and_exits_non_zero():
     assert "expected 4011 65C7" not in out            # rendered byte by byte
     assert "expected" in out and "^" in out
     assert "Traceback" not in result.stderr
+
+
+def test_fabric_files_get_the_priority_queues_they_ask_for():
+    """The p4src README's command, without --priority-queues: every fabric file passes, each asking for
+    two queues in its head; --priority-queues 1 still overrides it (and the credits are dropped)."""
+    files = sorted((ROOT / "p4src" / "tests").glob("fabric_*.stf"))
+    result = run_stf(ROOT / "p4src" / "fabric.p4", *files)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert result.stdout.splitlines()[-1] == f"{len(files)} passed, 0 failed"
+    forced = run_stf("--priority-queues", "1", ROOT / "p4src" / "fabric.p4", ROOT / "p4src" / "tests" / "fabric_credit.stf")
+    assert forced.returncode == 1 and "priority 1 has no queue" in forced.stdout

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "control_plane"))
 
 from fake_switch import make_p4info, make_pipeline  # noqa: E402
@@ -168,3 +170,10 @@ remove all
 packet 0 {PKT}
 """)
     assert passed == 1, out
+
+
+@pytest.mark.parametrize("line", ["mc_node_create 1 2 999", "mirroring_add 4 512", "mc_node_update 0 600"])
+def test_a_replication_port_wider_than_nine_bits_is_refused_at_its_line(tmp_path, line):
+    passed, failed, out = run(tmp_path, f"mc_node_create 1 2\n{line}\n")
+    assert (passed, failed) == (0, 1)
+    assert "t.stf:2: port " in out and "is out of range: v1model ports are 9 bits (0..511)" in out

@@ -56,7 +56,7 @@ def test_the_report_opens_with_the_verdict_table(out):
     report, _ = out
     lines = (report / "report.md").read_text().splitlines()
     first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    assert lines[first_table] == ("| variant | messages complete / planned | goodput / ideal | DATA drops | "
+    assert lines[first_table] == ("| variant | messages complete / planned | goodput / ideal | DATA cells lost | "
                                   "fidelity | faults |")
     summary = json.loads((report / "summary.json").read_text())
     for i, name in enumerate(NAMES):
@@ -127,6 +127,12 @@ def test_the_html_page_embeds_every_plot(out):
     assert len(images) == len(linked) and "<img" not in re.sub(r'<img src="data:image/png;base64,', "", page)
     assert base64.b64decode(images[0])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<table>" in page and "messages complete / planned" in page
+
+
+def test_the_html_title_names_the_scenario(out):
+    report, _ = out
+    page = write_html(report / "report.md").read_text()
+    assert f"<title>default: {report.name}</title>" in page
 
 
 def test_a_missing_plot_is_refused(out):

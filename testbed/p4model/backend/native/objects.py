@@ -85,12 +85,33 @@ class NativeTable(Table):
             raise MemoryError(f"table {self.name}: no memory for {n} rows")
 
 
+@contextlib.contextmanager
+def writes_batched(tables):
+    """Within the block the NativeTables among `tables` take their writes in Python only, and each
+    one written is copied into C once at the end (a table's copy is all its rows, so a copy per
+    write makes a fabric's thousands of plan entries quadratic). For a control plane writing
+    while no packet moves: packets in the block would see the tables as they were before it."""
+    native = [t for t in tables if isinstance(t, NativeTable)]
+    for t in native:
+        t._batched = False
+    try:
+        yield
+    finally:
+        for t in native:
+            written = t.__dict__.pop("_batched", False)
+            if written:
+                t._sync()
+
+
 def _mirrored(name):
     base = getattr(Table, name)
 
     def method(self, *args, **kwargs):
         result = base(self, *args, **kwargs)
-        self._sync()
+        if "_batched" in self.__dict__:
+            self._batched = True
+        else:
+            self._sync()
         return result
     method.__name__ = name
     method.__doc__ = base.__doc__

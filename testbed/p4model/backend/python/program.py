@@ -8,6 +8,8 @@ the module once.
 
 from __future__ import annotations
 
+import functools
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,7 +214,7 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             path.write_text(source)
             filename = str(path)
         try:
-            code = compile(source, filename, "exec")
+            code = _compiled(source, filename)
         except SyntaxError as e:   # a generator bug: report the P4 construct it came from
             raise P4InternalError(merged.loc_for_line(e.lineno or 0), "generated code", e) from e
         exec(code, namespace)
@@ -1007,6 +1009,13 @@ class ProgramCompiler(ExprMixin, StmtMixin, ExternMixin):
             except ValueError:
                 pass
         return out
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(source: str, filename: str):
+    """compile() of a generated module, once per text: every switch of a fabric generates the
+    same text, and compiling it is half of making a switch (exec stays per instance)."""
+    return compile(source, filename, "exec")
 
 
 def compile_program(program: ir.Program, clock, rng, drop_port: int = 511) -> CompiledProgram:
