@@ -30,11 +30,18 @@ scenario: setup
 reproduce: setup
 	@$(TESTBED) reproduce
 
+# The tests without a real-time fabric run in parallel, one worker per core, each file on one worker
+# (a file's tests share loopback addresses and ports); then the fabric tests (marked `alone` by
+# tests/conftest.py: tests/integration, tests/bmv2) one at a time, with the machine to themselves.
+# Both parts always run; the target fails if either did.
 test: setup
-	@$(PY) -m pytest -q
+	@status=0; \
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not alone" || status=$$?; \
+	$(PY) -m pytest -q -m alone || status=$$?; \
+	exit $$status
 
 test-unit: setup
-	@$(PY) -m pytest -q tests/unit
+	@$(PY) -m pytest -q -n auto --dist loadfile tests/unit
 
 diagnose-corpus: setup
 	@TESTBED_DIAGNOSE_CORPUS=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/unit/diagnose/test_corpus.py

@@ -1,8 +1,42 @@
-"""Shared test configuration: markers that skip with a clear reason."""
+"""Shared test configuration: markers that skip with a clear reason, and a test session's own
+machine state.
+
+A test leaves the machine as it found it: the session points the places a run writes and the
+next run reads at a directory of its own before any test imports testbed (`pytest_configure`):
+the calibration the capacity check plans with (TESTBED_CALIBRATION, read by
+testbed.scenario.capacity) and the default directory of run results (TESTBED_RUNS_DIR, the
+commands' --runs-dir). Subprocesses inherit both. Each process of a session (an xdist worker too)
+has its own; the directory goes when the process ends. The run lock and the manifests' registry
+stay the machine's: a fabric test must not run beside a user's run, and a killed test's run is
+found and cleaned by `testbed clean` like any other (tests that need their own pass a registry).
+"""
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+SESSION_PLACES = {"TESTBED_CALIBRATION": "calibration.json", "TESTBED_RUNS_DIR": "runs"}
+_session_dir: Path | None = None
+
+
+def pytest_configure(config):
+    global _session_dir
+    _session_dir = Path(tempfile.mkdtemp(prefix="testbed-tests-"))
+    for variable, name in SESSION_PLACES.items():
+        os.environ[variable] = str(_session_dir / name)
+    import sys
+
+    capacity = sys.modules.get("testbed.scenario.capacity")  # already imported (a plugin): follow too
+    if capacity is not None:
+        capacity.CALIBRATION_PATH = Path(os.environ["TESTBED_CALIBRATION"])
+
+
+def pytest_unconfigure(config):
+    if _session_dir is not None:
+        shutil.rmtree(_session_dir, ignore_errors=True)
 
 
 def _integration_unavailable() -> str | None:
@@ -22,7 +56,22 @@ def _bmv2_unavailable() -> str | None:
     return f"bmv2 tests need a usable bmv2: {problem} (the Vagrant lab installs one)" if problem else None
 
 
+TESTS = Path(__file__).resolve().parent
+ALONE_PLACES = ("integration", "bmv2")  # tests/<place>/: fabrics in real time, and their helpers' tests
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m selects on the marks
 def pytest_collection_modifyitems(config, items):
+    """Mark `alone` every test that runs a fabric in real time (those under tests/integration/ and
+    tests/bmv2/, and any marked integration or bmv2; a test that measures a CPU share is marked
+    by hand): `make test` runs the others in parallel, then these one at a time (-m "not alone",
+    then -m alone), so each test is in one of the two. Skip a test whose marker's needs this
+    machine lacks, with the reason."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        inside = any(path.is_relative_to(TESTS / place) for place in ALONE_PLACES)
+        if inside or item.get_closest_marker("integration") or item.get_closest_marker("bmv2"):
+            item.add_marker(pytest.mark.alone)
     reasons = {"integration": _integration_unavailable(), "bmv2": _bmv2_unavailable()}
     for item in items:
         for marker, reason in reasons.items():

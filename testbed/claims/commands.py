@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.telemetry.rundir import default_runs_dir
 
 
 def register(subparsers) -> None:
@@ -16,7 +17,8 @@ def register(subparsers) -> None:
                     "incast 7:1 and 15:1, the permutation on 2 and 3 tiers, short messages among long flows and "
                     "a load sweep (tita, dcqcn and dcqcn on a lossless fabric), for every congestion control; writes "
                     "runs/reproduce/<timestamp>/report.md with a claims table, its plots and results.json.")
-    p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    p.add_argument("--runs-dir", default=default_runs_dir(),
+                   help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     p.add_argument("--cc", action="append", default=None,
                    help="a congestion control to compare (repeatable; default: every one the testbed has)")
     p.add_argument("--quick", action="store_true", help="the small experiments only (a first look, minutes)")

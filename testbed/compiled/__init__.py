@@ -52,6 +52,7 @@ MODULES = (
     "host/receiver.py",
     "host/endpoint.py",
     "host/app.py",
+    "host/message.py",
     "host/workloads.py",
     "host/cc/base.py",
     "host/cc/none.py",

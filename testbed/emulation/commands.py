@@ -9,12 +9,12 @@ from pathlib import Path
 from testbed.emulation.runlock import hold_run_lock
 from testbed.errors import TestbedError
 from testbed.scenario import capacity
-from testbed.telemetry.rundir import keep_scenario_copy
+from testbed.telemetry.rundir import default_runs_dir, keep_scenario_copy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _need_root(what: str) -> None:
+def need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise TestbedError(f"{what} needs root (network namespaces, Mininet); run it with sudo")
 
@@ -33,7 +33,7 @@ def run_command(args) -> int:
                                f"(variants: {', '.join(v.name for v in variants)})")
         variants = chosen
     refuse_servers(scenario)
-    _need_root("testbed run")
+    need_root("testbed run")
     with hold_run_lock(f"testbed run {args.scenario}"):
         _run_variants(args, scenario, variants)
         return 0
@@ -48,7 +48,7 @@ def run_scenario_file(path: str, runs_dir: str, fit: bool = True, what: str = "t
 
     scenario = load_scenario(path)
     refuse_servers(scenario)
-    _need_root(what)
+    need_root(what)
     args = argparse.Namespace(fit=fit, force=False, runs_dir=runs_dir)
     with hold_run_lock(f"{what} {path}"):
         return _run_variants(args, scenario, expand_variants(scenario))
@@ -226,7 +226,8 @@ def register(sub) -> None:
                                      "each variant, and write a side-by-side report (needs root).")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--variant", action="append", help="run only this variant (repeatable), e.g. load_balancing=spray")
-    run.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    run.add_argument("--runs-dir", default=default_runs_dir(),
+                     help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     run.add_argument("--fit", action="store_true",
                      help="slow a fabric this machine cannot hold down to a rate it can: every link rate "
                           "times f, every delay and time over f (ratios such as the BDP in cells unchanged)")

@@ -225,7 +225,7 @@ class Agent:
         self.link_delay_s = link_delay_s
         self.realtime_priority = realtime_priority
         self.scheduling = "other"
-        # The NIC's ports; cfg.link_rate_bps is all of them together (testbed.host.commands).
+        # The NIC's ports; cfg.link_rate_bps is all of them together (testbed.host.options).
         names = list(nic_interfaces or [f"{name}-eth0"])
         # A port that has sent for 4 base RTTs and heard nothing back is dead (its ToR, not its cable).
         self.nic_ports = NicPorts(names, cfg.link_rate_bps / len(names), nic_choice, silence_s=4 * cfg.rtt_s)

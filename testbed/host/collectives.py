@@ -47,6 +47,7 @@ from functools import lru_cache
 import numpy as np
 
 from testbed.errors import TestbedError
+from testbed.host.message import MessageSpec
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 ALGORITHMS = {"all_reduce": ("ring", "tree", "hierarchical"), "all_gather": ("ring",),
@@ -231,8 +232,6 @@ class _Builder:
     def send(self, src: int, dst: int, piece: tuple[int, int], op: str,
              read: tuple[int, int] | None = None, contrib: frozenset[int] | None = None,
              data_offset: int | None = None) -> None:
-        from testbed.host.workloads import MessageSpec
-
         if piece[1] == 0:
             return
         s, d = self.hosts[src], self.hosts[dst]

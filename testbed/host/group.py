@@ -6,7 +6,7 @@ and the scheduler's work, 0.1-0.3 ms of CPU after a sleep). A group wakes once f
 its members and stays warm.
 
 The model: each member is an `Agent` built from exactly the options `testbed host` takes
-(`testbed.host.commands.add_host_options`), its sockets opened in its own network namespace
+(`testbed.host.options.add_host_options`), its sockets opened in its own network namespace
 (`testbed.host.netns`), with its own transport, NIC queue, replay and deadlines. The group runs
 the members' own loop steps (`Agent.step`, `Agent.on_readable`) and replaces only their wait
 with one wait for all (`_loop`): the members' coalescing window becomes the group's, so the
@@ -46,6 +46,7 @@ from testbed.errors import TestbedError
 from testbed.host.agent import MAX_SLEEP_S, Agent, AgentError, enter_realtime, leave_realtime
 from testbed.host import nic_native
 from testbed.host.netns import NetNamespace
+from testbed.host.options import MemberArgumentError, build_agent, member_parser, wait_for_epoch
 from testbed.host.nicqueue import NativePacer
 from testbed.host.slow import COMMAND_SIGNAL, SignalWakeup
 
@@ -299,8 +300,6 @@ def build_group(path: Path) -> tuple[AgentGroup, Path | None, float | None, floa
     """The group a file describes, every member built (sockets bound) and prepared; with the
     epoch file the members share (None: the epoch is `--epoch`, or now) and the longest timeout.
     A bad file or member raises GroupError naming it, with every socket opened so far closed."""
-    from testbed.host.commands import MemberArgumentError, build_agent, member_parser
-
     name, priority, members = load_group(path)
     parser = member_parser()
     parsed = []
@@ -346,8 +345,6 @@ def run_group_file(path: Path) -> int:
     """`testbed hosts`: build, say 'agents ready N', wait for the epoch, run; 0 when every member
     ended done or stopped, else 3 (a line on stderr for each member that did not); 2 for a bad
     group file or member (one line)."""
-    from testbed.host.commands import wait_for_epoch
-
     try:
         group, epoch_file, epoch, timeout_s = build_group(path)
     except GroupError as e:

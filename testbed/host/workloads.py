@@ -10,62 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from numpy.random import PCG64  # imported here: a first use inside the packet loop cost 6 ms
 
 from testbed.errors import TestbedError
+from testbed.host.message import MessageSpec
 
 
 class WorkloadError(TestbedError):
     """Workload parameters that cannot produce traffic."""
-
-
-@dataclass(frozen=True)
-class MessageSpec:
-    src: str
-    dst: str
-    msg_id: int
-    size_bytes: int
-    start_us: float = 0.0
-    deps: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) delivered to src first
-    collective: str | None = None
-    # "allreduce" | "alltoall" | "incast" | "permutation" | "poisson" | "stream"; data-carrying collectives
-    # (collectives.py): "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all"
-    collective_kind: str | None = None
-    collective_bytes: int = 0  # S, bytes per rank, for bus bandwidth
-    ranks: int = 0
-    # Data-carrying collectives only (op set): what the bytes are and where they go.
-    op: str | None = None  # "reduce" (receiver XORs into its buffer) | "copy" (stores)
-    src_offset: int = 0  # read from the sender's buffer (its input when read_input) here
-    dst_offset: int = 0  # written to the receiver's buffer here
-    contrib: tuple[int, ...] = ()  # ranks whose inputs (at data_offset) the payload is the XOR of
-    data_offset: int = 0
-    read_input: bool = False
-    apply_after: tuple[tuple[str, int], ...] = ()  # (sender, msg_id) applied at dst first
-    src_rank: int = -1
-    dst_rank: int = -1
-    algorithm: str | None = None
-    channel: int = 0  # the collective channel: its own transport flow between src and dst
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["deps"] = [list(x) for x in self.deps]
-        if self.op is None:  # plain messages keep their compact form
-            for key in ("op", "src_offset", "dst_offset", "contrib", "data_offset", "read_input",
-                        "apply_after", "src_rank", "dst_rank", "algorithm", "channel"):
-                d.pop(key)
-        else:
-            d["apply_after"] = [list(x) for x in self.apply_after]
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> "MessageSpec":
-        d = dict(d)
-        d["deps"] = tuple((str(a), int(b)) for a, b in d.get("deps", ()))
-        d["apply_after"] = tuple((str(a), int(b)) for a, b in d.get("apply_after", ()))
-        d["contrib"] = tuple(int(r) for r in d.get("contrib", ()))
-        return cls(**d)
 
 
 @dataclass
@@ -176,7 +130,7 @@ def ring_allreduce(hosts: list[str], size_bytes: int, start_us: float = 0.0,
     The data-carrying ring of `collectives` (one channel, one piece per segment):
     the bytes are the ranks' XOR-reduced buffers, verified by every receiver.
     """
-    from testbed.host import collectives
+    from testbed.host import collectives  # numpy's buffers: only a ring all-reduce needs them
 
     _check(hosts, size_bytes)
     if size_bytes < len(hosts):

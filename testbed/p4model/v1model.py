@@ -87,7 +87,7 @@ _NO_JOBS = ()  # read-only: EgressResult.jobs of a pass that made none
 _NOTHING = EgressResult((), ())  # a pass that dropped its packet
 
 
-def _queue_meta(q) -> QueueMeta:
+def as_queue_meta(q) -> QueueMeta:
     """QueueMeta from None, a dict or a plain tuple (objects with QueueMeta's
     attribute names, e.g. a tm.Departure, are used as they are)."""
     if q is None:
@@ -384,7 +384,7 @@ class V1Switch:
         try:
             ts = q.deq_ts_us
         except AttributeError:  # None, a dict or a plain tuple
-            q = _queue_meta(q)
+            q = as_queue_meta(q)
             ts = q.deq_ts_us
         sm = job.sm
         sm.enq_timestamp = q.enq_ts_us & 0xFFFFFFFF

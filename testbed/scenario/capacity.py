@@ -128,7 +128,8 @@ def _runs() -> list[dict]:
         return []
 
 
-def _recent(mode: str) -> list[dict]:
+def recent_runs(mode: str) -> list[dict]:
+    """This machine's calibration entries of switches run in `mode`, the newest RECENT_RUNS, oldest first."""
     return [r for r in _runs() if r.get("mode", "per_switch") == mode][-RECENT_RUNS:]
 
 
@@ -175,7 +176,7 @@ def load_costs(mode: str = "per_switch", load: Load | None = None, fabric: str |
     machine's recent runs of that fabric (of any, when none was of it), those nearest that load
     (calibration.nearest; without a load, the newest), their count-weighted median, or the
     reference figure where no run measured it."""
-    return costs_from(_recent(mode), mode, load, fabric)
+    return costs_from(recent_runs(mode), mode, load, fabric)
 
 
 def costs_from(runs: list[dict], mode: str, load: Load | None, fabric: str | None = None) -> Costs:
@@ -203,7 +204,7 @@ def save_costs(switch_us_per_packet: float | None, agent_us_per_datagram: float 
     """Keep a run's measured costs (None: not measured), the counts they were measured over (their
     weights in load_costs), the load they were measured at and the fabric they were measured on
     (which plans they serve)."""
-    kept = {m: _recent(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
+    kept = {m: recent_runs(m) for m in DEFAULT_SWITCH_US_PER_PACKET}
     kept[mode] = (kept[mode] + [{"switch_us_per_packet": switch_us_per_packet,
                                  "agent_us_per_datagram": agent_us_per_datagram,
                                  "switch_idle_cpu_per_switch": switch_idle_cpu_per_switch, "from": source,
@@ -279,7 +280,7 @@ class CostModel:
         self.mode = fixed.mode if fixed is not None else scenario_mode(scenario)
         self.load = planned_load(scenario, self.mode)
         self.fabric = fabric_signature(scenario)
-        self.runs = [] if fixed is not None else _recent(self.mode)
+        self.runs = [] if fixed is not None else recent_runs(self.mode)
 
     def at(self, rate_scale: float = 1.0) -> Costs:
         if self.fixed is not None:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from testbed.simulation import sweep
+from testbed.telemetry.rundir import default_runs_dir
 
 
 def register(subparsers) -> None:
@@ -16,7 +17,8 @@ def register(subparsers) -> None:
         description="Every variant of the scenario on testbed.simulation.sim's model of its topology; writes "
                     "runs/<scenario>/<timestamp>-sim/ with records, summary.json, report.md and busbw.png.")
     p.add_argument("scenario", help="the scenario file")
-    p.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    p.add_argument("--runs-dir", default=default_runs_dir(),
+                   help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     p.add_argument("--variant", action="append", default=None,
                    help="run only this variant (repeatable; default: all)")
     p.add_argument("--host-rate-mbps", type=float, default=None,
@@ -53,7 +55,8 @@ def register(subparsers) -> None:
     t.add_argument("--from", dest="tuned", default=None, metavar="TUNE_DIR",
                    help="with --confirm: confirm the tuning.json of an earlier testbed tune of this scenario "
                         "(its directory) instead of searching again; confirm.* are written there")
-    t.add_argument("--runs-dir", default="runs", help="where results go (default: runs/)")
+    t.add_argument("--runs-dir", default=default_runs_dir(),
+                   help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
     sweep.add_options(t)  # the candidates side by side (simulation/sweep.py)
     t.set_defaults(func=tune_command)
 
@@ -77,9 +80,9 @@ def tune_command(args) -> int:
 
     scenario = load_scenario(args.scenario)
     if args.confirm:
-        from testbed.emulation.commands import _need_root
+        from testbed.emulation.commands import need_root
 
-        _need_root("testbed tune --confirm")  # before minutes of simulation, not after
+        need_root("testbed tune --confirm")  # before minutes of simulation, not after
     if args.tuned is not None:
         if not args.confirm:
             raise TestbedError("--from confirms an earlier tuning: it needs --confirm")

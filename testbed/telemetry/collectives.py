@@ -174,11 +174,11 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
     import yaml
 
     from testbed.host.records import read_jsonl
-    from testbed.telemetry.messages import message_figures, planned_messages
+    from testbed.telemetry.messages import host_records, message_figures, planned_messages
 
     scenario = yaml.safe_load((run_dir / "scenario.resolved.yaml").read_text())
     result = json.loads((run_dir / "result.json").read_text())
-    recs = [r for p in sorted((run_dir / "records").glob("*.jsonl")) for r in read_jsonl(p)]
+    recs = host_records(run_dir)
     sent = [r for r in recs if r["kind"] == "message_sent"]
     delivered = [r for r in recs if r["kind"] == "message_delivered"]
     summary = {"variant": result["variant"], "target": "simulator",
@@ -266,9 +266,9 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
                      f"{sim['virtual_end_s']:.4f} | {wall_s:.1f} |")
     lines.append("")
     lines += data_conservation_lines(summaries)
-    from testbed.telemetry.report import _fault_lines
+    from testbed.telemetry.faults import fault_lines
 
-    lines += _fault_lines(summaries, run_dirs)
+    lines += fault_lines(summaries)
     if any(s.get("faults") for s in summaries.values()):
         from testbed.telemetry.recovery import plot_goodput
 

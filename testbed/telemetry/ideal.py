@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from testbed.cells import segment, wire
 from testbed.telemetry import fluid, placement
-from testbed.telemetry.links import LinkLoad, _host_split, by_tier
+from testbed.telemetry.links import LinkLoad, host_split, by_tier
 
 
 def _flows(planned: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -131,7 +131,7 @@ def _control_ratio(flows, host_stats, data_bytes, cell_size, slot_bytes=None) ->
         received[dst] = received.get(dst, 0) + nbytes
     out = {}
     for host, nbytes in received.items():
-        split = _host_split(host_stats.get(host), cell_size, slot_bytes, skip=frozenset({wire.NACK}))
+        split = host_split(host_stats.get(host), cell_size, slot_bytes, skip=frozenset({wire.NACK}))
         if split is not None and nbytes:
             out[host] = split[1] / nbytes
     return out

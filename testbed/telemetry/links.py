@@ -104,7 +104,7 @@ def _tm_split(queues: list[dict], port: int) -> tuple[int, int] | None:
     return data, control
 
 
-def _host_split(stats: dict | None, cell_size: int, slot_bytes: int | None = None,
+def host_split(stats: dict | None, cell_size: int, slot_bytes: int | None = None,
                 skip: frozenset = frozenset()) -> tuple[int, int] | None:
     """(data bytes, control bytes) a host agent handed to its NIC, from its per-type send counts.
     `slot_bytes`: what every packet costs a link whatever its size (bmv2's packets/s queues);
@@ -143,7 +143,7 @@ def link_loads(topology, scenario: dict, samples: list[dict], tm_stats: dict, ho
                 total = rx.get(port.peer, {}).get(port.peer_port, 0)
                 packets = None
                 single_nic = len(topology.ports(node)) == 1
-                split = _host_split(host_stats.get(node), cell_size) if single_nic else None
+                split = host_split(host_stats.get(node), cell_size) if single_nic else None
             else:
                 total = tx[node].get(port.number, 0)
                 packets = tx_packets[node].get(port.number, 0) if slot_bytes else None

@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+from testbed.host.records import read_jsonl
+
 PERCENTILE_CONVENTION = "nearest-rank"
 
 
@@ -31,6 +33,14 @@ def planned_messages(run_dir: Path) -> list[dict]:
     if not path.exists():
         return []
     return json.loads(path.read_text())["messages"]
+
+
+def host_records(run_dir: Path) -> list[dict]:
+    """Every record the hosts wrote (records/*.jsonl), file by file in name order."""
+    out = []
+    for path in sorted((run_dir / "records").glob("*.jsonl")):
+        out += read_jsonl(path)
+    return out
 
 
 def message_figures(planned: list[dict], sent: list[dict], delivered: list[dict]) -> dict:

@@ -25,7 +25,9 @@ from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
 from testbed.telemetry.clock import clock_line, scenario_links, stretch_of, summaries_on_scenario_clock  # noqa: E402
 from testbed.telemetry.export import write_tables  # noqa: E402
+from testbed.telemetry.faults import fault_lines  # noqa: E402
 from testbed.telemetry import inband  # noqa: E402
+from testbed.telemetry.messages import host_records  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
 from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
@@ -200,13 +202,11 @@ def _plot_uplinks(summaries: dict[str, dict], path: Path) -> bool:
 
 
 def _plot_fct(run_dirs: dict[str, Path], path: Path) -> bool:
-    from testbed.telemetry.summary import _records
-
     figure, axes = plt.subplots(figsize=(6, 4))
     plotted = False
     for name, run_dir in run_dirs.items():
         stretch = stretch_of(run_dir)  # the records are on the run's clock
-        times = sorted(r["completion_us"] / 1000 / stretch for r in _records(run_dir)
+        times = sorted(r["completion_us"] / 1000 / stretch for r in host_records(run_dir)
                        if r["kind"] == "message_sent" and "completion_us" in r)
         if times:
             axes.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post",
@@ -433,39 +433,6 @@ DERIVATION = """How the figures are derived (every one recomputable from the var
 """
 
 
-def _fault_detail(e: dict) -> str:
-    """What a carried-out fault touched, and for a switch restart what it took."""
-    parts = []
-    if e.get("interfaces"):
-        parts.append(", ".join(e["interfaces"]))
-    if e.get("tm_commands"):
-        parts.append("; ".join(e["tm_commands"]))
-    if "configured_ms" in e:
-        parts.append(f"started and configured again in {e['configured_ms']:,.1f} ms")
-    reroute = e.get("reroute")
-    if reroute:
-        parts.append(f"the controller moved {reroute['routes_moved']} routes on {len(reroute['switches'])} switches "
-                     f"in {reroute['reaction_ms']:,.1f} ms")
-    return f" ({'; '.join(parts)})" if parts else ""
-
-
-def _fault_lines(summaries: dict[str, dict], run_dirs: dict[str, Path] | None = None) -> list[str]:
-    """When each variant's faults happened (planned and actual time, seconds); `summaries` on the
-    scenario's clock (telemetry.clock.on_scenario_clock), as write_report passes them."""
-    lines = []
-    for name, summary in summaries.items():
-        events = summary.get("faults") or []
-        skipped = summary.get("faults_not_executed") or []
-        if events or skipped:
-            lines.append(f"Faults in {name}:")
-            lines += [f"- {e['kind']} {e['target']} at {e['t_s']:.3f} s (planned {e['at_s']:g} s)"
-                      + (f": not carried out, {e['error']}" if e.get("error") else _fault_detail(e)) for e in events]
-            lines += [f"- **not executed**: {e['kind']} {e['target']} planned at {e['at_s']:g} s: "
-                      f"{e['reason']} (it ended at {e['run_ended_s']:.3f} s)" for e in skipped]
-            lines.append("")
-    return lines
-
-
 def _ms(value) -> str:
     return "not seen" if value is None else f"{value:,.1f} ms"
 
@@ -640,7 +607,7 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines += collective_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]
-    lines += _fault_lines(summaries, run_dirs)
+    lines += fault_lines(summaries)
     lines += _recovery_lines(summaries, run_dirs)
     if any(s.get("faults") for s in summaries.values()) and plot_goodput(run_dirs, out_dir / "goodput.png"):
         lines += ["![Goodput received per host over time, faults marked](goodput.png)", ""]

@@ -20,9 +20,18 @@ run directory follows:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from testbed.errors import TestbedError
+
+RUNS_DIR_VARIABLE = "TESTBED_RUNS_DIR"
+
+
+def default_runs_dir() -> str:
+    """Where the commands put results without --runs-dir: $TESTBED_RUNS_DIR when set (a test
+    session sets its own), else runs/ under the current directory."""
+    return os.environ.get(RUNS_DIR_VARIABLE) or "runs"
 
 
 class RunDirError(TestbedError):

@@ -26,7 +26,7 @@ from testbed.telemetry.conservation import drops_and_balance
 from testbed.telemetry.ideal import ideal_for_variant
 from testbed.telemetry.inband import int_figures
 from testbed.telemetry.links import by_tier, idle_siblings, link_loads
-from testbed.telemetry.messages import message_figures, planned_messages
+from testbed.telemetry.messages import host_records, message_figures, planned_messages
 from testbed.telemetry.recovery import recovery
 from testbed.telemetry.rundir import load_json, load_jsonl
 
@@ -44,13 +44,6 @@ def fidelity_threshold_us(scenario: dict) -> float:
     """One data cell's serialization time on the host link, at least the floor."""
     cell_bits = scenario["derived"]["cell_wire_bytes"] * 8
     return max(FIDELITY_FLOOR_US, cell_bits / scenario["links"]["host"]["rate_mbps"])
-
-
-def _records(run_dir: Path) -> list[dict]:
-    out = []
-    for path in sorted((run_dir / "records").glob("*.jsonl")):
-        out += read_jsonl(path)
-    return out
 
 
 def _telemetry(run_dir: Path) -> list[dict]:
@@ -201,7 +194,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     result = load_json(run_dir / "result.json") if (run_dir / "result.json").exists() else {}
     if scenario_obj is None:
         scenario_obj = variant_scenario(scenario, result.get("variant"))
-    records = _records(run_dir)
+    records = host_records(run_dir)
     samples = _telemetry(run_dir)
     hosts = host_stats(run_dir)
     tm_stats = result.get("tm_stats") or {}

@@ -91,17 +91,21 @@ class _Builder:
         self.macs: dict[tuple[str, int], str] = {}
         self.host_group: list[int] = []  # per host: its ToR group's global index
         self._group_ids: dict[tuple, int] = {}
+        self._device_ids: dict[str, int] = {}  # switch name -> device id (the first of that name)
+        self._host_ips: dict[str, str] = {}
 
     def switch(self, name: str, kind: str, pod: int | None = None) -> str:
         device_id = len(self.switches) + 1
         self.switches.append(
             Node(name, kind, device_id, addr.grpc_port(device_id), addr.thrift_port(device_id), pod=pod)
         )
+        self._device_ids.setdefault(name, device_id)
         return name
 
     def host(self, tors: list[str], ip: str, pod: int | None, group: int, tor_port: int) -> None:
         name = f"h{len(self.hosts) + 1}"
         self.hosts.append(Node(name, "host", ip=ip, pod=pod, group=group))
+        self._host_ips[name] = ip
         self.host_group.append(self._group_ids.setdefault(tuple(tors), len(self._group_ids)))
         for nic_port, tor in enumerate(tors, start=1):
             self.link(name, nic_port, tor, tor_port, "host", f"{name}-{tor}")
@@ -113,11 +117,11 @@ class _Builder:
             self.macs[(end, port)] = self._mac(end, port)
 
     def _mac(self, node: str, port: int) -> str:
-        for switch in self.switches:
-            if switch.name == node:
-                return addr.switch_port_mac(switch.device_id, port)
-        ip = next(h.ip for h in self.hosts if h.name == node)
-        return addr.host_mac(ip, port)
+        """A switch port's MAC by its device id, a host port's by its address (looked up by name:
+        a scan per link end made a 6,400-host fabric's build quadratic)."""
+        if node in self._device_ids:
+            return addr.switch_port_mac(self._device_ids[node], port)
+        return addr.host_mac(self._host_ips[node], port)
 
 
 def _leaf_spine(b: _Builder, spec: LeafSpineSpec) -> None:

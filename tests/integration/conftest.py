@@ -23,10 +23,18 @@ def registry(tmp_path, monkeypatch):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Every fabric run a test set aside because it fell behind real time (fitting.until_real_time_kept):
-    a passing session says how often the machine could not hold a run's clock."""
-    from fitting import RERUNS
+    """The costs the fabric tests' clocks were fitted with, per switch mode (or why the machine could
+    not measure them), and every fabric run a test set aside because it fell behind real time
+    (fitting.until_real_time_kept): a passing session says how often the machine could not hold a
+    run's clock."""
+    from fitting import MEASURED, RERUNS
 
+    from testbed.scenario import capacity
+
+    if MEASURED:
+        terminalreporter.section("fabric tests' clocks: this machine's costs, measured in this session")
+        for mode, why in sorted(MEASURED.items()):
+            terminalreporter.write_line(f"{mode}: {why or capacity.load_costs(mode).line()}")
     if RERUNS:
         terminalreporter.section("fabric runs rerun: they fell behind real time")
         for line in RERUNS:

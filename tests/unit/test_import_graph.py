@@ -1,4 +1,5 @@
-"""No import circle inside testbed/p4model/, and no layer of testbed/ importing a higher one.
+"""No import circle inside a package of testbed/, no layer importing a higher one, and no module
+importing another's private name.
 
 The graph is built statically with `ast` from the source files, nothing is
 imported.  Which imports count:
@@ -15,6 +16,12 @@ depend on `a.b.c`, `from a.b import c` on the submodule `a.b.c` when there is
 one, else on the package `a.b` (its `__init__.py`).  Parent packages, which
 Python executes first, are not edges: otherwise every package whose
 `__init__` re-exports its submodules would be in a circle with each of them.
+
+A private name is one with a leading underscore (not a dunder).  A module
+imports another's private name when it writes `from a.b import _x` (with
+`_x` not a submodule of `a.b`), or reads `m._x` off a module `m` it imported
+by name (`import a.b as m`, `from a import b`).  Inside its own module a
+private name is free.
 """
 
 from __future__ import annotations
@@ -135,6 +142,137 @@ def test_a_cycle_is_found(tmp_path):
     cycles = cycles_of(graph)
     assert [set(c) for c in cycles] == [{"pkg.a", "pkg.sub.b", "pkg.c"}]
     assert "pkg/sub/b.py:5" in describe_cycle(graph, cycles[0])
+
+
+def package_of(module: str, modules: dict[str, Path]) -> str:
+    """The package a module belongs to: itself for a package's __init__, else its parent."""
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def package_cycles(graph: nx.DiGraph, modules: dict[str, Path], skip: str) -> list[tuple[str, list[str]]]:
+    """(package, circle) for each import circle among the modules of one package, sub-packages
+    apart; the packages at or below `skip` are left out (they have their own test)."""
+    by_package: dict[str, list[str]] = {}
+    for module in graph:
+        package = package_of(module, modules)
+        if package != skip and not package.startswith(skip + "."):
+            by_package.setdefault(package, []).append(module)
+    return [(package, cycle) for package, members in sorted(by_package.items())
+            for cycle in cycles_of(graph.subgraph(members))]
+
+
+def test_no_import_cycle_inside_a_package_outside_p4model():
+    modules = _modules(TESTBED_ROOT, "testbed")
+    graph = import_graph(TESTBED_ROOT, "testbed")
+    found = package_cycles(graph, modules, PACKAGE)
+    assert not found, "import circles between modules of one package (move the shared piece down, " \
+        "to the lower module or a small new one):\n  " + "\n  ".join(
+            f"{package}: {describe_cycle(graph, cycle)}" for package, cycle in found)
+
+
+def test_a_cycle_inside_a_package_is_found(tmp_path):
+    """The check itself: a circle inside a package through a function-level import fails; one
+    inside the skipped package does not count; a circle needs its modules in one package."""
+    package = tmp_path / "pkg"
+    for sub in ("tel", "model"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "tel" / "report.py").write_text("from pkg.tel.summary import figures\n")
+    (package / "tel" / "summary.py").write_text("def figures():\n    from pkg.tel import report\n")
+    (package / "model" / "a.py").write_text("from pkg.model import b\n")
+    (package / "model" / "b.py").write_text("from pkg.model import a\n")
+    modules = _modules(package, "pkg")
+    graph = import_graph(package, "pkg")
+    [(where, cycle)] = package_cycles(graph, modules, "pkg.model")
+    assert where == "pkg.tel" and set(cycle) == {"pkg.tel.report", "pkg.tel.summary"}
+    assert "pkg/tel/summary.py:2" in describe_cycle(graph, cycle)
+    assert {w for w, _ in package_cycles(graph, modules, "pkg.none")} == {"pkg.model", "pkg.tel"}
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    base = node.module or ""
+    if node.level:
+        anchor = module if is_package else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            anchor = anchor.rpartition(".")[0]
+        base = f"{anchor}.{base}" if base else anchor
+    return base
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(root: Path, package: str) -> list[str]:
+    """Every place a module of `package` takes another module's private name, as
+    'file:line: a imports _x from b'."""
+    modules = _modules(root, package)
+    top = root.parents[package.count(".")]
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        imported: dict[str, str] = {}      # a name bound in this module -> the module it is
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in modules:
+                        imported[alias.asname] = alias.name
+                    elif not alias.asname:
+                        head = alias.name.split(".")[0]
+                        if head in modules:
+                            imported[head] = head
+                continue
+            base = _absolute(name, is_package, node)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in modules:
+                    imported[alias.asname or alias.name] = full
+                elif _private(alias.name) and base in modules and base != name:
+                    found.append(f"{path.relative_to(top)}:{node.lineno}: {name} imports {alias.name} from {base}")
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in imported:
+                owner = ".".join([imported[value.id]] + chain[::-1])
+                if owner in modules and owner != name:
+                    found.append(f"{path.relative_to(top)}:{node.lineno}: {name} reads {node.attr} of {owner}")
+    return sorted(found)
+
+
+def test_no_module_imports_another_modules_private_name():
+    found = private_imports(TESTBED_ROOT, "testbed")
+    assert not found, ("private names taken from another module (make the name public where it is "
+                       "defined, or move the code to the module that uses it):\n  " + "\n  ".join(found))
+
+
+def test_a_private_import_is_found(tmp_path):
+    """The check itself: `from m import _x` and `m._x` off an imported module fail, even deferred;
+    a private submodule, a dunder, a private alias of a public name and a module's own names do not."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "_impl.py").write_text("_x = 1\n")
+    (package / "sub" / "low.py").write_text("_x = 1\ny = 2\n__all__ = []\n")
+    (package / "high.py").write_text(
+        "from pkg.sub import _impl, low\n"
+        "import pkg.sub.low as lowmod\n"
+        "from pkg.sub.low import y as _y, __all__\n"
+        "_own = 1\n"
+        "def f():\n"
+        "    from .sub.low import _x\n"
+        "    return low._x, lowmod._x, _impl._x, low.y, _own\n")
+    found = private_imports(package, "pkg")
+    assert found == sorted(["pkg/high.py:6: pkg.high imports _x from pkg.sub.low",
+                            "pkg/high.py:7: pkg.high reads _x of pkg.sub.low",
+                            "pkg/high.py:7: pkg.high reads _x of pkg.sub.low",
+                            "pkg/high.py:7: pkg.high reads _x of pkg.sub._impl"])
 
 
 # The layer order across testbed/: docs/architecture.md's "## Layers" block lists

@@ -8,7 +8,7 @@ so everything that reads a TM (tm_stats, queue_stats, a run's costs) reads the e
 from __future__ import annotations
 
 from testbed.p4model.engine.binding import NativeFabric
-from testbed.p4model.tm.model import CLASSES, TMConfigError, TrafficManager, _check_port
+from testbed.p4model.tm.model import CLASSES, TMConfigError, TrafficManager, check_port
 
 
 class EngineTrafficManager(TrafficManager):
@@ -46,7 +46,7 @@ class EngineTrafficManager(TrafficManager):
 
     def queue_stats(self, port: int | None = None) -> list[dict]:
         if port is not None:
-            _check_port(port)
+            check_port(port)
         rows = []
         for number in sorted(self._ports):
             if port is not None and number != port:
@@ -72,7 +72,7 @@ class EngineTrafficManager(TrafficManager):
 
     def port_stats(self, port: int | None = None) -> list[dict]:
         if port is not None:
-            _check_port(port)
+            check_port(port)
         rows = []
         for n, p in sorted(self._ports.items()):
             if port is not None and n != port:

@@ -524,7 +524,7 @@ class TrafficManager:
     # ---- configuration ----------------------------------------------
 
     def _port(self, number: int) -> _Port:
-        _check_port(number)
+        check_port(number)
         d = self._default
         queues = [_Queue(d["limit"], d["byte_limit"], d["rate_pps"]) for _ in range(self.priority_queues)]
         p = _Port(number, queues, d["rate_bps"], d["delay_ns"])
@@ -606,7 +606,7 @@ class TrafficManager:
     def queue_stats(self, port: int | None = None) -> list[dict]:
         """Per-queue occupancy, limits and counters (lengths in bytes, rates as set)."""
         if port is not None:
-            _check_port(port)
+            check_port(port)
         self._advance()
         rows = []
         for number in sorted(self._ports):
@@ -653,7 +653,7 @@ class TrafficManager:
     def port_stats(self, port: int | None = None) -> list[dict]:
         """Per-port link settings and drops that belong to no queue."""
         if port is not None:
-            _check_port(port)
+            check_port(port)
         self._advance()
         return [
             {
@@ -706,7 +706,7 @@ class TrafficManager:
                 "by_source_port": {str(port): {"xoff": x, "xon": y} for port, (x, y) in sorted(self.pfc_sent.items())}}
 
 
-def _check_port(port: Any) -> int:
+def check_port(port: Any) -> int:
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= MAX_PORT:
         raise TMConfigError(f"egress port must be an integer in 0..{MAX_PORT} (511 is the drop port), got {port!r}")
     return port

@@ -88,12 +88,12 @@ def test_older_entries_without_loads_still_load_and_count_as_before(calibration_
     assert "5 runs newest" in at_load.source and "old 31 at an unrecorded load" in at_load.source
     # a new entry with its load goes first; the newest old ones fill the rest
     save("new", 8.0, 41.0, 40_000.0, 10_000.0, packets=1000)
-    chosen = calibration.nearest(capacity._recent(MODE), calibration.SWITCH, 40_000.0)
+    chosen = calibration.nearest(capacity.recent_runs(MODE), calibration.SWITCH, 40_000.0)
     assert [r["from"] for r in chosen] == ["old 11", "old 12", "old 30", "old 31", "new"]
     assert capacity.load_costs(MODE, capacity.Load(40_000.0, 10_000.0)).switch_us_per_packet == 12.0
     for i in range(4):  # five entries with a load, however far from the planned one, come before any without
         save(f"newer {i}", 7.0, 40.0, 4_000.0, 1_000.0, packets=1000)
-    chosen = calibration.nearest(capacity._recent(MODE), calibration.SWITCH, 40_000.0)
+    chosen = calibration.nearest(capacity.recent_runs(MODE), calibration.SWITCH, 40_000.0)
     assert [r["from"] for r in chosen] == ["new", "newer 0", "newer 1", "newer 2", "newer 3"]
 
 

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from testbed.emulation import costs
 from testbed.scenario import capacity
 
@@ -79,6 +81,7 @@ def test_the_idle_rate_over_the_window_is_not_charged_to_packets_and_calibrates_
     assert stretched["agent_us_per_datagram"] is None and "quiet wake-ups" in stretched["agent_cost_unmeasured"]
 
 
+@pytest.mark.alone  # the busy process's share of a core is what the machine leaves it: not beside other tests
 def test_the_idle_period_measures_a_quiet_and_a_busy_process():
     import subprocess
     import sys

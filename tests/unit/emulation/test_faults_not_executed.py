@@ -7,7 +7,7 @@ import time
 
 from testbed.emulation.faults import FaultAction, FaultRunner
 from testbed.telemetry.clock import summaries_on_scenario_clock
-from testbed.telemetry.report import _fault_lines
+from testbed.telemetry.faults import fault_lines
 
 
 def test_an_action_after_the_run_is_listed_with_why(tmp_path):
@@ -30,7 +30,7 @@ def test_the_report_lists_it_on_the_scenario_clock(tmp_path):
     summaries = {"base": {"faults": [], "faults_not_executed": [
         {"at_s": 8.0, "kind": "link_down", "target": "h1-leaf1", "run_ended_s": 5.4,
          "reason": "the run ended before its planned time"}]}}
-    lines = _fault_lines(summaries_on_scenario_clock({"base": tmp_path}, summaries), {"base": tmp_path})
+    lines = fault_lines(summaries_on_scenario_clock({"base": tmp_path}, summaries))
     assert lines[0] == "Faults in base:"
     assert lines[1] == ("- **not executed**: link_down h1-leaf1 planned at 4 s: the run ended before its planned "
                         "time (it ended at 2.700 s)")

@@ -110,6 +110,7 @@ def test_native_nic_paces_in_release_order_and_on_time():
     got = drain(rx, 5)
     assert [d for d, _ in got] == [b"a", b"b", b"c", b"d", b"e"]
     assert dict(got) == {b"a": 2, b"b": 0, b"c": 0, b"d": 2, b"e": 0}
+    assert sent_counts([nic], (5,)) == (5,)   # counted (with its lateness) after the receiver has it
     late = nic.lateness_us()
     assert len(late) == 5 and all(v >= 0 for v in late)
     assert sorted(late)[2] < 5000  # the median leaves within 5 ms of its time on a busy machine

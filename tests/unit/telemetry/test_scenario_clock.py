@@ -18,7 +18,7 @@ from testbed.scenario import expand_variants, load_scenario
 from testbed.scenario.timescale import slowed
 from testbed.telemetry.clock import clock_line, on_scenario_clock, stretch_of
 from testbed.telemetry.recovery import goodput_figure
-from testbed.telemetry.report import _fault_lines
+from testbed.telemetry.faults import fault_lines
 
 ROOT = Path(__file__).resolve().parents[3]
 _spec = importlib.util.spec_from_file_location("recompute_report", ROOT / "tests" / "recompute_report.py")
@@ -62,7 +62,7 @@ def test_the_fault_marker_sits_at_the_scenario_time_under_a_fit_factor(tmp_path)
     plt.close(figure)
 
     raw = {"faults": [json.loads((run / "faults.jsonl").read_text())]}
-    lines = _fault_lines({"cc=tita": on_scenario_clock(raw, stretch_of(run))}, {"cc=tita": run})
+    lines = fault_lines({"cc=tita": on_scenario_clock(raw, stretch_of(run))})
     assert lines[1] == "- link_down h1-leaf1 at 2.001 s (planned 2 s)"
     line = clock_line({"cc=tita": run})
     assert line.startswith("Clock: every variant ran x4.96 slower than the scenario file (every rate times 0.202")

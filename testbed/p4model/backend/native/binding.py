@@ -31,7 +31,7 @@ from testbed.p4model.clock import MonotonicClock
 from testbed.p4model.runtime.externs import DigestQueue
 from testbed.p4model.runtime.pre import PacketReplicationEngine
 from testbed.p4model.v1model import (DROP_PORT, MAX_PASSES, NORMAL, RECIRC, REPLICATION,
-                                     RESUBMIT, EgressResult, QueueMeta, _queue_meta)
+                                     RESUBMIT, EgressResult, QueueMeta, as_queue_meta)
 
 log = logging.getLogger("testbed.p4model.backend.native")
 _U8P = ctypes.POINTER(ctypes.c_uint8)
@@ -246,7 +246,7 @@ class NativePipeline:
         return self._after_ingress(state, port, data, passes, jobs)
 
     def egress(self, job: NativeJob, queue_meta=None) -> EgressResult:
-        q = queue_meta if hasattr(queue_meta, "enq_ts_us") else _queue_meta(queue_meta)
+        q = queue_meta if hasattr(queue_meta, "enq_ts_us") else as_queue_meta(queue_meta)
         deq = q.deq_ts_us if q.deq_ts_us is not None else self.clock.now_us()
         qa = (ctypes.c_uint64 * 5)(q.enq_ts_us, q.enq_qdepth, q.deq_timedelta_us, q.deq_qdepth, deq)
         need = self._max_hdr + len(job.data)
