@@ -42,9 +42,9 @@ from testbed.host.config import TransportConfig
 from testbed.host.endpoint import Endpoint, channel_of_datagram
 from testbed.host.nic import NicPorts
 from testbed.host.pfc import PauseGate
-from testbed.host.workloads import MessageSpec
+from testbed.host.message import MessageSpec
 
-ECT0, CE = 2, 3
+ECT0 = 2  # the IPv4 ECN field of an ECN-capable (DATA) cell
 _IP = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
 _TEN_WORDS = struct.Struct("!10H")
