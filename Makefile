@@ -36,8 +36,8 @@ reproduce: setup
 # Both parts always run; the target fails if either did.
 test: setup
 	@status=0; \
-	$(PY) -m pytest -q -n auto --dist loadfile -m "not alone" || status=$$?; \
-	$(PY) -m pytest -q -m alone || status=$$?; \
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not alone" --durations=15 || status=$$?; \
+	$(PY) -m pytest -q -m alone --durations=25 || status=$$?; \
 	exit $$status
 
 test-unit: setup
