@@ -94,8 +94,12 @@ def calibrate(variant, run_once: Callable[[object, Path], dict] | None = None) -
     from testbed.scenario import expand_variants, parse_scenario
 
     (calibration,) = expand_variants(parse_scenario(CALIBRATION_SCENARIO, "calibration.yaml"))
+    # the test's switch (target, processes, back end), with the two priority queues tita's credits
+    # need: a first test of its mode without credits (one queue) must not make the plan refused
+    switch = variant.scenario.switch
+    switch = dataclasses.replace(switch, priority_queues=max(2, switch.priority_queues))
     calibration = dataclasses.replace(
-        calibration, scenario=dataclasses.replace(calibration.scenario, switch=variant.scenario.switch))
+        calibration, scenario=dataclasses.replace(calibration.scenario, switch=switch))
     calibration = at_fit(calibration, reference_costs(mode))
     base = Path(os.environ.get("TESTBED_RUNS_DIR") or "runs") / "calibration" / mode.replace("/", "-")
     why = None
