@@ -6,9 +6,12 @@ next run reads at a directory of its own before any test imports testbed (`pytes
 the calibration the capacity check plans with (TESTBED_CALIBRATION, read by
 testbed.scenario.capacity) and the default directory of run results (TESTBED_RUNS_DIR, the
 commands' --runs-dir). Subprocesses inherit both. Each process of a session (an xdist worker too)
-has its own; the directory goes when the process ends. The run lock and the manifests' registry
-stay the machine's: a fabric test must not run beside a user's run, and a killed test's run is
-found and cleaned by `testbed clean` like any other (tests that need their own pass a registry).
+has its own; the directory goes when the process ends. The run lock stays the machine's: a fabric
+test must not run beside a user's run. The session's runs register in a registry of its own
+nested in the machine's (TESTBED_REGISTRY, `<machine registry>/tests/session-<pid>`; a test that
+needs its own nests one more level), so `testbed clean` finds a killed session's runs like any
+other, and a session first cleans the runs an earlier, killed session left there (their owners
+are gone): a killed suite never breaks the next one with interfaces of its runs.
 """
 
 import os
@@ -20,10 +23,12 @@ import pytest
 
 SESSION_PLACES = {"TESTBED_CALIBRATION": "calibration.json", "TESTBED_RUNS_DIR": "runs"}
 _session_dir: Path | None = None
+_session_registry: Path | None = None
+LEFT_BY_KILLED_SESSIONS: list[str] = []  # what the session's start cleaned, for the summary
 
 
 def pytest_configure(config):
-    global _session_dir
+    global _session_dir, _session_registry
     _session_dir = Path(tempfile.mkdtemp(prefix="testbed-tests-"))
     for variable, name in SESSION_PLACES.items():
         os.environ[variable] = str(_session_dir / name)
@@ -32,11 +37,44 @@ def pytest_configure(config):
     capacity = sys.modules.get("testbed.scenario.capacity")  # already imported (a plugin): follow too
     if capacity is not None:
         capacity.CALIBRATION_PATH = Path(os.environ["TESTBED_CALIBRATION"])
+    from testbed.emulation import cleanup, manifest
+
+    tests_registry = manifest.REGISTRY_DIR / "tests"
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # once per session, by the process that leads it
+        for found, report in cleanup.clean_orphans(tests_registry):
+            what = report.interfaces + report.namespaces + report.killed
+            if what:
+                LEFT_BY_KILLED_SESSIONS.append(f"{found.run_id}: " + ", ".join(what))
+        _remove_empty_directories(tests_registry)
+    _session_registry = tests_registry / f"session-{os.getpid()}"
+    manifest.REGISTRY_DIR = _session_registry
+    os.environ["TESTBED_REGISTRY"] = str(_session_registry)
+
+
+def _remove_empty_directories(root: Path) -> None:
+    """Remove the directories under `root`, and `root`, that hold nothing (deepest first); one
+    another session fills meanwhile stays."""
+    if not root.is_dir():
+        return
+    for directory in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True) + [root]:
+        try:
+            directory.rmdir()
+        except OSError:
+            pass
 
 
 def pytest_unconfigure(config):
     if _session_dir is not None:
         shutil.rmtree(_session_dir, ignore_errors=True)
+    if _session_registry is not None:  # the session's runs were cleaned (teardowns): drop what is empty
+        _remove_empty_directories(_session_registry.parent)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if LEFT_BY_KILLED_SESSIONS:
+        terminalreporter.section("cleaned first: runs a killed test session left on this machine")
+        for line in LEFT_BY_KILLED_SESSIONS:
+            terminalreporter.write_line(line)
 
 
 def _integration_unavailable() -> str | None:

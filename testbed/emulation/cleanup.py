@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed.emulation.manifest import Manifest, ProcessRecord, current_boot_id, process_start_time, registered_manifests
+from testbed.emulation.manifest import (Manifest, ManifestError, ProcessRecord, current_boot_id, process_start_time,
+                                        registered_manifests)
 from testbed.emulation.runlock import lock_holder
 
 
@@ -192,18 +193,42 @@ def live_reason(manifest: Manifest, holder: dict | None) -> str | None:
     return f"its owner pid {manifest.owner_pid} is running, with {lock}"
 
 
-def clean_all(confirm=None) -> list[tuple[Manifest, CleanReport]]:
-    """Clean every registered run whose owner is gone; a live one only when `confirm(manifest, why)`
-    says yes (none given: never), else its report says why it was left."""
+def clean_all(confirm=None, registry: Path | None = None) -> list[tuple[Manifest, CleanReport]]:
+    """Clean every registered run (in `registry`, the machine's when None) whose owner is gone; a
+    live one only when `confirm(manifest, why)` says yes (none given: never), else its report says
+    why it was left."""
     results = []
     holder = lock_holder()
-    for path in registered_manifests():
+    for path in registered_manifests(registry):
         manifest = Manifest.load(path)
         why = live_reason(manifest, holder)
         if why is not None and not (confirm is not None and confirm(manifest, why)):
             results.append((manifest, CleanReport(live=why)))
             continue
         results.append((manifest, clean_manifest(manifest)))
+    return results
+
+
+def owner_gone(manifest: Manifest) -> bool:
+    """The run's owner is known and no longer runs (it died, or it ran before the last boot)."""
+    if manifest.owner_pid is None:
+        return False
+    if manifest.boot_id is not None and manifest.boot_id != current_boot_id():
+        return True
+    return manifest.owner_start_time is None or not _running(manifest.owner_pid, manifest.owner_start_time)
+
+
+def clean_orphans(registry: Path) -> list[tuple[Manifest, CleanReport]]:
+    """Clean the runs registered in `registry` whose owner is gone, and only those: whatever the
+    run lock says, a run whose owner still runs (another session's, starting) is left alone."""
+    results = []
+    for path in registered_manifests(registry):
+        try:
+            manifest = Manifest.load(path)
+        except ManifestError:
+            continue
+        if owner_gone(manifest):
+            results.append((manifest, clean_manifest(manifest)))
     return results
 
 

@@ -81,6 +81,7 @@ class Manifest:
     # "namespaces"} (processes as ProcessRecord fields)
     remote: dict = field(default_factory=dict)
     ssh_control_dir: str | None = None  # the shared ssh connections' sockets (emulation/cluster.py)
+    registry: str | None = None  # the registry it registered in (None: REGISTRY_DIR, as written before)
 
     def claim(self, pid: int | None = None) -> None:
         """Name the owner (this process by default): the run is live while it lives."""
@@ -89,7 +90,10 @@ class Manifest:
 
     # -- persistence ---------------------------------------------------------
     def save(self) -> None:
-        """Write atomically so a crash never leaves half a manifest."""
+        """Write atomically so a crash never leaves half a manifest; the first save names the
+        registry (REGISTRY_DIR then) before the entry there is made."""
+        if self.registry is None:
+            self.registry = str(REGISTRY_DIR)
         data = asdict(self)
         data["path"] = str(self.path)
         tmp = self.path.with_suffix(".tmp")
@@ -103,19 +107,23 @@ class Manifest:
 
     def _register(self) -> None:
         """Once, atomically: a kill -9 must never leave a half-written entry."""
-        entry = REGISTRY_DIR / f"{self.run_id}.path"
-        if self.finished or entry.exists():
+        if self.finished:
+            return
+        entry = Path(self.registry) / f"{self.run_id}.path"
+        if entry.exists():
             return
         try:
-            REGISTRY_DIR.mkdir(parents=True, exist_ok=True)
+            entry.parent.mkdir(parents=True, exist_ok=True)
             tmp = entry.with_suffix(".tmp")
             tmp.write_text(str(self.path.resolve()))
             os.replace(tmp, entry)
         except OSError as error:
-            raise ManifestError(f"cannot register run manifest in {REGISTRY_DIR}: {error.strerror}") from None
+            raise ManifestError(f"cannot register run manifest in {entry.parent}: {error.strerror}") from None
 
     def unregister(self) -> None:
-        (REGISTRY_DIR / f"{self.run_id}.path").unlink(missing_ok=True)
+        """Remove the registry entry, where the run registered it (its cleaner's REGISTRY_DIR may
+        be another: the machine's, or a later test session's)."""
+        (Path(self.registry or REGISTRY_DIR) / f"{self.run_id}.path").unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
@@ -160,12 +168,15 @@ class Manifest:
         self.save()
 
 
-def registered_manifests() -> list[Path]:
-    """Manifests of runs that have not been cleaned (registry entries)."""
-    if not REGISTRY_DIR.is_dir():
+def registered_manifests(registry: Path | None = None) -> list[Path]:
+    """Manifests of runs that have not been cleaned: the entries of `registry` (REGISTRY_DIR when
+    None) and of the registries nested in it (a test's own registry lives inside the machine's, so
+    the runs of a killed test are the machine's to clean too)."""
+    registry = REGISTRY_DIR if registry is None else registry
+    if not registry.is_dir():
         return []
     paths = []
-    for entry in sorted(REGISTRY_DIR.glob("*.path")):
+    for entry in sorted(registry.rglob("*.path")):
         text = entry.read_text().strip()
         target = Path(text) if text else None
         if target is not None and target.is_file():

@@ -89,6 +89,17 @@ class RunError(TestbedError):
     """A run that could not complete; names the step and the evidence."""
 
 
+def _refuse_existing_interfaces(names: list[str]) -> None:
+    """A name this run would create that already exists here belongs to someone else (an earlier
+    run killed before it cleaned, or a run beside this one): refuse before the manifest records it,
+    so neither this run nor `testbed clean` ever touches an interface this run did not make."""
+    taken = [name for name in names if Path(f"/sys/class/net/{name}").exists()]
+    if taken:
+        shown = ", ".join(taken[:3]) + (f" and {len(taken) - 3} more" if len(taken) > 3 else "")
+        raise RunError(f"interface {shown} already exists on this machine: another run made it "
+                       "('testbed clean' removes what a killed run left)")
+
+
 class Interrupted(RunError):
     pass
 
@@ -207,7 +218,9 @@ class VariantRun:
         if self.scenario.servers:
             self._reach_servers()
             return
-        self.manifest.plan_interfaces(interface_names(topology, self._in_memory()))
+        names = interface_names(topology, self._in_memory())
+        _refuse_existing_interfaces(names)
+        self.manifest.plan_interfaces(names)
 
     def _reach_servers(self) -> None:
         """placement.servers: a runner per server (one shared ssh connection each), every other

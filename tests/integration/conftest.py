@@ -13,13 +13,22 @@ def processes(request):
 
 @pytest.fixture
 def registry(tmp_path, monkeypatch):
-    """A run registry of the test's own, so `testbed clean` sees only this test's runs."""
-    from testbed.emulation import manifest
+    """A run registry of the test's own, so `testbed clean` sees only this test's runs. It nests in
+    the session's (a killed test's runs stay findable); what the test left registered is cleaned
+    when it ends, and the registry goes."""
+    import shutil
+    import tempfile
+    from pathlib import Path
 
-    path = tmp_path / "registry"
+    from testbed.emulation import cleanup, manifest
+
+    manifest.REGISTRY_DIR.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{tmp_path.name}-", dir=manifest.REGISTRY_DIR))
     monkeypatch.setattr(manifest, "REGISTRY_DIR", path)
     monkeypatch.setenv("TESTBED_REGISTRY", str(path))
-    return path
+    yield path
+    cleanup.clean_orphans(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -117,3 +117,25 @@ def kill_and_clean(tmp_path, registry, text: str, ready) -> None:
     finally:
         if run.poll() is None:
             run.kill()
+
+
+def test_an_interface_left_by_another_run_refuses_the_run_in_one_line_and_survives(tmp_path, registry):
+    """A name the fabric would create that already exists (a killed run's, or a run beside this
+    one) stops the run before anything is made or recorded: one line naming it, no traceback, and
+    the interface is still there after the run and after `testbed clean` (it is not this run's)."""
+    scenario = tmp_path / "taken.yaml"
+    scenario.write_text(PINGALL.format(name="taken", topology="{kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}",
+                                       processes="per_switch"))
+    subprocess.run(["ip", "link", "add", "leaf2-eth2", "type", "veth", "peer", "name", "taken-peer"], check=True)
+    try:
+        env = {**os.environ, "TESTBED_REGISTRY": str(registry)}
+        run = subprocess.run([sys.executable, "-m", "testbed.cli", "run", "--force", str(scenario),
+                              "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, env=env)
+        assert run.returncode != 0
+        assert "Traceback" not in run.stdout + run.stderr
+        assert "interface leaf2-eth2 already exists" in run.stdout + run.stderr
+        assert set(interfaces()) & {"leaf1-eth1", "spine1-eth1", "h1-eth0"} == set(), "the run made interfaces"
+        subprocess.run([sys.executable, "-m", "testbed.cli", "clean"], capture_output=True, text=True, env=env)
+        assert "leaf2-eth2" in interfaces()
+    finally:
+        subprocess.run(["ip", "link", "delete", "leaf2-eth2"], capture_output=True)

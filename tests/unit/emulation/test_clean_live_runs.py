@@ -136,3 +136,27 @@ def test_the_lock_holder_is_read_without_taking_it(machine):
         assert runlock.lock_holder()["what"] == "testbed run a.yaml"
     assert runlock.lock_holder() is None
     assert json.loads((machine / "run.lock").read_text() or "{}") == {}
+
+
+def test_a_nested_registry_is_the_machines_to_clean_and_keeps_its_entries_own(machine, monkeypatch):
+    """A test session registers in a registry nested in the machine's: the machine's `testbed clean`
+    finds its runs, removes each entry where it was made, and a later session's orphan sweep
+    cleans only the runs whose owner is gone."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    me = Manifest(run_id="x", path=machine / "x")
+    me.claim()
+    nested = manifest_mod.REGISTRY_DIR / "tests" / "session-1"
+    monkeypatch.setattr(manifest_mod, "REGISTRY_DIR", nested)
+    make(machine, "killed-session", owner_pid=dead.pid, owner_start_time=12345, boot_id=me.boot_id)
+    make(machine, "running-session", owner_pid=me.owner_pid, owner_start_time=me.owner_start_time,
+         boot_id=me.boot_id)
+    assert sorted(p.name for p in nested.glob("*.path")) == ["killed-session.path", "running-session.path"]
+    monkeypatch.setattr(manifest_mod, "REGISTRY_DIR", machine / "registry" / "tests" / "session-2")
+    swept = cleanup.clean_orphans(machine / "registry" / "tests")
+    assert [m.run_id for m, _ in swept] == ["killed-session"]
+    assert [p.name for p in nested.glob("*.path")] == ["running-session.path"]
+    monkeypatch.setattr(manifest_mod, "REGISTRY_DIR", machine / "registry")
+    assert [p.name for p in manifest_mod.registered_manifests()] == ["running-session.json"]
+    assert [m.run_id for m, r in cleanup.clean_all() if r.live is None] == ["running-session"]
+    assert list(nested.glob("*.path")) == []
