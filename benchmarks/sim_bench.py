@@ -18,35 +18,29 @@ from __future__ import annotations
 import sys
 import time
 
-CASES = {
-    "k4": ("1 MiB permutation, k=4 fat-tree (16 hosts, 20 switches)", """
-name: sim_bench_k4
+SCENARIO = """
+name: sim_bench_{name}
 duration_s: 60
-topology: {kind: fat_tree, k: 4}
-links: {rate_mbps: 100000, delay_us: 1}
-fabric: {load_balancing: spray_rr_entropy, cell_size: 1024}
-transport: {cc: none}
-workload: [{kind: permutation, message_bytes: 1048576, count: 1}]
-"""),
-    "k8": ("1 MiB permutation, k=8 fat-tree (128 hosts, 80 switches)", """
-name: sim_bench_k8
-duration_s: 60
-topology: {kind: fat_tree, k: 8}
-links: {rate_mbps: 100000, delay_us: 1}
-fabric: {load_balancing: spray_rr_entropy, cell_size: 1024}
-transport: {cc: none}
-workload: [{kind: permutation, message_bytes: 1048576, count: 1}]
-"""),
-    "incast15": ("15:1 incast of 1 MiB, 4x2 leaf-spine of 16 hosts, tita", """
-name: sim_bench_incast15
-duration_s: 60
-topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 4}
-links: {rate_mbps: 100000, delay_us: 1}
-fabric: {load_balancing: spray_rr_entropy, cell_size: 1024}
-transport: {cc: tita}
-workload: [{kind: incast, senders: 15, message_bytes: 1048576, count: 1}]
-"""),
+topology: {topology}
+links: {{rate_mbps: 100000, delay_us: 1}}
+fabric: {{load_balancing: spray_rr_entropy, cell_size: 1024}}
+transport: {{cc: {cc}}}
+workload: [{workload}]
+"""
+PERMUTATION = "{kind: permutation, message_bytes: 1048576, count: 1}"
+CASES = {  # name: (title, topology, cc, workload)
+    "k4": ("1 MiB permutation, k=4 fat-tree (16 hosts, 20 switches)", "{kind: fat_tree, k: 4}", "none", PERMUTATION),
+    "k8": ("1 MiB permutation, k=8 fat-tree (128 hosts, 80 switches)", "{kind: fat_tree, k: 8}", "none",
+           PERMUTATION),
+    "incast15": ("15:1 incast of 1 MiB, 4x2 leaf-spine of 16 hosts, tita",
+                 "{kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 4}", "tita",
+                 "{kind: incast, senders: 15, message_bytes: 1048576, count: 1}"),
 }
+
+
+def scenario_text(name: str) -> str:
+    _, topology, cc, workload = CASES[name]
+    return SCENARIO.format(name=name, topology=topology, cc=cc, workload=workload)
 
 
 def measure(text: str, switches: str) -> dict:
@@ -77,7 +71,7 @@ def measure(text: str, switches: str) -> dict:
 
 
 def case_lines(name: str) -> list[str]:
-    title, text = CASES[name]
+    title, text = CASES[name][0], scenario_text(name)
     lines = []
     for switches in ("program", "model"):
         r = measure(text, switches)

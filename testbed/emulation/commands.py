@@ -208,7 +208,8 @@ def shell_command(args) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
+def whole_number_at_least_1(text: str) -> int:
+    """An argparse type: a count of processes or agents, 1 or more."""
     import argparse
 
     try:
@@ -216,7 +217,7 @@ def _positive(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number, 1 or more")
     return value
 
 
@@ -233,7 +234,7 @@ def register(sub) -> None:
                           "times f, every delay and time over f (ratios such as the BDP in cells unchanged)")
     run.add_argument("--force", action="store_true",
                      help="run even when the pre-flight capacity check says this machine cannot hold the fabric")
-    run.add_argument("--agents-per-process", type=_positive, default=None, metavar="N",
+    run.add_argument("--agents-per-process", type=whole_number_at_least_1, default=None, metavar="N",
                      help="at most N hosts' agents in one process (1: a process per host; default: the "
                           "hosts shared out over one process per core)")
     run.set_defaults(func=run_command)

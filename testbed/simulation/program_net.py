@@ -146,7 +146,6 @@ class ProgramHost:
         now = now_ns / 1e9
         if self.runner is not None:
             self.runner.poll(now)
-        inject = net.engine.inject
         for tx in self.ep.poll(now):
             data, dst = tx.data, tx.dst
             channel = channel_of_datagram(data)
@@ -156,20 +155,10 @@ class ProgramHost:
                 port, data = self.nic.choose(data, sport, channel)
                 self.nic.sent(port, now, data[0] & 0x0F)
             frame = self.frame(port, dst, sport, ECT0 if tx.ect else 0, data)
-            w = self.wires[port]
-            if w.gate is not None:
-                if not w.gate.admit(data[0] & 0x0F, now, frame, now):
-                    continue  # paused, or behind held DATA: the gate keeps it in order
-            at = w.send(now_ns, len(frame))
-            is_data = data[0] & 0x0F == wire.DATA
-            self.data_tx += is_data
-            if w.down:
-                w.lost += 1
-                w.data_lost += is_data
-            else:
-                inject(w.switch, w.port, frame, at)
-            self.port_tx[port] += 1
-            self.tx_bytes += len(frame)
+            gate = self.wires[port].gate
+            if gate is not None and not gate.admit(data[0] & 0x0F, now, frame, now):
+                continue  # paused, or behind held DATA: the gate keeps it in order
+            self._put_on_wire(port, frame, now_ns, data[0] & 0x0F == wire.DATA)
         if self.gated:
             self._release_held(now_ns)
         if self.local is not None:
@@ -204,16 +193,21 @@ class ProgramHost:
                 if start is None:
                     break
                 frame = gate.pop()
-                at = w.send(max(math.ceil(start * 1e9), now_ns), len(frame))
-                is_data = frame[42] & 0x0F == wire.DATA
-                self.data_tx += is_data
-                if w.down:
-                    w.lost += 1
-                    w.data_lost += is_data
-                else:
-                    self.net.engine.inject(w.switch, w.port, frame, at)
-                self.port_tx[i] += 1
-                self.tx_bytes += len(frame)
+                self._put_on_wire(i, frame, max(math.ceil(start * 1e9), now_ns), frame[42] & 0x0F == wire.DATA)
+
+    def _put_on_wire(self, port: int, frame: bytes, start_ns: int, is_data: bool) -> None:
+        """Send `frame` on NIC port `port`'s wire from `start_ns` (after what it still serialises):
+        into the ToR, or counted lost when the cable is down."""
+        w = self.wires[port]
+        at = w.send(start_ns, len(frame))
+        self.data_tx += is_data
+        if w.down:
+            w.lost += 1
+            w.data_lost += is_data
+        else:
+            self.net.engine.inject(w.switch, w.port, frame, at)
+        self.port_tx[port] += 1
+        self.tx_bytes += len(frame)
 
     def receive(self, now_ns: int, port: int, frame: bytes, arrived_ns: int | None = None) -> None:
         """A frame the fabric delivered to NIC port `port`: the UDP payload to the transport (a

@@ -65,24 +65,14 @@ def default_jobs() -> int:
 
 def add_options(parser) -> None:
     """--jobs and --cluster, as every sweeping command (sim, tune, reproduce) takes them."""
-    parser.add_argument("--jobs", type=_positive, default=default_jobs(), metavar="N",
+    from testbed.emulation.commands import whole_number_at_least_1
+
+    parser.add_argument("--jobs", type=whole_number_at_least_1, default=default_jobs(), metavar="N",
                         help="run the units (variants, candidates, experiments) in N processes at once "
                              "(default: one per core, here %(default)s; 1: one after the other, in this process)")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
                         help="run them on the workers of the Dask scheduler at ADDRESS (tcp://host:8786), "
                              "whose workers run this same testbed (docs/cluster.md)")
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of processes, 1 or more")
-    return value
 
 
 @contextmanager

@@ -19,13 +19,8 @@ through it from its peer. The first sample is at 0 (before any traffic),
 then one every `period_s` of the run's clock (observed between events, so
 sampling changes nothing of the run) and a last one at the end.
 
-Host series go in `records/<host>.stats.json` under "series", with the
-agent's keys (`t_s`, `in_order_cells` through the NIC (a local channel's
-not counted), `port_tx` packets per NIC port,
-`period_s`, `data_cell_payload_bytes`) and the simulator's own: `tx_bytes`
-and `rx_bytes` (frames on the host's NIC ports, cumulative),
-`messages_delivered` (to the host) and `messages_acked` (its own, fully
-acknowledged).
+Host series go in `records/<host>.stats.json` under "series" (host_series.py;
+`in_order_cells` through the NIC, a local channel's not counted).
 """
 
 from __future__ import annotations
@@ -35,6 +30,7 @@ from pathlib import Path
 
 from testbed.cells import wire
 from testbed.p4model.telemetry import INTERVAL_S
+from testbed.simulation.host_series import HostSeries
 from testbed.simulation.sim import Network, Port
 
 PERIOD_S = INTERVAL_S  # on the scenario's clock (a slowed run samples every PERIOD_S x its time stretch)
@@ -56,14 +52,10 @@ class Sampler:
         self.host_ports: dict[str, list[Port]] = {
             h: [net.port_of[(h, p.number)] for p in topo.ports(h)] for h in topo.hosts}
         self.samples: list[dict] = []
-        self.series: dict[str, dict[str, list]] = {
-            h: {"t_s": [], "in_order_cells": [], "port_tx": [], "tx_bytes": [], "rx_bytes": [],
-                "messages_delivered": [], "messages_acked": []} for h in topo.hosts}
+        self.hosts = HostSeries(topo.hosts)
         self._zero: dict[str, dict] = {s: {} for s in topo.switches}  # counters at the switch's (re)start
         self._last_t = None
         self._n = 0
-        self._records_seen: dict[str, int] = {}
-        self._acked: dict[str, int] = {}
 
     def start(self) -> "Sampler":
         self.net.sim.every(0.0, self._tick)
@@ -134,20 +126,10 @@ class Sampler:
                                  "ecn_marks_packets": marks, "max_qdepth_packets": peaks,
                                  "port_drops_packets": port_drops, "tx_by_type": types})
         for host, ports in self.host_ports.items():
-            h, s = self.net.hosts[host], self.series[host]
-            s["t_s"].append(round(now, 6))
-            s["in_order_cells"].append(h.ep.in_order_cells)  # the NIC's, as the agent's series has it
-            s["port_tx"].append([p.stats.tx_packets for p in ports])
-            s["tx_bytes"].append(sum(p.stats.tx_bytes for p in ports))
-            s["rx_bytes"].append(sum(p.reverse.stats.delivered_bytes for p in ports))
-            runner = h.runner
-            s["messages_delivered"].append(len(runner.received) if runner else 0)
-            if runner is not None:  # records only grow: count the new ones
-                seen = self._records_seen.get(host, 0)
-                self._acked[host] = self._acked.get(host, 0) + sum(
-                    1 for r in runner.records[seen:] if r["kind"] == "message_sent")
-                self._records_seen[host] = len(runner.records)
-            s["messages_acked"].append(self._acked.get(host, 0))
+            h = self.net.hosts[host]
+            self.hosts.append(host, now, h.ep.in_order_cells, [p.stats.tx_packets for p in ports],
+                              sum(p.stats.tx_bytes for p in ports),
+                              sum(p.reverse.stats.delivered_bytes for p in ports), h.runner)
 
     def write(self, path: Path) -> None:
         with open(path, "w") as out:
@@ -155,4 +137,4 @@ class Sampler:
                 out.write(json.dumps(sample) + "\n")
 
     def host_series(self, host: str, cell_size: int) -> dict:
-        return dict(self.series[host], period_s=self.period_s, data_cell_payload_bytes=cell_size)
+        return self.hosts.document(host, self.period_s, cell_size)

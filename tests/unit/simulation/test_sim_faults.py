@@ -116,9 +116,9 @@ def test_agent_stall_freezes_that_host_and_delays_its_messages():
     faults = "  - {at_s: 0.4, kind: agent_stall, target: h1, duration_s: 0.8}"
     _, net, info, sampler = run(faults)
     _, healthy, _, _ = run()
-    tx = dict(zip(sampler.series["h1"]["t_s"], sampler.series["h1"]["tx_bytes"]))
+    tx = dict(zip(sampler.hosts.series["h1"]["t_s"], sampler.hosts.series["h1"]["tx_bytes"]))
     assert tx[1.2] == tx[0.5] and tx[0.4] > tx[0.1]  # nothing leaves the stalled host
-    rx = dict(zip(sampler.series["h1"]["t_s"], sampler.series["h1"]["rx_bytes"]))
+    rx = dict(zip(sampler.hosts.series["h1"]["t_s"], sampler.hosts.series["h1"]["rx_bytes"]))
     assert rx[1.1] > rx[0.5]  # its NIC still receives (the socket keeps it)
     assert _finish(net, "h1") > _finish(healthy, "h1") + 0.6
     others = [h for h in ("h2", "h3", "h4") if _finish(net, h) < _finish(healthy, h) + 0.3]
@@ -144,7 +144,7 @@ def test_host_slow_delays_each_step_of_that_host_and_caps_its_nic():
     assert info["finished"] and all(r["verified"] for r in delivered(net))
     rate = "  - {at_s: 0.3, kind: host_slow, target: h1, duration_s: 1, rate_mbps: 2}"
     _, net, _, sampler = run(rate)
-    tx = dict(zip(sampler.series["h1"]["t_s"], sampler.series["h1"]["tx_bytes"]))
+    tx = dict(zip(sampler.hosts.series["h1"]["t_s"], sampler.hosts.series["h1"]["tx_bytes"]))
     assert tx[1.2] - tx[0.4] <= 2e6 / 8 * 0.8 * 1.05 + 1600  # its NIC sends at 2 Mbit/s
     assert tx[0.3] - tx[0.1] > 2e6 / 8 * 0.2 * 2  # and faster before
 
@@ -169,8 +169,8 @@ def test_switch_restart_drops_everything_then_forwards_again_counting_from_zero(
 
 def test_host_down_cuts_every_cable_of_the_host():
     _, net, info, sampler = run("  - {at_s: 0.5, kind: host_down, target: h1}", duration=3)
-    rx = dict(zip(sampler.series["h1"]["t_s"], sampler.series["h1"]["rx_bytes"]))
-    tx = dict(zip(sampler.series["h1"]["t_s"], sampler.series["h1"]["tx_bytes"]))
+    rx = dict(zip(sampler.hosts.series["h1"]["t_s"], sampler.hosts.series["h1"]["rx_bytes"]))
+    tx = dict(zip(sampler.hosts.series["h1"]["t_s"], sampler.hosts.series["h1"]["tx_bytes"]))
     assert rx[2.9] == rx[0.6] and rx[0.5] > 0
     assert not info["finished"]  # h1's messages cannot complete without its cable
     assert tx[2.9] > tx[0.6]  # its NIC keeps sending into the dead cable (lost)
@@ -226,7 +226,7 @@ def test_dual_homed_hosts_leave_a_crashed_tors_silent_ports_as_the_agent_does():
     assert info["finished"] and all(r["verified"] for r in delivered(net))
     tor_hosts = [p.peer for p in scenario.topo.ports("leaf1") if p.tier == "host"]
     for host in tor_hosts:
-        rx = dict(zip(sampler.series[host]["t_s"], sampler.series[host]["rx_bytes"]))
+        rx = dict(zip(sampler.hosts.series[host]["t_s"], sampler.hosts.series[host]["rx_bytes"]))
         # the crash keeps carrier; silence moves the host to its other ToR, at about one port's rate
         assert rx[2.4] - rx[1.4] > 0.5 * 5e6 / 8 * 1.0 * 0.5
         changes = net.hosts[host].nic.changes

@@ -158,7 +158,7 @@ def test_jobs_must_be_a_whole_number_and_a_missing_cluster_is_one_line(tmp_path,
     scenario.write_text(SCENARIO.replace("p4src/", str(REPO / "p4src") + "/"))
     with pytest.raises(SystemExit):
         cli.main(["sim", str(scenario), "--jobs", "0"])
-    assert "argument --jobs: '0' is not a whole number of processes, 1 or more" in capsys.readouterr().err
+    assert "argument --jobs: '0' is not a whole number, 1 or more" in capsys.readouterr().err
     pytest.importorskip("distributed")
     monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 1.0)
     assert cli.main(["sim", str(scenario), "--cluster", "tcp://127.0.0.1:9", "--runs-dir", str(tmp_path)]) == 1
