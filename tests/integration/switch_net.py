@@ -2,7 +2,9 @@
 
 Every name starts with `tsw` + a per-test tag, so the tests only ever touch
 what they created; `SwitchNet.close()` (used from fixtures/finally) removes
-it all.  Hosts: `h<N>` in namespace tsw<tag>h<N>, address 10.0.<N>.1/24,
+it all. What it makes (namespaces, the root-namespace veth ends, the switch
+process) is listed in a run manifest first, registered in the session's
+registry: the runs of a killed session are cleaned by the next one.  Hosts: `h<N>` in namespace tsw<tag>h<N>, address 10.0.<N>.1/24,
 gateway 10.0.<N>.254 with a static ARP entry for GATEWAY_MAC; the switch
 port N is the root-namespace end `tsw<tag>s<N>` (MTU 9000).
 """
@@ -48,6 +50,7 @@ class SwitchNet:
         self.switch: subprocess.Popen | None = None
         self.grpc_port = self.control_port = None
         self.log_path = None
+        self.manifest = self._manifest()
         try:
             for n in self.hosts:
                 ns, host_if, sw_if = self.ns(n), f"tsw{self.tag}h{n}", self.port_if(n)
@@ -68,6 +71,19 @@ class SwitchNet:
         except BaseException:
             self.close()
             raise
+
+    def _manifest(self):
+        """The manifest of what this net makes, written (and so registered) before it makes anything."""
+        import tempfile
+
+        from testbed.emulation.manifest import Manifest
+
+        directory = Path(tempfile.mkdtemp(prefix=f"tsw{self.tag}-"))
+        manifest = Manifest(run_id=f"switch-net-{directory.name}", path=directory / "manifest.json")
+        manifest.claim()
+        manifest.plan_namespaces([self.ns(n) for n in self.hosts])
+        manifest.plan_interfaces([self.port_if(n) for n in self.hosts])
+        return manifest
 
     def ns(self, n: int) -> str:
         return f"tsw{self.tag}h{n}"
@@ -93,6 +109,7 @@ class SwitchNet:
         argv += ["--", "--grpc-server-addr", "127.0.0.1:0", "--cpu-port", "255", *target_extra]
         self.switch = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        cwd=REPO)
+        self.manifest.add_process(self.switch.pid, "switch", argv)
         line = self.switch.stdout.readline()
         match = READY.search(line)
         if not match:
@@ -137,6 +154,12 @@ class SwitchNet:
             for n in self.hosts:
                 sh("ip", "link", "del", self.port_if(n), check=False)
                 sh("ip", "netns", "del", self.ns(n), check=False)
+            self.manifest.finished = True
+            self.manifest.save()
+            self.manifest.unregister()
+            import shutil
+
+            shutil.rmtree(self.manifest.path.parent, ignore_errors=True)
 
 
 def p4info_file(program: Path, out_dir: Path) -> Path:

@@ -96,14 +96,23 @@ def test_the_runner_degrades_stalls_and_lets_a_stalled_agent_go_at_the_end(tmp_p
         epoch = time.time() - 1.95
         runner = faults.FaultRunner(actions, epoch, tmp_path / "faults.jsonl", tm=lambda s, l: lines.append((s, l)),
                                     agents={"h2": agent.pid}).start()
+        def state_within(wanted, seconds: float = 5.0) -> str:
+            """The agent's process state once `wanted(state)` holds, or when `seconds` ran out: the
+            kernel acts on SIGSTOP and SIGCONT when it next schedules the process, not at kill()."""
+            end = time.time() + seconds
+            while True:
+                with open(f"/proc/{agent.pid}/stat") as f:
+                    state = f.read().split(")")[1].split()[0]
+                if wanted(state) or time.time() >= end:
+                    return state
+                time.sleep(0.01)
+
         deadline = time.time() + 5
         while "h2" not in runner.stalled and time.time() < deadline:
             time.sleep(0.05)
-        with open(f"/proc/{agent.pid}/stat") as f:
-            assert f.read().split(")")[1].split()[0] == "T"  # stopped
+        assert state_within(lambda s: s == "T") == "T"  # stopped
         assert runner.finish() == []
-        with open(f"/proc/{agent.pid}/stat") as f:
-            assert f.read().split(")")[1].split()[0] != "T"  # continued at the end
+        assert state_within(lambda s: s != "T") != "T"  # continued at the end
         assert len(lines) == 6 + 1 + 6  # degrade both ends, the host cable's ToR end, restore both ends
         records = [json.loads(line) for line in (tmp_path / "faults.jsonl").read_text().splitlines()]
         assert [r["kind"] for r in records] == ["link_degrade", "link_degrade", "link_restore", "agent_stall"]
