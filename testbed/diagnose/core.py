@@ -180,11 +180,16 @@ def switch_samples(variant_dir: Path, topo) -> tuple[Path, list[dict], dict[tupl
     if not path.exists():
         return None
     rows, _ = load_jsonl(path)
+    return path, sorted(rows, key=lambda r: r.get("t_s", 0.0)), port_ends(topo)
+
+
+def port_ends(topo) -> dict[tuple, tuple[str, str, str]]:
+    """(node, port) -> (cable, this end, far end) for every cable of `topo`."""
     ends = {}
     for link in topo.links:
         ends[(link.a, link.a_port)] = (link.name, link.a, link.b)
         ends[(link.b, link.b_port)] = (link.name, link.b, link.a)
-    return path, sorted(rows, key=lambda r: r.get("t_s", 0.0)), ends
+    return ends
 
 
 def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
@@ -196,7 +201,13 @@ def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float
     if telemetry is None:
         return None
     path, rows, ends = telemetry
-    hosts = set(topo.hosts)
+    return link_series(rows, ends, set(topo.hosts), nbins, path)
+
+
+def link_series(rows: list[dict], ends: dict[tuple, tuple[str, str, str]], hosts: set[str], nbins: int,
+                path: Path | str) -> dict[str, list[float]]:
+    """`name:a>b` bytes per bin, and `name:a>b:queue` peaks, from switch samples in time order
+    (run_link_series' rule); one reader for a run's telemetry and the program twin's samples."""
     last: dict[tuple, int] = {}
     out: dict[str, list[float]] = {}
     for r in rows:
@@ -553,8 +564,21 @@ def ceiling(mine: list[float], twin: list[float], frame: int, where: list[bool] 
     return None
 
 
-def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
-    """(host series, link series) of the healthy twin, its ports sampled every bin."""
+def twin_switches(result: dict) -> str:
+    """What the twin's switches run: the scenario's P4 program on the native engine ("program"),
+    as an emulated run's switches and a simulated run on the program network did; the hand-written
+    model ("model") for a simulated run on the model (result.json's "switches", absent before the
+    program network existed)."""
+    if result.get("driver") == "simulator" and result.get("switches", "model") == "model":
+        return "model"
+    return "program"
+
+
+def simulate_twin(scenario, nbins: int, links: bool, switches: str = "model") -> tuple[dict, dict]:
+    """(host series, link series) of the healthy twin, its ports sampled every bin, on `switches`
+    (twin_switches)."""
+    if switches == "program":
+        return simulate_program_twin(scenario, nbins, links)
     from testbed.scenario.workload import scenario_messages
     from testbed.simulation.run import build_network
 
@@ -578,6 +602,28 @@ def simulate_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
                     if p.switch_port:
                         series.setdefault(f"{key}:queue", [0.0] * nbins)[b] = p.stats.max_queue_packets
                         p.stats.max_queue_packets = len(p.data_q)
+    rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
+    return host_series(rows, nbins), series
+
+
+def simulate_program_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
+    """The healthy twin on the program network (simulation/program_net.py): the engine stops and
+    the telemetry samples every BIN_S, and its samples are read by the reader of a run's own
+    telemetry (link_series), so both sides count the same counters the same way."""
+    from testbed.scenario.workload import scenario_messages
+    from testbed.simulation.program_telemetry import ProgramSampler
+    from testbed.simulation.run import build_program_network
+
+    messages = scenario_messages(scenario)
+    net = build_program_network(scenario, grid_s=BIN_S)
+    net.load(messages, scenario.seed)
+    sampler = ProgramSampler(net, BIN_S).start() if links else None
+    net.run(nbins * BIN_S)
+    series: dict[str, list[float]] = {}
+    if sampler is not None:
+        sampler.finish()
+        series = link_series(sorted(sampler.samples, key=lambda r: r["t_s"]), port_ends(scenario.topo),
+                             set(scenario.topo.hosts), nbins, "the program twin's telemetry")
     rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
     return host_series(rows, nbins), series
 
@@ -794,7 +840,8 @@ def diagnose_variant(variant_dir: Path) -> dict:
     nbins = _bins(scenario.duration_s)
     run = host_series(run_hosts, nbins)
     links = run_link_series(variant_dir, scenario.topo, nbins)
-    twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None)
+    switches = twin_switches(result)
+    twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None, switches)
     twin = dict(twin_hosts)
     if links is not None:
         run.update(links)
@@ -811,7 +858,7 @@ def diagnose_variant(variant_dir: Path) -> dict:
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
-           "run_time_stretch": stretch, "wall_s": round(time.monotonic() - started, 3)}
+           "run_time_stretch": stretch, "twin_switches": switches, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out

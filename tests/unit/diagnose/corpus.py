@@ -79,8 +79,9 @@ def corpus_seeds(text: str | None) -> list[int]:
         raise ValueError(f"TESTBED_DIAGNOSE_SEEDS={text!r}: not comma-separated integers") from None
 
 
-def write_run(data: dict, out: Path) -> Path:
-    """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`."""
+def write_run(data: dict, out: Path, switches: str = "model") -> Path:
+    """`testbed sim`'s run directory for the scenario `data` (its one variant) under `out`, its
+    switches the hand-written model or the scenario's program (run_variant's `switches`)."""
     from testbed.scenario import expand_variants, load_scenario
     from testbed.simulation.run import run_variant
     from testbed.telemetry.rundir import keep_scenario_copy
@@ -92,7 +93,7 @@ def write_run(data: dict, out: Path) -> Path:
     keep_scenario_copy(scenario, out)
     variant = expand_variants(scenario)[0]
     run_dir = out / (variant.name.replace("=", "-").replace(",", "_") or "base")
-    run_variant(variant, run_dir)
+    run_variant(variant, run_dir, switches)
     source.unlink()
     return run_dir
 

@@ -34,6 +34,20 @@ def test_healthy_run_has_no_culprit(healthy):
     assert (healthy / "diagnosis.png").stat().st_size > 0
 
 
+def test_a_run_of_the_program_is_held_against_a_twin_of_the_program(tmp_path):
+    """A run whose switches ran the scenario's P4 program (any emulated run, or `testbed sim` on the
+    program network) gets a twin on the program network; a healthy one matches it: no culprit."""
+    run = write_run(scenario_data("leafspine-permutation", "leafspine", "permutation"), tmp_path / "run", "program")
+    (diagnosis,) = diagnose_run(run.parent).values()
+    assert diagnosis["twin_switches"] == "program"
+    assert diagnosis["healthy"] and diagnosis["culprits"] == []
+
+
+def test_a_run_of_the_model_is_held_against_a_twin_of_the_model(healthy):
+    (diagnosis,) = diagnose_run(healthy.parent).values()
+    assert diagnosis["twin_switches"] == "model"
+
+
 @pytest.mark.parametrize("topology,workload,faults,culprit", [
     ("leafspine", "permutation", [{"at_s": 1.4, "kind": "link_down", "target": "h4-leaf2"},
                                   {"at_s": 3.0, "kind": "link_up", "target": "h4-leaf2"}], ("link", "h4-leaf2", "down")),
