@@ -24,9 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--host-rate-mbps", type=float, default=None,
                    help="slow every variant as testbed run --fit does, to this host link rate (rates times "
                         "f, every time over f): the simulator's figures at the rate an emulated run used")
-    p.add_argument("--switches", choices=("program", "model"), default="program",
-                   help="program (default): every switch runs the scenario's P4 program on the native engine; "
-                        "model: the hand-written model of fabric.p4 (sim.py)")
+    add_switches_option(p)
     sweep.add_options(p)  # the variants side by side (simulation/sweep.py)
     p.set_defaults(func=sim_command)
 
@@ -57,6 +55,7 @@ def register(subparsers) -> None:
                         "(its directory) instead of searching again; confirm.* are written there")
     t.add_argument("--runs-dir", default=default_runs_dir(),
                    help="where results go (default: runs/, or $TESTBED_RUNS_DIR when set)")
+    add_switches_option(t)
     sweep.add_options(t)  # the candidates side by side (simulation/sweep.py)
     t.set_defaults(func=tune_command)
 
@@ -71,6 +70,12 @@ def _ints(text: str) -> list[int]:
     if not values or min(values) < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of non-negative integers")
     return values
+
+
+def add_switches_option(parser) -> None:
+    parser.add_argument("--switches", choices=("program", "model"), default="program",
+                        help="program (default): every switch runs the scenario's P4 program on the native "
+                             "engine; model: the hand-written model of fabric.p4 (sim.py)")
 
 
 def tune_command(args) -> int:
@@ -103,7 +108,7 @@ def tune_command(args) -> int:
         out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-tune")
         path = tune_scenario(scenario, args.sizes, args.algorithms, args.channels, args.chunks, out_dir,
                              progress=lambda m: print(m, flush=True), balancings=args.balancings,
-                             jobs=args.jobs, cluster=args.cluster)
+                             jobs=args.jobs, cluster=args.cluster, switches=args.switches)
         print(path.read_text())
         print(f"tuning: {path}")
     if args.confirm:

@@ -9,7 +9,8 @@ nominal rates), in one scenario per load balancing mode they use
 links, fabric and transport, this workload, no variants).  Each scenario runs
 emulated with `--fit` (its own run directory under `confirm/`, report and
 `summary.json` as any run), then on the simulator at the rate the emulated run
-used (the same file slowed by the same factor, `confirm/<name>-sim/`).
+used (the same file slowed by the same factor, `confirm/<name>-sim/`, on the
+switches the tuning ran, tuning.json's `switches`).
 `confirm.json` and `confirm.md` set side by side, per size and setting: the
 tuner's simulated busbw at the nominal rates, the simulated and emulated busbw
 at the emulated rate, both over their ideal (the schedule's link-rate bound,
@@ -134,7 +135,7 @@ def confirm_on_fabric(scenario, result: dict, out: Path, budget_s: float, progre
         f = rate / confirm_scenario.links.host.rate_mbps
         slow = slowed(confirm_scenario, f) if f < 1 else confirm_scenario
         sim_dir = runs / f"{confirm_scenario.name}-sim"
-        run_variant(Variant("base", (), slow), sim_dir / "base")
+        run_variant(Variant("base", (), slow), sim_dir / "base", result.get("switches", "model"))
         sim_summary = {"base": summarize_simulated(sim_dir / "base", slow.topo)}
         write_sim_report(slow, {"base": sim_dir / "base"}, sim_summary, sim_dir)
         sim = _rows(json.loads((sim_dir / "summary.json").read_text()))

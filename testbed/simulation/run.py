@@ -186,6 +186,16 @@ def simulate(scenario, messages=None, until_s: float | None = None, label: str |
     return net, info
 
 
+def simulate_on(switches: str, scenario, messages=None, until_s: float | None = None, label: str | None = None,
+                faults: bool = True):
+    """`simulate_program` ("program") or `simulate` ("model"): (network, info) of the scenario's
+    workload or `messages` to completion or `until_s`, without telemetry."""
+    if switches not in SWITCH_MODELS:
+        raise ValueError(f"switches {switches!r}: one of {', '.join(SWITCH_MODELS)}")
+    run = simulate_program if switches == "program" else simulate
+    return run(scenario, messages, until_s=until_s, label=label, faults=faults)
+
+
 def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
     """Simulate one variant and write its run directory; returns result.json's content.
     `switches`: "program" runs the scenario's P4 program (program_net.py), "model" sim.py's

@@ -1,6 +1,8 @@
 """`testbed tune`: pick a collective's algorithm x channels x chunk size x load balancing per size.
 
-Every candidate is measured on the simulator (`simulation.run.simulate`) as one
+Every candidate is measured on the simulator (`simulation.run.simulate_on`: the
+scenario's P4 program on the native engine by default, `--switches model` the
+hand-written model) as one
 collective alone on the scenario's topology and transport, over the ranks of
 the scenario's first `collective` phase; its figure is busbw (Mbit/s, the
 report's definition).  The transport knob is the fabric's load balancing
@@ -47,7 +49,7 @@ from testbed.host import collectives
 from testbed.progress import current as current_display
 from testbed.progress import display
 from testbed.simulation import sweep
-from testbed.simulation.run import simulate
+from testbed.simulation.run import simulate_on
 from testbed.telemetry.collectives import collective_rows
 
 DEFAULT_CHANNELS = (1, 2, 4)
@@ -92,15 +94,16 @@ def with_balancing(scenario, load_balancing: str):
     return parse_scenario(yaml.safe_dump(data, sort_keys=False), scenario.file)
 
 
-def measure_candidate(scenario, phase, size: int, c: Candidate) -> dict:
+def measure_candidate(scenario, phase, size: int, c: Candidate, switches: str = "program") -> dict:
     """One unit of the sweep: the collective of `phase`'s op over its ranks, `size` bytes, with
-    candidate `c`, alone on `scenario` (its load balancing already `c`'s) without faults; the
-    collective's row (busbw, verified, ...) and the machine's wall time it took."""
+    candidate `c`, alone on `scenario` (its load balancing already `c`'s) without faults, its
+    switches `switches` (simulate_on); the collective's row (busbw, verified, ...) and the
+    machine's wall time it took."""
     params = collectives.Params(phase.op, c.algorithm, size, c.channels, c.chunk_bytes)
     servers = [list(s) for s in phase.servers] or None
     msgs = collectives.schedule(f"tune@{size}B", list(phase.hosts), params, 0.0, servers)
     started = time.monotonic()
-    net, info = simulate(scenario, msgs, label=f"{size} B {c.label()}", faults=False)
+    net, info = simulate_on(switches, scenario, msgs, label=f"{size} B {c.label()}", faults=False)
     row = collective_rows([m.to_json() for m in msgs], net.records(), scenario.to_dict(),
                           scenario.topo)[f"tune@{size}B"]
     row["wall_s"] = round(time.monotonic() - started, 2)
@@ -108,8 +111,10 @@ def measure_candidate(scenario, phase, size: int, c: Candidate) -> dict:
 
 
 class Tuner:
-    def __init__(self, scenario, phase, algorithms, channels, chunks, progress=print, balancings=None) -> None:
+    def __init__(self, scenario, phase, algorithms, channels, chunks, progress=print, balancings=None,
+                 switches: str = "program") -> None:
         self.scenario = scenario
+        self.switches = switches
         self.phase = phase
         self.algorithms = tuple(algorithms)
         self.channels = tuple(channels)
@@ -145,7 +150,7 @@ class Tuner:
         then reads its own from `measured`."""
         keys = [(size, c) for size in sizes for c in self.space()
                 if self.valid(size, c) and (size, c) not in self.measured]
-        units = [sweep.Unit(measure_candidate, (self._scenarios[c.load_balancing], self.phase, size, c))
+        units = [sweep.Unit(measure_candidate, (self._scenarios[c.load_balancing], self.phase, size, c, self.switches))
                  for size, c in keys]
         sweep.run(units, jobs, cluster, done=lambda index, row: self._measured(*keys[index], row))
 
@@ -153,7 +158,8 @@ class Tuner:
         """busbw (Mbit/s) of one collective of `size` with candidate `c`, None when it did not verify."""
         key = (size, c)
         if key not in self.measured:
-            self._measured(size, c, measure_candidate(self._scenarios[c.load_balancing], self.phase, size, c))
+            self._measured(size, c, measure_candidate(self._scenarios[c.load_balancing], self.phase, size, c,
+                                                      self.switches))
         return self.measured[key].get("busbw_mbps") if self.measured[key]["verified"] else None
 
     def _measured(self, size: int, c: Candidate, row: dict) -> None:
@@ -214,6 +220,7 @@ class Tuner:
                 r["fixed_busbw_mbps"] = self._score(r["size_bytes"], f)
                 r["choice_over_fixed"] = r["choice_busbw_mbps"] / r["fixed_busbw_mbps"]
         return {"op": self.phase.op, "ranks": len(self.phase.hosts), "hosts": list(self.phase.hosts),
+                "switches": self.switches,
                 "space": {"algorithms": list(self.algorithms), "channels": list(self.channels),
                           "chunk_bytes": list(self.chunks), "load_balancing": list(self.balancings)},
                 "rows": rows, "best_fixed": fixed,
@@ -225,7 +232,9 @@ class Tuner:
 
 
 def markdown(scenario, result: dict) -> str:
-    lines = [f"# Tuning {result['op']} on {scenario.name} ({result['ranks']} ranks, simulator)", "",
+    on = {"program": "the scenario's P4 program", "model": "the hand-written model"}[result.get("switches", "model")]
+    lines = [f"# Tuning {result['op']} on {scenario.name} ({result['ranks']} ranks, simulator: switches run {on})",
+             "",
              "busbw in Mbit/s (nccl-tests' definition, payload); regret = 1 - busbw(choice) / busbw(best); "
              "the choice is coordinate descent over algorithm, then channels, then chunk size "
              "(chunk 0 = one piece per segment), then the fabric's load balancing; the best is exhaustive "
@@ -254,9 +263,10 @@ def markdown(scenario, result: dict) -> str:
 
 
 def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunks, out_dir: Path,
-                  progress=print, balancings=None, jobs: int = 1, cluster: str | None = None) -> Path:
+                  progress=print, balancings=None, jobs: int = 1, cluster: str | None = None,
+                  switches: str = "program") -> Path:
     """Tune (see the module), the candidates measured in `jobs` processes or on a Dask `cluster`
-    (simulation/sweep.py); writes tuning.json and tuning.md in `out_dir`."""
+    (simulation/sweep.py) on `switches`; writes tuning.json and tuning.md in `out_dir`."""
     phases = [p for p in scenario.workload if p.kind == "collective"]
     if not phases:
         raise TuneError(f"{scenario.file}: no 'collective' phase to tune (its op and ranks are what is tuned)")
@@ -279,7 +289,7 @@ def tune_scenario(scenario, sizes: list[int] | None, algorithms, channels, chunk
                         f"({', '.join(LOAD_BALANCING)})")
     balancings = list(dict.fromkeys(balancings))
     tuner = Tuner(scenario, phase, algorithms, channels or DEFAULT_CHANNELS, chunks or DEFAULT_CHUNKS, progress,
-                  balancings)
+                  balancings, switches)
     sizes = list(sizes or phase.sizes_bytes)
     with display(sum(tuner.valid(s, c) for s in sizes for c in tuner.space()), "candidates measured"):
         result = tuner.run(sizes, jobs, cluster)

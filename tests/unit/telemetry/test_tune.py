@@ -39,7 +39,21 @@ def test_tune_reports_choice_best_and_regret(tmp_path, capsys):
     assert [t["size_bytes"] for t in result["table"]] == [8192, 32768]
     text = (out / "tuning.md").read_text()
     assert "regret (%)" in text and "busbw (Mbit/s)" in text
+    assert result["switches"] == "program" and "switches run the scenario's P4 program" in text
     assert "tuning:" in capsys.readouterr().out
+
+
+def test_tune_on_the_model_measures_the_same_candidates_there(tmp_path):
+    """--switches model: every candidate on the hand-written model; tuning.json says so."""
+    path = tmp_path / "tunee.yaml"
+    path.write_text(SCENARIO)
+    assert cli.main(["tune", str(path), "--channels", "1", "--chunks", "0", "--algorithms", "ring",
+                     "--load-balancing", "spray", "--switches", "model", "--runs-dir", str(tmp_path / "runs")]) == 0
+    (out,) = (tmp_path / "runs" / "tunee").iterdir()
+    result = json.loads((out / "tuning.json").read_text())
+    assert result["switches"] == "model" and len(result["measurements"]) == 2
+    assert all(m["verified"] for m in result["measurements"])
+    assert "switches run the hand-written model" in (out / "tuning.md").read_text()
 
 
 def test_a_scenario_uses_the_tuning_table(tmp_path):
@@ -131,7 +145,7 @@ def test_confirm_sets_emulated_beside_simulated_from_the_run_directories(tmp_pat
     def fake_run(path, runs_dir, fit=True, what=""):
         s = slowed(load_scenario(path), 0.5)
         run_dir = Path(runs_dir) / s.name / "stamp"
-        run_variant(Variant("base", (), s), run_dir / "base")
+        run_variant(Variant("base", (), s), run_dir / "base", result["switches"])
         write_sim_report(s, {"base": run_dir / "base"}, {"base": summarize_simulated(run_dir / "base", s.topo)},
                          run_dir)
         return run_dir
@@ -147,6 +161,6 @@ def test_confirm_sets_emulated_beside_simulated_from_the_run_directories(tmp_pat
         assert row["emulated_busbw_mbps"] == emu[row["collective"]]["busbw_mbps"]
         # on the scenario's clock: the tuner's own (nominal-rate) figure for the same setting, within 2%
         assert row["emulated_busbw_mbps"] == pytest.approx(row["tuner_sim_busbw_mbps"], rel=0.02)
-        # the same file at the same rate on the same simulator: the same figure
+        # the same file at the same rate on the same simulator (the switches the tuning ran): the same figure
         assert row["sim_busbw_mbps"] == row["emulated_busbw_mbps"]
     assert "choice / fixed, emulated" in path.read_text()
