@@ -1,7 +1,10 @@
 """The simulator experiments behind the claims table, each saved as records + counters.
 
 An experiment is one network and one workload on the virtual-time simulator
-(testbed.simulation.sim: the agents' own sans-IO transport, exact wake-ups). Its
+(the agents' own sans-IO transport, exact wake-ups): the program network
+(simulation/program_net.py, the scenario's P4 program in every switch) for
+the experiments that are scenarios, simexp's hand-written model
+(simulation/sim.py) for the mixed workload and the load sweep. Its
 directory keeps `records.jsonl` (every message sent and delivered, as the
 agents write them) and `counters.json` (what the switches counted: DATA drops,
 credit drops, the deepest queue, pause frames; and the link rate, base RTT and
@@ -9,8 +12,8 @@ cell format the figures need), so figures.py computes every number of the
 report from the directory alone.
 
 Incasts, permutations and all-to-all are scenarios (5 Mbit/s links, BDP 16
-cells, 2-BDP buffers, spraying, the scenario's RED ECN for dcqcn) on `testbed
-sim`'s model of them: the very texts emulated.py runs on the emulated fabric,
+cells, 2-BDP buffers, spraying, the scenario's RED ECN for dcqcn) run as
+`testbed sim` runs them: the very texts emulated.py runs on the emulated fabric,
 so the two platforms are compared on one configuration. The mixed workload and
 the load sweep follow simexp's leaf-spine (the same links; their emulated
 counterparts are scaled-down scenarios, not compared row by row).
@@ -138,7 +141,32 @@ def run_unit(root: Path, experiment: Experiment) -> dict:
     return {"directory": out.relative_to(root).as_posix(), "wall_s": round(time.monotonic() - started, 3)}
 
 
-def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) -> None:
+def model_counters(net) -> dict:
+    """What the hand-written model's switches counted (simexp's leaf-spine, sim.Network)."""
+    return {"virtual_end_s": net.sim.now, "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(),
+            "credit_drops": sum(p.stats.credit_drops for p in net.ports), "pause_frames": net.pause_frames,
+            "peak_queue_cells": round(net.max_queue_cells(), 2)}
+
+
+def program_counters(net, info: dict) -> dict:
+    """What the program's switches counted on the program network (simulate_program's info): DATA
+    cells and all frames their queues turned away, credits dropped (over their port's rate by the
+    program's credit meter, or at a full queue), PFC frames sent, the deepest queue."""
+    from testbed.cells import wire
+
+    engine, credit_queue_drops = net.engine, 0
+    for name, index in net.fabric.index.items():
+        for port in net.topo.ports(name):
+            for prio in range(net.scenario.switch.priority_queues):
+                q = engine.queue_stats(index, port.number, prio)
+                credit_queue_drops += q["class_drops"][wire.CREDIT] if q is not None else 0
+    return {"virtual_end_s": net.now_s, "data_drops": info["switch_data_drops"],
+            "queue_drops_all_kinds": info["switch_queue_drops"],
+            "credit_drops": info["program_drops"].get("credit_over_rate", 0) + credit_queue_drops,
+            "pause_frames": info["pause_frames"] or 0, "peak_queue_cells": info["max_queue_cells"]}
+
+
+def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict, switch_counters: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     host_records.write_jsonl(out / "records.jsonl", net.records())
     counters = {
@@ -147,11 +175,9 @@ def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict) ->
         "pfc": list(PFC_THRESHOLDS) if experiment.transport.pfc else None, "label": experiment.transport.label,
         "params": experiment.params, "hosts": len(net.hosts), "messages": len(messages),
         "message_bytes": [m.size_bytes for m in messages], "sources": [m.src for m in messages], "starts_us": [m.start_us for m in messages],
-        "finished": net.finished(), "virtual_end_s": net.sim.now,
+        "finished": net.finished(),
         "link_rate_bps": cfg.link_rate_bps, "base_rtt_s": cfg.rtt_s, "bdp_cells": cfg.bdp_cells,
-        "cell_size": cfg.cell_size, "data_wire_bytes": cfg.data_wire_bytes,
-        "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(), "credit_drops": sum(p.stats.credit_drops for p in net.ports),
-        "pause_frames": net.pause_frames, "peak_queue_cells": round(net.max_queue_cells(), 2),
+        "cell_size": cfg.cell_size, "data_wire_bytes": cfg.data_wire_bytes, **switch_counters,
         "data_cells_sent": sum(h.ep.stats()["tx_counts"].get("tx_DATA", 0) for h in net.hosts.values()),
         "retransmissions": sum(h.ep.stats()["retransmissions"] for h in net.hosts.values()),
         "timeouts": sum(h.ep.stats()["timeouts"] for h in net.hosts.values()),
@@ -171,8 +197,8 @@ def _run_incast(e: Experiment, seed: int = 1):
     so the claims table's agreement rows compare one configuration on two platforms."""
     n = e.params["senders"]
     text = incast_text(n, e.transport.cc, e.transport.pfc, seed, e.transport.credit_order, e.transport.overcommit)
-    net, cfg, messages = _simulate_text(text, f"claims-incast{n}.yaml")
-    return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine", "seed": seed}
+    net, cfg, messages, counters = _simulate_text(text, f"claims-incast{n}.yaml")
+    return net, cfg, messages, {"receiver": "h1", "topology": "leaf_spine", "seed": seed}, counters
 
 
 def _run_mixed(e: Experiment):
@@ -186,7 +212,7 @@ def _run_mixed(e: Experiment):
          for k in range(60)])
     net.load(messages, seed=1)
     _run_shown(net, messages, cfg, e.name)
-    return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}
+    return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}, model_counters(net)
 
 
 def _run_shown(net, messages, cfg, name: str) -> None:
@@ -203,7 +229,7 @@ def _run_load(e: Experiment):
                                  LOAD_SECONDS, seed=1)
     net.load(messages, seed=1)
     _run_shown(net, messages, cfg, e.name)
-    return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}
+    return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}, model_counters(net)
 
 
 # Permutation and all-to-all: the scenario's own workload, as the emulated runs of the same text
@@ -274,21 +300,22 @@ def scenario_text(kind: str, tiers: int, cc: str, pfc: bool = False) -> str:
 
 def _run_scenario(e: Experiment):
     tiers = e.params["tiers"]
-    net, cfg, messages = _simulate_text(scenario_text(e.kind, tiers, e.transport.cc, e.transport.pfc),
-                                        f"claims-{tiers}tier.yaml")
-    return net, cfg, messages, {"topology": "fat_tree" if tiers == 3 else "leaf_spine"}
+    net, cfg, messages, counters = _simulate_text(scenario_text(e.kind, tiers, e.transport.cc, e.transport.pfc),
+                                                  f"claims-{tiers}tier.yaml")
+    return net, cfg, messages, {"topology": "fat_tree" if tiers == 3 else "leaf_spine"}, counters
 
 
 def _simulate_text(text: str, name: str):
-    """One scenario text (one variant, no `variants`) on the scenario-built simulator, to the end."""
+    """One scenario text (one variant, no `variants`) on the program network (`testbed sim`'s
+    default: the scenario's P4 program in every switch), to the end; its switches' counters."""
     from testbed.scenario.workload import scenario_messages
     from testbed.scenario import parse_scenario
-    from testbed.simulation.run import simulate, transport_config
+    from testbed.simulation.run import simulate_program, transport_config
 
     scenario = parse_scenario(text, name)
     messages = scenario_messages(scenario)
-    net, _ = simulate(scenario, messages, until_s=300.0)
-    return net, transport_config(scenario), messages
+    net, info = simulate_program(scenario, messages, until_s=300.0)
+    return net, transport_config(scenario), messages, program_counters(net, info)
 
 
 _RUNNERS = {"incast": _run_incast, "mixed": _run_mixed, "load": _run_load,

@@ -83,8 +83,7 @@ def test_incast_figures_come_from_the_files_and_match_a_testbed_sim_run_of_the_e
     e = experiments.Experiment("incast4-dcqcn", "incast", experiments.Transport("dcqcn"), {"senders": 4})
     got = figures.of_experiment(experiments.run(e, tmp_path))
     (tmp_path / "i4.yaml").write_text(experiments.incast_text(4, "dcqcn"))
-    # the claims' experiments still run on the hand model of fabric.p4: `testbed sim` on the same
-    assert main(["sim", str(tmp_path / "i4.yaml"), "--switches", "model", "--runs-dir", str(tmp_path / "runs")]) == 0
+    assert main(["sim", str(tmp_path / "i4.yaml"), "--runs-dir", str(tmp_path / "runs")]) == 0
     (variant_dir,) = [p.parent for p in (tmp_path / "runs").rglob("scenario.resolved.yaml")]
     ref = figures.of_emulated(variant_dir)
     for key in ("goodput_over_payload_rate", "jain", "last_over_ideal", "fct_p50_ms", "fct_p99_ms",
