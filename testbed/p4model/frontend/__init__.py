@@ -18,16 +18,29 @@ from testbed.p4model.frontend import ir
 __all__ = ["load_program", "load_source", "ir"]
 
 
+_LOADED: dict[tuple, ir.Program] = {}  # preprocessed text and origins -> its IR (LOADED_KEPT newest)
+LOADED_KEPT = 8
+
+
 def load_program(path, include_dirs=(), defines=None) -> ir.Program:
-    """Load a P4-16 v1model program from a file into the typed IR."""
+    """Load a P4-16 v1model program from a file into the typed IR.
+
+    The IR is read-only once made (every back end and every switch of a fabric share one), so a
+    second load of the same preprocessed program (the same text from the same files and lines:
+    the includes and defines as they are now) returns the same IR without parsing again."""
     from testbed.p4model.frontend.lower import lower
     from testbed.p4model.frontend.parser import parse_source
     from testbed.p4model.frontend.preprocess import preprocess
 
     try:
         source = preprocess(Path(path), include_dirs, defines)
-        tree = parse_source(source)
-        return lower(tree, source)
+        key = (source.text, tuple(source.origins))
+        program = _LOADED.get(key)
+        if program is None:
+            program = _LOADED[key] = lower(parse_source(source), source)
+            while len(_LOADED) > LOADED_KEPT:
+                _LOADED.pop(next(iter(_LOADED)))
+        return program
     except P4Error:
         raise
     except RecursionError:
