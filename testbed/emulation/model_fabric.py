@@ -120,6 +120,7 @@ class NativeModelFabric:
     hosts: dict  # host name -> its first NIC port's index in the engine
     host_ports: dict = field(default_factory=dict)  # host name -> EngineHostPort
     nic_index: dict = field(default_factory=dict)  # (host, its port number) -> the port's index in the engine
+    native_refused: str | None = None  # why the native back end refused the program (its switches run Python)
     plans: dict = field(default_factory=dict)  # switch name -> the controller's SwitchPlan it was written
     controls: dict = field(default_factory=dict)  # switch name -> its in-process P4Runtime ControlPlane
     configured: object = None  # plan -> (a new pipeline with the plan written, its ControlPlane): a restart
@@ -163,7 +164,10 @@ def build(scenario_text: str, name: str = "model_fabric.yaml", backend: str = "p
 
 
 def build_scenario(scenario, backend: str = "python", seed: int = 1):
-    """`build` of a parsed Scenario (its variant's own settings), the pipelines seeded with `seed`."""
+    """`build` of a parsed Scenario (its variant's own settings), the pipelines seeded with `seed`.
+    backend "native": every switch in the native engine, its program built by the native back end;
+    a program that back end refuses runs on the Python target in the engine's switch slots
+    (p4model/engine/python_slot.py), and the fabric's `native_refused` says why."""
     from p4.v1 import p4runtime_pb2
 
     from testbed.control.p4info_index import P4InfoIndex
@@ -182,13 +186,20 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
     plans = plan_fabric(topology, scenario)
     ir = load_program(REPO / scenario.switch.program)
     p4info = generate(ir)
-    if backend == "native":
-        from testbed.p4model.backend.native.binding import NativePipeline
-        new_pipeline = lambda: NativePipeline(ir, clock=clock, seed=seed)  # noqa: E731
-    else:
-        new_pipeline = lambda: Pipeline(ir, clock=clock, seed=seed)  # noqa: E731
     index = P4InfoIndex(p4info)
     clock = ManualClock()
+    refused: list[str] = []  # why the native back end refused the program (then every switch is Python)
+
+    def new_pipeline():
+        if backend == "native" and not refused:
+            from testbed.p4model.backend.native import NativeBuildError, NativeUnsupported
+            from testbed.p4model.backend.native.binding import NativePipeline
+
+            try:
+                return NativePipeline(ir, clock=clock, seed=seed)
+            except (NativeUnsupported, NativeBuildError) as error:
+                refused.append(str(error))  # the engine runs the Python target in its slots (python_slot.py)
+        return Pipeline(ir, clock=clock, seed=seed)
 
     def configured(plan):
         """A new pipeline with `plan` written through its in-process P4Runtime ControlPlane."""
@@ -222,6 +233,7 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
         fabric = _native(scenario, topology, switches, seed)
         fabric.plans, fabric.controls, fabric.configured = plans, controls, configured
         fabric.p4info_index = index
+        fabric.native_refused = refused[0] if refused else None
         return fabric
     loop = FabricLoop(switches, clock)
     for link in topology.links:
@@ -237,7 +249,7 @@ def _native(scenario, topology, switches: dict, seed: int = 1) -> NativeModelFab
 
     nic_ports = [(host, port) for host in topology.hosts for port in topology.ports(host)]
     engine = NativeFabric(seed=seed, hosts=len(nic_ports))
-    index = {name: engine.add_switch(s.datapath.pipeline, s.tm, s.drop_port) for name, s in switches.items()}
+    index = {name: engine.add_switch(s.datapath.pipeline, s.tm, s.drop_port, name) for name, s in switches.items()}
     for name, s in switches.items():
         s.tm.__class__ = EngineTrafficManager
         s.tm.bind(engine, index[name])

@@ -65,6 +65,8 @@ class Pipeline:
     """One program instance: `process` for an ideal queue, `ingress` /
     `egress` for the traffic-manager hand-off."""
 
+    backend = "python"  # NativePipeline's is "native"
+
     def __init__(self, program: ir.Program, clock: Clock | None = None, seed=None,
                  drop_port: int = DROP_PORT, max_passes: int = MAX_PASSES) -> None:
         self.program = program

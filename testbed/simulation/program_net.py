@@ -43,6 +43,7 @@ from testbed.host.endpoint import Endpoint, channel_of_datagram
 from testbed.host.nic import NicPorts
 from testbed.host.pfc import PauseGate
 from testbed.host.message import MessageSpec
+from testbed.errors import TestbedError
 
 ECT0 = 2  # the IPv4 ECN field of an ECN-capable (DATA) cell
 _IP = struct.Struct("!BBHHHBBH4s4s")
@@ -273,6 +274,10 @@ class ProgramHost:
         self.net.push(now_ns + self.nic_sample_ns, LOOK, self, None)
 
 
+class ProgramNetworkError(TestbedError):
+    """A run the program network cannot carry on (one line)."""
+
+
 class ProgramNetwork:
     """Hosts on the virtual clock around the native engine's fabric (see the module docstring)."""
 
@@ -377,6 +382,7 @@ class ProgramNetwork:
         next_report = clock() + every_s
         rounds = 0
         observers, grid = self._observers, self.grid_ns
+        python_slots = self.fabric.native_refused is not None  # switches on the Python target (python_slot.py)
         reached = self.now_ns
         while True:
             first = heap[0][0] if heap else FOREVER
@@ -387,6 +393,10 @@ class ProgramNetwork:
             if observers and observers[0][0] < horizon:
                 horizon = observers[0][0]
             reached = run_window(horizon, window)
+            if python_slots:
+                problem = engine.python_problem()
+                if problem is not None:
+                    raise ProgramNetworkError(problem)
             for at, nic, frame in take():
                 self._seq += 1
                 push(heap, (at, self._seq, DELIVER, nic, frame))

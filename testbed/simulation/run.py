@@ -135,7 +135,8 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
         taken.finish()
     figures = net.switch_figures()
     info = {"driver": "simulator", "target": "simulator", "switches": "program",
-            "program": scenario.switch.program, "virtual_end_s": net.now_s,
+            "program": scenario.switch.program, "native_refused": net.fabric.native_refused,
+            "virtual_end_s": net.now_s,
             "wall_s": round(time.monotonic() - started, 3), "build_s": round(built - started, 3),
             "events": net.events, "cell_hops": net.cell_hops(), "finished": net.finished(),
             "switch_queue_drops": figures["switch_queue_drops"], "switch_data_drops": figures["switch_data_drops"],

@@ -53,6 +53,9 @@ def run_all(variants: list, out_dir: Path, switches: str, shown=None, jobs: int 
         print(f"[{finished_count}/{len(variants)} {variant.name}] {result['virtual_end_s'] / stretch:.3f} s of "
               f"the scenario simulated{f' (x{stretch:.3g} slower)' if abs(stretch - 1) > 1e-9 else ''} in "
               f"{result['wall_s']:.1f} s, {'finished' if result['finished'] else 'NOT finished'}", flush=True)
+        if result.get("native_refused"):
+            print(f"[{finished_count}/{len(variants)} {variant.name}] its switches ran the program on the Python "
+                  f"target, much slower: {result['native_refused']}", flush=True)
         if shown is not None:
             shown.advance(variant.name)
 

@@ -135,6 +135,7 @@ class NativeFabric:
         if not self._e:
             raise MemoryError("native fabric engine: no memory")
         self.pipelines: list = []  # kept alive: the engine calls into their C instances
+        self.python_slots: list = []  # the callbacks of Python pipelines (python_slot.py), kept alive too
         self._current: dict = {}   # switch index -> the pipeline it runs now
 
     def __del__(self) -> None:
@@ -142,27 +143,32 @@ class NativeFabric:
         if e:
             self.lib.eng_free(e)
 
-    def add_switch(self, pipeline, tm, drop_port: int | None = None) -> int:
-        """A switch running `pipeline` (a NativePipeline, or None: no program yet, it drops what
-        arrives) with `tm`'s settings; its index."""
+    def add_switch(self, pipeline, tm, drop_port: int | None = None, name: str = "") -> int:
+        """A switch running `pipeline` (a NativePipeline, a Python Pipeline through callbacks, or
+        None: no program yet, it drops what arrives) with `tm`'s settings; its index."""
         if drop_port is None:
             drop_port = pipeline.drop_port if pipeline is not None else 511
         index = self.lib.eng_add_switch(self._e, drop_port, tm.priority_queues)
         if index < 0:
             raise MemoryError("native fabric engine: cannot add a switch")
-        self.set_pipeline(index, pipeline, drop_port)
+        self.set_pipeline(index, pipeline, drop_port, name)
         self.sync_tm(index, tm)
         return index
 
-    def set_pipeline(self, index: int, pipeline, drop_port: int | None = None) -> None:
+    def set_pipeline(self, index: int, pipeline, drop_port: int | None = None, name: str = "") -> None:
         """Switch `index` runs `pipeline` from now on (None: none); packets queued under the
         previous program finish with it (it is kept alive here).  A program that can ask for
         clones, resubmit or recirculation gets the engine's copy path (eng_set_replication, the
         pipeline's max_passes), a multicast-only one the replica path (eng_set_copies); either
-        gets the PRE's groups and clone sessions, kept current through pre.on_change."""
+        gets the PRE's groups and clone sessions, kept current through pre.on_change.  A Python
+        pipeline (backend "python": a program the native back end refused) runs through
+        callbacks (python_slot.py; `name` names the switch in its problem line)."""
         self._current[index] = None
         if pipeline is None:
             self.lib.eng_set_pipeline(self._e, index, None, None, None, None, 0, 0, drop_port or 511)
+            return
+        if getattr(pipeline, "backend", None) == "python":
+            self._set_python(index, pipeline, drop_port, name)
             return
         lib = pipeline.lib
         rc = self.lib.eng_set_pipeline(self._e, index, pipeline._inst, _address(lib.tb_ingress),
@@ -189,6 +195,23 @@ class NativeFabric:
             raise MemoryError("native fabric engine: cannot set a pipeline")
         self._push_pre(index, pipeline)
         pipeline.pre.on_change = lambda: self._pre_changed(index, pipeline)
+
+    def _set_python(self, index: int, pipeline, drop_port: int | None, name: str) -> None:
+        from testbed.p4model.engine.python_slot import HEADER_ROOM, STATE_BYTES, PythonSlot
+
+        slot = PythonSlot(pipeline, name or f"#{index}")
+        ingress, egress, priority = slot.addresses()
+        rc = self.lib.eng_set_pipeline(self._e, index, None, ingress, egress, priority, STATE_BYTES, HEADER_ROOM,
+                                       pipeline.drop_port if drop_port is None else drop_port)
+        if rc != 0:
+            raise MemoryError("native fabric engine: cannot set a pipeline")
+        self.pipelines.append(pipeline)
+        self.python_slots.append(slot)  # the callbacks live as long as the engine may call them
+        self._current[index] = pipeline
+
+    def python_problem(self) -> str | None:
+        """The first problem a Python pipeline's slot met (python_slot.py), or None."""
+        return next((slot.problem for slot in self.python_slots if slot.problem), None)
 
     def _push_pre(self, index: int, pipeline) -> None:
         """The PRE's multicast groups and clone sessions of `pipeline` into switch `index` (the

@@ -215,3 +215,47 @@ def test_data_lost_on_a_cut_cable_is_accounted_for(tmp_path):
     cells = info["data_cells"]
     assert info["finished"] and cells["lost"]["cut_links"] > 0
     assert cells["unaccounted"] == 0
+
+
+def test_a_program_the_native_back_end_refuses_runs_on_the_python_target(tmp_path, capsys):
+    """An unused header with a field too wide for the native back end: the program network runs
+    every switch's program on the Python target in the engine's slots, every message arrives, and
+    `testbed sim` says so in one line and in result.json."""
+    from testbed.cli import main
+
+    program = _edited_program(tmp_path, "struct headers_t {", "header wide_t { bit<130> data; bit<6> pad; }\n"
+                              "struct headers_t {\n    wide_t wide;", "headers.p4")
+    (tmp_path / "wide.yaml").write_text(FABRIC.format(program=program, lb="spray_rr_entropy", cc="tita",
+                                                      workload=PERMUTATION, ecn=""))
+    assert main(["sim", str(tmp_path / "wide.yaml"), "--runs-dir", str(tmp_path / "runs")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "Python target" in line]
+    assert len(lines) == 1 and "wider than 128 bits" in lines[0]
+    (result_path,) = (tmp_path / "runs").rglob("result.json")
+    result = json.loads(result_path.read_text())
+    assert result["finished"] and "wider than 128 bits" in result["native_refused"]
+
+
+def test_the_python_target_in_the_engine_gives_the_native_programs_records(monkeypatch):
+    """fabric.p4 forced onto the Python target in every switch slot (python_slot.py): the same
+    records, counters and marks as its native build, message by message (step marking and tita's
+    credit meters included; RED's draws differ, as each target's random() has its own generator)."""
+    from testbed.p4model.backend.native import NativeUnsupported
+    from testbed.p4model.backend.native import binding
+
+    step = ", ecn: {mode: step, k_cells: 4}"
+    native, native_info = run(scenario(cc="dcqcn", workload=INCAST, ecn=step))
+
+    def refuse(self, *args, **kwargs):
+        raise NativeUnsupported(None, "forced by the test")
+
+    monkeypatch.setattr(binding.NativePipeline, "__init__", refuse)
+    python, python_info = run(scenario(cc="dcqcn", workload=INCAST, ecn=step))
+    assert python.fabric.native_refused and not native.fabric.native_refused
+    assert json.dumps(python.records(), sort_keys=True) == json.dumps(native.records(), sort_keys=True)
+    assert _ce_cells(python) == _ce_cells(native) > 0
+    for key in ("cell_hops", "switch_queue_drops", "max_queue_cells", "program_drops", "data_cells"):
+        assert python_info[key] == native_info[key], key
+    tita, _ = run(scenario(cc="tita"))
+    monkeypatch.undo()
+    tita_native, _ = run(scenario(cc="tita"))
+    assert json.dumps(tita.records(), sort_keys=True) == json.dumps(tita_native.records(), sort_keys=True)
