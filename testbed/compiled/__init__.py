@@ -1,7 +1,7 @@
 """The transport compiled from its own Python source by mypyc, loaded only while it is that source.
 
 The model: MODULES (the sans-IO transport, its congestion controls, the application's workload
-runner and the cell codec) are compiled together by mypyc into one group of C extension modules.
+runner, the cell codec, and the simulator's hosts around them) are compiled together by mypyc into one group of C extension modules.
 A build lives in the cache, `cache_dir()/<key>/`, where the key is the SHA-256 of each module's
 name and source bytes, the compiler's version (the `mypy` package's) and the interpreter's
 extension suffix. Its `manifest.json` keeps every module's own hash, so a stale build can say
@@ -59,6 +59,7 @@ MODULES = (
     "host/cc/tita.py",
     "host/cc/dcqcn.py",
     "host/cc/nscc.py",
+    "simulation/program_host.py",  # the program network's hosts: on the path of every simulated cell
 )
 COMPILER = "mypy"  # the PyPI package whose mypyc compiles MODULES; pinned in pyproject.toml
 # mypy checks the compiled modules only: what they import from the rest of the package is read

@@ -52,7 +52,8 @@ from testbed.control.p4runtime_client import encode_table_entry
 from testbed.control.reroute import Rerouter
 from testbed.emulation.faults import FaultAction, plan_faults
 from testbed.simulation.faults import REACTION_S
-from testbed.simulation.program_net import DELIVER, LOCAL, ProgramNetwork
+from testbed.simulation.program_host import DELIVER, LOCAL
+from testbed.simulation.program_net import ProgramNetwork
 
 
 class ProgramFaults:
