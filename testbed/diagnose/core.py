@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from testbed.errors import TestbedError
-from testbed.telemetry.rundir import RunDirError, load_json, load_jsonl, load_yaml
+from testbed.telemetry.rundir import TelemetryCover, load_json, load_jsonl, load_yaml, telemetry_cover
 
 BIN_S = 0.1
 LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
@@ -173,14 +173,15 @@ def read_run_records(variant_dir: Path) -> dict[str, list[dict]]:
     return out
 
 
-def switch_samples(variant_dir: Path, topo) -> tuple[Path, list[dict], dict[tuple, tuple[str, str, str]]] | None:
+def switch_samples(variant_dir: Path, topo, cover: TelemetryCover | None = None
+                   ) -> tuple[Path, list[dict], dict[tuple, tuple[str, str, str]]] | None:
     """(telemetry.jsonl's path, its samples in time order, (switch, port) -> (cable, this end, far
-    end)), None when the run has no switch telemetry."""
-    path = variant_dir / "telemetry.jsonl"
-    if not path.exists():
+    end)), None when the run has no switch counters (rundir.telemetry_cover: the file missing,
+    empty, or no switch sampled twice). `cover`: the run's, when already read."""
+    cover = cover if cover is not None else telemetry_cover(variant_dir)
+    if not cover.links:
         return None
-    rows, _ = load_jsonl(path)
-    return path, sorted(rows, key=lambda r: r.get("t_s", 0.0)), port_ends(topo)
+    return variant_dir / "telemetry.jsonl", cover.rows, port_ends(topo)
 
 
 def port_ends(topo) -> dict[tuple, tuple[str, str, str]]:
@@ -192,12 +193,13 @@ def port_ends(topo) -> dict[tuple, tuple[str, str, str]]:
     return ends
 
 
-def run_link_series(variant_dir: Path, topo, nbins: int) -> dict[str, list[float]] | None:
+def run_link_series(variant_dir: Path, topo, nbins: int, cover: TelemetryCover | None = None
+                    ) -> dict[str, list[float]] | None:
     """`name:a>b` bytes per bin from telemetry.jsonl, None without it: a switch port's tx counter is the
     direction leaving the switch; its rx counter on a host's port the direction host -> switch (a
     switch-switch direction is counted once, at its sender). A sample's bytes since the previous one
     go to the bin of the sample's time (`t_s`, seconds from the run's start on the run's clock)."""
-    telemetry = switch_samples(variant_dir, topo)
+    telemetry = switch_samples(variant_dir, topo, cover)
     if telemetry is None:
         return None
     path, rows, ends = telemetry
@@ -245,14 +247,15 @@ OTHERS_SHARE = 0.3  # a silent switch is stopped only while the rest of the fabr
 IN_FLIGHT_BYTES = 8192  # more than a cable holds on its wire at a bin's edge (a few cells at 5 Mbit/s)  # a cable that delivered nothing for this many bins (its twin busy) was cut
 
 
-def run_wire(variant_dir: Path, topo, nbins: int) -> tuple[dict, dict, dict[str, int]] | None:
+def run_wire(variant_dir: Path, topo, nbins: int, cover: TelemetryCover | None = None
+             ) -> tuple[dict, dict, dict[str, int]] | None:
     """(`name:a>b` bytes sent into the cable per bin, the bytes that arrived at its far end per bin,
     switch -> the first bin its counters counted from zero again), None without telemetry.
 
     Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series).
     Arrived: a switch port's rx counter, a host's NIC rx bytes. A healthy cable delivers what it is
     sent (within a bin, the cells on the wire at its edge); what goes missing was lost on it."""
-    telemetry = switch_samples(variant_dir, topo)
+    telemetry = switch_samples(variant_dir, topo, cover)
     if telemetry is None:
         return None
     path, rows, ends = telemetry
@@ -368,7 +371,7 @@ def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[
     return min(found, default=None)
 
 
-def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culprit]:
+def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: bool = True) -> list[Culprit]:
     """Culprits the counters show directly, before any comparison of amounts (docs/diagnose.md):
 
     * a switch whose counters started from zero again: `restarted`, from the first bin in which all
@@ -381,7 +384,9 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culpr
     * a switch that stopped and was not seen back: `down`, unless exactly one of its cables lost
       bytes as it fell silent (then the cable was cut and the routes left the switch idle).
     A host's only cable cut to the end of the run is the host `down` (the two look the same from the
-    fabric; a cable that mends was not the host)."""
+    fabric; a cable that mends was not the host). `to_the_end`: the bins reach the run's end; when
+    they stop before it (a partial diagnosis) a cable cut to their end is the cable: whether it
+    mended is not known."""
     sent, arrived, resets = wire
     out = []
     for switch, reset_bin in resets.items():
@@ -449,7 +454,7 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float]) -> list[Culpr
         cuts = [(i, j) for i, j in _runs([b >= first and delivered[b] == 0 for b in range(n)])
                 if sum(tried[i:j + 1]) >= CUT_BINS and i <= last_loss + 1]
         host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
-        if cuts and host is not None and cuts[-1][1] == n - 1 and not any(
+        if cuts and to_the_end and host is not None and cuts[-1][1] == n - 1 and not any(
                 l.name != link.name and host in (l.a, l.b) for l in topo.links):
             kind, target, symptom = "host", host, "down"
         elif len(cuts) >= 2:
@@ -837,18 +842,22 @@ def diagnose_variant(variant_dir: Path) -> dict:
         raise DiagnoseError(f"{variant_dir}: the run failed ({result['failed']}); nothing to diagnose")
     scenario, stretch = twin_scenario(variant_dir)
     run_hosts = read_run_records(variant_dir)
+    cover = telemetry_cover(variant_dir)
     nbins = _bins(scenario.duration_s)
+    judged = judged_bins(cover, nbins)
     run = host_series(run_hosts, nbins)
-    links = run_link_series(variant_dir, scenario.topo, nbins)
+    links = run_link_series(variant_dir, scenario.topo, nbins, cover)
     switches = twin_switches(result)
     twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None, switches)
     twin = dict(twin_hosts)
     if links is not None:
         run.update(links)
-        twin.update(twin_links)
-    wire = run_wire(variant_dir, scenario.topo, nbins)
+        twin.update(twin_links if not cover.gaps else {k: v for k, v in twin_links.items() if k in links})
+    wire = run_wire(variant_dir, scenario.topo, nbins, cover)
+    run, twin, wire = cut_to(run, judged), cut_to(twin, judged), cut_wire(wire, judged)
     frame = frame_bytes(scenario)
-    culprits = wire_culprits(wire, twin, scenario.topo, wire_holds(scenario, frame)) if wire is not None else []
+    culprits = (wire_culprits(wire, twin, scenario.topo, wire_holds(scenario, frame), judged == nbins)
+                if wire is not None else [])
     nic = host_culprits(wire, run, twin, scenario.topo, frame) if wire is not None else []
     nic += [c for c in culprits if c.kind == "switch" and c.symptom == "down"]  # silence only: onset-ranked
     culprits = [c for c in culprits if c not in nic]
@@ -858,16 +867,63 @@ def diagnose_variant(variant_dir: Path) -> dict:
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
+           "partial": partial_field(cover, judged, nbins, stretch),
            "run_time_stretch": stretch, "twin_switches": switches, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out
 
 
+def judged_bins(cover: TelemetryCover, nbins: int) -> int:
+    """How many bins, from the first, run and twin are held against each other: all of them when the
+    telemetry is whole or holds no counter (then the hosts alone are judged, over the whole run);
+    when it is partial, those its counters close (`cover.end_s`: every switch that ends with the
+    file was sampled then), at least one."""
+    if not cover.gaps or not cover.links:
+        return nbins
+    return min(nbins, max(1, math.ceil(cover.end_s / BIN_S - 1e-6)))
+
+
+def cut_to(series: dict[str, list[float]], nbins: int) -> dict[str, list[float]]:
+    """Every series' first `nbins` bins."""
+    return {k: v[:nbins] for k, v in series.items()}
+
+
+def cut_wire(wire, nbins: int):
+    """run_wire's (sent, arrived, resets) over the first `nbins` bins (None stays None)."""
+    if wire is None:
+        return None
+    sent, arrived, resets = wire
+    return cut_to(sent, nbins), cut_to(arrived, nbins), {k: b for k, b in resets.items() if b < nbins}
+
+
+def partial_field(cover: TelemetryCover, judged: int, nbins: int, stretch: float) -> dict | None:
+    """diagnosis.json's `partial`: None when the telemetry is whole; else why (rundir.telemetry_cover's
+    lines), which series were judged (`hosts and links`, or `hosts only` without link counters) and
+    the span judged, from 0 to `judged_to_s` of the run's `run_to_s`, on the scenario's clock."""
+    if not cover.gaps:
+        return None
+    return {"why": list(cover.gaps), "series": "hosts and links" if cover.links else "hosts only",
+            "judged_from_s": 0.0, "judged_to_s": round(judged * BIN_S / stretch, 3),
+            "run_to_s": round(nbins * BIN_S / stretch, 3)}
+
+
+def partial_note(partial: dict) -> str:
+    """One line: why a diagnosis is partial and what it judged."""
+    scope = ("hosts only: no link telemetry, no link or switch verdict" if partial["series"] == "hosts only"
+             else "hosts and links")
+    return (f"{'; '.join(partial['why'])}; judged {scope}, from {partial['judged_from_s']:.1f} s to "
+            f"{partial['judged_to_s']:.1f} s of {partial['run_to_s']:.1f} s")
+
+
 def verdict_lines(diagnosis: dict) -> list[str]:
+    """The printed verdict: a culprit a line, or that it is healthy; a partial diagnosis (`partial`)
+    says so first, or in its healthy line."""
+    partial = diagnosis.get("partial")  # absent from a diagnosis.json written before it existed
     if diagnosis["healthy"]:
-        return ["healthy: no culprit"]
-    return [Culprit(**c).line() for c in diagnosis["culprits"]]
+        return [f"healthy (partial: {partial_note(partial)}): no culprit" if partial else "healthy: no culprit"]
+    lines = [Culprit(**c).line() for c in diagnosis["culprits"]]
+    return ([f"partial: {partial_note(partial)}"] if partial else []) + lines
 
 
 def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits: list[Culprit],

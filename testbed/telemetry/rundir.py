@@ -15,12 +15,22 @@ run directory follows:
   host's records) makes the report partial: `variant_gaps` lists each gap
   in one line, and the report opens with them. A failed variant's figures
   are not computed at all.
+* The switch telemetry (`telemetry.jsonl`) is partial when it is missing,
+  empty, cut short (its last line), or ends before the host records do
+  (`telemetry_cover`: its last sample more than one of its sample periods
+  plus END_SLACK_S before the hosts' last record or NIC sample, as a killed
+  run leaves it). What it covers then ends at the earliest last sample of
+  the switches whose samples end with the file (a killed writer may have cut
+  its last round part-way); a switch whose samples end well before the file
+  does is not damage (a stopped switch writes no sample). Every time a gap
+  line gives is on the scenario's clock (telemetry.clock).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import TestbedError
@@ -79,6 +89,76 @@ def load_jsonl(path: Path) -> tuple[list[dict], str | None]:
     return rows, cut
 
 
+TELEMETRY = "telemetry.jsonl"
+END_SLACK_S = 0.2  # beyond one sample period: two 100 ms bins of clock and scheduling between processes
+
+
+@dataclass
+class TelemetryCover:
+    """What a run's switch telemetry covers (times on the run's own clock).
+
+    `rows`: its samples in time order (a cut last line left out); `gaps`: why it is partial, a line
+    each, times on the scenario's clock (empty: it is whole); `links`: whether it holds any counter
+    at all (a switch sampled twice or more: one sample counts nothing); `end_s`: the last instant
+    every switch that ends with the file was sampled (None without counters); `records_end_s`: the
+    hosts' last record or NIC sample (None without either)."""
+
+    rows: list[dict]
+    gaps: list[str]
+    links: bool
+    end_s: float | None
+    records_end_s: float | None
+
+
+def records_end(run_dir: Path) -> float | None:
+    """The hosts' last word on the run's clock: the latest time in records/<host>.jsonl (a message's
+    delivery or acknowledgement) or in a host's NIC series (records/<host>.stats.json's t_s)."""
+    records = Path(run_dir) / "records"
+    times: list[float] = []
+    for path in sorted(records.glob("*.jsonl")) if records.is_dir() else []:
+        for r in load_jsonl(path)[0]:
+            times += [float(r[k]) / 1e6 for k in ("delivered_us", "acked_us") if isinstance(r.get(k), (int, float))]
+    for path in sorted(records.glob("*.stats.json")) if records.is_dir() else []:
+        series = load_json(path).get("series") or {}
+        times += [float(t) for t in (series.get("t_s") or [])[-1:]]
+    return max(times, default=None)
+
+
+def telemetry_cover(run_dir: Path) -> TelemetryCover:
+    """The run's switch telemetry and what it covers, by the rules of this module's docstring."""
+    from testbed.telemetry.clock import stretch_of
+
+    run_dir = Path(run_dir)
+    path = run_dir / TELEMETRY
+    stretch = stretch_of(run_dir)
+    hosts_end = records_end(run_dir)
+    if not path.exists():
+        return TelemetryCover([], [f"{TELEMETRY} is missing"], False, None, hosts_end)
+    rows, cut = load_jsonl(path)
+    gaps = [cut] if cut else []
+    if not rows:
+        return TelemetryCover([], gaps + [f"{TELEMETRY} is empty"], False, None, hosts_end)
+    times: dict[str, list[float]] = {}
+    for number, r in enumerate(rows, 1):
+        try:
+            times.setdefault(str(r["switch"]), []).append(float(r["t_s"]))
+        except (KeyError, TypeError, ValueError):
+            raise RunDirError(f"{path}: sample {number} has no switch or time (t_s)") from None
+    rows = sorted(rows, key=lambda r: float(r["t_s"]))
+    steps = sorted(b - a for ts in times.values() for a, b in zip(sorted(ts), sorted(ts)[1:]) if b > a)
+    if not steps:
+        return TelemetryCover(rows, gaps + [f"{TELEMETRY} has no switch sampled twice: it counts nothing"],
+                              False, None, hosts_end)
+    period = steps[len(steps) // 2]
+    lasts = {switch: max(ts) for switch, ts in times.items()}
+    file_end = max(lasts.values())
+    end = min(t for t in lasts.values() if t >= file_end - period - END_SLACK_S)
+    if hosts_end is not None and hosts_end > file_end + period + END_SLACK_S:
+        gaps.append(f"{TELEMETRY}'s last sample is at {file_end / stretch:.1f} s, the hosts' last record at "
+                    f"{hosts_end / stretch:.1f} s: its counters stop before the hosts' do")
+    return TelemetryCover(rows, gaps, True, end, hosts_end)
+
+
 def failure(result: dict) -> str | None:
     """Why the run of this variant failed (its result.json says so), None when it did not."""
     return result.get("failed") or None
@@ -100,15 +180,10 @@ def variant_gaps(run_dir: Path, result: dict) -> list[str]:
     why = failure(result)
     if why:
         return [f"the run failed ({why}); no figure is computed from it"]
-    simulated = result.get("driver") == "simulator"
-    telemetry = run_dir / "telemetry.jsonl"
-    if not simulated:
-        if not telemetry.exists():
-            gaps.append("telemetry.jsonl is missing: no switch counter, link load or queue figure")
-        else:
-            _, cut = load_jsonl(telemetry)
-            if cut:
-                gaps.append(cut)
+    if result.get("driver") != "simulator":  # the simulator's own figures need no switch telemetry
+        cover = telemetry_cover(run_dir)
+        gaps += [f"{gap}: no switch counter, link load or queue figure" if not cover.links else gap
+                 for gap in cover.gaps]
     records = run_dir / "records"
     missing = sorted(h for h in planned_hosts(run_dir) if not (records / f"{h}.jsonl").exists())
     if missing:
