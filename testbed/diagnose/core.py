@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -541,7 +542,7 @@ def host_culprits(wire, run: dict, twin: dict, topo, frame: int) -> list[Culprit
                 out.append(Culprit("host", host, "slow", i * BIN_S, (i + CEILING_BINS) * BIN_S,
                                    round(1 - top / twin_top, 2),
                                    f"its NIC sent flat at {top * 8 / BIN_S / 1e6:.2f} Mbit/s from {i * BIN_S:.1f} s "
-                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f}", crossed=i * BIN_S,
+                                   f"where its twin's reached {twin_top * 8 / BIN_S / 1e6:.2f} Mbit/s", crossed=i * BIN_S,
                                    pinned=True))
             break
     out.sort(key=lambda c: (c.start_s, -c.score))
@@ -775,7 +776,7 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
             if drained is not None:
                 c.evidence += (f"; {drained[0].split(':')[1]} drained it flat at "
                                f"{drained[1] * 8 / BIN_S / 1e6:.2f} Mbit/s where the twin's reached "
-                               f"{drained[2] * 8 / BIN_S / 1e6:.2f}")
+                               f"{drained[2] * 8 / BIN_S / 1e6:.2f} Mbit/s")
                 cut.append(c)
         # a silent NIC causes the queue on its own cable (the ToR holds what it cannot deliver) and,
         # from the same bin, on the cables toward it
@@ -866,12 +867,27 @@ def diagnose_variant(variant_dir: Path) -> dict:
     culprits += [c for c in localise(run, twin, scenario.topo, nic, frame) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
+        c.evidence = on_scenario_clock(c.evidence, stretch)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
            "partial": partial_field(cover, judged, nbins, stretch),
            "run_time_stretch": stretch, "twin_switches": switches, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out
+
+
+_SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) s\b")
+_RATE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) Mbit/s")
+
+
+def on_scenario_clock(evidence: str, stretch: float) -> str:
+    """A culprit's evidence, written by the rules on the run's clock (bins of BIN_S), given on the
+    scenario's: every `N s` in it (a time or a duration) over the stretch, every `N Mbit/s` times
+    it, to two decimals; unchanged for an unslowed run."""
+    if abs(stretch - 1.0) < 1e-9:
+        return evidence
+    evidence = _SECONDS.sub(lambda m: f"{float(m.group(1)) / stretch:.2f} s", evidence)
+    return _RATE.sub(lambda m: f"{float(m.group(1)) * stretch:.2f} Mbit/s", evidence)
 
 
 def judged_bins(cover: TelemetryCover, nbins: int) -> int:

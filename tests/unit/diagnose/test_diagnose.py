@@ -201,3 +201,37 @@ def test_a_slowed_runs_culprits_are_on_the_scenarios_clock(tmp_path):
     md = (run / "base" / "diagnosis.md").read_text()
     assert f"from {first['start_s']:.1f} s to {first['end_s']:.1f} s" in md.splitlines()[2]
     assert md.count("the run ran x4 slower") == 1 and diagnosis["run_time_stretch"] == 4.0
+
+
+def test_evidence_is_given_on_the_scenarios_clock():
+    from testbed.diagnose.core import on_scenario_clock
+
+    text = "silent from 5.6 s to 8.0 s; 2 stretch(es) of 0.4 s; flat at 0.50 Mbit/s where it reached 1.25 Mbit/s; 2.7 kB"
+    assert on_scenario_clock(text, 4.0) == ("silent from 1.40 s to 2.00 s; 2 stretch(es) of 0.10 s; flat at 2.00 "
+                                            "Mbit/s where it reached 5.00 Mbit/s; 2.7 kB")
+    assert on_scenario_clock(text, 1.0) == text
+
+
+
+def test_a_slowed_runs_evidence_is_on_the_scenarios_clock(tmp_path, monkeypatch):
+    """The times in a culprit's evidence (diagnosis.json, diagnosis.md) are divided by the run's
+    stretch, as its start and end are. A slowed simulated run samples its switches every 400 ms of
+    its clock, too coarse for the counter rules whose evidence gives times, so the stretch is laid
+    on an unslowed run (h4's only cable down from 1.4 s to 3.0 s): every time comes out over 4."""
+    import re
+
+    import testbed.diagnose.core as core
+
+    data = scenario_data("leafspine-permutation", "leafspine", "permutation")
+    data["faults"] = [{"at_s": 1.4, "kind": "link_down", "target": "h4-leaf2"},
+                      {"at_s": 3.0, "kind": "link_up", "target": "h4-leaf2"}]
+    run = write_run(data, tmp_path / "run")
+    (plain,) = diagnose_run(run).values()
+    twin_scenario = core.twin_scenario
+    monkeypatch.setattr(core, "twin_scenario", lambda d: (twin_scenario(d)[0], 4.0))
+    (slowed,) = diagnose_run(run).values()
+    before, after = plain["culprits"][0], slowed["culprits"][0]
+    assert (after["kind"], after["target"], after["symptom"]) == ("link", "h4-leaf2", "down")
+    times = [[float(t) for t in re.findall(r"(\d+(?:\.\d+)?) s\b", c["evidence"])] for c in (before, after)]
+    assert times[0] and [round(t / 4, 2) for t in times[0]] == times[1], (before["evidence"], after["evidence"])
+    assert f"- link h4-leaf2: {after['evidence']}" in (run / "diagnosis.md").read_text()
