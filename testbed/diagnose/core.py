@@ -843,7 +843,7 @@ def diagnose_variant(variant_dir: Path) -> dict:
         raise DiagnoseError(f"{variant_dir}: the run failed ({result['failed']}); nothing to diagnose")
     scenario, stretch = twin_scenario(variant_dir)
     run_hosts = read_run_records(variant_dir)
-    cover = telemetry_cover(variant_dir)
+    cover = telemetry_cover(variant_dir, scenario.topo.switches)
     nbins = _bins(scenario.duration_s)
     judged = judged_bins(cover, nbins)
     run = host_series(run_hosts, nbins)

@@ -22,8 +22,10 @@ run directory follows:
   run leaves it). What it covers then ends at the earliest last sample of
   the switches whose samples end with the file (a killed writer may have cut
   its last round part-way); a switch whose samples end well before the file
-  does is not damage (a stopped switch writes no sample). Every time a gap
-  line gives is on the scenario's clock (telemetry.clock).
+  does is not damage (a stopped switch writes no sample). A switch of the
+  topology with no sample at all is a gap too, when the reader knows the
+  topology. Every time a gap line gives is on the scenario's clock
+  (telemetry.clock).
 """
 
 from __future__ import annotations
@@ -124,8 +126,9 @@ def records_end(run_dir: Path) -> float | None:
     return max(times, default=None)
 
 
-def telemetry_cover(run_dir: Path) -> TelemetryCover:
-    """The run's switch telemetry and what it covers, by the rules of this module's docstring."""
+def telemetry_cover(run_dir: Path, switches=()) -> TelemetryCover:
+    """The run's switch telemetry and what it covers, by the rules of this module's docstring;
+    `switches` (the topology's, when the reader knows them): one of them never sampled is a gap too."""
     from testbed.telemetry.clock import stretch_of
 
     run_dir = Path(run_dir)
@@ -143,8 +146,12 @@ def telemetry_cover(run_dir: Path) -> TelemetryCover:
         try:
             times.setdefault(str(r["switch"]), []).append(float(r["t_s"]))
         except (KeyError, TypeError, ValueError):
-            raise RunDirError(f"{path}: sample {number} has no switch or time (t_s)") from None
+            raise RunDirError(f"{path}: its sample {number} (of its lines that are not blank) has no switch or "
+                              "time (t_s)") from None
     rows = sorted(rows, key=lambda r: float(r["t_s"]))
+    unseen = sorted(set(switches) - set(times))
+    if unseen:
+        gaps.append(f"{TELEMETRY} has no sample of {', '.join(unseen)}: no counter of {'its' if len(unseen) == 1 else 'their'} ports")
     steps = sorted(b - a for ts in times.values() for a, b in zip(sorted(ts), sorted(ts)[1:]) if b > a)
     if not steps:
         return TelemetryCover(rows, gaps + [f"{TELEMETRY} has no switch sampled twice: it counts nothing"],

@@ -112,6 +112,18 @@ def test_telemetry_cut_short_judges_only_what_its_counters_cover(healthy, tmp_pa
     assert last - 0.1 - 1e-9 <= diagnosis["partial"]["judged_to_s"] <= last < 2.0
 
 
+def test_a_switch_never_sampled_leaves_its_ports_unjudged(healthy, tmp_path):
+    """spine2's samples gone from the file: its counters are missing, not zero, so none of its
+    cables is read as silent or lossy; the other series are judged over the span the counters cover."""
+    def drop_spine2(path):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["switch"] != "spine2"))
+
+    variant = damaged(healthy, tmp_path, drop_spine2)
+    diagnosis = diagnosed(variant)
+    assert_partial_and_healthy(variant, diagnosis, "telemetry.jsonl has no sample of spine2", "hosts and links")
+
+
 def test_the_printed_verdict_says_it_is_partial(healthy, tmp_path, capsys):
     variant = damaged(healthy, tmp_path, keep_lines(0.5))
     assert cli.main(["diagnose", str(variant)]) == 0

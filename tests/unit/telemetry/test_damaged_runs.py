@@ -59,6 +59,26 @@ def test_a_telemetry_file_cut_short_gives_a_partial_report(run, capsys):
     assert line.startswith("**Partial report:") and "telemetry.jsonl" in line and "cut short" in line
 
 
+def test_an_empty_telemetry_file_gives_a_partial_report(run, capsys):
+    """An emptied telemetry.jsonl counts nothing, as a missing one (telemetry/rundir.py's rules, which
+    testbed diagnose follows too)."""
+    (run / "load_balancing-ecmp" / "telemetry.jsonl").write_text("")
+    code, out, err = report(run, capsys)
+    assert code == 0, err
+    assert "telemetry.jsonl is empty: no switch counter, link load or queue figure" in first_line(run)
+
+
+def test_telemetry_ending_before_the_host_records_gives_a_partial_report(run, capsys):
+    path = run / "load_balancing-ecmp" / "telemetry.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]  # samples at 0.5, 2.0 and 3.5 s
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["t_s"] <= 0.5)
+                    + "".join(json.dumps({**r, "t_s": 0.6}) + "\n" for r in rows if r["t_s"] == 2.0))
+    code, out, err = report(run, capsys)
+    assert code == 0, err
+    assert ("telemetry.jsonl's last sample is at 0.6 s, the hosts' last record at 3.0 s: its counters stop "
+            "before the hosts' do") in first_line(run)
+
+
 def test_a_damaged_line_inside_telemetry_is_one_line(run, capsys):
     path = run / "load_balancing-ecmp" / "telemetry.jsonl"
     lines = path.read_text().splitlines()
