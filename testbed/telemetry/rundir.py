@@ -121,8 +121,9 @@ def records_end(run_dir: Path) -> float | None:
         for r in load_jsonl(path)[0]:
             times += [float(r[k]) / 1e6 for k in ("delivered_us", "acked_us") if isinstance(r.get(k), (int, float))]
     for path in sorted(records.glob("*.stats.json")) if records.is_dir() else []:
-        series = load_json(path).get("series") or {}
-        times += [float(t) for t in (series.get("t_s") or [])[-1:]]
+        series = load_json(path).get("series")
+        stamps = series.get("t_s") if isinstance(series, dict) else None
+        times += [float(t) for t in (stamps or [])[-1:] if isinstance(t, (int, float))]
     return max(times, default=None)
 
 
