@@ -18,7 +18,8 @@ from testbed.p4model.frontend import ir
 __all__ = ["load_program", "load_source", "ir"]
 
 
-_LOADED: dict[tuple, ir.Program] = {}  # preprocessed text and origins -> its IR (LOADED_KEPT newest)
+# the programs this process loaded: preprocessed text and origins -> its IR (the LOADED_KEPT newest)
+LOADED: dict[tuple, ir.Program] = {}
 LOADED_KEPT = 8
 
 
@@ -35,11 +36,11 @@ def load_program(path, include_dirs=(), defines=None) -> ir.Program:
     try:
         source = preprocess(Path(path), include_dirs, defines)
         key = (source.text, tuple(source.origins))
-        program = _LOADED.get(key)
+        program = LOADED.get(key)
         if program is None:
-            program = _LOADED[key] = lower(parse_source(source), source)
-            while len(_LOADED) > LOADED_KEPT:
-                _LOADED.pop(next(iter(_LOADED)))
+            program = LOADED[key] = lower(parse_source(source), source)
+            while len(LOADED) > LOADED_KEPT:
+                LOADED.pop(next(iter(LOADED)))
         return program
     except P4Error:
         raise

@@ -11,6 +11,7 @@ import pytest
 from testbed.p4model.backend.python import exprs as compile_exprs
 from testbed.p4model.backend.python import program as compile_program
 from testbed.p4model.errors import P4Error, P4InternalError
+from testbed.p4model import frontend
 from testbed.p4model.frontend import expressions as fe_expressions
 from testbed.p4model.frontend import load_program
 from testbed.p4model.p4info import generate_file
@@ -54,6 +55,7 @@ def test_front_end_bug_is_one_line_at_the_construct(monkeypatch):
     def broken(self, *args, **kwargs):
         raise KeyError("injected")
     monkeypatch.setattr(fe_expressions.ExprLowering, "make_binary", broken)
+    monkeypatch.setattr(frontend, "LOADED", {})  # lowered again, not the IR an earlier test loaded
     with pytest.raises(P4InternalError) as info:
         load_program(PROGRAM)
     check(info.value, r".")

@@ -108,6 +108,17 @@ class Refusal(TestbedError):
         super().__init__(f"{what}: {why}")
 
 
+def square_once_reported(marker: str, x: int) -> int:
+    """x squared, returned only once `marker` exists (the parent made it on reporting another
+    unit) or after 60 s: which unit ends first is then the test's choice, not the scheduler's."""
+    import time
+
+    end = time.monotonic() + 60
+    while marker and not os.path.exists(marker) and time.monotonic() < end:
+        time.sleep(0.01)
+    return x * x
+
+
 def refuse(x: int) -> int:
     if x == 2:
         raise Refusal("unit 2", "refused on purpose")
@@ -115,11 +126,18 @@ def refuse(x: int) -> int:
 
 
 def test_results_come_back_in_the_units_order_and_each_is_reported_once(tmp_path):
-    units = [sweep.Unit(square_after, (0.4 * (3 - x), x)) for x in range(4)]  # the last ones end first
+    marker = tmp_path / "unit-1-reported"
+    units = [sweep.Unit(square_once_reported, (str(marker) if x == 0 else "", x)) for x in range(4)]
     seen = []
-    assert sweep.run(units, jobs=2, done=lambda i, v: seen.append((i, v))) == [0, 1, 4, 9]
+
+    def done(index, value):
+        seen.append((index, value))
+        if index == 1:
+            marker.touch()  # unit 0 ends only now: its result can come back only after unit 1's report
+
+    assert sweep.run(units, jobs=2, done=done) == [0, 1, 4, 9]
     assert sorted(seen) == [(0, 0), (1, 1), (2, 4), (3, 9)]
-    assert seen[0] == (1, 1)  # reported as it ended (0.8 s), before unit 0 (1.2 s), not all at the end
+    assert seen.index((1, 1)) < seen.index((0, 0))  # reported as it ended, not all at the end in order
     assert sweep.run(units, jobs=1) == [0, 1, 4, 9]
     written = sweep.run([sweep.Unit(write_and_count, (f"u{i}", "x" * i)) for i in range(3)], jobs=2,
                         root=tmp_path / "out")
