@@ -248,20 +248,24 @@ OTHERS_SHARE = 0.3  # a silent switch is stopped only while the rest of the fabr
 IN_FLIGHT_BYTES = 8192  # more than a cable holds on its wire at a bin's edge (a few cells at 5 Mbit/s)  # a cable that delivered nothing for this many bins (its twin busy) was cut
 
 
-def run_wire(variant_dir: Path, topo, nbins: int, cover: TelemetryCover | None = None
+def run_wire(variant_dir: Path, topo, nbins: int, cover: TelemetryCover | None = None, frame: int = 0
              ) -> tuple[dict, dict, dict[str, int]] | None:
     """(`name:a>b` bytes sent into the cable per bin, the bytes that arrived at its far end per bin,
     switch -> the first bin its counters counted from zero again), None without telemetry.
 
-    Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series).
-    Arrived: a switch port's rx counter, a host's NIC rx bytes. A healthy cable delivers what it is
-    sent (within a bin, the cells on the wire at its edge); what goes missing was lost on it."""
+    Sent: a switch port's tx counter, a host's NIC tx bytes (records/<host>.stats.json series),
+    plus the frames the port's lossy cable lost (`port_lost_packets`, each counted as a data
+    frame of `frame` bytes): a switch's traffic manager draws a lossy cable's loss as it queues a
+    frame, before the program's tx counter sees it. Arrived: a switch port's rx counter, a host's
+    NIC rx bytes. A healthy cable delivers what it is sent (within a bin, the cells on the wire at
+    its edge); what goes missing was lost on it."""
     telemetry = switch_samples(variant_dir, topo, cover)
     if telemetry is None:
         return None
     path, rows, ends = telemetry
     sent: dict[str, list[float]] = {}
     arrived: dict[str, list[float]] = {}
+    lost_on_wire: dict[str, list[float]] = {}
     resets: dict[str, int] = {}
     last: dict[tuple, int] = {}
 
@@ -288,11 +292,16 @@ def run_wire(variant_dir: Path, topo, nbins: int, cover: TelemetryCover | None =
                     name, here, there = end
                     if way == "tx":
                         add(sent, f"{name}:{here}>{there}", b, int(c["bytes"]), switch)
+                        lost_now = int((r.get("port_lost_packets") or {}).get(port, 0)) * frame
+                        add(lost_on_wire, f"{name}:{here}>{there}", b, lost_now, switch)
                     else:
                         add(arrived, f"{name}:{there}>{here}", b, int(c["bytes"]), switch)
         except (KeyError, TypeError, ValueError) as error:
             raise DiagnoseError(f"{path}: a sample without switch, t_s or port byte counters "
                                 f"({type(error).__name__}: {error})") from None
+    for key, lost in lost_on_wire.items():
+        if key in sent:
+            sent[key] = [s + x for s, x in zip(sent[key], lost)]
     # a switch polled every few seconds (bmv2's P4Runtime reads) puts its bytes in one bin of many:
     # no bin-by-bin rule can read it; its cables and its silence are left to the amounts
     coarse = {sw for sw, bins in sampled.items() if len(bins) < 0.9 * (max(bins) + 1)}
@@ -455,6 +464,10 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: b
         cuts = [(i, j) for i, j in _runs([b >= first and delivered[b] == 0 for b in range(n)])
                 if sum(tried[i:j + 1]) >= CUT_BINS and i <= last_loss + 1]
         host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
+        if cuts and host is not None and missing[-1] <= IN_FLIGHT_BYTES:
+            # nothing delivered for a while, then everything: the host read nothing (its agent
+            # stopped; an agent counts what it reads), which host_culprits names; a cut loses
+            continue
         if cuts and to_the_end and host is not None and cuts[-1][1] == n - 1 and not any(
                 l.name != link.name and host in (l.a, l.b) for l in topo.links):
             kind, target, symptom = "host", host, "down"
@@ -854,9 +867,9 @@ def diagnose_variant(variant_dir: Path) -> dict:
     if links is not None:
         run.update(links)
         twin.update(twin_links if not cover.gaps else {k: v for k, v in twin_links.items() if k in links})
-    wire = run_wire(variant_dir, scenario.topo, nbins, cover)
-    run, twin, wire = cut_to(run, judged), cut_to(twin, judged), cut_wire(wire, judged)
     frame = frame_bytes(scenario)
+    wire = run_wire(variant_dir, scenario.topo, nbins, cover, frame)
+    run, twin, wire = cut_to(run, judged), cut_to(twin, judged), cut_wire(wire, judged)
     culprits = (wire_culprits(wire, twin, scenario.topo, wire_holds(scenario, frame), judged == nbins)
                 if wire is not None else [])
     nic = host_culprits(wire, run, twin, scenario.topo, frame) if wire is not None else []

@@ -42,7 +42,7 @@ def switch_record(name: str, t_s: float, ports: list[dict], pipeline) -> dict:
     """One switch's line from its ports' data-plane figures (NativeFabric.sample or
     TrafficManager.sample records) and its program's counters (None: no program)."""
     tx_c, rx_c, marks_c = (_counter(pipeline, n) for n in (TX, RX, MARKS))
-    tx, rx, marks, peaks, port_drops, types = {}, {}, {}, {}, {}, {}
+    tx, rx, marks, peaks, port_drops, port_lost, types = {}, {}, {}, {}, {}, {}, {}
     drops = {"queue_full": 0, "link_loss": 0}
     for r in ports:
         port = int(r["port"])
@@ -62,6 +62,8 @@ def switch_record(name: str, t_s: float, ports: list[dict], pipeline) -> dict:
         drops["queue_full"] += int(r["queue_full"])
         drops["link_loss"] += int(r["lost"])
         port_drops[port] = int(r["queue_full"]) + int(r["lost"])
+        if int(r["lost"]):
+            port_lost[port] = int(r["lost"])  # dropped as its lossy cable's loss, before the tx counter
         by_type: dict[str, dict[str, int]] = {}
         for cls, n in enumerate(packets):
             if n:
@@ -79,7 +81,8 @@ def switch_record(name: str, t_s: float, ports: list[dict], pipeline) -> dict:
                 drops[reason] = drops.get(reason, 0) + int(counter.packets[index])
     return {"t_s": round(t_s, 4), "switch": name, "tx": tx, "rx": rx,
             "drops_packets": {k: v for k, v in drops.items() if v}, "ecn_marks_packets": marks,
-            "max_qdepth_packets": peaks, "port_drops_packets": port_drops, "tx_by_type": types}
+            "max_qdepth_packets": peaks, "port_drops_packets": port_drops, "port_lost_packets": port_lost,
+            "tx_by_type": types}
 
 
 def engine_records(engine, names: dict[int, str], pipelines: dict[int, object], t_s: float,

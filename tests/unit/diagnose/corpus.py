@@ -152,10 +152,10 @@ def draw_fault(rng: random.Random, active: dict[str, list[float]], topo, kind: s
     return [{**base, "duration_s": duration_s}]  # agent_stall, switch_restart
 
 
-def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
+def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model") -> list[dict]:
     """Every corpus scenario run healthy and with `faults_per_scenario` faults (the kinds of INJECTED
-    in turn across the corpus): a row per run with its directory and the injected fault (None:
-    healthy)."""
+    in turn across the corpus), its switches `switches` (write_run): a row per run with its
+    directory and the injected fault (None: healthy)."""
     from testbed.scenario import load_scenario
 
     rng = random.Random(seed)
@@ -164,7 +164,7 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]
         for workload in WORKLOADS:
             name = f"{topology}-{workload}"
             data = scenario_data(name, topology, workload)
-            healthy = write_run(data, root / name / "healthy")
+            healthy = write_run(data, root / name / "healthy", switches)
             topo = load_scenario(str(healthy.parent / "scenario.yaml")).topo
             active, until = busy(healthy, topo)
             out.append({"scenario": name, "dir": healthy, "fault": None})
@@ -172,7 +172,7 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]
                 kind, symptom = INJECTED[turn % len(INJECTED)]
                 turn += 1
                 faults = draw_fault(rng, active, topo, kind, symptom, until)
-                run_dir = write_run({**data, "faults": faults}, root / name / f"fault{i}")
+                run_dir = write_run({**data, "faults": faults}, root / name / f"fault{i}", switches)
                 out.append({"scenario": name, "dir": run_dir,
                             "fault": {"kind": CULPRIT_KIND[kind], "target": faults[0]["target"],
                                       "symptom": symptom, "at_s": faults[0]["at_s"],
@@ -180,9 +180,9 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]
     return out
 
 
-def score(root: Path, faults_per_scenario: int = 5, seed: int = 43) -> list[dict]:
+def score(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model") -> list[dict]:
     """Each corpus run (`runs`) diagnosed: see `score_runs`."""
-    return score_runs(runs(root, faults_per_scenario, seed))
+    return score_runs(runs(root, faults_per_scenario, seed, switches))
 
 
 def score_runs(corpus: list[dict]) -> list[dict]:

@@ -3,7 +3,9 @@ k=4 fat-tree x permutation, incast, all-reduce) x (1 healthy + 5 faulty) runs on
 scenario's own faults, every kind, per seed of the target and time draw. About two minutes a seed on
 two cores, so it runs under `make diagnose-corpus` (TESTBED_DIAGNOSE_CORPUS=1), not in the unit suite.
 TESTBED_DIAGNOSE_SEEDS (comma-separated, default 43) names the draws, each scored on its own; -s
-prints every run and each seed's confusion table."""
+prints every run and each seed's confusion table. TESTBED_DIAGNOSE_SWITCHES=program runs the corpus on
+the program network (the scenario's P4 program in every switch, against the program twin);
+the default, model, on the hand-written model."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_CORPUS") != "1"
 
 @pytest.mark.parametrize("seed", corpus_seeds(os.environ.get("TESTBED_DIAGNOSE_SEEDS")))
 def test_corpus_acceptance(tmp_path, seed):
-    rows = score(tmp_path, seed=seed)
+    switches = os.environ.get("TESTBED_DIAGNOSE_SWITCHES") or "model"
+    assert switches in ("model", "program"), f"TESTBED_DIAGNOSE_SWITCHES={switches!r}: model or program"
+    rows = score(tmp_path, seed=seed, switches=switches)
     for row in rows:
         print(row)
     faulty = [r for r in rows if r["injected"]]
