@@ -7,6 +7,9 @@ traffic managers' queue statistics, read with `summarize_variant` like the
 report does.  Every run is also written out as a report and recomputed from
 its raw files by tests/recompute_report.py, and held against physical
 bounds: no link carries more than its rate, no variant beats its fluid ideal.
+Each run starts with a ping between every two hosts (all 30 pairs answer),
+and when it ends it has left no interface and no registry entry behind: the
+leaf-spine's plumbing, checked in every switch mode by the PFC test's runs.
 
 Host links are 5 Mbit/s with 2.5 ms per link (BDP 16 cells, base RTT 28 ms):
 at that rate Python switches keep their departure schedule on a busy 2-core
@@ -26,10 +29,12 @@ every kind of cable, runs in all three.
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 
+from testbed.emulation import manifest
 from testbed.emulation.run import VariantRun
 from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.report import write_report
@@ -72,8 +77,11 @@ def run_variant(tmp_path, name: str, cc: str, workload: str, processes, pfc: boo
 
     def once(at_clock, out_dir: Path):
         scenario = at_clock.scenario
+        before = set(os.listdir("/sys/class/net"))
         result = VariantRun(at_clock, out_dir / name, ROOT, progress=lambda m: None).run()
-        assert result.pingall["failed"] == [], result.pingall
+        assert set(os.listdir("/sys/class/net")) == before, "the run left interfaces behind"
+        assert not list(manifest.REGISTRY_DIR.glob("*.path")), "a finished run stays registered for cleaning"
+        assert result.pingall == {"pairs": 6 * 5, "failed": []}, result.pingall
         summary = summarize_variant(out_dir / name, scenario.topo, scenario)
         write_report(scenario, {at_clock.name: out_dir / name}, {at_clock.name: summary}, out_dir)
         assert recompute_report.main([str(out_dir)]) == 0, "a report figure does not follow from the raw files"
