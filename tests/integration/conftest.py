@@ -2,12 +2,14 @@
 
 import pytest
 
+from switch_modes import MODES  # noqa: E402 (tests/integration is on sys.path)
 
-@pytest.fixture(params=["per_switch", "auto", 2], ids=["per-switch", "fabric-auto", "fabric-2"])
+
+@pytest.fixture(params=list(MODES), ids=list(MODES.values()))
 def processes(request):
-    """Every fabric test runs in each switch mode: one process per switch, the default (one fabric
+    """A fabric test runs in each switch mode: one process per switch, the default (one fabric
     process per two cores: on 2 cores every cable in memory), and two fabric processes (cables
-    between them are veths)."""
+    between them are veths); switch_modes.in_mode narrows a test to one."""
     return request.param
 
 

@@ -1,4 +1,9 @@
-"""Whole fabrics on the builtin target: ping-all, and cleanup after kill -9."""
+"""Whole fabrics on the builtin target killed with -9 and cleaned, and a run that finds its
+interface taken.
+
+The ping-all of a leaf-spine (every pair answers, no interface or registry entry left) and of a
+k=4 fat-tree (240 pairs, no interface left) is checked on the runs that carry their traffic, in
+every switch mode: test_transport_fabric.py's PFC test and test_fattree_traffic.py's RTT test."""
 
 import json
 import os
@@ -10,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.emulation.run import VariantRun
-from testbed.scenario import expand_variants, parse_scenario
-
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 PINGALL = """
 name: {name}
@@ -30,27 +31,6 @@ workload:
 
 def interfaces() -> set[str]:
     return set(os.listdir("/sys/class/net"))
-
-
-
-def run_pingall(tmp_path, name, topology, processes):
-    scenario = parse_scenario(PINGALL.format(name=name, topology=topology, processes=processes), f"{name}.yaml")
-    (variant,) = expand_variants(scenario)
-    before = interfaces()
-    result = VariantRun(variant, tmp_path / name, ROOT, progress=lambda m: None).run()
-    assert interfaces() == before, "the run left interfaces behind"
-    return result
-
-
-def test_pingall_on_a_leaf_spine(tmp_path, registry, processes):
-    result = run_pingall(tmp_path, "ls", "{kind: leaf_spine, leaves: 2, spines: 2, hosts_per_leaf: 2}", processes)
-    assert result.pingall == {"pairs": 12, "failed": []}
-    assert not list(registry.glob("*.path")), "a finished run stays registered for cleaning"
-
-
-def test_pingall_on_a_k4_fat_tree(tmp_path, registry, processes):
-    result = run_pingall(tmp_path, "ft", "{kind: fat_tree, k: 4}", processes)
-    assert result.pingall == {"pairs": 16 * 15, "failed": []}
 
 
 def test_kill_9_then_clean_leaves_nothing(tmp_path, registry, processes):

@@ -3,11 +3,15 @@ path, the emulated RTT equal to the printed one, real time kept.
 
 Each test runs one variant (16 hosts, 20 builtin switches) through
 VariantRun at a rate the pre-flight check accepts on a 2-core machine.
+Every run starts with a ping between every two hosts (all 240 pairs answer)
+and leaves no interface behind: the fat-tree's plumbing, checked on the
+runs that carry its traffic (in each switch mode by the RTT test).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.summary import summarize_variant
 
 from fitting import fitted, until_real_time_kept  # noqa: E402 (tests/integration is on sys.path)
+from switch_modes import in_mode  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +54,12 @@ def run(tmp_path, lb: str, cc: str, processes, workload: str = PERMUTATION, mess
 
     def once(at_clock, out_dir: Path):
         scenario = at_clock.scenario
+        before = set(os.listdir("/sys/class/net"))
         result = VariantRun(at_clock, out_dir, ROOT, progress=lambda m: None).run()
+        assert set(os.listdir("/sys/class/net")) == before, "the run left interfaces behind"
         summary = summarize_variant(out_dir, scenario.topo, scenario)
         context = f"{out_dir}: notes {result.notes}, agents {result.agents}, drops {summary['drops']}"
-        assert result.pingall["failed"] == [], context
+        assert result.pingall == {"pairs": 16 * 15, "failed": []}, context
         assert all(code == 0 for code in result.agents.values()), context
         assert summary["messages_planned"] == summary["messages_completed"] == messages, context
         return (scenario, result, summary, out_dir, context), summary
@@ -77,7 +84,14 @@ def fabric_tx_bytes(run_dir: Path, topology) -> dict[str, int]:
     return out
 
 
+@in_mode(2)
 def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(tmp_path, registry, processes):
+    """The P4 program sprays each cell by its entropy over every link of every tier, and a credit
+    and its data cell take one path. The program, its tables and the entropy are the same in every
+    switch mode, so one mode checks them: fabric-2, whose fat-tree has cables in memory inside each
+    engine and veths between the two (the per-switch and fabric-auto plumbing carry the other
+    fat-tree tests here, and tita's credits on the Python traffic manager are in
+    test_transport_fabric's per-switch tests)."""
     scenario, result, summary, run_dir, context = run(tmp_path, "spray_rr_entropy", "tita", processes)
     assert result.scheduling == "realtime", context
     drops = summary["drops"]  # credits pace data: no DATA cell lost anywhere
@@ -95,6 +109,8 @@ def test_spraying_uses_every_link_of_every_tier_with_credits_on_their_data_path(
 
 
 def test_emulated_rtt_is_the_printed_base_rtt(tmp_path, registry, processes):
+    """In every switch mode: the cables (veths or memory) and the switch loops are what the
+    emulated RTT is made of."""
     scenario, result, summary, run_dir, context = run(tmp_path, "ecmp", "none", processes, LONE_FLOW, messages=1)
     base_ms = scenario.derived.base_rtt_us / 1000  # over the longest path: h16 -> h1 crosses pods
     stats = json.loads((run_dir / "records" / "h16.stats.json").read_text())

@@ -14,6 +14,7 @@ from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.summary import summarize_variant
 
 from fitting import fitted, run_fitted  # noqa: E402 (tests/integration is on sys.path)
+from switch_modes import in_mode  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +35,11 @@ faults:
 """
 
 
+@in_mode("per_switch", "auto")
 def test_a_cut_link_loses_cells_that_are_retransmitted_and_comes_back(tmp_path, registry, processes):
-    """In fabric processes the cut cable stays a veth (faults act on interfaces); the others are in memory."""
+    """In fabric processes the cut cable stays a veth (faults act on interfaces); the others are in memory.
+    So per switch and in one fabric process: with two fabric processes the cut cable is a veth
+    just the same, and the cables between the two engines carry every fabric-2 test's traffic."""
     scenario = parse_scenario(SCENARIO.replace("switch: {target: builtin}",
                                                f"switch: {{target: builtin, processes: {processes}}}"), "cut.yaml")
     (variant,) = expand_variants(scenario)

@@ -7,6 +7,9 @@ traffic managers' queue statistics, read with `summarize_variant` like the
 report does.  Every run is also written out as a report and recomputed from
 its raw files by tests/recompute_report.py, and held against physical
 bounds: no link carries more than its rate, no variant beats its fluid ideal.
+Each run starts with a ping between every two hosts (all 30 pairs answer),
+and when it ends it has left no interface and no registry entry behind: the
+leaf-spine's plumbing, checked in every switch mode by the PFC test's runs.
 
 Host links are 5 Mbit/s with 2.5 ms per link (BDP 16 cells, base RTT 28 ms):
 at that rate Python switches keep their departure schedule on a busy 2-core
@@ -16,19 +19,29 @@ are 3:1 oversubscribed (3 hosts x 5 over 2 spines x 2.5) and a cross-ToR
 permutation congests the core, not only last hops: at 1.5:1 the agents'
 real sending rate (about 60% of line rate on this CPU) left the core
 uncongested and dcqcn unmarked.
+
+Switch modes (switch_modes.py): the transport and its claims are the same in every mode; what a
+mode changes is the switch under them (the Python traffic manager per switch, or the native
+engine) and the cables (veths, or memory, or both in fabric-2). So each test runs in one mode, and
+the modes share out what they change: every mode carries tita's credits, ECN marking for a window
+or rate control, and a timing claim held against the simulator; PFC, whose pause frames cross
+every kind of cable, runs in all three.
 """
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
 
+from testbed.emulation import manifest
 from testbed.emulation.run import VariantRun
 from testbed.scenario import expand_variants, parse_scenario
 from testbed.telemetry.report import write_report
 from testbed.telemetry.summary import summarize_variant
 
 from fitting import fitted, stretched, until_real_time_kept  # noqa: E402 (tests/integration is on sys.path)
+from switch_modes import in_mode  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +77,11 @@ def run_variant(tmp_path, name: str, cc: str, workload: str, processes, pfc: boo
 
     def once(at_clock, out_dir: Path):
         scenario = at_clock.scenario
+        before = set(os.listdir("/sys/class/net"))
         result = VariantRun(at_clock, out_dir / name, ROOT, progress=lambda m: None).run()
-        assert result.pingall["failed"] == [], result.pingall
+        assert set(os.listdir("/sys/class/net")) == before, "the run left interfaces behind"
+        assert not list(manifest.REGISTRY_DIR.glob("*.path")), "a finished run stays registered for cleaning"
+        assert result.pingall == {"pairs": 6 * 5, "failed": []}, result.pingall
         summary = summarize_variant(out_dir / name, scenario.topo, scenario)
         write_report(scenario, {at_clock.name: out_dir / name}, {at_clock.name: summary}, out_dir)
         assert recompute_report.main([str(out_dir)]) == 0, "a report figure does not follow from the raw files"
@@ -116,14 +132,22 @@ def assert_dcqcn_reacted(summary: dict) -> None:
     assert summary["agents"]["min_rate_mbps"] < summary["_link_mbps"], context
 
 
+@in_mode("per_switch")
 def test_incast_4_to_1_tita(tmp_path, registry, processes):
+    """tita's incast, lossless and credited cell by cell, on the Python traffic manager's credit
+    meter; the native engine's meters carry tita in test_permutation_tita (fabric-2) and the
+    7:1 incasts (fabric-auto, fabric-2)."""
     summary = run_variant(tmp_path, "incast-tita", "tita", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_tita_lossless(summary, 4 * 2 * 65)
     assert summary["agents"]["credits_sent"] >= 4 * 2 * 65, summary["_context"]  # one credit per cell at least
 
 
+@in_mode("auto")
 def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
+    """dcqcn's incast on the native engine with every cable in memory: the engine marks, receivers
+    send CNPs, senders cut their rate; the Python traffic manager's marking is in
+    test_permutation_dcqcn (per-switch), marks over veths in test_incast_4_to_1_nscc (fabric-2)."""
     summary = run_variant(tmp_path, "incast-dcqcn", "dcqcn", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     assert_dcqcn_reacted(summary)
@@ -132,7 +156,9 @@ def test_incast_4_to_1_dcqcn(tmp_path, registry, processes):
 def test_incast_4_to_1_without_congestion_control_is_lossless_with_pfc(tmp_path, registry, processes):
     """PFC alone: line-rate senders into one host, and the fabric pauses them instead of dropping:
     the receiver's ToR pauses the spines, the spines the senders' ToR, and the ToRs their hosts'
-    NICs, which hold their cells until the resume; every cell of every message arrives once."""
+    NICs, which hold their cells until the resume; every cell of every message arrives once.
+    In every switch mode: the pause frames cross veths between switch processes, memory inside
+    one engine, and both in fabric-2, and each switch kind pauses its own ports."""
     summary = run_variant(tmp_path, "incast-none-pfc", "none", INCAST, processes, pfc=True)
     assert_all_delivered(summary, 4 * 2)
     context, drops, pfc = summary["_context"], summary["drops"], summary["pfc"]
@@ -144,10 +170,12 @@ def test_incast_4_to_1_without_congestion_control_is_lossless_with_pfc(tmp_path,
     assert pfc["host_held_cells_max"] > 0 and pfc["host_paused_ms"] > 0, pfc
 
 
+@in_mode(2)
 def test_incast_4_to_1_nscc(tmp_path, registry, processes):
     """NSCC's window on the emulated fabric: the switches mark, the receivers echo CE on their
     ACKs, and the senders' windows react to it (cuts or quick adapts, and a window below the
-    one they started with); every message arrives intact."""
+    one they started with); every message arrives intact. In fabric-2: marked cells cross the
+    veths between the two engines (the other modes' marking: the dcqcn tests)."""
     summary = run_variant(tmp_path, "incast-nscc", "nscc", INCAST, processes)
     assert_all_delivered(summary, 4 * 2)
     context, agents = summary["_context"], summary["agents"]
@@ -157,13 +185,20 @@ def test_incast_4_to_1_nscc(tmp_path, registry, processes):
     assert agents["min_window_cells"] < 16, context  # it started at 1 BDP (16 cells)
 
 
+@in_mode(2)
 def test_permutation_tita(tmp_path, registry, processes):
+    """tita's cross-ToR permutation, lossless through a congested core, on the native engine's
+    credit meters with the core's cables split between two engines (the Python meter:
+    test_incast_4_to_1_tita)."""
     summary = run_variant(tmp_path, "perm-tita", "tita", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_tita_lossless(summary, 6 * 2 * 65)
 
 
+@in_mode("per_switch")
 def test_permutation_dcqcn(tmp_path, registry, processes):
+    """dcqcn through a congested core on the Python traffic manager's marking (the engine's:
+    test_incast_4_to_1_dcqcn)."""
     summary = run_variant(tmp_path, "perm-dcqcn", "dcqcn", PERMUTATION, processes)
     assert_all_delivered(summary, 6 * 2)
     assert_dcqcn_reacted(summary)
@@ -197,6 +232,7 @@ def run_incast_7_to_1(tmp_path, processes, credit_order: str, overcommit: int = 
     return until_real_time_kept(once, variant, tmp_path / variant.name, variant.name)
 
 
+@in_mode("per_switch")
 def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, processes):
     """The incast acceptance on the emulated fabric, and the simulator within 10% of it: the claims'
     7:1 incast scenario (experiments.incast_text), and the simulator on the very variant that ran.
@@ -204,7 +240,9 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
     Goodput: the acceptance asks 0.95 of the link's payload rate; the test holds 0.93, which TiTa
     without credit pacing (0.85) does not reach. Clock: the scenario's 5 Mbit/s slowed by
     SLOW_7_TO_1 (every ratio kept, the BDP still 16 cells), so an agent's pacer lateness stays
-    under one cell time. The runs behind both numbers: docs/measurements.md."""
+    under one cell time. The runs behind both numbers: docs/measurements.md.
+    Per switch: the Python traffic manager's credit meter against the simulator's (the engine's:
+    the two srpt tests below)."""
     from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
@@ -222,13 +260,15 @@ def test_incast_7_to_1_tita_reaches_the_links_payload_rate(tmp_path, registry, p
         assert abs(emu[key] - sim[key]) <= 0.1 * sim[key], (key, emu, sim)
 
 
+@in_mode("auto")
 def test_incast_7_to_1_tita_srpt_serves_senders_one_after_another(tmp_path, registry, processes):
     """tita with credit_order srpt on the emulated fabric, the simulator within 10%: the claims' 7:1
     incast, slowed as the fair one above. Each sender is credited to its end before the next, so
     the median FCT is about 4/7 of the ideal last delivery (simulator: 0.60), the last one still at
     about the ideal, and no cell is lost; equal shares are what it gives up (Jain about 0.68).
     The simulator meters credits as the switches do and no flow is credited above its port's
-    meter, or the two medians part (docs/measurements.md)."""
+    meter, or the two medians part (docs/measurements.md). On the native engine with every cable
+    in memory, the default mode; the overcommitted srpt below runs across fabric-2's veths."""
     from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
@@ -245,12 +285,14 @@ def test_incast_7_to_1_tita_srpt_serves_senders_one_after_another(tmp_path, regi
         assert abs(emu[key] - sim[key]) <= 0.1 * sim[key], (key, emu, sim)
 
 
+@in_mode(2)
 def test_incast_7_to_1_tita_srpt_overcommitted_keeps_equal_shares_below_the_ideal_median(
         tmp_path, registry, processes):
     """srpt with `overcommit: 6` on the emulated fabric, the simulator within 10%: six senders share
     the link while the seventh waits, so six finish at about 6/7 of the ideal last delivery
     (simulator: p50 0.87 of it) with Jain's index at 0.997, where fair order finishes all seven at
-    the ideal; the claims' frontier point that keeps the incast acceptance at 7:1 and 15:1 alike."""
+    the ideal; the claims' frontier point that keeps the incast acceptance at 7:1 and 15:1 alike.
+    In fabric-2: the credit meters of two engines, the core's cables veths between them."""
     from testbed.simulation import simexp
     from testbed.simulation.run import run_variant
 
@@ -274,6 +316,7 @@ def test_incast_7_to_1_tita_srpt_overcommitted_keeps_equal_shares_below_the_idea
 SHORT_MESSAGE_STRETCH = 2.0
 
 
+@in_mode("auto")
 def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, registry, processes):
     """The latency claim for short messages on the emulated fabric, and the simulator within
     10% of it: the claims' mixed scenario (claims.emulated, 4 x 256 KiB into h1 and 60 x 8 KiB to h1
@@ -281,7 +324,8 @@ def test_short_messages_among_long_flows_finish_sooner_with_tita(tmp_path, regis
     clock's times. tita credits the short messages first, so each waits one round trip for its
     credits and not for a share beside the long flows: its FCT is at most 3 base RTTs (request and
     credit, its cells, their ACK) and at most half of dcqcn's at p50 and p99 (measured ratios:
-    docs/measurements.md)."""
+    docs/measurements.md). In the default mode, the one `make reproduce` runs it in; the 7:1
+    incasts hold the other modes' credit meters to the simulator."""
     import dataclasses
 
     from testbed.claims.emulated import LEAF_SPINE, MIXED_WORKLOAD
