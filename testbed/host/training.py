@@ -10,17 +10,25 @@ The model, as PyTorch's DistributedDataParallel (DDP) runs one:
   B / layers.  F and B are the job's times, each times (1 + jitter x u) with u
   uniform in [-1, 1], drawn per (rank, iteration) from the run's seed; the
   slow GPU's are times `slow_factor` too.
-* Buckets (DDP's Reducer): walking the layers in the order backward produces
-  them, each is added to the open bucket, which closes once it holds at least
-  its cap: `first_bucket_bytes` for the first bucket (DDP's 1 MiB, so the
-  first all-reduce starts early), `bucket_bytes` after it (DDP's 25 MiB
-  bucket_cap_mb); what is left at the end is the last bucket.
+* Buckets (DDP's Reducer once it has rebuilt its buckets in the order the
+  gradients became ready, after the first iteration): walking the layers in
+  the order backward produces them, each is added to the open bucket, which
+  closes once it holds at least its cap: `first_bucket_bytes` for the first
+  bucket (DDP's 1 MiB, so the first all-reduce starts early), `bucket_bytes`
+  after it (DDP's 25 MiB bucket_cap_mb); what is left at the end is the last
+  bucket.  `small_bucket: last` is DDP_SET_LAST_BUCKET_CAP=1: the same walk
+  from the other end, so the small bucket is the last one reduced and the
+  all-reduce left after backward is short.
 * A bucket is ready on rank r when backward has produced its last layer:
   F + B x (layers in it and the buckets before) / layers after the iteration's
   compute began.  Its all-reduce (a data-carrying collective of
   collectives.py, named `<job>#<iteration>.b<bucket>`) starts at r then: every
   message r sends in it waits for that compute (MessageSpec.compute_us), so
-  the all-reduce overlaps the rest of backward.
+  the all-reduce overlaps the rest of backward.  As NCCL runs the collectives
+  of one communicator one after the other on its stream, a bucket's
+  all-reduce also starts at r only once the previous bucket's is done there
+  (every message of it to r applied: MessageSpec.deps, as collectives.sequence
+  chains its sizes).
 * Rank r's next forward starts once every bucket of its iteration is reduced
   at r (MessageSpec.compute_after names them; the optimizer step is taken as
   free), so an all-reduce still running when backward ends delays the next
@@ -63,6 +71,7 @@ class Job:
     algorithm: str = "ring"
     channels: int = 1
     chunk_bytes: int = 0
+    small_bucket: str = "first"  # "first" (DDP's default) | "last" (DDP_SET_LAST_BUCKET_CAP=1)
 
     @property
     def gradient_bytes(self) -> int:
@@ -81,18 +90,34 @@ def layer_bytes(job: Job) -> list[int]:
     return [(base + (i < extra)) * job.dtype_bytes for i in range(job.layers)]
 
 
-def buckets(job: Job) -> list[Bucket]:
-    """The gradient buckets in the order backward fills them (DDP's assignment by size)."""
-    out: list[Bucket] = []
-    held = 0
-    cap = job.first_bucket_bytes
-    for done, size in enumerate(reversed(layer_bytes(job)), start=1):
+def _assign(sizes: list[int], first_cap: int, cap: int) -> list[int]:
+    """DDP's assignment by size: each bucket closes once it holds at least its cap (the first
+    bucket's cap, then the others'); the layers of each bucket, in the order given."""
+    counts: list[int] = []
+    held = layers = 0
+    for size in sizes:
         held += size
-        if held >= cap:
-            out.append(Bucket(held, done))
-            held, cap = 0, job.bucket_bytes
-    if held:
-        out.append(Bucket(held, job.layers))
+        layers += 1
+        if held >= (first_cap if not counts else cap):
+            counts.append(layers)
+            held = layers = 0
+    if layers:
+        counts.append(layers)
+    return counts
+
+
+def buckets(job: Job) -> list[Bucket]:
+    """The gradient buckets in the order backward fills them."""
+    ready = list(reversed(layer_bytes(job)))  # backward: the last layer's gradients first
+    if job.small_bucket == "last":
+        counts = list(reversed(_assign(ready[::-1], job.first_bucket_bytes, job.bucket_bytes)))
+    else:
+        counts = _assign(ready, job.first_bucket_bytes, job.bucket_bytes)
+    out: list[Bucket] = []
+    done = 0
+    for n in counts:
+        out.append(Bucket(sum(ready[done:done + n]), done + n))
+        done += n
     return out
 
 
@@ -127,12 +152,17 @@ def messages(job: Job, name: str, hosts: list[str], seed: int, start_us: float =
     for k in range(job.iterations):
         names = tuple(bucket_name(name, k, b) for b in range(len(plan)))
         times = {h: compute_times(job, seed, name, h, k) for h in hosts}
+        last_in: dict[str, tuple] = {}  # the previous bucket's messages to each rank
         for b, bucket in enumerate(plan):
             params = collectives.Params("all_reduce", job.algorithm, bucket.size_bytes, job.channels,
                                         job.chunk_bytes)
-            for m in collectives.schedule(names[b], list(hosts), params, start_us, servers, ids=ids):
+            msgs = collectives.schedule(names[b], list(hosts), params, start_us, servers, last_in, ids)
+            into: dict[str, list] = {}
+            for m in msgs:
                 forward, backward = times[m.src]
                 ready = forward + backward * bucket.layers_done / job.layers
                 out.append(replace(m, compute_after=previous, compute_us=ready))
+                into.setdefault(m.dst, []).append((m.src, m.msg_id))
+            last_in = {h: tuple(v) for h, v in into.items()}
         previous = names
     return out

@@ -461,6 +461,7 @@ class _Resolver:
             slow_factor=float(slow["factor"]) if slow else 1.0,
             bucket_bytes=raw.get("bucket_bytes", training.DDP_BUCKET_BYTES),
             first_bucket_bytes=raw.get("first_bucket_bytes", training.DDP_FIRST_BUCKET_BYTES),
+            small_bucket=raw.get("small_bucket", "first"),
             algorithm=algorithm, channels=raw.get("channels", 1), chunk_bytes=raw.get("chunk_bytes", 0))
         smallest = min(b.size_bytes for b in training.buckets(job))
         if smallest < len(hosts) * job.channels:

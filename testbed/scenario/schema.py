@@ -112,6 +112,7 @@ PHASES = {
                          "slow_gpu": _obj({"host": TEXT, "factor": _num(0, 1000)}, required=["host", "factor"])},
                         required=["forward_ms", "backward_ms"]),
         "bucket_bytes": _int(1, 1 << 40), "first_bucket_bytes": _int(1, 1 << 40),
+        "small_bucket": {"enum": ["first", "last"]},
         "algorithm": {"enum": ["ring", "tree", "hierarchical"]}, "channels": _int(1, 64),
         "chunk_bytes": _int(0, 1 << 32),
     },

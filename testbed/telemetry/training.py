@@ -200,17 +200,20 @@ def plot_timeline(run_dirs: dict[str, Path], path: Path, iterations: int = 3) ->
                 for key, (a, b) in spans.items():
                     if b > a:
                         ax.barh(y, (b - a) / 1e3, left=a / 1e3, height=0.6, color=colours[key])
-                for a, b in it["comm"]:
+                for j, (a, b) in enumerate(it["comm"]):  # buckets one above the other, so each shows
                     if math.isfinite(a) and math.isfinite(b):
-                        ax.plot([a / 1e3, b / 1e3], [y + 0.38, y + 0.38], color="tab:orange", linewidth=1)
+                        level = y - 0.3 + 0.6 * j / max(1, len(it["comm"]) - 1)
+                        ax.plot([a / 1e3, b / 1e3], [level, level], color="tab:orange", linewidth=1.2)
         ax.set_yticks(range(len(job["ranks"])), job["ranks"], fontsize=6)
         ax.invert_yaxis()
         ax.set_xlabel("time (ms)")
         ax.set_title(f"{title}: first {min(iterations, job['finished'])} iteration(s) per GPU", fontsize=9)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
         handles.append(plt.Line2D([0], [0], color="tab:orange"))
-        ax.legend(handles, ["compute", "wait (slower GPU)", "exposed communication", "bucket all-reduce"],
-                  fontsize=7, loc="upper right")
+        ax.legend(handles, ["compute", "wait (slower GPU)", "exposed communication",
+                            "bucket all-reduce (first send to reduced)"],
+                  fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14 * 16 / max(16, len(job["ranks"]))),
+                  ncol=4)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

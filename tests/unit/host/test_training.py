@@ -23,6 +23,11 @@ def test_buckets_fill_in_backward_order_and_close_at_their_caps():
     assert t.buckets(job) == [t.Bucket(400, 2), t.Bucket(600, 5), t.Bucket(600, 8), t.Bucket(400, 10)]
     assert sum(b.size_bytes for b in t.buckets(JOB)) == JOB.gradient_bytes == 32768
     assert t.buckets(replace(job, first_bucket_bytes=1, bucket_bytes=1 << 30)) == [t.Bucket(200, 1), t.Bucket(1800, 10)]
+    # DDP_SET_LAST_BUCKET_CAP=1: the same assignment from the first layer, so the small bucket is the last
+    first = replace(job, first_bucket_bytes=200)
+    assert t.buckets(first) == [t.Bucket(200, 1), t.Bucket(600, 4), t.Bucket(600, 7), t.Bucket(600, 10)]
+    assert t.buckets(replace(first, small_bucket="last")) == [t.Bucket(600, 3), t.Bucket(600, 6), t.Bucket(600, 9),
+                                                              t.Bucket(200, 10)]
     assert t.layer_bytes(replace(job, parameters=1003)) == [202] * 3 + [200] * 7
 
 
@@ -69,9 +74,14 @@ def test_a_message_leaves_when_its_compute_is_done_and_no_sooner():
         gate = max([m.start_us] + [done[(m.src, c)] for c in m.compute_after])
         start = sent[(m.src, m.dst, m.msg_id)]
         assert start >= gate + m.compute_us - 1e-3, m
+        _, k, b = t.parse_name(m.collective)
+        # one bucket after the other at each GPU, as NCCL's stream runs them
+        before = done[(m.src, t.bucket_name("ddp", k, b - 1))] if b else 0.0
+        assert start >= before - 1e-3, m
         key = (m.src, m.collective)
-        first[key] = min(first.get(key, float("inf")), start - gate - m.compute_us)
-    # each rank's first message of a bucket leaves the moment backward has produced the bucket
+        first[key] = min(first.get(key, float("inf")), start - max(gate + m.compute_us, before))
+    # each rank's first message of a bucket leaves the moment backward has produced the bucket and the
+    # previous bucket is reduced there
     assert max(first.values()) < 1.0
 
 
