@@ -17,8 +17,8 @@ The model, as PyTorch's DistributedDataParallel (DDP) runs one:
   bucket (DDP's 1 MiB, so the first all-reduce starts early), `bucket_bytes`
   after it (DDP's 25 MiB bucket_cap_mb); what is left at the end is the last
   bucket.  `small_bucket: last` is DDP_SET_LAST_BUCKET_CAP=1: the same walk
-  from the other end, so the small bucket is the last one reduced and the
-  all-reduce left after backward is short.
+  from the other end, so the small bucket is the last one reduced (the one
+  whose all-reduce starts when backward ends).
 * A bucket is ready on rank r when backward has produced its last layer:
   F + B x (layers in it and the buckets before) / layers after the iteration's
   compute began.  Its all-reduce (a data-carrying collective of
