@@ -36,3 +36,12 @@ def test_a_slowed_run_stretches_the_compute_with_every_other_time():
     job = slowed(scenario, 0.25).workload[0].job
     assert (job.forward_us, job.backward_us) == (800_000, 2_400_000)
     assert job.bucket_bytes == 65536 and job.parameters == 131072  # sizes stay as they were
+
+
+def test_show_describes_the_job(capsys):
+    from testbed import cli
+
+    assert cli.main(["show", str(ROOT / "scenarios" / "training-ddp.yaml")]) == 0
+    assert ("at 0 s ddp: 16 hosts, data-parallel job of 131072 parameters x 2 B in 16 layers, 5 iterations, "
+            "buckets 16384/65536/65536/65536/49152 B (ring, 1 channel(s)), forward 200 ms, backward 600 ms, "
+            "jitter 0.05, h6 x1.2") in capsys.readouterr().out
