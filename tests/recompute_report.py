@@ -453,6 +453,107 @@ def recompute_collectives(v: Variant) -> dict:
     return out
 
 
+def recompute_jobs(v: Variant) -> dict:
+    """Per training job (telemetry/training.py's docstring has the definitions): iteration times, GPU
+    utilisation, compute, wait and exposed communication, from the planned messages and the records."""
+    import re
+
+    pattern = re.compile(r"^(.+)#(\d+)\.b(\d+)$")
+    compute: dict = {}  # job -> (host, iteration) -> compute us
+    start: dict = {}
+    nbuckets: dict = {}
+    for m in v.planned:
+        hit = pattern.match(m.get("collective") or "")
+        if not hit or "compute_us" not in m:
+            continue
+        job, k, b = hit.group(1), int(hit.group(2)), int(hit.group(3))
+        c = compute.setdefault(job, {})
+        c[(m["src"], k)] = max(c.get((m["src"], k), 0.0), m["compute_us"])
+        start[job] = min(start.get(job, math.inf), m["start_us"])
+        nbuckets[job] = max(nbuckets.get(job, 0), b + 1)
+    ends: dict = {}  # (job, host, iteration) -> [done_us of each bucket]
+    for r in v.records:
+        hit = pattern.match(r.get("collective") or "") if r["kind"] == "collective_done" else None
+        if hit and hit.group(1) in compute:
+            ends.setdefault((hit.group(1), r["host"], int(hit.group(2))), []).append(r["done_us"])
+    out: dict = {}
+    for job, c in compute.items():
+        hosts = sorted({h for h, _ in c}, key=lambda h: [x for x, _ in c].index(h))
+        planned = 1 + max(k for _, k in c)
+        finished = 0
+        while finished < planned and all(len(ends.get((job, h, finished), [])) == nbuckets[job] for h in hosts):
+            finished += 1
+        key = f"jobs/{job}"
+        out[f"{key}/gpus"] = len(hosts)
+        out[f"{key}/iterations_planned"] = planned
+        out[f"{key}/iterations_finished"] = finished
+        if not finished:
+            continue
+        end = {(h, k): max(ends[(job, h, k)]) for h in hosts for k in range(finished)}
+        busy = {h: 0.0 for h in hosts}
+        span = {h: 0.0 for h in hosts}
+        totals = {"compute": 0.0, "wait": 0.0, "exposed": 0.0}
+        last_end = start[job]
+        times = []
+        for k in range(finished):
+            begin = {h: end[(h, k - 1)] if k else start[job] for h in hosts}
+            slowest = max(begin[h] + c[(h, k)] for h in hosts)
+            for h in hosts:
+                idle = end[(h, k)] - begin[h] - c[(h, k)]
+                exposed = max(0.0, end[(h, k)] - max(begin[h] + c[(h, k)], slowest))
+                totals["compute"] += c[(h, k)]
+                totals["exposed"] += exposed
+                totals["wait"] += idle - exposed
+                busy[h] += c[(h, k)]
+                span[h] += end[(h, k)] - begin[h]
+            job_end = max(end[(h, k)] for h in hosts)
+            times.append(job_end - last_end)
+            last_end = job_end
+        out[f"{key}/iteration_ms"] = [t / 1e3 for t in times]
+        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
+        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
+        util = {h: busy[h] / span[h] for h in hosts}
+        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
+        lowest = min(util.values())
+        out[f"{key}/gpu_utilisation_lowest"] = lowest
+        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
+        samples = len(hosts) * finished
+        for part, total in totals.items():
+            out[f"{key}/{part}_per_iteration_ms"] = total / samples / 1e3
+        out[f"{key}/exposed_share"] = totals["exposed"] / sum(span.values())
+    return out
+
+
+def check_job_table(text: str, figures: dict[str, dict]) -> list[str]:
+    """The report's training jobs table (one row per variant and job) against the recomputed figures."""
+    problems = []
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0] in figures:
+            rows[(cells[0], cells[1])] = cells
+    for variant, f in figures.items():
+        for name in sorted({k.split("/")[1] for k in f if k.startswith("jobs/")}):
+            row = rows.get((variant, name))
+            if row is None:
+                problems.append(f"report.md: no training jobs row for {variant} {name}")
+                continue
+            g = {k.split("/", 2)[2]: value for k, value in f.items() if k.startswith(f"jobs/{name}/")}
+            done = g["iterations_finished"]
+            want = {2: str(g["gpus"]), 3: f"{done} / {g['iterations_planned']}",
+                    4: f"{g['iteration_p50_ms']:.1f} / {g['iteration_p99_ms']:.1f}" if done else "- / -",
+                    5: (f"{g['gpu_utilisation']:.3f} ({g['gpu_lowest']} {g['gpu_utilisation_lowest']:.3f})"
+                        if done else "-"),
+                    6: (f"{g['compute_per_iteration_ms']:.1f} / {g['wait_per_iteration_ms']:.1f} / "
+                        f"{g['exposed_per_iteration_ms']:.1f}" if done else "- / - / -"),
+                    7: f"{g['exposed_share']:.3f}" if done else "-"}
+            for col, value in want.items():
+                if row[col] != value:
+                    problems.append(f"report.md {variant} job {name} column {col + 1}: shows '{row[col]}', "
+                                    f"recomputed '{value}'")
+    return problems
+
+
 def check_collective_table(text: str, figures: dict[str, dict]) -> list[str]:
     """The report's collectives table (one row per variant and collective) against the recomputed figures."""
     problems = []
@@ -492,7 +593,7 @@ def recompute_simulated(v: Variant) -> dict:
     acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
     return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
             "retransmissions_cells": sum(r["retransmissions"] for r in sent),
-            **recompute_simulated_losses(v), **recompute_collectives(v), **recompute_int(v)}
+            **recompute_simulated_losses(v), **recompute_collectives(v), **recompute_int(v), **recompute_jobs(v)}
 
 
 def recompute_simulated_losses(v: Variant) -> dict:
@@ -585,8 +686,8 @@ def lookup(summary: dict, key: str):
     if parts[0] == "links":
         row = next(l for l in summary["links"] if l["link"] == parts[1])
         return row[parts[2]]
-    if parts[0] == "collectives":  # collective names hold no '/'
-        return summary["collectives"][parts[1]][parts[2]]
+    if parts[0] in ("collectives", "jobs"):  # collective and job names hold no '/'
+        return summary[parts[0]][parts[1]][parts[2]]
     if parts[0] == "recovery":  # a list: its index, then the entry's keys
         value = summary["recovery"][int(parts[1])]
         for p in parts[2:]:
@@ -705,7 +806,7 @@ def main(argv: list[str]) -> int:
             return 2
         else:
             figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant),
-                             **recompute_int(variant)}
+                             **recompute_int(variant), **recompute_jobs(variant)}
         k = float(variant.scenario.get("time_stretch") or 1.0)
         figures[name] = on_scenario_clock(figures[name], k)
         figures[name]["clock/run_time_stretch"] = k
@@ -725,6 +826,7 @@ def main(argv: list[str]) -> int:
     else:
         problems += check_sim_report(text, names, figures)
     problems += check_collective_table(text, {n: figures[n] for n in names})
+    problems += check_job_table(text, {n: figures[n] for n in names})
     for problem in problems:
         print(problem)
     print(f"{checked} summary.json figures and the report's table recomputed for {len(names)} variant(s): "

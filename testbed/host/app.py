@@ -16,6 +16,11 @@ every message of the collective to this rank is applied the whole buffer is
 compared with the expected result: a `collective_done` record says whether
 it matched, byte for byte.
 
+Compute is time (a training job, `host/training.py`): a message naming
+collectives in `compute_after` also waits `compute_us` after the later of its
+start time and the moment all of them have finished here (their
+`collective_done`); with none named its compute runs from its start time.
+
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
 rate) carries every message to a peer in `local_peers`.
@@ -178,7 +183,7 @@ class WorkloadRunner:
         else:
             region[:] = data
         self.applied.add((spec.src, spec.msg_id))
-        self._satisfy("applied", (spec.src, spec.msg_id))
+        self._satisfy("applied", (spec.src, spec.msg_id), now)
         left = self.to_apply[spec.collective] = self.to_apply[spec.collective] - 1
         if left == 0:
             self._finish_collective(spec, now)
@@ -198,6 +203,7 @@ class WorkloadRunner:
         self.verify_failures += not ok
         self.collectives_done[spec.collective] = ok
         self.records.append(records.collective_record(self.name, spec, ok, checked, now))
+        self._satisfy("done", (name,), now)
         self._release(spec.collective)
 
     def _release(self, collective: str | None) -> None:
@@ -224,7 +230,7 @@ class WorkloadRunner:
         self.verify_failures += not ok
         self.received.add((src, d.msg_id))
         self.records.append(records.delivered_record(self.name, src, d, ok))
-        self._satisfy("received", (src, d.msg_id))
+        self._satisfy("received", (src, d.msg_id), d.delivered_s)
         if spec is not None and (src, d.msg_id) not in self.applied:
             self.held.append((spec, d.payload))
             self._apply_ready(d.delivered_s)
@@ -237,26 +243,40 @@ class WorkloadRunner:
 
     # -- starting messages: each waits for its start time and its dependencies ----
     def _index(self) -> None:
-        """Count each message's unmet dependencies; index who waits for what (so a poll costs
-        the messages that became ready, not the whole workload)."""
+        """Count each message's unmet dependencies (its deps, and the collectives its compute
+        waits for); index who waits for what (so a poll costs the messages that became ready, not
+        the whole workload). `_earliest` is each message's start time in us, moved later by its
+        compute once the collectives that start the compute have finished."""
         self._unmet: list[int] = []
+        self._gate: list[int] = []  # collectives in compute_after not finished here yet
+        self._earliest: list[float] = []
         self._waiters: dict[tuple, list[int]] = {}
         self._ready: list[tuple[float, int]] = []
         self._started = 0
         for i, spec in enumerate(self._specs):
             need = "applied" if spec.op else "received"
             keys = set(tuple(d) for d in spec.deps)
-            self._unmet.append(len(keys))
+            gate = set(spec.compute_after)
+            self._unmet.append(len(keys) + len(gate))
+            self._gate.append(len(gate))
+            self._earliest.append(spec.start_us + (0.0 if gate else spec.compute_us))
             for key in keys:
                 self._waiters.setdefault((need, key), []).append(i)
-            if not keys:
-                heapq.heappush(self._ready, (spec.start_us, i))
+            for name in gate:
+                self._waiters.setdefault(("done", (name,)), []).append(i)
+            if not keys and not gate:
+                heapq.heappush(self._ready, (self._earliest[i], i))
 
-    def _satisfy(self, need: str, key: tuple) -> None:
+    def _satisfy(self, need: str, key: tuple, now: float) -> None:
         for i in self._waiters.pop((need, key), ()):
+            if need == "done":
+                self._gate[i] -= 1
+                if self._gate[i] == 0:  # the compute starts now (or at the start time, if later)
+                    spec = self._specs[i]
+                    self._earliest[i] = max(spec.start_us, now * 1e6) + spec.compute_us
             self._unmet[i] -= 1
             if self._unmet[i] == 0:
-                heapq.heappush(self._ready, (self._specs[i].start_us, i))
+                heapq.heappush(self._ready, (self._earliest[i], i))
 
     @property
     def pending(self) -> list[MessageSpec]:

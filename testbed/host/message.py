@@ -1,5 +1,12 @@
 """One message of a workload: who sends how many bytes to whom, when, after what.
 
+"After what" is of two kinds. `deps` are messages that must have reached the
+sender first (a collective's earlier steps). `compute_after` and `compute_us`
+model the sender's compute as time: the message waits `compute_us` after the
+later of `start_us` and the moment every collective named in `compute_after`
+has finished at the sender (none named: from `start_us`), so a training job's
+gradient bucket leaves once backward has produced it (host/training.py).
+
 A plain record with its JSON form (the workload file an agent reads).  The
 workload generators (workloads.py) and the collectives' schedules
 (collectives.py) both build these; it imports neither, so both may import it.
@@ -36,10 +43,17 @@ class MessageSpec:
     dst_rank: int = -1
     algorithm: str | None = None
     channel: int = 0  # the collective channel: its own transport flow between src and dst
+    compute_after: tuple[str, ...] = ()  # collectives finished at src before its compute starts
+    compute_us: float = 0.0  # the compute this message waits for, from that start
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["deps"] = [list(x) for x in self.deps]
+        if not self.compute_after and not self.compute_us:  # messages of no compute keep their form
+            d.pop("compute_after")
+            d.pop("compute_us")
+        else:
+            d["compute_after"] = list(self.compute_after)
         if self.op is None:  # plain messages keep their compact form
             for key in ("op", "src_offset", "dst_offset", "contrib", "data_offset", "read_input",
                         "apply_after", "src_rank", "dst_rank", "algorithm", "channel"):
@@ -54,4 +68,5 @@ class MessageSpec:
         d["deps"] = tuple((str(a), int(b)) for a, b in d.get("deps", ()))
         d["apply_after"] = tuple((str(a), int(b)) for a, b in d.get("apply_after", ()))
         d["contrib"] = tuple(int(r) for r in d.get("contrib", ()))
+        d["compute_after"] = tuple(str(c) for c in d.get("compute_after", ()))
         return cls(**d)

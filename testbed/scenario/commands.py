@@ -195,6 +195,16 @@ def summary(s: Scenario) -> str:
             size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
             extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
                      + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + _first(p.hosts))
+        elif p.kind == "training":
+            from testbed.host.training import buckets
+
+            j = p.job
+            size = (f", data-parallel job of {j.parameters} parameters x {j.dtype_bytes} B in {j.layers} layers, "
+                    f"{p.count} iterations")
+            extra = (f", buckets {'/'.join(str(b.size_bytes) for b in buckets(j))} B ({j.algorithm}, "
+                     f"{j.channels} channel(s)), forward {j.forward_us / 1000:g} ms, backward "
+                     f"{j.backward_us / 1000:g} ms, jitter {j.jitter:g}"
+                     + (f", {j.slow_host} x{j.slow_factor:g}" if j.slow_host else ""))
         lines.append(f"  at {p.start_s:g} s {p.name}: {len(p.hosts)} hosts{size}{extra}")
     for fault in s.faults:
         lines.append(f"  fault at {fault.at_s:g} s: {fault.kind} {fault.target}")

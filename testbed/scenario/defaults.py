@@ -91,3 +91,7 @@ def ecn_mode(cc: str) -> str:
 
 def cells(bdp_cells: int, fraction: float) -> int:
     return max(1, math.ceil(bdp_cells * fraction))
+
+# training jobs: iterations and gradient dtype (DDP's bucket caps are host/training.py's)
+TRAINING_ITERATIONS = 5
+TRAINING_DTYPE = "bf16"

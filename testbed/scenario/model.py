@@ -12,9 +12,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.topo import FatTreeSpec, LeafSpineSpec, Topology, build_topology
+
+if TYPE_CHECKING:  # the job's numbers are host/training.py's (numpy stays out of a scenario's load)
+    from testbed.host.training import Job
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ class Phase:
     link_rate_bps: float | None = None  # the host link rate
     message_wire_bytes: int | None = None  # the DATA cells of one message on the wire
     arrivals_seed: str | None = None  # "poisson:<scenario seed>:<phase index>", as permutation seeds
+    job: Job | None = None  # training: the data-parallel job (host/training.py), count its iterations
 
 
 @dataclass(frozen=True)

@@ -328,9 +328,13 @@ class _Resolver:
         fields: dict[str, Any] = {}
         if kind == "collective":
             hosts, fields = self.collective(at, raw, hosts, topo)
+        elif kind == "training":
+            hosts, fields = self.training(at, raw, hosts, topo)
         elif kind != "pingall":
             fields["message_bytes"] = raw.get("message_bytes", d.PHASE_MESSAGE_BYTES[kind])
         count = raw.get("count", {"stream": d.STREAM_COUNT, "poisson": 0}.get(kind, 1))
+        if kind == "training":
+            count = fields["job"].iterations
         if kind in ("incast", "stream"):
             fields.update(self.incast(at, raw, hosts, topo))
         if kind == "stream":
@@ -384,35 +388,88 @@ class _Resolver:
         if algorithm != "auto" and algorithm not in ALGORITHMS[op]:
             raise self.fail(at + ("algorithm",), f"'{algorithm}' is not an algorithm of {op}; "
                             f"it has {', '.join(ALGORITHMS[op])}")
-        if topo.servers:
-            rank_of = {h: i for i, h in enumerate(h for gpus in topo.servers.values() for h in gpus)}
-            hosts = tuple(sorted(hosts, key=rank_of.__getitem__))
+        hosts, servers = self.ranks(hosts, topo)
         channels = raw.get("channels", 1)
         sizes = raw.get("sizes_bytes", d.COLLECTIVE_SIZES_BYTES)
         for j, size in enumerate(sizes):
             if size < len(hosts) * channels:
                 raise self.fail(at + ("sizes_bytes", j), f"{size} B cannot give each of {len(hosts)} "
                                 f"ranks a byte on each of {channels} channel(s)")
-        servers: tuple = ()
-        if topo.servers:  # whole servers selected: their ranks (what hierarchical and the tuner need)
-            chosen = set(hosts)
-            whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
-            if sum(len(g) for g in whole) == len(hosts) and len(whole) >= 2:
-                index = {h: i for i, h in enumerate(hosts)}
-                servers = tuple(tuple(index[h] for h in gpus) for gpus in whole)
         tuned: tuple = ()
         if algorithm == "auto":
             tuned = self.tuned(at, raw, op, len(hosts), sizes, servers)
-        if algorithm == "hierarchical" and not servers:
-            if not topo.servers:
-                raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
-                                "(topology.gpus_per_server above 1)")
-            raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
-                            "hierarchical runs over whole servers, at least two: select every GPU "
-                            f"of each server used ({topo.gpus_per_server} per server)")
+        if algorithm == "hierarchical":
+            self.whole_servers(at, raw, servers, topo)
         return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
                        "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers, "tuned": tuned,
                        "tuning": raw.get("tuning")}
+
+    def ranks(self, hosts: tuple[str, ...], topo: Topology) -> tuple[tuple[str, ...], tuple]:
+        """The ranks (server by server, GPU order, when the topology has servers) and, when whole
+        servers are selected, each server's ranks (what hierarchical and the tuner need)."""
+        if not topo.servers:
+            return hosts, ()
+        rank_of = {h: i for i, h in enumerate(h for gpus in topo.servers.values() for h in gpus)}
+        hosts = tuple(sorted(hosts, key=rank_of.__getitem__))
+        chosen = set(hosts)
+        whole = [gpus for gpus in topo.servers.values() if set(gpus) <= chosen]
+        if sum(len(g) for g in whole) != len(hosts) or len(whole) < 2:
+            return hosts, ()
+        index = {h: i for i, h in enumerate(hosts)}
+        return hosts, tuple(tuple(index[h] for h in gpus) for gpus in whole)
+
+    def whole_servers(self, at: DataPath, raw: dict, servers: tuple, topo: Topology) -> None:
+        """hierarchical all-reduce: whole servers of several GPUs, at least two, must be selected."""
+        if servers:
+            return
+        if not topo.servers:
+            raise self.fail(at + ("algorithm",), "hierarchical needs servers of several GPUs "
+                            "(topology.gpus_per_server above 1)")
+        raise self.fail(at + ("hosts",) if "hosts" in raw else at + ("algorithm",),
+                        "hierarchical runs over whole servers, at least two: select every GPU "
+                        f"of each server used ({topo.gpus_per_server} per server)")
+
+    def training(self, at: DataPath, raw: dict, hosts: tuple[str, ...], topo: Topology):
+        """A data-parallel job (host/training.py): its ranks, model, compute times and buckets."""
+        from testbed.host import training
+
+        hosts, servers = self.ranks(hosts, topo)
+        par = raw.get("parallelism", {})
+        for key in ("tensor", "pipeline", "expert"):
+            if par.get(key, 1) != 1:
+                raise self.fail(at + ("parallelism", key), f"{key} parallelism is not modelled yet: "
+                                f"a training job is data-parallel only ({key}: 1)")
+        if par.get("data", len(hosts)) != len(hosts):
+            raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks, but the job "
+                            f"runs on {len(hosts)} GPUs (hosts); they must be equal")
+        model, compute = raw["model"], raw["compute"]
+        if model["layers"] > model["parameters"]:
+            raise self.fail(at + ("model", "layers"), f"{model['layers']} layers need at least as many "
+                            f"parameters ({model['parameters']})")
+        slow = compute.get("slow_gpu")
+        if slow is not None and slow["host"] not in hosts:
+            raise self.fail(at + ("compute", "slow_gpu", "host"), f"'{slow['host']}' is not one of the "
+                            f"job's GPUs ({', '.join(hosts)})")
+        algorithm = raw.get("algorithm", "ring")
+        if algorithm == "hierarchical":
+            self.whole_servers(at, raw, servers, topo)
+        job = training.Job(
+            iterations=raw.get("iterations", d.TRAINING_ITERATIONS), parameters=model["parameters"],
+            dtype_bytes=training.DTYPE_BYTES[model.get("dtype", d.TRAINING_DTYPE)], layers=model["layers"],
+            forward_us=compute["forward_ms"] * 1e3, backward_us=compute["backward_ms"] * 1e3,
+            jitter=float(compute.get("jitter", 0.0)), slow_host=slow and slow["host"],
+            slow_factor=float(slow["factor"]) if slow else 1.0,
+            bucket_bytes=raw.get("bucket_bytes", training.DDP_BUCKET_BYTES),
+            first_bucket_bytes=raw.get("first_bucket_bytes", training.DDP_FIRST_BUCKET_BYTES),
+            small_bucket=raw.get("small_bucket", "first"),
+            algorithm=algorithm, channels=raw.get("channels", 1), chunk_bytes=raw.get("chunk_bytes", 0))
+        smallest = min(b.size_bytes for b in training.buckets(job))
+        if smallest < len(hosts) * job.channels:
+            where = next((k for k in ("first_bucket_bytes", "bucket_bytes", "channels") if k in raw), "model")
+            raise self.fail(at + (where,), f"a gradient bucket of {smallest} B cannot give each of "
+                            f"{len(hosts)} ranks a byte on each of {job.channels} channel(s)")
+        return hosts, {"job": job, "servers": servers, "algorithm": algorithm, "channels": job.channels,
+                       "chunk_bytes": job.chunk_bytes}
 
     def tuned(self, at: DataPath, raw: dict, op: str, ranks: int, sizes: list[int], servers: tuple) -> tuple:
         """algorithm: auto: per size, the tuning table's entry of the nearest size (log scale)."""

@@ -16,7 +16,7 @@ TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective", "poisson",
-               "stream"]
+               "stream", "training"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
 FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart",
@@ -99,8 +99,25 @@ PHASES = {
                    "count": _int(1, 1000), "tuning": TEXT},
     "poisson": {"load": _num(0, 1), "message_bytes": _MESSAGE["message_bytes"], "arrivals_s": _num(0, 86_400)},
     "stream": {**_MESSAGE, **_INTO_ONE, "interval_s": _num(0, 86_400)},
+    # a data-parallel training job (host/training.py; scenarios/README.md, "Training jobs")
+    "training": {
+        "iterations": _int(1, 10_000),
+        "model": _obj({"parameters": _int(1, 1 << 44), "layers": _int(1, 100_000),
+                       "dtype": {"enum": ["fp32", "bf16", "fp16"]}},
+                      required=["parameters", "layers"]),
+        "parallelism": _obj({"data": _int(2, 100_000), "tensor": _int(1, 1024), "pipeline": _int(1, 1024),
+                             "expert": _int(1, 1024)}),
+        "compute": _obj({"forward_ms": _num(0, 3_600_000), "backward_ms": _num(0, 3_600_000),
+                         "jitter": _num(0, 1, exclusive=False),
+                         "slow_gpu": _obj({"host": TEXT, "factor": _num(0, 1000)}, required=["host", "factor"])},
+                        required=["forward_ms", "backward_ms"]),
+        "bucket_bytes": _int(1, 1 << 40), "first_bucket_bytes": _int(1, 1 << 40),
+        "small_bucket": {"enum": ["first", "last"]},
+        "algorithm": {"enum": ["ring", "tree", "hierarchical"]}, "channels": _int(1, 64),
+        "chunk_bytes": _int(0, 1 << 32),
+    },
 }
-PHASE_REQUIRED = {"poisson": ["load"]}
+PHASE_REQUIRED = {"poisson": ["load"], "training": ["model", "compute"]}
 
 PHASE = {
     "type": "object",

@@ -46,11 +46,14 @@ def slowed(scenario: Scenario, factor: float) -> Scenario:
 
 
 def _slowed_phase(phase: Phase, factor: float) -> Phase:
-    """Its start, a stream's interval and poisson's arrival time over f, the link rate poisson
-    offers its load of times f: the same messages, each starting at its time over f."""
+    """Its start, a stream's interval, poisson's arrival time and a training job's compute times
+    over f, the link rate poisson offers its load of times f: the same messages, each starting at
+    its time over f."""
     stretch = 1 / factor
+    job = phase.job and dataclasses.replace(phase.job, forward_us=round(phase.job.forward_us * stretch, 3),
+                                            backward_us=round(phase.job.backward_us * stretch, 3))
     return dataclasses.replace(
-        phase, start_s=round(phase.start_s * stretch, 3),
+        phase, start_s=round(phase.start_s * stretch, 3), job=job,
         interval_s=None if phase.interval_s is None else round(phase.interval_s * stretch, 6),
         arrivals_s=None if phase.arrivals_s is None else round(phase.arrivals_s * stretch, 6),
         link_rate_bps=None if phase.link_rate_bps is None else round(phase.link_rate_bps * factor, 3))

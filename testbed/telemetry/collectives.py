@@ -194,6 +194,9 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
                                                        "dropped_by_stopped_switches", "data_cells")
                             if k in result}
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
+    from testbed.telemetry import training
+
+    summary["jobs"] = training.job_figures(run_dir)
     path = run_dir / "faults.jsonl"
     summary["faults"] = read_jsonl(path) if path.exists() else []
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
@@ -229,7 +232,7 @@ def data_conservation_lines(summaries: dict[str, dict]) -> list[str]:
 
 def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict], out_dir: Path,
                      partial: str | None = None) -> Path:
-    """report.md, summary.json and busbw.png of a simulator run; `partial` (rundir.partial_line) opens it."""
+    """report.md, summary.json, busbw.png and training_timeline.png of a simulator run; `partial` (rundir.partial_line) opens it."""
     from testbed.telemetry.clock import clock_line, summaries_on_scenario_clock
     from testbed.telemetry.export import write_tables
     from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
@@ -279,6 +282,11 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     lines += inband.report_lines(summaries)
     if inband.plot_latency(run_dirs, summaries, lambda name: topo, out_dir / "int_latency.png"):
         lines += ["![In-band telemetry: hop latency CDF per tier](int_latency.png)", ""]
+    from testbed.telemetry import training
+
+    lines += training.report_lines(summaries)
+    if training.plot_timeline(run_dirs, out_dir / "training_timeline.png"):
+        lines += ["![Training jobs: compute, wait and exposed communication per GPU](training_timeline.png)", ""]
     lines += report_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

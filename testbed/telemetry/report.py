@@ -23,6 +23,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from testbed.targets import bmv2_queue_rate_pps  # noqa: E402
 from testbed.telemetry.collectives import plot_busbw  # noqa: E402
 from testbed.telemetry.collectives import report_lines as collective_lines  # noqa: E402
+from testbed.telemetry import training  # noqa: E402
 from testbed.telemetry.clock import clock_line, scenario_links, stretch_of, summaries_on_scenario_clock  # noqa: E402
 from testbed.telemetry.export import write_tables  # noqa: E402
 from testbed.telemetry.faults import fault_lines  # noqa: E402
@@ -604,6 +605,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     lines += inband.report_lines(summaries)
     if inband.plot_latency(run_dirs, summaries, lambda name: scenario.topo, out_dir / "int_latency.png"):
         lines += ["![In-band telemetry: hop latency CDF per tier](int_latency.png)", ""]
+    lines += training.report_lines(summaries)
+    if training.plot_timeline(run_dirs, out_dir / "training_timeline.png"):
+        lines += ["![Training jobs: compute, wait and exposed communication per GPU](training_timeline.png)", ""]
     lines += collective_lines(summaries)
     if plot_busbw(summaries, out_dir / "busbw.png"):
         lines += ["![busbw (Mbit/s) against size (bytes)](busbw.png)", ""]

@@ -22,6 +22,7 @@ import yaml
 
 from testbed.host.records import read_jsonl
 from testbed.telemetry.collectives import collective_figures
+from testbed.telemetry.training import job_figures
 from testbed.telemetry.conservation import drops_and_balance
 from testbed.telemetry.ideal import ideal_for_variant
 from testbed.telemetry.inband import int_figures
@@ -265,6 +266,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["faults_not_executed"] = result.get("faults_not_executed") or []
     summary["recovery"] = recovery(run_dir, scenario, topology)
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
+    summary["jobs"] = job_figures(run_dir)
     summary["int"] = int_figures(run_dir, topology)
     return summary
 

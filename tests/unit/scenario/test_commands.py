@@ -52,7 +52,7 @@ def test_validate_mixes_ok_and_errors(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.strip().splitlines()[0].endswith("ok (2 variants)")
     assert err.strip() == f"{bad}:2: workload[0].kind: 'pingal' is not one of: pingall, incast, " \
-                          "permutation, all_to_all, ring_allreduce, collective, poisson, stream"
+                          "permutation, all_to_all, ring_allreduce, collective, poisson, stream, training"
 
 
 def test_show_prints_counts_ports_addresses_and_paths(capsys):
