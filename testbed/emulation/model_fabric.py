@@ -230,6 +230,12 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
         switches[switch_name] = switch
         controls[switch_name] = control
     if backend == "native":
+        for switch in switches.values():
+            # the engine moves their packets in model time: no switch runs its own event loop, so
+            # its wake-up pipe and command socketpair close now (a process that builds many
+            # fabrics, as tune and diagnose do, would run out of descriptors); the Switch objects
+            # keep their configuration, their TM commands and install() for a restart
+            switch.close()
         fabric = _native(scenario, topology, switches, seed)
         fabric.plans, fabric.controls, fabric.configured = plans, controls, configured
         fabric.p4info_index = index

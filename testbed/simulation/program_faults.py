@@ -206,7 +206,7 @@ class ProgramFaults:
             switch = self.fabric.switches[name]
             switch.install(SimpleNamespace(pipeline=pipeline))
             engine.switch_clear(index)  # its counters start from zero
-            engine.set_pipeline(index, pipeline)
+            engine.set_pipeline(index, pipeline, name=name)
             switch.tm_commands.apply_all(plan.tm_commands, source=f"{name}'s plan")
             self.fabric.controls[name] = control
             self.switches_down.discard(name)

@@ -259,3 +259,19 @@ def test_the_python_target_in_the_engine_gives_the_native_programs_records(monke
     monkeypatch.undo()
     tita_native, _ = run(scenario(cc="tita"))
     assert json.dumps(tita.records(), sort_keys=True) == json.dumps(tita_native.records(), sort_keys=True)
+
+
+def test_building_program_networks_leaves_no_descriptor_open():
+    """A process that builds many networks (tune's candidates, diagnose's twins) keeps none of
+    their switches' event-loop descriptors: the engine moves the packets."""
+    import os
+
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    build_program_network(scenario())  # the caches a first build fills (the program, the engine)
+    before = open_descriptors()
+    for _ in range(3):
+        net, _ = run(scenario(cc="tita"))
+        assert net.finished()
+    assert open_descriptors() == before
