@@ -381,6 +381,22 @@ def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[
     return min(found, default=None)
 
 
+def _host_stopped(late: tuple, link, topo, sent: dict, twin: dict) -> bool:
+    """`late` (held_late's) held bytes toward a host whose own NIC sent nothing for STALL_BINS bins
+    running in that stretch while its twin's sent: the host was not reading (its agent stopped; an
+    agent counts what it reads), which host_culprits names; a delayed cable leaves the host sending."""
+    i, j, key, _ = late
+    host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
+    if host is None or not key.endswith(f">{host}"):
+        return False
+    tor = link.b if link.a == host else link.a
+    out = f"{link.name}:{host}>{tor}"
+    if out not in sent or out not in twin:
+        return False
+    silent = [sent[out][b] == 0 and twin[out][b] > 0 for b in range(i, j + 1)]
+    return any(last - first + 1 >= STALL_BINS for first, last in _runs(silent))
+
+
 def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: bool = True) -> list[Culprit]:
     """Culprits the counters show directly, before any comparison of amounts (docs/diagnose.md):
 
@@ -446,6 +462,8 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: b
         lossy = [b for b in range(n) if lost[b] >= WIRE_LOSS_BYTES]
         if not lossy:
             late = held_late(sent, arrived, keys, holds[link.tier])
+            if late is not None and _host_stopped(late, link, topo, sent, twin):
+                late = None  # held toward a host that sent nothing meanwhile: it read nothing (stalled)
             if late is not None:
                 i, j, key, most = late
                 out.append(Culprit("link", link.name, "delayed", i * BIN_S, (j + 1) * BIN_S, 0.5,

@@ -251,3 +251,31 @@ def test_a_slowed_runs_evidence_is_on_the_scenarios_clock(tmp_path, monkeypatch)
     times = [[float(t) for t in re.findall(r"(\d+(?:\.\d+)?) s\b", c["evidence"])] for c in (before, after)]
     assert times[0] and [round(t / 4, 2) for t in times[0]] == times[1], (before["evidence"], after["evidence"])
     assert f"- link h4-leaf2: {after['evidence']}" in (run / "diagnosis.md").read_text()
+
+
+def test_bytes_held_toward_a_host_that_sent_nothing_are_the_host_not_a_delayed_cable():
+    """A host that reads nothing (its agent stopped, and an agent counts what it reads) leaves what
+    its ToR sends on the cable until it resumes, as a delay would. When its own NIC sent nothing
+    meanwhile while its twin's sent, the cable is not named delayed: the host's rules name the host.
+    A cable that holds the same while its host keeps sending is delayed."""
+    from testbed.diagnose.core import wire_culprits
+    from testbed.scenario import parse_scenario
+
+    topo = parse_scenario("name: t\nduration_s: 2\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, "
+                          "hosts_per_leaf: 1}\nworkload: [{kind: pingall}]\n", "t.yaml").topo
+    link = next(l for l in topo.links if "h1" in (l.a, l.b))
+    tor = link.b if link.a == "h1" else link.a
+    down, up = f"{link.name}:{tor}>h1", f"{link.name}:h1>{tor}"
+    nbins = 10
+    # a trickle toward the host held for three bins (below what counts as lost), then all of it
+    sent = {down: [10900.0] * 3 + [2000.0] * 3 + [10900.0] * 4}
+    arrived = {down: [10900.0] * 3 + [0.0] * 3 + [10900.0 + 6000.0] + [10900.0] * 3}
+    twin = {down: [10900.0] * nbins, up: [2000.0] * nbins}
+    holds = {"host": 1500.0, "fabric": 1500.0}
+
+    def culprits(host_sends: list[float]):
+        wire = ({**sent, up: host_sends}, {**arrived, up: host_sends}, {})
+        return [(c.kind, c.target, c.symptom) for c in wire_culprits(wire, twin, topo, holds)]
+
+    assert culprits([2000.0] * 3 + [0.0] * 3 + [2000.0] * 4) == []
+    assert culprits([2000.0] * nbins) == [("link", link.name, "delayed")]
