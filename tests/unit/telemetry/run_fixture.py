@@ -128,3 +128,19 @@ def edit_json(path: Path, change) -> None:
     data = json.loads(path.read_text())
     change(data)
     path.write_text(json.dumps(data))
+
+
+DEFAULT_VARIANTS = (("load_balancing=ecmp", "ecmp"), ("load_balancing=spray", "spray_entropy"))
+
+
+def make_default_runs(root: Path, scenario) -> dict[str, Path]:
+    """The default scenario's two variants as make_run directories under `root` (one per load
+    balancing, each result.json naming its variant): variant name -> directory."""
+    dirs = {}
+    for name, lb in DEFAULT_VARIANTS:
+        run = make_run(root / lb, scenario, load_balancing=lb)
+        result = json.loads((run / "result.json").read_text())
+        result["variant"] = name
+        (run / "result.json").write_text(json.dumps(result))
+        dirs[name] = run
+    return dirs

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from run_fixture import make_run
+from run_fixture import make_default_runs
 
 from testbed.scenario import load_scenario
 from testbed.telemetry.report import write_report
@@ -20,13 +20,7 @@ spec.loader.exec_module(recompute_report)
 @pytest.fixture
 def out(tmp_path):
     scenario = load_scenario(ROOT / "scenarios" / "default.yaml")
-    dirs = {}
-    for name, lb in (("load_balancing=ecmp", "ecmp"), ("load_balancing=spray", "spray_entropy")):
-        run = make_run(tmp_path / lb, scenario, load_balancing=lb)
-        result = json.loads((run / "result.json").read_text())
-        result["variant"] = name
-        (run / "result.json").write_text(json.dumps(result))
-        dirs[name] = run
+    dirs = make_default_runs(tmp_path, scenario)
     summaries = {n: summarize_variant(d, scenario.topo) for n, d in dirs.items()}
     write_report(scenario, dirs, summaries, tmp_path)
     return tmp_path
@@ -97,13 +91,7 @@ def int_out(tmp_path):
     ids = {s: topo.node(s).device_id for s in topo.switches}
     leaves = [s for s in topo.switches if topo.node(s).kind == "leaf"]
     spines = [s for s in topo.switches if topo.node(s).kind == "spine"]
-    dirs = {}
-    for name, lb in (("load_balancing=ecmp", "ecmp"), ("load_balancing=spray", "spray_entropy")):
-        run = make_run(tmp_path / lb, scenario, load_balancing=lb)
-        result = json.loads((run / "result.json").read_text())
-        result["variant"] = name
-        (run / "result.json").write_text(json.dumps(result))
-        dirs[name] = run
+    dirs = make_default_runs(tmp_path, scenario)
     (dirs["load_balancing=ecmp"] / "records" / "int").mkdir()
     lines = []
     for i in range(40):

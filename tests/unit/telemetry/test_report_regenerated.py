@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from run_fixture import make_run
+from run_fixture import make_default_runs, make_run
 
 from testbed.cli import main
 from testbed.scenario import load_scenario
@@ -55,13 +55,7 @@ def test_a_simulator_run_keeps_every_section(scenario, flags, must, tmp_path, ca
 
 def test_an_emulated_run_keeps_every_section(tmp_path):
     scenario = load_scenario(ROOT / "scenarios" / "default.yaml")
-    dirs = {}
-    for name, lb in (("load_balancing=ecmp", "ecmp"), ("load_balancing=spray", "spray_entropy")):
-        run = make_run(tmp_path / lb, scenario, load_balancing=lb)
-        result = json.loads((run / "result.json").read_text())
-        result["variant"] = name
-        (run / "result.json").write_text(json.dumps(result))
-        dirs[name] = run
+    dirs = make_default_runs(tmp_path, scenario)
     cut = dirs["load_balancing=ecmp"]  # a cut host cable and the controller's reroute: faults and failover
     (cut / "faults.jsonl").write_text(json.dumps({"at_s": 2.0, "t_s": 2.0, "kind": "link_down", "target": "h1-leaf1",
                                                   "interfaces": ["leaf1-eth1"]}) + "\n")
