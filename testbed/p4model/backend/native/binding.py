@@ -19,6 +19,7 @@ target's.  A program that cannot ask for copies takes the one-call path
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import logging
 from pathlib import Path
@@ -115,10 +116,10 @@ class NativePipeline:
         if not self._inst:
             raise MemoryError("native back end: no memory for the tables")
         compiled = _reference(program, self.clock, drop_port)
-        self.tables = _tables(compiled, lib, self._inst, infos)
-        self.registers = _externs(compiled.registers, NativeRegister, lib, self._inst, externs, "register")
-        self.counters = _externs(compiled.counters, NativeCounter, lib, self._inst, externs, "counter")
-        self.meters = _externs(compiled.meters, NativeMeterArray, lib, self._inst, externs, "meter")
+        self.tables = _tables(compiled["tables"], lib, self._inst, infos)
+        self.registers = _externs(compiled["registers"], NativeRegister, lib, self._inst, externs, "register")
+        self.counters = _externs(compiled["counters"], NativeCounter, lib, self._inst, externs, "counter")
+        self.meters = _externs(compiled["meters"], NativeMeterArray, lib, self._inst, externs, "meter")
         lib.tb_seed.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
         lib.tb_seed(self._inst, 0x5EED if seed is None else seed)
         self.action_profiles, self.direct_counters, self.direct_meters = {}, {}, {}
@@ -327,6 +328,7 @@ class NativePipeline:
 
 
 _LOWERED: dict = {}  # id(program) -> (program, its lowering): a fabric's switches share one front end
+_REFERENCES: dict = {}  # (id(program), drop port) -> (program, its compile's clock, its control objects)
 
 
 def _lowered(program):
@@ -340,13 +342,34 @@ def _lowered(program):
 
 
 def _reference(program, clock, drop_port):
-    """The Python target's compile of the program: its Table, register and
-    counter objects (checks, const entries, defaults) are the reference's
-    own, re-bound to C memory below."""
-    from testbed.p4model.backend.python import compile_program
-    from testbed.p4model.runtime.externs import RandomSource
+    """The Python target's objects of the program: its Table, register, counter and meter
+    objects (checks, const entries, defaults), fresh for this instance and re-bound to C memory
+    below. The Python compile (code generation, a few tens of ms) runs once per program object;
+    each instance gets its own copy of the objects, on its own clock: tables and meters deep
+    (entries, defaults), registers and counters zeroed (their values live in C), meters made
+    anew (the compile configures no cell)."""
+    hit = _REFERENCES.get((id(program), drop_port))
+    if hit is None or hit[0] is not program:
+        from testbed.p4model.backend.python import compile_program
+        from testbed.p4model.runtime.externs import RandomSource
 
-    return compile_program(program, clock, RandomSource(0), drop_port)
+        own_clock = MonotonicClock()
+        compiled = compile_program(program, own_clock, RandomSource(0), drop_port)
+        objects = {"tables": compiled.tables, "registers": compiled.registers,
+                   "counters": compiled.counters, "meters": compiled.meters}
+        hit = _REFERENCES[(id(program), drop_port)] = (program, own_clock, objects)
+        while len(_REFERENCES) > 8:
+            _REFERENCES.pop(next(iter(_REFERENCES)))
+    _, own_clock, objects = hit
+    fresh = {kind: {} for kind in objects}
+    for kind in ("registers", "counters"):  # zeroed state, no clock: a shallow copy, reset
+        for name, obj in objects[kind].items():
+            fresh[kind][name] = copy.copy(obj)
+            fresh[kind][name].reset()
+    for name, meter in objects["meters"].items():  # unconfigured cells on this clock
+        fresh["meters"][name] = type(meter)(meter.name, meter.size, meter.kind, clock)
+    fresh["tables"] = copy.deepcopy(objects["tables"], {id(own_clock): clock})
+    return fresh
 
 
 def _externs(objects: dict, cls, lib, inst, externs, kind) -> dict:
@@ -359,13 +382,13 @@ def _externs(objects: dict, cls, lib, inst, externs, kind) -> dict:
     return out
 
 
-def _tables(compiled, lib, inst, infos) -> dict:
+def _tables(reference: dict, lib, inst, infos) -> dict:
     """NativeTables bound to their C tables."""
     by_decl = {id(info.decl): info for info in infos}
     tables = {}
     for info in infos:
         cp = info.decl.cp_name or info.decl.name
-        table = compiled.tables[cp]
+        table = reference[cp]
         table.__class__ = NativeTable
         table._native_bind(lib, inst, by_decl[id(info.decl)])
         tables[cp] = table
