@@ -60,11 +60,15 @@ def _details(error: grpc.RpcError) -> str:
     return "; ".join(messages)
 
 
-def encode_table_entry(index: P4InfoIndex, spec: TableEntrySpec) -> p4runtime_pb2.TableEntry:
-    """A TableEntrySpec (names) as the P4Runtime message (ids, encoded values)."""
+def encode_table_entry(index: P4InfoIndex, spec: TableEntrySpec,
+                       entry: p4runtime_pb2.TableEntry | None = None) -> p4runtime_pb2.TableEntry:
+    """A TableEntrySpec (names) as the P4Runtime message (ids, encoded values): written into
+    `entry` (an empty message, for example an Update's entity.table_entry, so nothing is copied)
+    or a new one."""
     table = index.table(spec.table)
-    entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id, priority=spec.priority,
-                                     is_default_action=spec.is_default)
+    if entry is None:
+        entry = p4runtime_pb2.TableEntry()
+    entry.table_id, entry.priority, entry.is_default_action = table.preamble.id, spec.priority, spec.is_default
     for name, value in spec.match.items():
         field = index.match_field(table, name)
         match = entry.match.add(field_id=field.id)

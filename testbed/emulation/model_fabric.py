@@ -209,7 +209,7 @@ def build_scenario(scenario, backend: str = "python", seed: int = 1):
             for spec in plan.entries:
                 update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY if spec.is_default
                                               else p4runtime_pb2.Update.INSERT)
-                update.entity.table_entry.CopyFrom(encode_table_entry(index, spec))
+                encode_table_entry(index, spec, update.entity.table_entry)
                 control.write(update)
         for meter in plan.meters:  # the credit meters, as apply.configure_switch writes them
             pipeline.meters[meter.meter].set_config(meter.index, meter.cir, meter.cburst, meter.pir, meter.pburst)

@@ -14,7 +14,8 @@ from testbed.telemetry.rundir import default_runs_dir
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sim", help="run a scenario on the virtual-clock simulator (no root, no Mininet)",
-        description="Every variant of the scenario on testbed.simulation.sim's model of its topology; writes "
+        description="Every variant of the scenario on the virtual clock, its switches running the scenario's P4 "
+                    "program on the native engine (or the hand-written model, --switches model); writes "
                     "runs/<scenario>/<timestamp>-sim/ with records, summary.json, report.md and busbw.png.")
     p.add_argument("scenario", help="the scenario file")
     p.add_argument("--runs-dir", default=default_runs_dir(),

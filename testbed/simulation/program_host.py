@@ -14,6 +14,7 @@ This module is on the hot path of every simulated cell, so it is compiled with t
 
 from __future__ import annotations
 
+import heapq
 import math
 import socket
 import struct
@@ -31,6 +32,9 @@ _TEN_WORDS = struct.Struct("!10H")
 MIN_FRAME_BYTES = 64  # the shortest Ethernet frame: the least one serialisation can take
 FOREVER = 1 << 62
 WAKE, DELIVER, LOCAL, LOOK = 0, 1, 2, 3
+_OUT_RECORD = struct.Struct("<qIII4x")  # engine.c eng_inject_many: at_ns, switch, port, length
+_KEPT_RECORD = struct.Struct("<qII")  # engine.c eng_kept: at_ns, host (NIC index), length
+_PAD = bytes(8)
 
 
 def mac_bytes(text: str) -> bytes:
@@ -73,11 +77,83 @@ class Wire:
         return self.free_ns + self.delay_ns
 
 
+class EventList:
+    """The hosts' side of the model clock: their pending events and the frames they sent.
+
+    An event is (ns, sequence, kind, target, arg) in a heap: WAKE a host (arg: the timer's time,
+    or None), DELIVER a frame to a NIC (target: the engine's NIC index), LOCAL a datagram over a
+    server's local channel, LOOK at a dual-homed NIC's ports. Ties go in the order pushed. The
+    frames the hosts put on their wires wait in `outbox` as engine.c's inject records, in the order
+    sent, and enter the engine in one call (program_net.ProgramNetwork.flush) before the engine
+    runs or anyone reads it: the same frames, times and order as one call per frame."""
+
+    heap: list[tuple[int, int, int, Any, Any]]
+    seq: int
+    now_ns: int
+    events: int
+    outbox: bytearray
+    queued: int
+
+    def __init__(self) -> None:
+        self.heap, self.seq, self.now_ns, self.events = [], 0, 0, 0
+        self.outbox, self.queued = bytearray(), 0
+
+    def push(self, t_ns: int, kind: int, target: Any, arg: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t_ns, self.seq, kind, target, arg))
+
+    def send(self, switch: int, port: int, frame: bytes, at_ns: int) -> None:
+        """`frame` reaches `port` of `switch` at `at_ns` (once flushed into the engine)."""
+        n = len(frame)
+        self.outbox += _OUT_RECORD.pack(at_ns, switch, port, n)
+        self.outbox += frame
+        if n & 7:
+            self.outbox += _PAD[:8 - (n & 7)]
+        self.queued += 1
+
+    def take_outbox(self) -> tuple[bytes, int]:
+        """(the records, how many) sent since the last take; the outbox is then empty."""
+        out, count = bytes(self.outbox), self.queued
+        self.outbox, self.queued = bytearray(), 0
+        return out, count
+
+    def deliveries(self, raw: bytes) -> None:
+        """A DELIVER event for each delivery the engine kept (engine.c eng_kept's records)."""
+        off, n = 0, len(raw)
+        while off < n:
+            at, nic, length = _KEPT_RECORD.unpack_from(raw, off)
+            self.push(at, DELIVER, nic, raw[off + 16:off + 16 + length])
+            off += 16 + ((length + 7) & ~7)
+
+    def dispatch(self, reached: int, by_nic: list[Any]) -> None:
+        """Every event at or before `reached`, in time order (what a host does may add more)."""
+        heap = self.heap
+        while heap and heap[0][0] <= reached:
+            t, _, kind, target, arg = heapq.heappop(heap)
+            self.now_ns = t
+            self.events += 1
+            if kind == DELIVER:
+                host, port = by_nic[target]
+                host.receive(t, port, arg)
+            elif kind == WAKE:
+                if arg is not None:  # a timer: only the latest one set counts
+                    if target.wake_ns != arg:
+                        continue
+                    target.wake_ns = None
+                target.kick(t)
+            elif kind == LOCAL:
+                src, data, tos = arg
+                target.receive_local(t, src, data, tos)
+            else:
+                target.look_at_ports(t)
+
+
 class ProgramHost:
     """A host on the program network: its Endpoint, its NIC's wires and its workload."""
 
     def __init__(self, net: Any, name: str, index: int, ip: str, ep: Endpoint) -> None:
         self.net: Any = net  # program_net.ProgramNetwork
+        self.clock: EventList = net.clock
         self.name, self.index, self.ep = name, index, ep
         self.ip = socket.inet_aton(ip)
         self.wires: list[Wire] = []
@@ -161,7 +237,7 @@ class ProgramHost:
                 if w.down:
                     w.lost += 1
                     continue
-                net.push(at, LOCAL, self.net.hosts[tx.dst], (self.name, tx.data, ECT0 if tx.ect else 0))
+                self.clock.push(at, LOCAL, net.hosts[tx.dst], (self.name, tx.data, ECT0 if tx.ect else 0))
         times = [t for t in (self.ep.polled_deadline, self.local.polled_deadline if self.local else None,
                              self.runner.next_deadline(now) if self.runner else None) if t is not None]
         if self.gated:
@@ -175,7 +251,7 @@ class ProgramHost:
         if self.wake_ns is not None and now_ns <= self.wake_ns <= t:
             return
         self.wake_ns = t
-        net.push(t, WAKE, self, t)
+        self.clock.push(t, WAKE, self, t)
 
     def _release_held(self, now_ns: int) -> None:
         """Each gate's held DATA that may start by now goes on its wire, one at a time."""
@@ -198,7 +274,7 @@ class ProgramHost:
             w.lost += 1
             w.data_lost += is_data
         else:
-            self.net.engine.inject(w.switch, w.port, frame, at)
+            self.clock.send(w.switch, w.port, frame, at)
         self.port_tx[port] += 1
         self.tx_bytes += len(frame)
 
@@ -268,6 +344,6 @@ class ProgramHost:
         if nic is not None and not self.stalled and nic.check_silence(now_ns / 1e9):
             self.ep.set_link_rate(nic.rate_bps())
             self.kick(now_ns)
-        self.net.push(now_ns + self.nic_sample_ns, LOOK, self, None)
+        self.clock.push(now_ns + self.nic_sample_ns, LOOK, self, None)
 
 

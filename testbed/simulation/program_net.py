@@ -38,8 +38,8 @@ from testbed.host.endpoint import Endpoint
 from testbed.host.message import MessageSpec
 from testbed.host.nic import NicPorts
 from testbed.host.pfc import PauseGate
-from testbed.simulation.program_host import (DELIVER, FOREVER, LOCAL, LOOK, MIN_FRAME_BYTES, WAKE, ProgramHost, Wire,
-                                             mac_bytes, ser_ns)
+from testbed.simulation.program_host import (DELIVER, FOREVER, LOCAL, LOOK, MIN_FRAME_BYTES, WAKE, EventList,
+                                             ProgramHost, Wire, mac_bytes, ser_ns)
 
 class ProgramNetworkError(TestbedError):
     """A run the program network cannot carry on (one line)."""
@@ -69,10 +69,8 @@ class ProgramNetwork:
         self.grid_ns = max(1, round(grid_s * 1e9))
         self.hosts: dict[str, ProgramHost] = {}
         self.by_nic: list[tuple[ProgramHost, int]] = [None] * len(self.fabric.nic_index)  # engine index -> host, port
-        self._heap: list = []
-        self._seq = 0
-        self.now_ns = 0
-        self.events = 0
+        self.clock = EventList()  # the hosts' events and the frames they sent (program_host.py)
+        self._observer_seq = 0
         self.cut_data = 0  # DATA cells on their way to a host when its cable was cut (cut_in_flight)
         self._observers: list = []  # (time, seq, fn): fn(now_ns) -> its next time or None (every())
         for index, name in enumerate(topo.hosts):
@@ -104,16 +102,32 @@ class ProgramNetwork:
                     host.local = Endpoint(a, local_cfg, wire_from_schedule=False)
                 host.local_wires[b] = Wire(-1, -1, local.rate_mbps * 1e6, round(local.delay_us * 1e3), b"")
 
+    @property
+    def now_ns(self) -> int:
+        return self.clock.now_ns
+
+    @now_ns.setter
+    def now_ns(self, value: int) -> None:
+        self.clock.now_ns = value
+
+    @property
+    def events(self) -> int:
+        return self.clock.events
+
     def push(self, t_ns: int, kind: int, target, arg) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t_ns, self._seq, kind, target, arg))
+        self.clock.push(t_ns, kind, target, arg)
+
+    def flush(self) -> None:
+        """The frames the hosts sent since the last flush enter the engine, in the order sent."""
+        if self.clock.queued:
+            self.engine.inject_many(*self.clock.take_outbox())
 
     def every(self, first_ns: int, fn: Callable[[int], int | None]) -> None:
         """Call `fn(now)` at `first_ns`, then at each time it returns, until it returns None. It sees
         every event at or before its time and none after (the engine stops there); it runs only
         while the run goes on past its time."""
-        self._seq += 1
-        heapq.heappush(self._observers, (first_ns, self._seq, fn))
+        self._observer_seq += 1
+        heapq.heappush(self._observers, (first_ns, self._observer_seq, fn))
 
     def load(self, specs: list[MessageSpec], seed: int = 1) -> None:
         for name, h in self.hosts.items():
@@ -126,11 +140,11 @@ class ProgramNetwork:
     def cut_in_flight(self, kind: int, keep: Callable[[object, object], bool]) -> int:
         """Forget the pending DELIVER or LOCAL events after now for which `keep(target, arg)` is
         false (frames on a cable that was just cut); how many there were."""
-        now = self.now_ns
-        cut = [e for e in self._heap if e[2] == kind and e[0] > now and not keep(e[3], e[4])]
+        now, heap = self.now_ns, self.clock.heap
+        cut = [e for e in heap if e[2] == kind and e[0] > now and not keep(e[3], e[4])]
         if cut:
-            self._heap[:] = [e for e in self._heap if e[2] != kind or e[0] <= now or keep(e[3], e[4])]
-            heapq.heapify(self._heap)  # in place: run() holds the list
+            heap[:] = [e for e in heap if e[2] != kind or e[0] <= now or keep(e[3], e[4])]
+            heapq.heapify(heap)  # in place: the event list holds it
             self.cut_data += sum(1 for e in cut if e[2] == DELIVER and len(e[4]) > 42 and e[4][42] & 0x0F == wire.DATA)
         return len(cut)
 
@@ -142,8 +156,8 @@ class ProgramNetwork:
         """Every event up to `until_s` or until every workload finished; `on_progress(messages,
         cells)` at most every `every_s` of wall time and once at the end."""
         until = math.ceil(until_s * 1e9)
-        heap, engine, window = self._heap, self.engine, self.window_ns
-        run_window, take, by_nic = engine.run_window, engine.take, self.by_nic
+        events, engine, window = self.clock, self.engine, self.window_ns
+        heap, run_window, take_raw, by_nic = events.heap, engine.run_window, engine.take_raw, self.by_nic
         pop, push = heapq.heappop, heapq.heappush
         clock = time.monotonic
         next_report = clock() + every_s
@@ -159,31 +173,16 @@ class ProgramNetwork:
             horizon = min(horizon, (reached // grid + 1) * grid)
             if observers and observers[0][0] < horizon:
                 horizon = observers[0][0]
+            self.flush()
             reached = run_window(horizon, window)
             if python_slots:
                 problem = engine.python_problem()
                 if problem is not None:
                     raise ProgramNetworkError(problem)
-            for at, nic, frame in take():
-                self._seq += 1
-                push(heap, (at, self._seq, DELIVER, nic, frame))
-            while heap and heap[0][0] <= reached:
-                t, _, kind, target, arg = pop(heap)
-                self.now_ns = t
-                self.events += 1
-                if kind == DELIVER:
-                    host, port = by_nic[target]
-                    host.receive(t, port, arg)
-                elif kind == WAKE:
-                    if arg is not None:  # a timer: only the latest one set counts
-                        if target.wake_ns != arg:
-                            continue
-                        target.wake_ns = None
-                    target.kick(t)
-                elif kind == LOCAL:
-                    target.receive_local(t, *arg)
-                else:
-                    target.look_at_ports(t)
+            events.deliveries(take_raw())
+            events.dispatch(reached, by_nic)
+            if observers and observers[0][0] <= reached:
+                self.flush()  # an observer reads the engine, or cuts a cable: it sees every frame sent
             while observers and observers[0][0] <= reached:
                 t, seq, fn = pop(observers)
                 self.now_ns = max(self.now_ns, t)
@@ -196,8 +195,9 @@ class ProgramNetwork:
             if rounds % 64 == 0 and on_progress is not None and clock() >= next_report:
                 next_report = clock() + every_s
                 on_progress(*self.progress_counts())
-            if reached >= until or (not heap and engine.next_ns() is None and not observers):
+            if reached >= until or (not heap and not events.queued and engine.next_ns() is None and not observers):
                 break  # an observer may still have work to wake (a stalled host's resume)
+        self.flush()
         if on_progress is not None:
             on_progress(*self.progress_counts())
 
@@ -269,7 +269,7 @@ class ProgramNetwork:
         cables, queued, cut = engine.in_flight(wire.DATA)
         cut += sum(w.data_lost for h in self.hosts.values() for w in h.wires)
         cut += self.cut_data
-        undelivered = sum(1 for t, _, kind, _, frame in self._heap if kind == DELIVER
+        undelivered = sum(1 for t, _, kind, _, frame in self.clock.heap if kind == DELIVER
                           and len(frame) > 42 and frame[42] & 0x0F == wire.DATA)
         sent = sum(h.data_tx for h in self.hosts.values())
         received = sum(h.data_rx for h in self.hosts.values())

@@ -82,6 +82,7 @@ _SIGNATURES = {
     "eng_port_down": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_int]),
     "eng_switch_clear": (_c.c_int64, [_c.c_void_p, _c.c_uint32]),
     "eng_inject": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_char_p, _c.c_uint32, _c.c_int64]),
+    "eng_inject_many": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_uint64, _c.c_uint64]),
     "eng_run": (_c.c_int64, [_c.c_void_p, _c.c_int64]),
     "eng_run_window": (_c.c_int64, [_c.c_void_p, _c.c_int64, _c.c_int64]),
     "eng_in_flight": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.POINTER(_c.c_uint64)]),
@@ -375,6 +376,22 @@ class NativeFabric:
         if not 0 <= port <= MAX_PORT or self.lib.eng_inject(self._e, switch, port, frame, len(frame), at_ns) != 0:
             raise ValueError(f"cannot put a frame on switch {switch} port {port}")
 
+    def inject_many(self, records: bytes, count: int) -> None:
+        """`count` frames in one call, as `inject` each in turn (engine.c eng_inject_many has the
+        record layout: at_ns, switch, port, length, then the frame padded to 8 bytes)."""
+        refused = self.lib.eng_inject_many(self._e, records, len(records), count)
+        if refused:
+            raise ValueError(f"cannot put frame {refused} of {count} on its switch port")
+
+    def take_raw(self) -> bytes:
+        """The kept deliveries as engine.c lays them out (at_ns, host, length, then the frame padded
+        to 8 bytes: `take` reads them); then forgets them."""
+        ptr = ctypes.c_void_p()
+        n = self.lib.eng_kept(self._e, ctypes.byref(ptr))
+        raw = ctypes.string_at(ptr, n) if n else b""
+        self.lib.eng_clear_kept(self._e)
+        return raw
+
     def run(self, until_ns: int) -> int | None:
         """Every event up to `until_ns`; the next event's time, None when none is left."""
         nxt = self.lib.eng_run(self._e, until_ns)
@@ -404,15 +421,12 @@ class NativeFabric:
 
     def take(self) -> list[tuple[int, int, bytes]]:
         """(time_ns, host, frame) of each kept delivery, in delivery order; then forgets them."""
-        ptr = ctypes.c_void_p()
-        n = self.lib.eng_kept(self._e, ctypes.byref(ptr))
-        raw = ctypes.string_at(ptr, n) if n else b""
+        raw = self.take_raw()
         out, off = [], 0
-        while off < n:
+        while off < len(raw):
             at, host, length = _RECORD.unpack_from(raw, off)
             out.append((at, host, raw[off + 16:off + 16 + length]))
             off += 16 + ((length + 7) & ~7)
-        self.lib.eng_clear_kept(self._e)
         return out
 
     def delivered(self, host: int) -> int:

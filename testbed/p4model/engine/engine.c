@@ -99,6 +99,8 @@
 #define MAX_FRAME 16384
 #define DIGEST_RECORD 0x80000000u   /* a CPU-channel record that is a digest: (id, words) */
 #define CUT_PORT 0x80000000u    /* an arrival's port with this bit: the frame was on a cable when it was cut */
+#define FLIGHT_PORT 0x40000000u /* and with this one: the head of its cable's flight, the rest wait in the port */
+#define PORT_BITS 0x3FFFFFFFu
 
 typedef int64_t (*ingress_fn)(void *, void *, const uint8_t *, uint32_t, uint32_t, uint64_t, uint32_t);
 typedef int64_t (*egress_fn)(void *, const uint8_t *, uint32_t, uint32_t, const uint64_t *, uint32_t, uint8_t *);
@@ -147,6 +149,14 @@ typedef struct {
     uint64_t recorded, on_time, total_ns, max_ns;
     uint32_t fine[FINE_US], coarse[64];
 } lag_t;
+
+/* a frame on a cable into a port, behind the one the event list holds (see on_cable) */
+typedef struct {
+    int64_t t;
+    uint64_t seq;               /* its place among events of its time, taken when it was sent */
+    uint8_t *frame;
+    uint32_t len, cut;
+} flight;
 
 /* a frame a wire port holds until its transmit time (tm/transmit.py) */
 typedef struct hold {
@@ -199,6 +209,11 @@ typedef struct port_s {
     uint64_t cut_lost_by_class[CLASSES];
     uint64_t rx, tx;
     uint32_t peak;              /* deepest queue (packets) since the last eng_sample */
+    /* the frames on the cable into this port after the one in the event list, in arrival order */
+    flight *fl;
+    uint32_t fl_cap, fl_head, fl_n;  /* a ring of fl_cap (a power of two) */
+    int fl_armed;               /* a frame of this cable is in the event list */
+    int64_t fl_last;            /* the arrival time of the last frame sent on it */
     queue q[MAX_PRIO];
 } port;
 
@@ -344,14 +359,15 @@ static int ev_less(const event *a, const event *b) {
     return a->seq < b->seq;
 }
 
-static int push(engine *e, int64_t t, uint32_t kind, uint32_t sw, uint32_t port, uint8_t *frame, uint32_t len) {
+static int push_seq(engine *e, int64_t t, uint32_t kind, uint32_t sw, uint32_t port, uint8_t *frame, uint32_t len,
+                    uint64_t seq) {
     if (e->nheap == e->capheap) {
         uint64_t cap = e->capheap ? e->capheap * 2 : 1024;
         event *h = realloc(e->heap, cap * sizeof *h);
         if (!h) return -1;
         e->heap = h, e->capheap = cap;
     }
-    event ev = {t, kind, sw, port, len, e->seq++, frame};
+    event ev = {t, kind, sw, port, len, seq, frame};
     uint64_t i = e->nheap++;
     while (i) {
         uint64_t up = (i - 1) / 2;
@@ -361,6 +377,61 @@ static int push(engine *e, int64_t t, uint32_t kind, uint32_t sw, uint32_t port,
     }
     e->heap[i] = ev;
     return 0;
+}
+
+static int push(engine *e, int64_t t, uint32_t kind, uint32_t sw, uint32_t port, uint8_t *frame, uint32_t len) {
+    return push_seq(e, t, kind, sw, port, frame, len, e->seq++);
+}
+
+/* A frame sent on a cable arrives at port `number` of switch `sw` at `at`. A cable delivers in the
+ * order it sends (one serialisation after another, then the same delay), so only its first frame
+ * in flight is in the event list; the others wait in the port's flight ring with the sequence
+ * number they were sent with, and each enters the list when the one before it arrives
+ * (next_flight). The list pops events in (time, kind, sequence) order, and a frame's successor
+ * always comes after it in that order: the order of every event is the same as with every frame in
+ * the list, which stays as small as the busy cables (htsim's rule) and so stays in cache. A frame
+ * that would arrive before the last one sent (a pause frame, which jumps the queue) goes straight
+ * into the list. */
+static void on_cable(engine *e, uint32_t sw, uint32_t number, int64_t at, uint8_t *frame, uint32_t len) {
+    port *q = sw < e->nsw && number <= MAX_PORT ? e->sw[sw]->ports[number] : 0;
+    if (!q) {
+        push(e, at, EV_ARRIVAL, sw, number, frame, len);
+        return;
+    }
+    if (!q->fl_armed) {
+        q->fl_armed = 1, q->fl_last = at;
+        push(e, at, EV_ARRIVAL, sw, number | FLIGHT_PORT, frame, len);
+        return;
+    }
+    if (at < q->fl_last) {
+        push(e, at, EV_ARRIVAL, sw, number, frame, len);
+        return;
+    }
+    if (q->fl_n == q->fl_cap) {
+        uint32_t cap = q->fl_cap ? q->fl_cap * 2 : 16;
+        flight *ring = malloc(cap * sizeof *ring);
+        if (!ring) {
+            push(e, at, EV_ARRIVAL, sw, number, frame, len);
+            return;
+        }
+        for (uint32_t i = 0; i < q->fl_n; i++) ring[i] = q->fl[(q->fl_head + i) & (q->fl_cap - 1)];
+        free(q->fl);
+        q->fl = ring, q->fl_cap = cap, q->fl_head = 0;
+    }
+    q->fl[(q->fl_head + q->fl_n++) & (q->fl_cap - 1)] = (flight){at, e->seq++, frame, len, 0};
+    q->fl_last = at;
+}
+
+/* the frame behind the one of port `number`'s cable that arrives now enters the event list */
+static void next_flight(engine *e, uint32_t sw, uint32_t number) {
+    port *q = e->sw[sw]->ports[number];
+    if (!q->fl_n) {
+        q->fl_armed = 0;
+        return;
+    }
+    flight f = q->fl[q->fl_head];
+    q->fl_head = (q->fl_head + 1) & (q->fl_cap - 1), q->fl_n--;
+    push_seq(e, f.t, EV_ARRIVAL, sw, number | FLIGHT_PORT | (f.cut ? CUT_PORT : 0), f.frame, f.len, f.seq);
 }
 
 static event pop(engine *e) {
@@ -616,7 +687,7 @@ static void transmit(engine *e, sw_t *s, uint32_t number, int64_t at, const uint
     uint8_t *copy = malloc(n ? n : 1);
     if (!copy) return;
     memcpy(copy, f, n);
-    push(e, at, EV_ARRIVAL, (uint32_t)p->peer_sw, (uint32_t)p->peer_port, copy, n);
+    on_cable(e, (uint32_t)p->peer_sw, (uint32_t)p->peer_port, at, copy, n);
 }
 
 /* the digest an ingress pass asked for (if any), into the CPU channel: switch | DIGEST_RECORD, the
@@ -1198,6 +1269,8 @@ void eng_free(void *ep) {
             for (uint32_t q = 0; q < MAX_PRIO; q++)
                 for (pkt *k = p->q[q].head, *nx; k; k = nx) nx = k->next, free(k);
             for (hold *h = p->hh, *nx; h; h = nx) nx = h->next, free(h);
+            for (uint32_t i = 0; i < p->fl_n; i++) free(p->fl[(p->fl_head + i) & (p->fl_cap - 1)].frame);
+            free(p->fl);
             if (p->kind == PORT_WIRE && p->fd >= 0) close(p->fd);
             if (p->pcap_in) fclose(p->pcap_in);
             if (p->pcap_out) fclose(p->pcap_out);
@@ -1423,8 +1496,9 @@ int eng_port_down(void *ep, uint32_t swi, uint32_t number, int down) {
     if (down && !p->down) {
         for (uint64_t i = 0; i < e->nheap; i++) {   /* the port bit is no part of the heap's order */
             event *ev = &e->heap[i];
-            if (ev->kind == EV_ARRIVAL && ev->sw == swi && ev->port == number) ev->port |= CUT_PORT;
+            if (ev->kind == EV_ARRIVAL && ev->sw == swi && (ev->port & ~FLIGHT_PORT) == number) ev->port |= CUT_PORT;
         }
+        for (uint32_t i = 0; i < p->fl_n; i++) p->fl[(p->fl_head + i) & (p->fl_cap - 1)].cut = 1;
     }
     p->down = down != 0;
     return 0;
@@ -1477,6 +1551,24 @@ int eng_inject(void *ep, uint32_t swi, uint32_t number, const uint8_t *frame, ui
     return push(e, at_ns, EV_ARRIVAL, swi, number, copy, len);
 }
 
+/* `count` frames in one call, as eng_inject each in turn: records of at_ns (int64), switch, port and
+ * length (uint32 each), then the frame padded to 8 bytes (program_host.py's Outbox). Returns 0, or
+ * the number (from 1) of the first record refused; the ones before it are in. */
+int eng_inject_many(void *ep, const uint8_t *buf, uint64_t nbytes, uint64_t count) {
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        int64_t at;
+        uint32_t head[3];
+        if (off + 20 > nbytes) return (int)(i + 1);
+        memcpy(&at, buf + off, 8);
+        memcpy(head, buf + off + 8, 12);
+        if (off + 24 + head[2] > nbytes || eng_inject(ep, head[0], head[1], buf + off + 24, head[2], at) != 0)
+            return (int)(i + 1);
+        off += 24 + (((uint64_t)head[2] + 7) & ~(uint64_t)7);
+    }
+    return 0;
+}
+
 /* every event with time <= until, in order (the caller holds the lock); in real time e->now is the
  * clock's reading, set by the caller, and events keep their model times */
 static void process_until(engine *e, int64_t until) {
@@ -1485,12 +1577,14 @@ static void process_until(engine *e, int64_t until) {
         e->events++;
         if (!e->rt && ev.t > e->now) e->now = ev.t;
         if (ev.kind == EV_ARRIVAL) {
+            uint32_t number = ev.port & PORT_BITS;
+            if (ev.port & FLIGHT_PORT) next_flight(e, ev.sw, number);
             if (ev.port & CUT_PORT) {
-                port *cut = e->sw[ev.sw]->ports[ev.port & ~CUT_PORT];
+                port *cut = e->sw[ev.sw]->ports[number];
                 cut->cut_lost++;
                 cut->cut_lost_by_class[cell_class(ev.frame, ev.len, e->cell_port)]++;
             } else
-                arrive(e, ev.sw, ev.port, ev.frame, ev.len, ev.t);
+                arrive(e, ev.sw, number, ev.frame, ev.len, ev.t);
             free(ev.frame);
         } else if (ev.kind == EV_TRANSMIT) {
             wire_release(e, ev.sw, ev.port, e->rt ? e->now : ev.t);
@@ -1569,6 +1663,13 @@ int eng_in_flight(void *ep, uint32_t cls, uint64_t out[4]) {
             port *p = s->ports[number];
             if (!p) continue;
             cut += p->cut_lost_by_class[cls < CLASSES ? cls : OTHER];
+            for (uint32_t i = 0; i < p->fl_n; i++) {
+                const flight *f = &p->fl[(p->fl_head + i) & (p->fl_cap - 1)];
+                if (cell_class(f->frame, f->len, e->cell_port) == (int)cls) {
+                    if (f->cut) doomed++;
+                    else cables++;
+                }
+            }
             for (uint32_t prio = 0; prio < MAX_PRIO; prio++)
                 for (const pkt *k = p->q[prio].head; k; k = k->next)
                     if (cell_class(k->data, k->data_len, e->cell_port) == (int)cls) queued++;
