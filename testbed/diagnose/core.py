@@ -777,7 +777,12 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
     for k, w in dep.items():
         if k.endswith(":rx") or k.endswith(":tx"):
             hosts.setdefault(k.rsplit(":", 1)[0], []).append((k, w[0]))
+    cables = {h: [k for link in topo.links if h in (link.a, link.b)
+                  for k in (f"{link.name}:{link.a}>{link.b}", f"{link.name}:{link.b}>{link.a}") if k in twin]
+              for h in hosts}
     for host, items in hosts.items():
+        if cables[host] and not any(k in dep for k in cables[host]):
+            continue  # its cables carried what its twin's did: its messages ended late by the transport's timing
         start = min(w[0] for _, w in items)
         end = max(w[1] for _, w in items)
         score = min(1.0, max(w[2] for _, w in items))

@@ -279,3 +279,30 @@ def test_bytes_held_toward_a_host_that_sent_nothing_are_the_host_not_a_delayed_c
 
     assert culprits([2000.0] * 3 + [0.0] * 3 + [2000.0] * 4) == []
     assert culprits([2000.0] * nbins) == [("link", link.name, "delayed")]
+
+
+def test_a_hosts_late_messages_name_it_only_when_its_cable_departs_too():
+    """A host's rx and tx series count whole messages when each ends: a message that ends three
+    bins late moves them by all its bytes. While both directions of the host's cable carried what
+    the twin's did, the late end is the transport's timing, not the host; once its cable departs
+    too, the host is named. Without cable series the message series counts alone."""
+    from testbed.diagnose.core import localise
+    from testbed.scenario import parse_scenario
+
+    topo = parse_scenario("name: t\nduration_s: 2\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, "
+                          "hosts_per_leaf: 1}\nworkload: [{kind: pingall}]\n", "t.yaml").topo
+    link = next(l for l in topo.links if "h1" in (l.a, l.b))
+    tor = link.b if link.a == "h1" else link.a
+    up, down = f"{link.name}:h1>{tor}", f"{link.name}:{tor}>h1"
+    nbins = 10
+    twin = {"h1:tx": [0.0] * 4 + [1e6] + [0.0] * 5, up: [1e5] * 5 + [0.0] * 5, down: [1e4] * 5 + [0.0] * 5}
+    late = {"h1:tx": [0.0] * 8 + [1e6, 0.0]}  # the same message, acknowledged four bins later
+
+    def named(cable_up: list[float], with_cables: bool = True):
+        run = {**late, up: cable_up, down: twin[down]} if with_cables else dict(late)
+        seen = twin if with_cables else {"h1:tx": twin["h1:tx"]}
+        return [(c.kind, c.target) for c in localise(run, seen, topo)]
+
+    assert named(twin[up]) == []
+    assert named([1e5] * 2 + [0.0] * 3 + [1e5] * 3 + [0.0] * 2) == [("host", "h1")]
+    assert named(twin[up], with_cables=False) == [("host", "h1")]
