@@ -5,7 +5,8 @@ minute ago), signs one certificate that every switch of the run presents (its su
 alternative names: localhost, 127.0.0.1, ::1 and the addresses the run's switches listen on),
 and one client certificate per client name (the controller, telemetry, the shell). The CA's
 private key is thrown away once they are signed, so no further certificate can be made for the
-run. Keys are written with mode 0600 in a directory of mode 0700.
+run. Keys are written with mode 0600 in a directory of mode 0700, and a run deletes them when
+it ends (`delete_keys`).
 
 `make_run_certificates(directory, addresses, clients)` returns the `RunCertificates`: the
 `ServerTls` the switches take and a `ClientTls` per client name. A client that lacks the CA's
@@ -39,11 +40,26 @@ class RunCertificates:
     server: ServerTls
     clients: dict[str, ClientTls]
 
+    def delete_keys(self) -> None:
+        """The run is over: its private keys go (the certificates stay, as a record)."""
+        for path in self.directory.glob("*.key"):
+            path.unlink(missing_ok=True)
+
     def client(self, name: str) -> ClientTls:
         if name not in self.clients:
             raise TestbedError(f"{self.directory}: no client certificate named {name!r} "
                                f"(made: {', '.join(sorted(self.clients))})")
         return self.clients[name]
+
+
+def run_client(ca: Path | str, name: str) -> ClientTls:
+    """Client `name`'s files of the run whose CA certificate is `ca` (they lie beside it)."""
+    directory = Path(ca).parent
+    cert, key = directory / f"client-{name}.pem", directory / f"client-{name}.key"
+    if not cert.is_file() or not key.is_file():
+        raise TestbedError(f"{directory}: the run has no certificate and key for client {name!r} "
+                           "(has the run ended?)")
+    return ClientTls(Path(ca), cert, key)
 
 
 def _name(common_name: str) -> x509.Name:
@@ -125,9 +141,8 @@ def make_run_certificates(directory: Path, addresses=(), clients=CLIENTS) -> Run
 
     server_cert, server_key = leaf("switch", "testbed switch", ExtendedKeyUsageOID.SERVER_AUTH,
                                    [(_alt_names(addresses), False)])
-    made = {}
     for name in clients:
-        cert, key = leaf(f"client-{name}", f"testbed {name}", ExtendedKeyUsageOID.CLIENT_AUTH)
-        made[name] = ClientTls(ca_path, cert, key)
+        leaf(f"client-{name}", f"testbed {name}", ExtendedKeyUsageOID.CLIENT_AUTH)
+    made = {name: run_client(ca_path, name) for name in clients}
     return RunCertificates(directory, ca_path,
                            ServerTls(server_cert, server_key, ca_path, require_client_auth=True), made)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from testbed.errors import TestbedError
 from testbed.p4model.tls import ServerTls
@@ -229,7 +230,8 @@ def _tls(ns: argparse.Namespace) -> ServerTls | None:
         raise OptionsError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
     if ns.grpc_server_with_client_auth and not ns.grpc_server_cacert:
         raise OptionsError("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA of the clients)")
-    return ServerTls(ns.grpc_server_cert, ns.grpc_server_key, ns.grpc_server_cacert,
+    return ServerTls(Path(ns.grpc_server_cert), Path(ns.grpc_server_key),
+                     Path(ns.grpc_server_cacert) if ns.grpc_server_cacert else None,
                      require_client_auth=ns.grpc_server_with_client_auth)
 
 
