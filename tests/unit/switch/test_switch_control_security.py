@@ -120,3 +120,27 @@ def test_a_second_controller_and_limited_roles_are_refused(switch, tmp_path):
         P4RuntimeClient("zero", address, 1, election_id=(0, 0))
     for client in (owner, second):
         client.close()
+
+
+def test_p4runtime_shell_connects_with_ssl(switch, tmp_path):
+    """p4runtime-shell's `--ssl --cacert --cert --private-key`, as `testbed shell` passes them."""
+    import p4runtime_sh.shell as sh
+    from p4runtime_sh.p4runtime import SSLOptions
+
+    certificates, address, _ = switch
+    pipeline = build_pipeline_config("builtin", BASIC, tmp_path / "build")
+    owner = P4RuntimeClient("owner", address, 1, tls=certificates.client("controller"))
+    owner.connect()
+    owner.set_pipeline(pipeline.p4info, pipeline.device_config)
+    owner.close()  # the shell takes over as primary, as `testbed shell` does
+    tls = run_client(certificates.ca, "shell")
+    sh.setup(device_id=1, grpc_addr=address, election_id=(0, 2), verbose=False,
+             ssl_options=SSLOptions(False, str(tls.ca), str(tls.cert), str(tls.key)))
+    try:
+        entry = sh.TableEntry("BasicIngress.ipv4_lpm")(action="BasicIngress.set_nhop")
+        entry.match["hdr.ipv4.dstAddr"] = "10.0.2.0/24"
+        entry.action["dmac"], entry.action["port"] = "00:00:00:00:02:02", "2"
+        entry.insert()
+        assert len(list(sh.TableEntry("BasicIngress.ipv4_lpm").read())) == 1
+    finally:
+        sh.teardown()
