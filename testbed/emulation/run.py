@@ -293,7 +293,7 @@ class VariantRun:
             pid, "tunnel", argv, self._remote(index), start), log_dir=self.run_dir / "logs")
         self.result.tunnels = network.measure_tunnels(self.repo_root)
 
-    def _switch_config(self, name: str) -> SwitchConfig:
+    def _switch_config(self, name: str, role_config: Path | None = None) -> SwitchConfig:
         topology = self.scenario.topo
         node = topology.node(name)
         switch = self.scenario.switch
@@ -312,7 +312,7 @@ class VariantRun:
             memory_links={p.number: (p.peer, p.peer_port, switch_interface(name, p.number))
                           for p in topology.ports(name) if p.link in in_memory},
             address=self._addresses[self.switch_server[name]] if self.runners else "127.0.0.1",
-            tls=self.certificates.server if self.certificates is not None else None)
+            tls=self.certificates.server if self.certificates is not None else None, role_config=role_config)
 
     def _client_tls(self, name: str) -> ClientTls | None:
         """The run's certificate for client `name` (certs.CLIENTS), or None when the ports are plain."""
@@ -320,9 +320,11 @@ class VariantRun:
 
     def _start_switches(self) -> None:
         topology = self.scenario.topo
+        roles = None
         if self.scenario.switch.control_tls:
             self.certificates = make_run_certificates(self.run_dir / "certs", self._addresses)
-        self.switches = [self._switch_config(n) for n in topology.switches]
+            roles = self.certificates.role_config() if self.result.target == "builtin" else None
+        self.switches = [self._switch_config(n, roles) for n in topology.switches]
         if self.placement is None:
             self.processes = [SwitchProcess(c) for c in self.switches]
             self.progress(f"starting {len(self.switches)} {self.result.target} switches, one process each")

@@ -79,6 +79,8 @@ class SwitchConfig:
     address: str = "127.0.0.1"
     # switch.control_tls: the run's certificates (p4model/tls.ServerTls); None serves plain ports
     tls: ServerTls | None = None
+    # builtin only: the P4Runtime server's roles (p4model/p4runtime/roles.py); bmv2 has none
+    role_config: Path | None = None
 
     @property
     def grpc_addr(self) -> str:
@@ -116,6 +118,8 @@ class SwitchConfig:
             target += ["--backend", self.backend]
             for command in self.tm_commands:
                 target += ["--tm", command]
+            if self.role_config is not None:
+                target += ["--p4rt-role-config", str(self.role_config)]
         return common + ["--"] + target
 
     def process_argv(self) -> list[str]:

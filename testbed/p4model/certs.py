@@ -10,7 +10,10 @@ it ends (`delete_keys`).
 
 `make_run_certificates(directory, addresses, clients)` returns the `RunCertificates`: the
 `ServerTls` the switches take and a `ClientTls` per client name. A client that lacks the CA's
-certificate, or holds a certificate of another CA, fails the TLS handshake.
+certificate, or holds a certificate of another CA, fails the TLS handshake. A client's
+certificate names it `testbed NAME`; `RunCertificates.role_config()` writes the builtin switches'
+role config (p4runtime/roles.py) that binds those names: the default role to the controller and
+the shell, the read-only role `monitor` to telemetry.
 """
 
 from __future__ import annotations
@@ -40,6 +43,15 @@ class RunCertificates:
     server: ServerTls
     clients: dict[str, ClientTls]
 
+    def role_config(self) -> Path:
+        """roles.yaml beside the certificates: who of the run's clients may use which role."""
+        path = self.directory / "roles.yaml"
+        owners = [common_name(n) for n in ("controller", "shell") if n in self.clients]
+        lines = [f"default_role: {{clients: [{', '.join(owners)}]}}", "roles:"]
+        lines.append(f"  monitor: {{write: none, clients: [{common_name('telemetry')}]}}")
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
     def delete_keys(self) -> None:
         """The run is over: its private keys go (the certificates stay, as a record)."""
         for path in self.directory.glob("*.key"):
@@ -50,6 +62,11 @@ class RunCertificates:
             raise TestbedError(f"{self.directory}: no client certificate named {name!r} "
                                f"(made: {', '.join(sorted(self.clients))})")
         return self.clients[name]
+
+
+def common_name(client: str) -> str:
+    """The common name of client `client`'s certificate."""
+    return f"testbed {client}"
 
 
 def run_client(ca: Path | str, name: str) -> ClientTls:
@@ -142,7 +159,7 @@ def make_run_certificates(directory: Path, addresses=(), clients=CLIENTS) -> Run
     server_cert, server_key = leaf("switch", "testbed switch", ExtendedKeyUsageOID.SERVER_AUTH,
                                    [(_alt_names(addresses), False)])
     for name in clients:
-        leaf(f"client-{name}", f"testbed {name}", ExtendedKeyUsageOID.CLIENT_AUTH)
+        leaf(f"client-{name}", common_name(name), ExtendedKeyUsageOID.CLIENT_AUTH)
     made = {name: run_client(ca_path, name) for name in clients}
     return RunCertificates(directory, ca_path,
                            ServerTls(server_cert, server_key, ca_path, require_client_auth=True), made)

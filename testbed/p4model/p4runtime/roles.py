@@ -3,9 +3,12 @@
 The model is Stratum's P4RoleConfig, in a file the switch reads at start
 (`--p4rt-role-config FILE`, YAML or JSON):
 
+    default_role:
+      clients: [testbed controller]   # who may use the default role (optional)
     roles:
       monitor:
         write: none              # reads only
+        clients: [testbed telemetry]
       tenant_acl:
         tables: [MyIngress.acl]  # writes entries of these tables only
       ops:
@@ -27,6 +30,11 @@ The model is Stratum's P4RoleConfig, in a file the switch reads at start
   on the stream and in Write and Read.  Without one, any role name has full
   access (PI's behaviour; nothing is restricted).
 * Reads are open to every role: a read changes nothing.
+* `clients` binds a role to the common names of the TLS client certificates
+  that may use it (p4model/tls.py, with client authentication): a stream,
+  Write, pipeline change or Read in that role from any other client (or
+  over a plain connection) gets PERMISSION_DENIED.  A role without
+  `clients` takes any client that reached the server.
 
 Bad files are refused at start in one line naming the file and the place.
 """
@@ -51,6 +59,7 @@ class Role:
     name: str
     write_all: bool = False
     tables: frozenset[str] = frozenset()
+    clients: frozenset[str] | None = None  # certificate common names that may use it; None: any
 
     @property
     def read_only(self) -> bool:
@@ -63,13 +72,16 @@ FULL = Role("", write_all=True)
 class RoleConfig:
     """The roles a switch knows; `None` config (no file) means every role name has full access."""
 
-    def __init__(self, roles: dict[str, Role] | None = None) -> None:
+    def __init__(self, roles: dict[str, Role] | None = None, default: Role = FULL) -> None:
         self.roles = roles
+        self.default = default
 
     def role(self, name: str) -> Role:
         """The role `name` asks for; RpcError NOT_FOUND when a config exists and lacks it."""
-        if not name or self.roles is None:
-            return Role(name, write_all=True) if name else FULL
+        if not name:
+            return self.default
+        if self.roles is None:
+            return Role(name, write_all=True)
         found = self.roles.get(name)
         if found is None:
             raise RpcError("NOT_FOUND", f"role {name!r} is not in this switch's role config "
@@ -99,6 +111,15 @@ class RoleConfig:
                                                     f"{role.name!r} (its tables: {', '.join(sorted(role.tables))})")
 
     @staticmethod
+    def check_client(role: Role, client: str | None) -> None:
+        """PERMISSION_DENIED unless `client` (its certificate's common name; None: no certificate)
+        may use `role`."""
+        if role.clients is not None and client not in role.clients:
+            who = f"client {client!r}" if client else "a client without a certificate"
+            what = f"role {role.name!r}" if role.name else "the default role"
+            raise RpcError("PERMISSION_DENIED", f"{who} may not act in {what}")
+
+    @staticmethod
     def check_pipeline(role: Role, what: str) -> None:
         if not role.write_all:
             raise RpcError("PERMISSION_DENIED", f"{what} needs a full-access role; role {role.name!r} "
@@ -124,27 +145,43 @@ def load_role_config(path: str | Path | None) -> RoleConfig:
         mark = getattr(error, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise TestbedError(f"{where}{line}: the role config is not YAML or JSON") from None
-    if not isinstance(data, dict) or set(data) != {"roles"} or not isinstance(data["roles"], dict):
-        raise TestbedError(f"{where}: a role config is one mapping `roles:` of role name -> its rights")
+    if not isinstance(data, dict) or not isinstance(data.get("roles"), dict) \
+            or set(data) - {"roles", "default_role"}:
+        raise TestbedError(f"{where}: a role config is a mapping `roles:` of role name -> its rights "
+                           "(and optionally `default_role: {clients: [...]}`)")
     roles = {}
     for name, body in data["roles"].items():
         roles[str(name)] = _role(where, str(name), body)
-    return RoleConfig(roles)
+    default = FULL
+    if "default_role" in data:
+        body = data["default_role"]
+        if not isinstance(body, dict) or set(body) != {"clients"}:
+            raise TestbedError(f"{where}: default_role takes only `clients: [NAME, ...]` (it always has "
+                               "full access)")
+        default = Role("", write_all=True, clients=_clients(f"{where}: default_role", body["clients"]))
+    return RoleConfig(roles, default)
+
+
+def _clients(place: str, names) -> frozenset[str]:
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise TestbedError(f"{place}: clients must be a non-empty list of certificate common names")
+    return frozenset(names)
 
 
 def _role(where: str, name: str, body) -> Role:
     place = f"{where}: role {name!r}"
     if not name:
         raise TestbedError(f"{place}: the default role (no name) always has full access; name the role")
-    if not isinstance(body, dict) or not body or set(body) - {"write", "tables"}:
-        raise TestbedError(f"{place}: give `write: none` or `write: all`, or `tables: [NAME, ...]`")
-    if "write" in body and "tables" in body:
-        raise TestbedError(f"{place}: give either `write` or `tables`, not both")
+    if not isinstance(body, dict) or set(body) - {"write", "tables", "clients"} or \
+            ("write" in body) == ("tables" in body):
+        raise TestbedError(f"{place}: give either `write: none`, `write: all` or `tables: [NAME, ...]` "
+                           "(and optionally `clients: [NAME, ...]`)")
+    clients = _clients(place, body["clients"]) if "clients" in body else None
     if "write" in body:
         if body["write"] not in ("none", "all"):
             raise TestbedError(f"{place}: write is {body['write']!r}; expected none or all")
-        return Role(name, write_all=body["write"] == "all")
+        return Role(name, write_all=body["write"] == "all", clients=clients)
     tables = body["tables"]
     if not isinstance(tables, list) or not tables or not all(isinstance(t, str) and t for t in tables):
         raise TestbedError(f"{place}: tables must be a non-empty list of table names")
-    return Role(name, tables=frozenset(tables))
+    return Role(name, tables=frozenset(tables), clients=clients)

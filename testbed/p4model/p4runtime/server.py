@@ -77,6 +77,15 @@ def _election(message) -> tuple[int, int] | None:
     return (message.election_id.high, message.election_id.low)
 
 
+def _client_name(context) -> str | None:
+    """The common name of the client's TLS certificate, or None (no certificate, plain port)."""
+    try:
+        names = context.auth_context().get("x509_common_name")
+    except Exception:  # a context without auth data (in-process tests)
+        return None
+    return names[0].decode("utf-8", "replace") if names else None
+
+
 def _rpc(method):
     """Turn RpcError / ControlPlaneError / bugs into a gRPC status for unary handlers."""
     @functools.wraps(method)
@@ -106,8 +115,9 @@ class _Abort(Exception):
 class _Stream:
     """One StreamChannel: an outgoing queue and the stream's arbitration state."""
 
-    def __init__(self, peer: str) -> None:
+    def __init__(self, peer: str, client: str | None = None) -> None:
         self.peer = peer
+        self.client = client  # its TLS certificate's common name, if any
         self.out: queue.Queue = queue.Queue()
         self.closed = threading.Event()
         self.dropped = 0
@@ -253,7 +263,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     @_rpc
     def SetForwardingPipelineConfig(self, request, context):
         self._check_device(request.device_id)
-        self.roles.check_pipeline(self.roles.role(request.role), "SetForwardingPipelineConfig")
+        role = self.roles.role(request.role)
+        self.roles.check_client(role, _client_name(context))
+        self.roles.check_pipeline(role, "SetForwardingPipelineConfig")
         self.arbitrator.check_primary(request.role, _election(request), "SetForwardingPipelineConfig")
         action = request.action
         if action not in (_SetReq.VERIFY, _SetReq.VERIFY_AND_SAVE, _SetReq.VERIFY_AND_COMMIT,
@@ -357,6 +369,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Write(self, request, context):
         self._check_device(request.device_id)
         role = self.roles.role(request.role)
+        self.roles.check_client(role, _client_name(context))
         self.arbitrator.check_primary(request.role, _election(request), "Write")
         config = self._require_config()
         if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
@@ -389,7 +402,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Read(self, request, context):
         try:
             self._check_device(request.device_id)
-            self.roles.role(request.role)
+            self.roles.check_client(self.roles.role(request.role), _client_name(context))
             self._require_config()
             for entity in request.entities:
                 found = self.device.call(lambda e=entity: self._require_config().control_plane.read_later(e))()
@@ -404,7 +417,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ---- the stream ------------------------------------------------
 
     def StreamChannel(self, request_iterator, context):
-        stream = _Stream(context.peer())
+        stream = _Stream(context.peer(), _client_name(context))
         context.add_callback(lambda: self._stream_gone(stream))
         reader = threading.Thread(target=self._read_stream, args=(stream, request_iterator),
                                   name="p4rt-stream", daemon=True)
@@ -476,7 +489,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if kind == "arbitration":
             arb = message.arbitration
             if arb.device_id == self.device_id:  # a wrong device is NOT_FOUND first (spec order)
-                self.roles.role(arb.role.name)
+                self.roles.check_client(self.roles.role(arb.role.name), stream.client)
             notes = self.arbitrator.join(stream, arb.device_id, arb.role.name, _election(arb))
             for target, primary_id, is_primary in notes:
                 self._notify(target, primary_id, is_primary)

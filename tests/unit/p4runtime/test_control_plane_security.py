@@ -144,8 +144,9 @@ def test_an_unknown_role_is_refused(role_server, connect):
 
 def test_role_config_files_are_checked_naming_the_file(tmp_path):
     path = tmp_path / "roles.yaml"
-    for text, words in [("roles: [a]", "one mapping"), ("roles:\n  m: {write: some}\n", "expected none or all"),
-                        ("roles:\n  m: {write: none, tables: [t]}\n", "not both"),
+    for text, words in [("roles: [a]", "a mapping `roles:`"), ("roles: {}\ndefault_role: {write: none}\n", "only `clients"),
+                        ("roles:\n  m: {write: none, clients: []}\n", "common names"), ("roles:\n  m: {write: some}\n", "expected none or all"),
+                        ("roles:\n  m: {write: none, tables: [t]}\n", "give either"),
                         ("roles:\n  m: {tables: []}\n", "non-empty"), ("roles: {m: [\n", "not YAML")]:
         path.write_text(text)
         with pytest.raises(TestbedError) as excinfo:
@@ -287,3 +288,35 @@ def test_switch_options_take_bmv2s_tls_flags():
         with pytest.raises(OptionsError, match=words):
             parse_args(["--no-p4"] + argv)
     assert RoleConfig(None).role("").write_all
+
+
+def test_a_role_bound_to_certificates_takes_no_other_client(compiled, certificates, tmp_path, connect):
+    """default_role and a role's `clients`: holding one of the run's certificates is not enough."""
+    path = tmp_path / "roles.yaml"
+    path.write_text("default_role: {clients: [testbed controller]}\n"
+                    "roles:\n  monitor: {write: none, clients: [testbed telemetry]}\n")
+    srv = P4RuntimeServer(DirectDevice(cpu_port=toy.CPU_PORT), device_id=1, roles=load_role_config(path))
+    srv.start("127.0.0.1:0", tls=certificates.server)
+    try:
+        def as_(name, role=""):
+            return connect(srv.port, credentials=certificates.client(name).grpc_credentials(), role=role)
+
+        owner = as_("controller")
+        assert owner.open_stream((0, 1)).arbitration.status.code == code_pb2.OK
+        owner.set_pipeline()
+        owner.write(entry_update(1, 2))
+        usurper = as_("telemetry")  # a run certificate, but not the default role's
+        result = usurper.open_stream((0, 99))
+        assert isinstance(result, grpc.RpcError) and result.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "'testbed telemetry' may not act in the default role" in result.details()
+        assert code_of(lambda: usurper.write(entry_update(2, 3), election_id=(0, 1))) == \
+            grpc.StatusCode.PERMISSION_DENIED  # even with the primary's election id
+        assert code_of(lambda: usurper.read(wildcard_entries())) == grpc.StatusCode.PERMISSION_DENIED
+        monitor = as_("telemetry", role="monitor")
+        assert monitor.open_stream((0, 5)) is not None
+        assert len(monitor.read(wildcard_entries())) == 1
+        shell = as_("shell", role="monitor")
+        assert code_of(lambda: shell.read(wildcard_entries())) == grpc.StatusCode.PERMISSION_DENIED
+        assert srv.arbitrator.primary("").election_id == (0, 1)
+    finally:
+        srv.stop(0)

@@ -5,6 +5,7 @@ monitoring role's writes and a limited role's writes outside its tables. No port
 the switch's servers on 127.0.0.1.
 """
 
+import contextlib
 import threading
 from pathlib import Path
 
@@ -38,27 +39,37 @@ class _Plan:
     tm_commands = ["set_port_rate_bps 20000000 1"]
 
 
-@pytest.fixture
-def switch(tmp_path):
-    certificates = make_run_certificates(tmp_path / "certs")
-    roles = tmp_path / "roles.yaml"
-    roles.write_text("roles:\n  monitor: {write: none}\n  acl: {tables: [BasicIngress.acl]}\n")
-    config = SwitchConfig(name="s1", target="builtin", device_id=1, grpc_port=0, thrift_port=0, ports={},
-                          log_file=tmp_path / "s1.log", tls=certificates.server)
-    opts = parse_args(config.options() + ["--p4rt-role-config", str(roles)])
-    assert opts.tls == certificates.server  # the run's argv carries the certificates through
+@contextlib.contextmanager
+def running(config: SwitchConfig, *extra: str):
+    """The switch `config` starts, its servers on 127.0.0.1 -> (grpc address, control port)."""
+    opts = parse_args(config.options() + list(extra))
+    assert opts.tls == config.tls  # the run's argv carries the certificates through
     sw, grpc_server, control = build(opts)
     stop = threading.Event()
     loop = threading.Thread(target=lambda: [sw.command_queue.drain() for _ in iter(lambda: stop.wait(0.01), True)])
     loop.start()  # the switch's event loop, for the TM commands only
     try:
-        yield certificates, f"127.0.0.1:{grpc_server.port}", control.address[1]
+        yield f"127.0.0.1:{grpc_server.port}", control.address[1]
     finally:
         stop.set()
         loop.join()
         grpc_server.stop(0)
         control.stop()
         sw.close()
+
+
+def switch_config(tmp_path, certificates, role_config=None) -> SwitchConfig:
+    return SwitchConfig(name="s1", target="builtin", device_id=1, grpc_port=0, thrift_port=0, ports={},
+                        log_file=tmp_path / "s1.log", tls=certificates.server, role_config=role_config)
+
+
+@pytest.fixture
+def switch(tmp_path):
+    certificates = make_run_certificates(tmp_path / "certs")
+    roles = tmp_path / "roles.yaml"
+    roles.write_text("roles:\n  monitor: {write: none}\n  acl: {tables: [BasicIngress.acl]}\n")
+    with running(switch_config(tmp_path, certificates, roles)) as (address, control_port):
+        yield certificates, address, control_port
 
 
 def test_the_project_clients_work_through_tls_and_strangers_do_not(switch, tmp_path):
@@ -144,3 +155,35 @@ def test_p4runtime_shell_connects_with_ssl(switch, tmp_path):
         assert len(list(sh.TableEntry("BasicIngress.ipv4_lpm").read())) == 1
     finally:
         sh.teardown()
+
+
+def test_the_run_role_config_keeps_the_default_role_for_the_controller_and_the_shell(tmp_path):
+    """What a run with control_tls gives its builtin switches: the telemetry certificate reads in
+    the monitor role and cannot take the default role, whatever its election id."""
+    certificates = make_run_certificates(tmp_path / "certs")
+    config = switch_config(tmp_path, certificates, certificates.role_config())
+    assert config.options()[-2:] == ["--p4rt-role-config", str(tmp_path / "certs" / "roles.yaml")]
+    pipeline = build_pipeline_config("builtin", BASIC, tmp_path / "build")
+    with running(config) as (address, _):
+        owner = P4RuntimeClient("owner", address, 1, tls=certificates.client("controller"))
+        owner.connect()
+        owner.set_pipeline(pipeline.p4info, pipeline.device_config)
+        owner.insert([ROUTE])
+        usurper = P4RuntimeClient("usurper", address, 1, election_id=(9, 9), tls=certificates.client("telemetry"))
+        with pytest.raises(P4RuntimeError, match="may not act in the default role"):
+            usurper.connect()
+        usurper.close()
+        monitor = P4RuntimeClient("monitor", address, 1, election_id=(0, 3), tls=certificates.client("telemetry"),
+                                  role="monitor")
+        monitor.connect()
+        monitor.index = owner.index
+        assert len(monitor.read([entity(monitor)])) == 1
+        with pytest.raises(P4RuntimeError, match="PERMISSION_DENIED"):
+            monitor.insert([ROUTE])
+        monitor.close()
+        shell = P4RuntimeClient("shell", address, 1, election_id=(0, 2), tls=certificates.client("shell"))
+        shell.connect()  # above the controller's (0, 1): the shell's user may write
+        shell.close()
+        owner.close()
+    certificates.delete_keys()
+    assert not list(certificates.directory.glob("*.key")) and (certificates.directory / "ca.pem").is_file()
