@@ -1,0 +1,54 @@
+"""A run with switch.control_tls: the switches take only the run's own clients, and the run still
+configures them (P4Runtime and the TM control port), pings every pair and reads the traffic
+managers' statistics through the run's certificates; at its end the private keys are gone."""
+
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from testbed.emulation.run import VariantRun
+from testbed.scenario import expand_variants, parse_scenario
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+SCENARIO = """
+name: tls
+duration_s: 5
+topology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+links: {rate_mbps: 10, delay_us: 100}
+switch: {target: builtin, control_tls: true}
+transport: {cc: none}
+workload:
+  - {kind: pingall}
+"""
+
+
+def test_a_run_with_control_tls_configures_its_switches_and_refuses_strangers(tmp_path, registry):
+    (variant,) = expand_variants(parse_scenario(SCENARIO, "tls.yaml"))
+    run = VariantRun(variant, tmp_path / "tls", ROOT, progress=lambda m: None)
+    refused = {}
+    pingall = run._pingall
+
+    def stranger_then_pingall():  # while the switches run: a client without the run's certificate
+        switch = run.switches[0]
+        with grpc.insecure_channel(switch.grpc_addr) as channel:
+            try:
+                p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(p4runtime_pb2.CapabilitiesRequest(),
+                                                                        timeout=3)
+            except grpc.RpcError as error:
+                refused["p4runtime"] = error.code()
+        pingall()
+
+    run._pingall = stranger_then_pingall
+    result = run.run()
+    context = f"notes {result.notes}"
+    assert result.failed is None, context
+    assert refused == {"p4runtime": grpc.StatusCode.UNAVAILABLE}, context
+    assert result.pingall["pairs"] and not result.pingall["failed"], context
+    assert set(result.tm_stats) == {"leaf1", "leaf2", "spine1"}, context  # telemetry's certificate
+    certs = tmp_path / "tls" / "certs"
+    assert (certs / "ca.pem").is_file() and (certs / "roles.yaml").is_file()
+    assert not list(certs.glob("*.key")), "the run's private keys outlived it"
