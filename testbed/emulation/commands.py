@@ -187,8 +187,26 @@ def running_switch_argv(name: str) -> list[str]:
         for role, argv in records:  # a switch on another server listens on that server's address
             if role == f"switch {name}":
                 return argv
+            if role.startswith("fabric") and argv:  # its switches' argv are in its spec file
+                found = _fabric_switch_argv(argv[-1], name)
+                if found is not None:
+                    return found
     raise TestbedError(f"no running switch named {name!r} (is a scenario running? "
                        "give HOST:PORT to attach to any switch)")
+
+
+def _fabric_switch_argv(spec_path: str, name: str) -> list[str] | None:
+    """Switch `name`'s argv in a fabric process's spec (None: not there, or no spec to read)."""
+    import json
+
+    try:
+        spec = json.loads(Path(spec_path).read_text())
+    except (OSError, ValueError):
+        return None
+    for switch in spec.get("switches", []) if isinstance(spec, dict) else []:
+        if isinstance(switch, dict) and switch.get("name") == name:
+            return list(switch.get("argv", []))
+    return None
 
 
 def shell_command(args) -> int:
