@@ -110,6 +110,14 @@ class RoleConfig:
                 raise RpcError("PERMISSION_DENIED", f"update {index}: table {shown} is outside role "
                                                     f"{role.name!r} (its tables: {', '.join(sorted(role.tables))})")
 
+    def unknown_tables(self, p4info) -> list[str]:
+        """'role: table' for each table a role names that the program lacks (it can never be written)."""
+        if self.roles is None:
+            return []
+        known = set().union(*_table_names(p4info).values()) if p4info.tables else set()
+        return [f"{role.name}: {table}" for role in self.roles.values() for table in sorted(role.tables)
+                if table not in known]
+
     @staticmethod
     def check_client(role: Role, client: str | None) -> None:
         """PERMISSION_DENIED unless `client` (its certificate's common name; None: no certificate)

@@ -249,6 +249,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _install(self, config: LoadedConfig | None) -> None:
         self.device.call(lambda: self.device.install(config))
         self.config = config
+        missing = self.roles.unknown_tables(config.p4info) if config is not None else []
+        if missing:
+            self.log.warning("the role config names tables this program lacks: %s", ", ".join(missing))
         # A program without digests has no manager: the packet thread then skips it after every pass.
         self.digests = (DigestManager(config.p4info, config.control_plane.digest_config, self._send_digest)
                         if config is not None and config.p4info.digests

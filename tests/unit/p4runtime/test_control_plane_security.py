@@ -135,6 +135,12 @@ def test_a_role_cannot_write_a_table_outside_its_set(role_client):
     assert len(owner.read(wildcard_entries())) == 1
 
 
+def test_a_role_naming_a_table_the_program_lacks_is_logged(role_client, caplog):
+    with caplog.at_level("WARNING", logger="testbed.p4model.p4runtime"):
+        role_client().set_pipeline()
+    assert "the role config names tables this program lacks: acl: MyIngress.acl" in caplog.text
+
+
 def test_an_unknown_role_is_refused(role_server, connect):
     c = connect(role_server.port, role="root")
     result = c.open_stream((0, 9))
