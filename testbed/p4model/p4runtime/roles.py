@@ -29,7 +29,7 @@ The model is Stratum's P4RoleConfig, in a file the switch reads at start
 * With a role config, a role name it does not list is refused (NOT_FOUND),
   on the stream and in Write and Read.  Without one, any role name has full
   access (PI's behaviour; nothing is restricted).
-* Reads are open to every role: a read changes nothing.
+* Every role may read (a read changes nothing), within the `clients` rule.
 * `clients` binds a role to the common names of the TLS client certificates
   that may use it (p4model/tls.py, with client authentication): a stream,
   Write, pipeline change or Read in that role from any other client (or
