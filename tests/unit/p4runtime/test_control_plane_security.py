@@ -199,27 +199,30 @@ senders = st.sampled_from([("", (0, 3)), ("", None), ("", (0, 0)), ("", (1, 0)),
                            ("monitor", (0, 41)), ("acl", (0, 30)), ("acl", (0, 31))])
 
 
+@pytest.fixture
+def fuzz_probe(role_client, role_server, connect):
+    """A switch with a program, register 0 at 5, a primary in each role; a client to look with."""
+    owner = role_client("", (0, 20))
+    owner.set_pipeline()
+    owner.write(register_update(0, 5))
+    role_client("monitor", (0, 40))
+    role_client("acl", (0, 30))
+    return connect(role_server.port)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sender=senders, batch=updates)
-def test_fuzzed_writes_from_a_backup_or_a_limited_role_are_all_refused(role_client, role_server, connect, sender,
-                                                                      batch):
-    if role_server.config is None:
-        owner = role_client("", (0, 20))
-        owner.set_pipeline()
-        owner.write(register_update(0, 5))
-        role_client("monitor", (0, 40))
-        role_client("acl", (0, 30))
+def test_fuzzed_writes_from_a_backup_or_a_limited_role_are_all_refused(fuzz_probe, sender, batch):
     role, election = sender
     request = p4runtime_pb2.WriteRequest(device_id=1, role=role, updates=batch)
     if election is not None:
         request.election_id.high, request.election_id.low = election
-    probe = role_server.probe = getattr(role_server, "probe", None) or connect(role_server.port)
-    assert code_of(lambda: probe.stub.Write(request, timeout=5)) == grpc.StatusCode.PERMISSION_DENIED
-    assert probe.read(wildcard_entries()) == []
+    assert code_of(lambda: fuzz_probe.stub.Write(request, timeout=5)) == grpc.StatusCode.PERMISSION_DENIED
+    assert fuzz_probe.read(wildcard_entries()) == []
     reg = p4runtime_pb2.Entity()
     reg.register_entry.register_id = REG
     reg.register_entry.index.index = 0
-    assert probe.read(reg)[0].register_entry.data.bitstring.lstrip(b"\0") == b"\x05"
+    assert fuzz_probe.read(reg)[0].register_entry.data.bitstring.lstrip(b"\0") == b"\x05"
 
 
 # ---- TLS with client certificates --------------------------------------------------------------
