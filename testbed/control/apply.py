@@ -80,12 +80,13 @@ def bmv2_tm_lines(plan: SwitchPlan, cell_wire_bytes: int) -> tuple[list[str], li
     return lines, sorted(set(notes))
 
 
-def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: int) -> list[str]:
-    """Send the plan's traffic-manager lines; returns notes on what a target could not do."""
+def apply_tm(target: str, plan: SwitchPlan, thrift_port: int, cell_wire_bytes: int, tls=None) -> list[str]:
+    """Send the plan's traffic-manager lines; returns notes on what a target could not do.
+    `tls`: the run's client certificate (p4model/tls.ClientTls) where the control port takes only it."""
     if target == "builtin":
         from testbed.p4model.tm.control import SwitchControlClient
 
-        with SwitchControlClient("127.0.0.1", thrift_port) as control:
+        with SwitchControlClient("127.0.0.1", thrift_port, tls=tls) as control:
             for line in plan.tm_commands:
                 reply = control.request(line)
                 if not reply.get("ok"):

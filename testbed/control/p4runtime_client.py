@@ -5,6 +5,10 @@ suit a controller that configures a whole fabric in parallel; this client
 is a plain object per switch over the P4Runtime protobufs.  It speaks to
 simple_switch_grpc and to the builtin target alike: the only difference is
 the device config pushed with the pipeline (bmv2 JSON vs P4 source).
+
+Where the switch takes only its owner (p4model/tls.py, roles.py), the
+client is given the run's TLS files (`tls`, a ClientTls) and may name a
+role; its election id is never 0, which the builtin switch refuses.
 """
 
 from __future__ import annotations
@@ -103,8 +107,12 @@ class P4RuntimeClient:
     """Connection to one switch: arbitration, pipeline, writes, reads."""
 
     def __init__(self, name: str, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, tls=None, role: str = "") -> None:
+        if tuple(election_id) == (0, 0):
+            raise P4RuntimeError(f"{name}: election id 0 is refused by the switch; use (0, 1) or above")
         self.name = name
+        self.tls = tls  # a p4model.tls.ClientTls, or None for a plain channel
+        self.role = role
         self.address = address
         self.device_id = device_id
         self.election_id = p4runtime_pb2.Uint128(high=election_id[0], low=election_id[1])
@@ -113,7 +121,8 @@ class P4RuntimeClient:
         self._open_channel()
 
     def _open_channel(self) -> None:
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = (grpc.insecure_channel(self.address) if self.tls is None
+                        else grpc.secure_channel(self.address, self.tls.grpc_credentials()))
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._requests: queue.Queue = queue.Queue()
         self._responses: queue.Queue = queue.Queue()
@@ -138,6 +147,8 @@ class P4RuntimeClient:
         request = p4runtime_pb2.StreamMessageRequest()
         request.arbitration.device_id = self.device_id
         request.arbitration.election_id.CopyFrom(self.election_id)
+        if self.role:
+            request.arbitration.role.name = self.role
         self._requests.put(request)
         try:
             reply = self._responses.get(timeout=self.timeout_s)
@@ -179,7 +190,7 @@ class P4RuntimeClient:
         a fabric of one process per switch loads all at once on a few cores, so this call waits
         PIPELINE_TIMEOUT_S (at least the client's timeout), not the one for table writes."""
         request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id, election_id=self.election_id,
+            device_id=self.device_id, election_id=self.election_id, role=self.role,
             action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         request.config.p4info.CopyFrom(p4info)
         request.config.p4_device_config = device_config
@@ -199,7 +210,7 @@ class P4RuntimeClient:
     def write(self, updates: list[p4runtime_pb2.Update]) -> None:
         if not updates:
             return
-        request = p4runtime_pb2.WriteRequest(device_id=self.device_id, election_id=self.election_id)
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id, election_id=self.election_id, role=self.role)
         request.updates.extend(updates)
         self._call("Write", request)
 
@@ -253,7 +264,7 @@ class P4RuntimeClient:
 
     # -- reads -------------------------------------------------------------------
     def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
-        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id, role=self.role)
         request.entities.extend(entities)
         try:
             return [e for response in self.stub.Read(request, timeout=self.timeout_s) for e in response.entities]

@@ -172,6 +172,12 @@ def _ask_to_stop(manifest, why: str) -> bool:
 
 def running_switch_address(name: str) -> tuple[str, int]:
     """(gRPC address, device id) of switch `name` in a running scenario, from its manifest."""
+    argv = running_switch_argv(name)
+    return argv[argv.index("--grpc-server-addr") + 1], int(argv[argv.index("--device-id") + 1])
+
+
+def running_switch_argv(name: str) -> list[str]:
+    """The command line switch `name` of a running scenario was started with, from its manifest."""
     from testbed.emulation.manifest import Manifest, registered_manifests
 
     for path in registered_manifests():
@@ -180,22 +186,50 @@ def running_switch_address(name: str) -> tuple[str, int]:
         records += [(p["role"], p["argv"]) for part in manifest.remote.values() for p in part["processes"]]
         for role, argv in records:  # a switch on another server listens on that server's address
             if role == f"switch {name}":
-                return argv[argv.index("--grpc-server-addr") + 1], int(argv[argv.index("--device-id") + 1])
+                return argv
+            if role.startswith("fabric") and argv:  # its switches' argv are in its spec file
+                found = _fabric_switch_argv(argv[-1], name)
+                if found is not None:
+                    return found
     raise TestbedError(f"no running switch named {name!r} (is a scenario running? "
                        "give HOST:PORT to attach to any switch)")
+
+
+def _fabric_switch_argv(spec_path: str, name: str) -> list[str] | None:
+    """Switch `name`'s argv in a fabric process's spec (None: not there, or no spec to read)."""
+    import json
+
+    try:
+        spec = json.loads(Path(spec_path).read_text())
+    except (OSError, ValueError):
+        return None
+    for switch in spec.get("switches", []) if isinstance(spec, dict) else []:
+        if isinstance(switch, dict) and switch.get("name") == name:
+            return list(switch.get("argv", []))
+    return None
 
 
 def shell_command(args) -> int:
     """p4runtime-shell attached to a switch of a running scenario (by name or address)."""
     if ":" in args.switch:
-        address, device_id = args.switch, args.device_id
+        address, device_id, argv = args.switch, args.device_id, []
     else:
+        argv = running_switch_argv(args.switch)
         address, device_id = running_switch_address(args.switch)
     import p4runtime_sh.shell as sh
+    from p4runtime_sh.p4runtime import SSLOptions
 
+    ssl_options = None
+    if "--grpc-server-cacert" in argv:  # switch.control_tls: the run made the shell a certificate
+        from testbed.p4model.certs import run_client
+
+        tls = run_client(argv[argv.index("--grpc-server-cacert") + 1], "shell")
+        ssl_options = SSLOptions(False, str(tls.ca), str(tls.cert), str(tls.key))
+    elif args.cacert:
+        ssl_options = SSLOptions(False, args.cacert, args.cert, args.private_key)
     # Election id above the run's controller (0, 1): the shell becomes primary so its user can
     # write entries; the run's telemetry only reads, which needs no arbitration.
-    sh.setup(device_id=device_id, grpc_addr=address, election_id=(0, 2))
+    sh.setup(device_id=device_id, grpc_addr=address, election_id=(0, 2), ssl_options=ssl_options)
     print(f"p4runtime-shell on {args.switch} (device {device_id}, {address}) as its primary controller "
           "(election id 0,2, above the run's 0,1): your writes take effect, and the run's controller "
           "cannot write to this switch until you leave", flush=True)
@@ -253,4 +287,8 @@ def register(sub) -> None:
                                        "scenario, or HOST:PORT).")
     shell.add_argument("switch", help="switch name (e.g. leaf1) or gRPC address HOST:PORT")
     shell.add_argument("--device-id", type=int, default=1, help="device id when SWITCH is an address")
+    shell.add_argument("--cacert", help="when SWITCH is an address: TLS, trusting this CA certificate "
+                                        "(a switch of a running scenario with control_tls needs none of these)")
+    shell.add_argument("--cert", help="with --cacert: the client certificate")
+    shell.add_argument("--private-key", help="with --cacert: the client's private key")
     shell.set_defaults(func=shell_command)

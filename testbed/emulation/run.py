@@ -46,7 +46,9 @@ from testbed.errors import TestbedError
 from testbed.scenario import capacity
 from testbed.scenario.agent_groups import agent_processes, stalled_hosts
 from testbed.scenario.processes import switch_placement
+from testbed.p4model.certs import RunCertificates, make_run_certificates
 from testbed.p4model.telemetry import INTERVAL_S as TELEMETRY_PERIOD_S
+from testbed.p4model.tls import ClientTls
 from testbed.targets import BMV2_BINARY, bmv2_problem
 from testbed.telemetry.live.collector import Collector
 from testbed.telemetry.summary import fidelity_threshold_us
@@ -159,6 +161,7 @@ class VariantRun:
         self.switches: list[SwitchConfig] = []
         self.processes: list[SwitchProcess | FabricProcess] = []
         self.clients: dict[str, P4RuntimeClient] = {}
+        self.certificates: RunCertificates | None = None  # switch.control_tls: made in _start_switches
         self.agents: AgentSet | None = None  # the host agents' processes, from the traffic's start
         self.agents_per_process = agents_per_process  # None: as agent_processes splits them
         self.collector: Collector | None = None
@@ -290,7 +293,7 @@ class VariantRun:
             pid, "tunnel", argv, self._remote(index), start), log_dir=self.run_dir / "logs")
         self.result.tunnels = network.measure_tunnels(self.repo_root)
 
-    def _switch_config(self, name: str) -> SwitchConfig:
+    def _switch_config(self, name: str, role_config: Path | None = None) -> SwitchConfig:
         topology = self.scenario.topo
         node = topology.node(name)
         switch = self.scenario.switch
@@ -308,11 +311,20 @@ class VariantRun:
             backend=self.packet_path,
             memory_links={p.number: (p.peer, p.peer_port, switch_interface(name, p.number))
                           for p in topology.ports(name) if p.link in in_memory},
-            address=self._addresses[self.switch_server[name]] if self.runners else "127.0.0.1")
+            address=self._addresses[self.switch_server[name]] if self.runners else "127.0.0.1",
+            tls=self.certificates.server if self.certificates is not None else None, role_config=role_config)
+
+    def _client_tls(self, name: str) -> ClientTls | None:
+        """The run's certificate for client `name` (certs.CLIENTS), or None when the ports are plain."""
+        return self.certificates.client(name) if self.certificates is not None else None
 
     def _start_switches(self) -> None:
         topology = self.scenario.topo
-        self.switches = [self._switch_config(n) for n in topology.switches]
+        roles = None
+        if self.scenario.switch.control_tls:
+            self.certificates = make_run_certificates(self.run_dir / "certs", self._addresses)
+            roles = self.certificates.role_config() if self.result.target == "builtin" else None
+        self.switches = [self._switch_config(n, roles) for n in topology.switches]
         if self.placement is None:
             self.processes = [SwitchProcess(c) for c in self.switches]
             self.progress(f"starting {len(self.switches)} {self.result.target} switches, one process each")
@@ -347,7 +359,7 @@ class VariantRun:
         plans = self.plans = plan_fabric(scenario.topo, scenario)
         jobs = []
         for c in self.switches:
-            client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id)
+            client = P4RuntimeClient(c.name, c.grpc_addr, c.device_id, tls=self._client_tls("controller"))
             self.clients[c.name] = client
             jobs.append((client, config, plans[c.name]))
         try:
@@ -355,7 +367,8 @@ class VariantRun:
         except TestbedError as error:  # a dead switch process explains the unanswered calls better
             raise next((d for d in (p.death() for p in self.processes) if d is not None), error) from None
         for c in self.switches:
-            for note in apply_tm(self.result.target, plans[c.name], c.thrift_port, scenario.derived.cell_wire_bytes):
+            for note in apply_tm(self.result.target, plans[c.name], c.thrift_port, scenario.derived.cell_wire_bytes,
+                                 tls=self._client_tls("controller")):
                 if note not in self.result.notes:  # the same for every switch: said once
                     self.result.notes.append(note)
         self._raise_switches()
@@ -563,7 +576,8 @@ class VariantRun:
         client.reopen()
         plan = self.plans[name]
         configure_switch(client, self.pipeline_config, plan)
-        apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes)
+        apply_tm(self.result.target, plan, config.thrift_port, self.scenario.derived.cell_wire_bytes,
+                 tls=self._client_tls("controller"))
         if self.result.scheduling == "realtime":
             self._make_realtime(process, pid)
         configured_ms = round((time.monotonic() - started) * 1e3, 3)
@@ -578,7 +592,8 @@ class VariantRun:
 
         config = next(c for c in self.switches if c.name == switch)
         try:
-            with SwitchControlClient(config.address, config.thrift_port, timeout_s=3) as control:
+            with SwitchControlClient(config.address, config.thrift_port, timeout_s=3,
+                                     tls=self._client_tls("controller")) as control:
                 reply = control.request(line)
         except OSError as error:
             raise FaultError(f"{switch}: traffic-manager control unreachable ({error})") from None
@@ -604,7 +619,8 @@ class VariantRun:
 
         for c in self.switches:
             try:
-                with SwitchControlClient(c.address, c.thrift_port, timeout_s=3) as control:
+                with SwitchControlClient(c.address, c.thrift_port, timeout_s=3,
+                                         tls=self._client_tls("telemetry")) as control:
                     self.result.tm_stats[c.name] = {"tm": control.tm_stats(), "queues": control.queue_stats(),
                                                     "port_io": control.call("port_stats")}
             except Exception as error:  # telemetry must never block teardown
@@ -703,6 +719,8 @@ class VariantRun:
             if code not in (0, None, -signal.SIGTERM):
                 self.result.notes.append(f"{process.name} exited with code {code}: "
                                          f"{log_tail(process.log_file, 3)}")
+        if self.certificates is not None:  # no switch of the run is left to talk to
+            self.certificates.delete_keys()
         self._fine_telemetry()
         if self.faults is not None:
             self.result.notes += [f"fault not carried out: {e}" for e in self.faults.finish()]

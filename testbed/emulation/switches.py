@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.p4model.tls import ServerTls
 from testbed.targets import BMV2_BINARY, bmv2_problem
 
 # Switch processes run at a higher CPU priority than the hosts' agents: the
@@ -76,6 +77,10 @@ class SwitchConfig:
     telemetry_interval_s: float = 0.1
     # the address its gRPC and control ports listen on and the controller reaches it at
     address: str = "127.0.0.1"
+    # switch.control_tls: the run's certificates (p4model/tls.ServerTls); None serves plain ports
+    tls: ServerTls | None = None
+    # builtin only: the P4Runtime server's roles (p4model/p4runtime/roles.py); bmv2 has none
+    role_config: Path | None = None
 
     @property
     def grpc_addr(self) -> str:
@@ -102,10 +107,19 @@ class SwitchConfig:
         target = ["--grpc-server-addr", self.grpc_addr, "--priority-queues", str(self.priority_queues)]
         if self.cpu_port is not None:
             target += ["--cpu-port", str(self.cpu_port)]
+        if self.tls is not None:  # bmv2's flags; the builtin target's TM control port takes them too
+            target += ["--grpc-server-ssl", "--grpc-server-cert", str(self.tls.cert),
+                       "--grpc-server-key", str(self.tls.key)]
+            if self.tls.ca is not None:
+                target += ["--grpc-server-cacert", str(self.tls.ca)]
+            if self.tls.require_client_auth:
+                target += ["--grpc-server-with-client-auth"]
         if self.target == "builtin":
             target += ["--backend", self.backend]
             for command in self.tm_commands:
                 target += ["--tm", command]
+            if self.role_config is not None:
+                target += ["--p4rt-role-config", str(self.role_config)]
         return common + ["--"] + target
 
     def process_argv(self) -> list[str]:

@@ -56,6 +56,8 @@ class Switch:
     processes: str | int = "auto"
     # builtin target's packet path: auto (native when a C compiler is present), native or python
     backend: str = "auto"
+    # P4Runtime and the TM control port over TLS with client certificates made for the run
+    control_tls: bool = False
 
 
 @dataclass(frozen=True)

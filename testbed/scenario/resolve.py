@@ -238,7 +238,8 @@ class _Resolver:
         if backend == "native" and target == "bmv2":
             raise self.fail(("switch", "backend"), "native is the builtin target's packet path; bmv2 has its own")
         return Switch(target, program, queues, pcap,
-                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes, backend)
+                      self.get(("switch", "log_level"), d.LOG_LEVEL), processes, backend,
+                      self.get(("switch", "control_tls"), False))
 
     def servers(self, topo: Topology, switch: Switch) -> tuple[Server, ...]:
         """placement.servers: distinct names and logins; the switches named, each on one server,

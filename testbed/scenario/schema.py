@@ -161,6 +161,7 @@ SCHEMA = {
             "log_level": {"enum": LOG_LEVELS},
             "processes": {"oneOf": [{"enum": ["auto", "per_switch"]}, _int(1, 64)]},
             "backend": {"enum": ["auto", "native", "python"]},
+            "control_tls": BOOL,
         }),
         "fabric": _obj({
             "load_balancing": {"enum": LOAD_BALANCING},

@@ -3,7 +3,8 @@
 server       P4RuntimeServer: the gRPC servicer (Capabilities, StreamChannel,
              Set/GetForwardingPipelineConfig, Write, Read)
 device       Device / DirectDevice: how the server reaches the packet thread
-arbitration  primary/backup election per (device, role)
+arbitration  primary/backup election per (device, role); election id 0 refused
+roles        the role config: read-only and table-limited roles
 config       P4 source as p4_device_config; P4Info-vs-program check
 packetio     packet_in / packet_out controller headers
 digests      DigestList batching, timeouts, acks

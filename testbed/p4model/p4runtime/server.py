@@ -25,6 +25,11 @@ our controller use it:
   wildcards) go through ControlPlane.  A batch with failures ends with
   gRPC UNKNOWN and one p4.v1.Error per update (status.py).
 * With no pipeline, Get/Read/Write fail with FAILED_PRECONDITION.
+* Who may program the switch: the primary of a role (arbitration.py: election
+  id 0 is refused, an unset one never becomes primary), within what its role
+  allows (roles.py: a role config with read-only and table-limited roles),
+  over TLS with client certificates when the switch is given them
+  (p4model/tls.py).  Every refusal is a gRPC status with one sentence.
 
 Threading: gRPC handlers run in the server's thread pool; everything that
 touches the pipeline goes through Device.call (device.py).  No handler
@@ -47,6 +52,7 @@ from testbed.p4model.errors import ControlPlaneError
 from testbed.p4model.p4runtime.arbitration import Arbitrator
 from testbed.p4model.p4runtime.config import LoadedConfig, compile_source, first_difference
 from testbed.p4model.p4runtime.digests import DigestManager
+from testbed.p4model.p4runtime.roles import RoleConfig
 from testbed.p4model.p4runtime.status import RpcError, canonical_code, grpc_code, write_error_status
 
 log = logging.getLogger("testbed.p4model.p4runtime")
@@ -64,8 +70,20 @@ MAX_ENTITIES_PER_RESPONSE = 1000
 STREAM_QUEUE_LIMIT = 10000  # PacketIns waiting for a slow controller beyond this are dropped
 
 
-def _election(eid) -> tuple[int, int]:
-    return (eid.high, eid.low)
+def _election(message) -> tuple[int, int] | None:
+    """A request's (or arbitration's) election id; None when the field is unset."""
+    if not message.HasField("election_id"):
+        return None
+    return (message.election_id.high, message.election_id.low)
+
+
+def _client_name(context) -> str | None:
+    """The common name of the client's TLS certificate, or None (no certificate, plain port)."""
+    try:
+        names = context.auth_context().get("x509_common_name")
+    except Exception:  # a context without auth data (in-process tests)
+        return None
+    return names[0].decode("utf-8", "replace") if names else None
 
 
 def _rpc(method):
@@ -97,8 +115,9 @@ class _Abort(Exception):
 class _Stream:
     """One StreamChannel: an outgoing queue and the stream's arbitration state."""
 
-    def __init__(self, peer: str) -> None:
+    def __init__(self, peer: str, client: str | None = None) -> None:
         self.peer = peer
+        self.client = client  # its TLS certificate's common name, if any
         self.out: queue.Queue = queue.Queue()
         self.closed = threading.Event()
         self.dropped = 0
@@ -120,8 +139,10 @@ class _Stream:
 class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     """Servicer + lifecycle.  `device` is the switch side (device.Device)."""
 
-    def __init__(self, device, device_id: int = 0, include_dirs=(), logger: logging.Logger | None = None) -> None:
+    def __init__(self, device, device_id: int = 0, include_dirs=(), logger: logging.Logger | None = None,
+                 roles: RoleConfig | None = None) -> None:
         self.device = device
+        self.roles = roles or RoleConfig(None)
         self.log = logger or log  # a fabric process gives each switch its own
         self.device_id = device_id
         self.include_dirs = list(include_dirs)
@@ -138,15 +159,19 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ---- lifecycle ---------------------------------------------------
 
-    def start(self, address: str = "127.0.0.1:0", workers: int = 32) -> int:
-        """Listen on HOST:PORT (port 0 picks one); returns the bound port."""
+    def start(self, address: str = "127.0.0.1:0", workers: int = 32, tls=None) -> int:
+        """Listen on HOST:PORT (port 0 picks one); returns the bound port. `tls`: a
+        p4model.tls.ServerTls, or None for a plain port."""
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
                                    options=[("grpc.max_receive_message_length", 64 << 20),
                                             ("grpc.max_send_message_length", 64 << 20),
                                             ("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, self._server)
         try:
-            port = self._server.add_insecure_port(address)
+            if tls is None:
+                port = self._server.add_insecure_port(address)
+            else:
+                port = self._server.add_secure_port(address, tls.grpc_credentials())
         except RuntimeError:
             port = 0
         if not port and not address.endswith(":0"):
@@ -224,6 +249,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _install(self, config: LoadedConfig | None) -> None:
         self.device.call(lambda: self.device.install(config))
         self.config = config
+        missing = self.roles.unknown_tables(config.p4info) if config is not None else []
+        if missing:
+            self.log.warning("the role config names tables this program lacks: %s", ", ".join(missing))
         # A program without digests has no manager: the packet thread then skips it after every pass.
         self.digests = (DigestManager(config.p4info, config.control_plane.digest_config, self._send_digest)
                         if config is not None and config.p4info.digests
@@ -238,8 +266,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     @_rpc
     def SetForwardingPipelineConfig(self, request, context):
         self._check_device(request.device_id)
-        self.arbitrator.check_primary(request.role, _election(request.election_id),
-                                      "SetForwardingPipelineConfig")
+        role = self.roles.role(request.role)
+        self.roles.check_client(role, _client_name(context))
+        self.roles.check_pipeline(role, "SetForwardingPipelineConfig")
+        self.arbitrator.check_primary(request.role, _election(request), "SetForwardingPipelineConfig")
         action = request.action
         if action not in (_SetReq.VERIFY, _SetReq.VERIFY_AND_SAVE, _SetReq.VERIFY_AND_COMMIT,
                           _SetReq.COMMIT, _SetReq.RECONCILE_AND_COMMIT):
@@ -341,13 +371,16 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     @_rpc
     def Write(self, request, context):
         self._check_device(request.device_id)
-        self.arbitrator.check_primary(request.role, _election(request.election_id), "Write")
-        self._require_config()
+        role = self.roles.role(request.role)
+        self.roles.check_client(role, _client_name(context))
+        self.arbitrator.check_primary(request.role, _election(request), "Write")
+        config = self._require_config()
         if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
             raise RpcError("UNIMPLEMENTED", "only atomicity CONTINUE_ON_ERROR is supported (as PI)")
         updates = list(request.updates)
         if not updates:
             return p4runtime_pb2.WriteResponse()
+        self.roles.check_write(role, updates, config.p4info)
 
         def apply():
             control_plane = self._require_config().control_plane
@@ -372,6 +405,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Read(self, request, context):
         try:
             self._check_device(request.device_id)
+            self.roles.check_client(self.roles.role(request.role), _client_name(context))
             self._require_config()
             for entity in request.entities:
                 found = self.device.call(lambda e=entity: self._require_config().control_plane.read_later(e))()
@@ -386,7 +420,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ---- the stream ------------------------------------------------
 
     def StreamChannel(self, request_iterator, context):
-        stream = _Stream(context.peer())
+        stream = _Stream(context.peer(), _client_name(context))
         context.add_callback(lambda: self._stream_gone(stream))
         reader = threading.Thread(target=self._read_stream, args=(stream, request_iterator),
                                   name="p4rt-stream", daemon=True)
@@ -443,6 +477,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         arb.device_id = self.device_id
         if member is not None and member.role:
             arb.role.name = member.role
+        if primary_id is None:  # spec: no primary yet, the election id is left unset
+            arb.status.code = code_pb2.NOT_FOUND
+            arb.status.message = "backup: no controller is primary (an unset election id never becomes primary)"
+            stream.send(response)
+            return
         arb.election_id.high, arb.election_id.low = primary_id
         arb.status.code = code_pb2.OK if is_primary else code_pb2.ALREADY_EXISTS
         arb.status.message = "primary" if is_primary else "backup: another controller is primary"
@@ -452,7 +491,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         kind = message.WhichOneof("update")
         if kind == "arbitration":
             arb = message.arbitration
-            notes = self.arbitrator.join(stream, arb.device_id, arb.role.name, _election(arb.election_id))
+            if arb.device_id == self.device_id:  # a wrong device is NOT_FOUND first (spec order)
+                self.roles.check_client(self.roles.role(arb.role.name), stream.client)
+            notes = self.arbitrator.join(stream, arb.device_id, arb.role.name, _election(arb))
             for target, primary_id, is_primary in notes:
                 self._notify(target, primary_id, is_primary)
             return
@@ -462,6 +503,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if kind == "packet":
             if not self.arbitrator.is_primary(member.role, member.election_id):
                 raise RpcError("PERMISSION_DENIED", "only the primary controller may send PacketOut")
+            self.roles.check_pipeline(self.roles.role(member.role), "PacketOut")
             config = self._require_config()
             data = config.packet_io.encode_packet_out(message.packet)
             if self.device.cpu_port is None:

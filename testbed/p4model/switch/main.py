@@ -94,6 +94,7 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
     A fabric process passes its shared clock, the ports that are links in memory and the
     switch's own logger."""
     from testbed.p4model.p4runtime import P4RuntimeServer
+    from testbed.p4model.p4runtime.roles import load_role_config
     from testbed.p4model.switch.loop import Switch
     from testbed.p4model.tm.control import ControlServer
 
@@ -136,14 +137,18 @@ def build(opts: SwitchOptions, clock=None, memory_ports: dict[int, str] | None =
         for source_name, lines in _tm_lines(opts):
             switch.tm_commands.apply_all(lines, source=source_name)
         grpc_server = P4RuntimeServer(switch, device_id=opts.device_id, include_dirs=opts.include_dirs,
-                                      logger=logger and logger.getChild("runtime"))
+                                      logger=logger and logger.getChild("runtime"),
+                                      roles=load_role_config(opts.role_config))
         switch.server = grpc_server
         if initial is not None:
             grpc_server.load_initial(*initial)
         control = ControlServer(switch.command_queue, host="127.0.0.1" if opts.grpc_host in ("0.0.0.0", "::")
-                                else opts.grpc_host, port=opts.thrift_port).start(control_poll_s)
+                                else opts.grpc_host, port=opts.thrift_port,
+                                tls=opts.tls.ssl_context() if opts.tls else None).start(control_poll_s)
         try:
-            grpc_server.start(opts.grpc_addr, workers=grpc_workers)
+            grpc_server.start(opts.grpc_addr, workers=grpc_workers, tls=opts.tls)
+        except TestbedError:
+            raise
         except Exception as error:
             raise TestbedError(f"cannot serve P4Runtime on {opts.grpc_addr}: {error}") from None
     except BaseException:

@@ -14,6 +14,13 @@ p4c's JSON; `--thrift-port` is the traffic manager's text control port
 (tm.control), also spelled `--control-port`; `--tm CMD` (repeatable) and
 `--tm-file FILE` configure queues, link rates and delays at start-up with
 the switch-cli command language.
+
+Who may program the switch (bmv2's flags where it has them): `--grpc-server-ssl`
+with `--grpc-server-cert`/`--grpc-server-key` serves P4Runtime over TLS, and
+`--grpc-server-with-client-auth` with `--grpc-server-cacert` takes only clients
+whose certificate that CA signed; the TM control port then uses the same TLS
+files.  `--p4rt-role-config FILE` gives the P4Runtime server its roles
+(p4model/p4runtime/roles.py).
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from testbed.errors import TestbedError
+from testbed.p4model.tls import ServerTls
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
@@ -58,6 +67,8 @@ class SwitchOptions:
     backend: str = "auto"  # auto, native or python: see testbed/p4model/switch/backend.py
     telemetry_file: str | None = None  # every port sampled into it (testbed/p4model/telemetry.py)
     telemetry_interval_s: float = 0.1
+    tls: ServerTls | None = None  # both control ports over TLS (p4model/tls.py)
+    role_config: str | None = None  # the P4Runtime server's roles (p4model/p4runtime/roles.py)
 
     @property
     def grpc_addr(self) -> str:
@@ -121,6 +132,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between telemetry samples (default 0.1)")
     parser.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                         help="extra #include directory for the program")
+    parser.add_argument("--grpc-server-ssl", action="store_true",
+                        help="serve P4Runtime (and the TM control port) over TLS; needs --grpc-server-cert "
+                             "and --grpc-server-key")
+    parser.add_argument("--grpc-server-cert", metavar="PEM", help="the switch's TLS certificate")
+    parser.add_argument("--grpc-server-key", metavar="PEM", help="the switch's TLS private key")
+    parser.add_argument("--grpc-server-cacert", metavar="PEM",
+                        help="the CA certificate whose client certificates the switch takes")
+    parser.add_argument("--grpc-server-with-client-auth", action="store_true",
+                        help="refuse any client without a certificate that --grpc-server-cacert signed")
+    parser.add_argument("--p4rt-role-config", metavar="FILE",
+                        help="P4Runtime roles (YAML or JSON): read-only and table-limited roles")
 
 
 def _port(value: int, what: str) -> int:
@@ -192,7 +214,25 @@ def from_namespace(ns: argparse.Namespace) -> SwitchOptions:
     if not ns.telemetry_interval > 0:
         raise OptionsError(f"--telemetry-interval {ns.telemetry_interval:g} must be above 0 seconds")
     opts.telemetry_file, opts.telemetry_interval_s = ns.telemetry_file, ns.telemetry_interval
+    opts.tls = _tls(ns)
+    opts.role_config = ns.p4rt_role_config
     return opts
+
+
+def _tls(ns: argparse.Namespace) -> ServerTls | None:
+    files = (ns.grpc_server_cert, ns.grpc_server_key, ns.grpc_server_cacert)
+    if not ns.grpc_server_ssl:
+        if any(files) or ns.grpc_server_with_client_auth:
+            raise OptionsError("--grpc-server-cert, --grpc-server-key, --grpc-server-cacert and "
+                               "--grpc-server-with-client-auth need --grpc-server-ssl")
+        return None
+    if not ns.grpc_server_cert or not ns.grpc_server_key:
+        raise OptionsError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    if ns.grpc_server_with_client_auth and not ns.grpc_server_cacert:
+        raise OptionsError("--grpc-server-with-client-auth needs --grpc-server-cacert (the CA of the clients)")
+    return ServerTls(Path(ns.grpc_server_cert), Path(ns.grpc_server_key),
+                     Path(ns.grpc_server_cacert) if ns.grpc_server_cacert else None,
+                     require_client_auth=ns.grpc_server_with_client_auth)
 
 
 def parse_args(argv: list[str], prog: str = "testbed switch") -> SwitchOptions:

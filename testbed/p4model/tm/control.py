@@ -20,14 +20,25 @@ not lock its packet path.  Two executors decide where commands run:
   the same lock.
 
 SwitchControlClient is the Python side for the controller and telemetry.
+
+Who may send commands: given an ssl.SSLContext (the switch's
+p4model/tls.ServerTls, the same files as its P4Runtime server), the port
+speaks the same lines inside TLS, and with client authentication a client
+without a certificate of the run's CA fails the handshake before any line
+is read (the connection is closed, one line in the switch's log).  TLS
+rather than a shared token: one CA then decides for both control ports, and
+over servers the port listens on a network address, where a token would
+travel in clear.  Without a context the port is plain, as before.
 """
 
 from __future__ import annotations
 
 import json
 import queue
+import logging
 import socket
 import socketserver
+import ssl
 import threading
 from typing import Any, Callable
 
@@ -36,6 +47,9 @@ from testbed.p4model.tm.command_language import TMCommands
 
 DEFAULT_CONTROL_PORT = 9090
 MAX_LINE = 64 * 1024
+HANDSHAKE_TIMEOUT_S = 5.0  # a client that opens TLS and says nothing is let go after this
+
+log = logging.getLogger("testbed.p4model.tm.control")
 
 Handler = Callable[[str], "dict | None"]
 
@@ -121,7 +135,22 @@ class CommandQueue:
 
 
 class _ConnectionHandler(socketserver.StreamRequestHandler):
+    def setup(self) -> None:
+        self.refused = False
+        if isinstance(self.request, ssl.SSLSocket):
+            try:
+                self.request.settimeout(HANDSHAKE_TIMEOUT_S)
+                self.request.do_handshake()
+                self.request.settimeout(None)
+            except (ssl.SSLError, OSError) as error:
+                log.warning("TM control: TLS handshake with %s refused: %s", self.client_address[0],
+                            getattr(error, "reason", None) or error)
+                self.refused = True
+        super().setup()
+
     def handle(self) -> None:
+        if self.refused:
+            return
         handler: Handler = self.server.handler  # type: ignore[attr-defined]
         while True:
             raw = self.rfile.readline(MAX_LINE + 1)
@@ -152,17 +181,26 @@ class _ConnectionHandler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self):
+        sock, address = super().get_request()
+        if self.tls is not None:  # the handshake runs in the connection's thread (setup)
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
 
 
 class ControlServer:
     """TCP server for the control protocol, run in a background thread."""
 
-    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = DEFAULT_CONTROL_PORT) -> None:
+    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = DEFAULT_CONTROL_PORT,
+                 tls: ssl.SSLContext | None = None) -> None:
         try:
             self._server = _Server((host, port), _ConnectionHandler)
         except OSError as error:
             raise SwitchControlError(f"cannot listen for switch control on {host}:{port}: {error.strerror}") from None
         self._server.handler = handler  # type: ignore[attr-defined]
+        self._server.tls = tls
         self._thread: threading.Thread | None = None
 
     @property
@@ -217,18 +255,28 @@ def _word(value: Any) -> str:
 class SwitchControlClient:
     """Python client of the control port; methods mirror the commands."""
 
-    def __init__(self, host: str, port: int = DEFAULT_CONTROL_PORT, timeout_s: float = 10.0) -> None:
+    def __init__(self, host: str, port: int = DEFAULT_CONTROL_PORT, timeout_s: float = 10.0, tls=None) -> None:
+        """`tls`: a p4model.tls.ClientTls for a switch whose control port speaks TLS."""
         self.host, self.port, self.timeout_s = host, port, timeout_s
+        self.tls = tls
         self._sock: socket.socket | None = None
         self._file = None
 
     def _connect(self) -> None:
         try:
-            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
         except OSError as error:
             raise SwitchControlError(
                 f"cannot reach the switch control port {self.host}:{self.port}: {error.strerror or error}"
             ) from None
+        if self.tls is not None:
+            try:
+                sock = self.tls.ssl_context().wrap_socket(sock, server_hostname=self.host)
+            except (ssl.SSLError, OSError) as error:
+                sock.close()
+                raise SwitchControlError(f"TLS with the switch control port {self.host}:{self.port} failed: "
+                                         f"{getattr(error, 'reason', None) or error}") from None
+        self._sock = sock
         self._file = self._sock.makefile("rb")
 
     def request(self, line: str) -> dict:

@@ -33,3 +33,32 @@ def test_switch_address_comes_from_the_manifest(tmp_path, monkeypatch):
             running_switch_address("leaf9")
     finally:
         stand_in.kill()
+
+
+def test_a_switch_in_a_fabric_process_is_found_with_the_run_certificates(tmp_path, monkeypatch):
+    """The default builtin mode runs switches in fabric processes: their argv are in the spec file,
+    and with control_tls the shell's certificate lies beside the CA the argv names."""
+    from testbed.emulation.commands import running_switch_argv
+    from testbed.emulation.switches import FabricProcess
+    from testbed.p4model.certs import make_run_certificates, run_client
+
+    monkeypatch.setattr(manifest_mod, "REGISTRY_DIR", tmp_path / "registry")
+    certificates = make_run_certificates(tmp_path / "certs")
+    configs = [SwitchConfig(name=n, target="builtin", device_id=i, grpc_port=9550 + i, thrift_port=9090 + i,
+                            ports={1: f"{n}-eth1"}, log_file=tmp_path / f"{n}.log", tls=certificates.server)
+               for i, n in enumerate(["leaf1", "leaf2"], start=1)]
+    process = FabricProcess(0, configs, tmp_path / "logs")
+    process._prepare()  # writes the spec the process would be started with
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        m = Manifest(run_id="r2", path=tmp_path / "manifest.json")
+        m.add_process(stand_in.pid, process.name, process.argv())
+        assert running_switch_address("leaf2") == ("127.0.0.1:9552", 2)
+        argv = running_switch_argv("leaf2")
+        tls = run_client(argv[argv.index("--grpc-server-cacert") + 1], "shell")
+        assert tls == certificates.client("shell")
+        certificates.delete_keys()
+        with pytest.raises(TestbedError, match="has the run ended"):
+            run_client(certificates.ca, "shell")
+    finally:
+        stand_in.kill()

@@ -74,3 +74,26 @@ def test_a_dead_process_says_why_with_its_last_words(tmp_path):
     finally:
         process.process.kill()
         process.process.wait()
+
+
+def test_control_tls_gives_both_targets_bmv2s_tls_flags(tmp_path):
+    """switch.control_tls: the scenario field, and the flags each switch process is started with."""
+    from testbed.p4model.certs import make_run_certificates
+    from testbed.scenario import ScenarioError, parse_scenario
+
+    minimal = "topology: {kind: leaf_spine}\nworkload: [{kind: pingall}]\n"
+    assert not parse_scenario(minimal).switch.control_tls
+    assert parse_scenario(minimal + "switch: {control_tls: true}\n").switch.control_tls
+    with pytest.raises(ScenarioError, match="control_tls"):
+        parse_scenario(minimal + "switch: {control_tls: maybe}\n", "tls.yaml")
+    server = make_run_certificates(tmp_path / "certs").server
+    for target in ("builtin", "bmv2"):
+        c = config(target)
+        c.tls = server
+        argv = c.argv()
+        after = argv[argv.index("--") + 1:]
+        flags = ["--grpc-server-ssl", "--grpc-server-cert", str(server.cert), "--grpc-server-key", str(server.key),
+                 "--grpc-server-cacert", str(server.ca), "--grpc-server-with-client-auth"]
+        start = after.index("--grpc-server-ssl")
+        assert after[start:start + len(flags)] == flags, target
+    assert "--grpc-server-ssl" not in config("bmv2").argv()  # off by default

@@ -19,8 +19,10 @@ from testbed.p4model.p4runtime import server as server_module  # noqa: E402
 class Client:
     """A minimal controller: a stub and StreamChannel queues."""
 
-    def __init__(self, port: int, device_id: int = 1) -> None:
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    def __init__(self, port: int, device_id: int = 1, credentials=None, role: str = "") -> None:
+        self.channel = (grpc.insecure_channel(f"127.0.0.1:{port}") if credentials is None
+                        else grpc.secure_channel(f"127.0.0.1:{port}", credentials))
+        self.role = role
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.device_id = device_id
         self.election_id = (0, 0)
@@ -28,7 +30,7 @@ class Client:
         self.inbox: queue.Queue = queue.Queue()
         self.stream = None
 
-    def open_stream(self, election_id=(0, 1), device_id=None, role=""):
+    def open_stream(self, election_id=(0, 1), device_id=None, role=None):
         self.election_id = election_id
 
         def requests():
@@ -51,11 +53,14 @@ class Client:
         threading.Thread(target=reader, daemon=True).start()
         return self.arbitrate(election_id, device_id, role)
 
-    def arbitrate(self, election_id, device_id=None, role=""):
+    def arbitrate(self, election_id, device_id=None, role=None):
+        """election_id None leaves the field unset."""
         self.election_id = election_id
+        role = self.role if role is None else role
         request = p4runtime_pb2.StreamMessageRequest()
         request.arbitration.device_id = self.device_id if device_id is None else device_id
-        request.arbitration.election_id.high, request.arbitration.election_id.low = election_id
+        if election_id is not None:
+            request.arbitration.election_id.high, request.arbitration.election_id.low = election_id
         if role:
             request.arbitration.role.name = role
         self._out.put(request)
@@ -82,7 +87,8 @@ class Client:
 
     def set_pipeline(self, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
                      p4info=None, source=toy.SOURCE, cookie=0):
-        request = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=self.device_id, action=action)
+        request = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=self.device_id, action=action,
+                                                                   role=self.role)
         request.election_id.high, request.election_id.low = self.election_id
         if p4info is not False:
             request.config.p4info.CopyFrom(p4info or toy.make_p4info())
@@ -91,12 +97,12 @@ class Client:
         return self.stub.SetForwardingPipelineConfig(request)
 
     def write(self, *updates, election_id=None):
-        request = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=list(updates))
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id, updates=list(updates), role=self.role)
         request.election_id.high, request.election_id.low = election_id or self.election_id
         return self.stub.Write(request)
 
     def read(self, *entities):
-        request = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=list(entities))
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id, entities=list(entities), role=self.role)
         out = []
         for response in self.stub.Read(request):
             out.extend(response.entities)
@@ -147,4 +153,19 @@ def client(server):
 
     yield make
     for c in clients:
+        c.close()
+
+
+@pytest.fixture
+def connect():
+    """Clients of any server: connect(port, credentials=None, role=""); closed at the end."""
+    made = []
+
+    def make(port, credentials=None, role=""):
+        c = Client(port, credentials=credentials, role=role)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
         c.close()
