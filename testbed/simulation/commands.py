@@ -59,6 +59,32 @@ def register(subparsers) -> None:
     sweep.add_options(t)  # the candidates side by side (simulation/sweep.py)
     t.set_defaults(func=tune_command)
 
+    r = subparsers.add_parser(
+        "reachability", help="the N x N reachability matrix of a scenario's fabric, tenants checked",
+        description="One cell per ordered pair of hosts through the scenario's P4 program with the controller's "
+                    "plan, on the simulator's switches (testbed/simulation/reachability.py): prints the matrix "
+                    "per variant and exits 1 if a pair within a tenant does not reach, or a pair across tenants "
+                    "does or is not counted at its source's ToR. A run directory is checked with its scenario.yaml.")
+    r.add_argument("scenario", help="the scenario file, or a run directory (testbed run or sim)")
+    r.set_defaults(func=reachability_command)
+
+
+def reachability_command(args) -> int:
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.simulation.reachability import measure, render
+
+    path = Path(args.scenario)
+    scenario = load_scenario(path / "scenario.yaml" if path.is_dir() else path)
+    broken = 0
+    for variant in expand_variants(scenario):
+        topo = variant.scenario.topo
+        tors = {h: topo.tors_of(h)[0] for h in topo.hosts}
+        matrix = measure(variant.scenario)
+        print(f"{variant.name}:")
+        print("\n".join(render(matrix, tors)))
+        broken += bool(matrix.check(tors))
+    return 1 if broken else 0
+
 
 def _ints(text: str) -> list[int]:
     import argparse

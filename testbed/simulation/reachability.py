@@ -1,0 +1,139 @@
+"""The N x N reachability matrix of a scenario's fabric, measured on its own program and plan.
+
+Model.  The scenario's switches as the simulator runs them (`emulation.model_fabric`: the
+scenario's P4 program with the controller's plan written through the in-process P4Runtime
+control plane, every cable in the native engine).  For each ordered pair of hosts, one
+conforming DATA cell leaves the source's first NIC port alone in the fabric; the pair reaches iff
+the destination's NIC received a frame, and every program drop counter that rose meanwhile
+(read over P4Runtime from every switch: `FabricIngress.drops`, `FabricEgress.drops`) is
+recorded with its switch and reason.
+
+The rule it checks (`expected`): with tenants, a pair reaches iff both hosts are of one tenant,
+and a pair across tenants is dropped once, at the source's ToR, as a foreign tenant (drop reason
+11), or as an unbound port (8) when the source is in no tenant; without tenants every pair
+reaches.  `check` names every pair that breaks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4.v1 import p4runtime_pb2
+
+from testbed.control.tenants import TENANT_DROP_REASONS, tenant_of_host
+from testbed.p4model.telemetry import DROP_COUNTERS, DROP_REASONS
+
+REASONS = {**DROP_REASONS, **TENANT_DROP_REASONS}
+SETTLE_NS = 1_000_000_000  # one cell crosses any of these fabrics well within a second of model time
+
+
+@dataclass(frozen=True)
+class PairResult:
+    src: str
+    dst: str
+    delivered: bool
+    drops: tuple[tuple[str, str, int], ...] = ()  # (switch, reason, packets) of each counter that rose
+
+
+@dataclass
+class Matrix:
+    hosts: tuple[str, ...]
+    tenant_of: dict[str, int]  # host -> tenant id (empty: no tenants)
+    pairs: list[PairResult] = field(default_factory=list)
+
+    def expected(self, src: str, dst: str) -> bool:
+        """Whether the pair should reach: same tenant, or no tenants at all."""
+        return not self.tenant_of or (src in self.tenant_of and self.tenant_of.get(src) == self.tenant_of.get(dst))
+
+    def reason(self, src: str) -> str:
+        """The drop reason a cell from `src` to another tenant is counted under at its ToR."""
+        return "foreign_tenant" if src in self.tenant_of else "port_unbound"
+
+    def check(self, tor_of: dict[str, str]) -> list[str]:
+        """One line per pair that breaks the rule (empty: the matrix is as the tenants say)."""
+        wrong = []
+        for r in self.pairs:
+            want = self.expected(r.src, r.dst)
+            if want and not r.delivered:
+                wrong.append(f"{r.src} -> {r.dst}: should reach, was dropped ({_drops_text(r)})")
+            elif not want and r.delivered:
+                wrong.append(f"{r.src} -> {r.dst}: crosses tenants, was delivered")
+            elif not want and r.drops != ((tor_of[r.src], self.reason(r.src), 1),):
+                wrong.append(f"{r.src} -> {r.dst}: crosses tenants; expected one {self.reason(r.src)} drop at "
+                             f"{tor_of[r.src]}, counted {_drops_text(r)}")
+        return wrong
+
+    def summary(self) -> str:
+        within = [r for r in self.pairs if self.expected(r.src, r.dst)]
+        across = [r for r in self.pairs if not self.expected(r.src, r.dst)]
+        line = f"reachability: {sum(r.delivered for r in within)}/{len(within)} pairs within tenants reach"
+        if self.tenant_of:
+            line += f", {sum(r.delivered for r in across)}/{len(across)} pairs across tenants reach"
+        return line
+
+
+def render(matrix: Matrix, tor_of: dict[str, str]) -> list[str]:
+    """The matrix as text, a row per source: 'o' reaches as it should, '.' dropped as it should,
+    'X' breaks the rule (`check` says how); then the summary and every broken pair."""
+    wrong = {tuple(line.split(":")[0].split(" -> ")) for line in matrix.check(tor_of)}
+    by_pair = {(r.src, r.dst): r for r in matrix.pairs}
+    width = max(len(h) for h in matrix.hosts)
+    names = {t: f"t{t}" for t in set(matrix.tenant_of.values())}
+    lines = ["rows send, columns receive: o reaches, . dropped, as the tenants say (tN: tenant id N); "
+             "X breaks the rule",
+             " " * (width + 5) + " ".join(h[-2:].rjust(2) for h in matrix.hosts)]
+    for src in matrix.hosts:
+        cells = []
+        for dst in matrix.hosts:
+            r = by_pair.get((src, dst))
+            cells.append(" -" if r is None else " X" if (src, dst) in wrong else " o" if r.delivered else " .")
+        tenant = names.get(matrix.tenant_of.get(src), "--") if matrix.tenant_of else ""
+        lines.append(f"{src.ljust(width)} {tenant.ljust(3)} " + " ".join(cells))
+    return lines + [matrix.summary()] + matrix.check(tor_of)
+
+
+def _drops_text(r: PairResult) -> str:
+    return ", ".join(f"{reason} at {switch}" + (f" x{n}" if n > 1 else "") for switch, reason, n in r.drops) \
+        or "no drop counted"
+
+
+def _read_drops(fabric) -> dict[tuple[str, int], int]:
+    """(switch, reason index) -> packets, from every switch's drop counters over P4Runtime."""
+    out: dict[tuple[str, int], int] = {}
+    index = fabric.p4info_index
+    for switch, control in fabric.controls.items():
+        for name in DROP_COUNTERS:
+            entity = p4runtime_pb2.Entity()
+            entity.counter_entry.counter_id = index.counter(name).preamble.id
+            for e in control.read(entity):
+                packets = e.counter_entry.data.packet_count
+                if packets:
+                    key = (switch, e.counter_entry.index.index)
+                    out[key] = out.get(key, 0) + packets
+    return out
+
+
+def _delivered(fabric, host: str) -> int:
+    """Frames the fabric delivered to any NIC port of `host`."""
+    return sum(fabric.engine.delivered(i) for (name, _port), i in fabric.nic_index.items() if name == host)
+
+
+def measure(scenario) -> Matrix:
+    """Every ordered pair of the scenario's hosts, one cell at a time (see the module docstring)."""
+    from testbed.emulation.model_fabric import build_scenario, data_cells
+
+    fabric = build_scenario(scenario, backend="native", seed=scenario.seed)
+    topo = scenario.topo
+    matrix = Matrix(tuple(topo.hosts), tenant_of_host(scenario.tenants))
+    now = 0
+    before = _read_drops(fabric)
+    for flow, (src, dst) in enumerate(((s, d) for s in topo.hosts for d in topo.hosts if s != d), start=1):
+        delivered = _delivered(fabric, dst)
+        fabric.inject(src, data_cells(fabric, src, dst, flow % 60000, count=1)[0], now)
+        now = fabric.run_until(now + SETTLE_NS, now)
+        after = _read_drops(fabric)
+        rose = tuple((switch, REASONS.get(reason, f"reason_{reason}"), n - before.get((switch, reason), 0))
+                     for (switch, reason), n in sorted(after.items()) if n > before.get((switch, reason), 0))
+        matrix.pairs.append(PairResult(src, dst, _delivered(fabric, dst) > delivered, rose))
+        before = after
+    return matrix

@@ -1,0 +1,96 @@
+"""Tenants isolated by the fabric, measured on the simulator's switches (the scenario's fabric.p4
+with the controller's plan, in the native engine): the N x N matrix of one cell per ordered pair."""
+
+from __future__ import annotations
+
+from testbed.scenario import parse_scenario
+from testbed.simulation.reachability import measure
+
+THREE_TENANTS = """
+name: tenants3
+topology: {kind: fat_tree, k: 4}
+fabric: {load_balancing: spray_rr_entropy}
+tenants:
+  - {name: blue, hosts: [h1, h2, h3, h4, h5]}
+  - {name: red, hosts: [h6, h7, h8, h9, h10, h11]}
+  - {name: green, hosts: [h12, h13, h14, h15, h16]}
+workload: [{kind: permutation, hosts: [h1, h2, h3, h4, h5]}]
+"""
+
+
+def _tors(scenario) -> dict[str, str]:
+    return {h: scenario.topo.tors_of(h)[0] for h in scenario.topo.hosts}
+
+
+def test_three_tenants_on_a_k4_fat_tree_reach_within_and_never_across():
+    scenario = parse_scenario(THREE_TENANTS, "tenants3.yaml")
+    matrix = measure(scenario)
+    assert len(matrix.pairs) == 16 * 15
+    assert matrix.check(_tors(scenario)) == []
+    within = [r for r in matrix.pairs if matrix.expected(r.src, r.dst)]
+    across = [r for r in matrix.pairs if not matrix.expected(r.src, r.dst)]
+    assert (len(within), len(across)) == (5 * 4 + 6 * 5 + 5 * 4, 240 - 70)
+    assert all(r.delivered and r.drops == () for r in within)
+    # each cross pair: not delivered, and exactly one foreign-tenant drop, at the source's ToR
+    assert all(not r.delivered and r.drops == ((_tors(scenario)[r.src], "foreign_tenant", 1),) for r in across)
+    assert matrix.summary() == ("reachability: 70/70 pairs within tenants reach, "
+                                "0/170 pairs across tenants reach")
+
+
+def test_without_tenants_every_pair_reaches():
+    scenario = parse_scenario(THREE_TENANTS.split("tenants:")[0] + "workload: [{kind: pingall}]\n", "open.yaml")
+    assert scenario.tenants == ()
+    matrix = measure(scenario)
+    assert all(r.delivered and r.drops == () for r in matrix.pairs)
+    assert matrix.check(_tors(scenario)) == []
+
+
+def test_a_host_in_no_tenant_is_denied_at_its_port():
+    text = THREE_TENANTS.replace("[h12, h13, h14, h15, h16]", "[h12, h13, h14, h15]")
+    scenario = parse_scenario(text, "tenants3.yaml")
+    matrix = measure(scenario)
+    tor = _tors(scenario)["h16"]
+    from_h16 = [r for r in matrix.pairs if r.src == "h16"]
+    assert all(not r.delivered and r.drops == ((tor, "port_unbound", 1),) for r in from_h16)
+    to_h16 = [r for r in matrix.pairs if r.dst == "h16"]
+    assert all(not r.delivered for r in to_h16)
+    # the check sees what the rule says: h16 reaches no one, and no one reaches it
+    assert all(not matrix.expected(r.src, r.dst) for r in from_h16 + to_h16)
+    assert matrix.check(_tors(scenario)) == []
+
+
+def test_check_names_each_pair_that_breaks_the_rule():
+    from testbed.simulation.reachability import Matrix, PairResult, render
+
+    tors = {"h1": "leaf1", "h2": "leaf1", "h3": "leaf2"}
+    matrix = Matrix(("h1", "h2", "h3"), {"h1": 1, "h2": 1, "h3": 2}, [
+        PairResult("h1", "h2", False, (("leaf1", "foreign_tenant", 1),)),    # should reach
+        PairResult("h2", "h1", True),
+        PairResult("h1", "h3", True),                                         # crossed
+        PairResult("h3", "h1", False, (("leaf2", "no_route", 1),)),           # dropped, wrong counter
+        PairResult("h2", "h3", False, (("leaf1", "foreign_tenant", 1),)),
+    ])
+    assert matrix.check(tors) == [
+        "h1 -> h2: should reach, was dropped (foreign_tenant at leaf1)",
+        "h1 -> h3: crosses tenants, was delivered",
+        "h3 -> h1: crosses tenants; expected one foreign_tenant drop at leaf2, counted no_route at leaf2",
+    ]
+    text = render(matrix, tors)
+    assert text[2].endswith("-  X  X") and text[3].endswith("o  -  .") and text[4].endswith("X  -  -")
+
+
+def test_reachability_command_prints_the_matrix_and_fails_on_a_broken_rule(tmp_path, capsys, monkeypatch):
+    from testbed import cli
+    from testbed.simulation import reachability
+
+    path = tmp_path / "two.yaml"
+    path.write_text("topology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 2}\n"
+                    "tenants: [{name: a, hosts: [h1, h3]}, {name: b, hosts: [h2, h4]}]\n"
+                    "workload: [{kind: pingall, hosts: [h1, h3]}]\n")
+    assert cli.main(["reachability", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "reachability: 4/4 pairs within tenants reach, 0/8 pairs across tenants reach" in out
+    real = reachability.Matrix.expected
+    monkeypatch.setattr(reachability.Matrix, "expected", lambda self, s, d: not real(self, s, d))
+    assert cli.main(["reachability", str(path)]) == 1
+    assert "h1 -> h2: should reach, was dropped (foreign_tenant at leaf1)" in capsys.readouterr().out
