@@ -94,3 +94,24 @@ def test_reachability_command_prints_the_matrix_and_fails_on_a_broken_rule(tmp_p
     monkeypatch.setattr(reachability.Matrix, "expected", lambda self, s, d: not real(self, s, d))
     assert cli.main(["reachability", str(path)]) == 1
     assert "h1 -> h2: should reach, was dropped (foreign_tenant at leaf1)" in capsys.readouterr().out
+
+
+def test_one_cell_at_a_time_attributes_as_the_burst_does(monkeypatch):
+    """When a burst's counters are not what the rule expects, the source's pairs are measured one
+    cell at a time: forced here for every source, the matrix is the same."""
+    from testbed.simulation import reachability
+
+    scenario = parse_scenario(THREE_TENANTS, "tenants3.yaml")
+    burst = measure(scenario)
+    sent = []
+    real_send = reachability._Prober.send
+
+    def counting(self, src, dsts):
+        sent.append(len(dsts))
+        return real_send(self, src, dsts)
+
+    monkeypatch.setattr(reachability._Prober, "send", counting)
+    monkeypatch.setattr(reachability.Matrix, "reason", lambda self, src: "no_such_reason")
+    alone = measure(scenario)
+    assert sent == [15, *[1] * 15] * 16  # every source: its burst, then each pair again alone
+    assert alone.pairs == burst.pairs
