@@ -396,7 +396,9 @@ class VariantRun:
             self.progress("warning: " + note)
 
     def _pingall(self) -> None:
-        if not any(p.kind == "pingall" for p in self.scenario.workload):
+        """The ping-all check: with a pingall phase, and before the traffic of every run with tenants
+        (the report's first lines give its reachability)."""
+        if not self.scenario.tenants and not any(p.kind == "pingall" for p in self.scenario.workload):
             return
         topology = self.scenario.topo
         self.progress("ping-all connectivity check")

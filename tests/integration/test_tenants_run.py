@@ -1,12 +1,15 @@
-"""Tenants on the emulated fabric: the ping-all check reaches every pair within a tenant, no pair
-across, and each refused ping is counted at its source's ToR under its reason (fabric.p4's drop
-counters in the switches' 100 ms telemetry); the tenant's own traffic completes."""
+"""Tenants on the emulated fabric: the ping-all check, which every run with tenants makes before
+its traffic (no pingall phase here), reaches every pair within a tenant and no pair across, each
+refused ping counted at its source's ToR under its reason (fabric.p4's drop counters in the
+switches' 100 ms telemetry); the report's first lines say so; the tenant's own traffic completes."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+
+from testbed.telemetry.tenants import reachability_lines
 
 from fitting import run_fitted  # noqa: E402 (tests/integration is on sys.path)
 
@@ -23,7 +26,6 @@ tenants:
   - {name: blue, hosts: [h1, h2, h4]}
   - {name: red, hosts: [h3, h5]}
 workload:
-  - {kind: pingall, hosts: [h1, h2, h4]}
   - {kind: all_to_all, start_s: 0.5, hosts: [h1, h2, h4], message_bytes: 32768}
 """
 DROP_REASON_INDEX = {"port_unbound": 8, "foreign_tenant": 11}  # p4src/include/defines.p4
@@ -34,6 +36,9 @@ def test_tenants_isolated_on_the_emulated_fabric(tmp_path, registry):
     # within: blue 3 x 2 + red 2 x 1 ordered pairs; across: the other 30 - 8, h6 (in no tenant) included
     assert result.pingall == {"pairs": 8, "failed": [], "across_tenants": 22, "crossed": []}, context
     assert summary["messages_planned"] == summary["messages_completed"] == 6, context
+    assert reachability_lines({"base": summary}) == [
+        "- Tenants (base): ping-all before traffic: 8/8 pairs within tenants answered, 0/22 across; "
+        "as the tenants say.", ""]
     last: dict[str, dict] = {}
     for line in (run_dir / "telemetry.jsonl").read_text().splitlines():
         record = json.loads(line)
