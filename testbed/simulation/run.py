@@ -146,6 +146,7 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
             "lost_on_cut_links": planned.lost_on_cut_links(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
             "dropped_by_stopped_switches": planned.dropped_by_stopped_switches(),
             "program_drops": figures["program_drops"], "faults_carried_out": planned.carried_out(),
+            **({"tenant_counters": figures["tenants"]} if figures["tenants"] else {}),
             "faults_not_executed": planned.not_executed(net.now_s), "sampler": taken}
     return net, info
 

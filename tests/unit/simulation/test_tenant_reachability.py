@@ -115,3 +115,48 @@ def test_one_cell_at_a_time_attributes_as_the_burst_does(monkeypatch):
     alone = measure(scenario)
     assert sent == [15, *[1] * 15] * 16  # every source: its burst, then each pair again alone
     assert alone.pairs == burst.pairs
+
+
+def test_spoofed_and_forged_cells_are_dropped_at_the_source_tor_by_reason():
+    """A host of blue sends with another host's MAC or address, or writes red's tenant id into
+    DSCP: nothing of it reaches red, each spoof is counted under its reason at its own ToR, and a
+    forged tenant id is simply overwritten (the cell still reaches blue only)."""
+    from testbed.simulation import reachability
+
+    scenario = parse_scenario(THREE_TENANTS, "tenants3.yaml")
+    prober = reachability._Prober(scenario)
+    topo = scenario.topo
+    tor = _tors(scenario)["h1"]
+
+    def sent(frame: bytes, dst: str) -> tuple[bool, tuple]:
+        before = reachability._delivered(prober.fabric, dst)
+        prober.fabric.inject("h1", frame, prober.now)
+        prober.now = prober.fabric.run_until(prober.now + reachability.SETTLE_NS, prober.now)
+        after = reachability._read_drops(prober.fabric)
+        rose = tuple((s, reachability.REASONS[r], n - prober.drops.get((s, r), 0))
+                     for (s, r), n in sorted(after.items()) if n > prober.drops.get((s, r), 0))
+        prober.drops = after
+        return reachability._delivered(prober.fabric, dst) > before, rose
+
+    def with_checksum(frame: bytearray) -> bytes:
+        frame[24:26] = b"\0\0"
+        words = sum(int.from_bytes(frame[i:i + 2], "big") for i in range(14, 34, 2))
+        while words >> 16:
+            words = (words & 0xFFFF) + (words >> 16)
+        frame[24:26] = (~words & 0xFFFF).to_bytes(2, "big")
+        return bytes(frame)
+
+    good = bytearray(prober.cell("h1", "h2"))
+    mac = bytearray(good)
+    mac[6:12] = bytes.fromhex(topo.port("h6", 1).mac.replace(":", ""))
+    assert sent(bytes(mac), "h2") == (False, ((tor, "spoofed_mac", 1),))
+    for claimed in ("h2", "h6"):  # a blue neighbour's address, a red host's
+        ip = bytearray(good)
+        ip[26:30] = bytes(int(b) for b in topo.node(claimed).ip.split("."))
+        assert sent(with_checksum(ip), "h2") == (False, ((tor, "spoofed_ipv4", 1),))
+    forged = bytearray(prober.cell("h1", "h6"))
+    forged[15] = (2 << 2) | (forged[15] & 3)  # red's tenant id in DSCP
+    assert sent(with_checksum(forged), "h6") == (False, ((tor, "foreign_tenant", 1),))
+    forged = bytearray(good)
+    forged[15] = (2 << 2) | (forged[15] & 3)
+    assert sent(with_checksum(forged), "h2") == (True, ())

@@ -38,3 +38,6 @@ def test_sim_report_opens_with_the_tenants_reachability(tmp_path, capsys):
                          "across; as the tenants say.")
     pairs = json.loads((run / "base" / "reachability.json").read_text())["pairs"]
     assert len(pairs) == 12 and sum(p["delivered"] for p in pairs) == 4
+    # the run's own traffic, per tenant, from fabric.p4's counters: only tenant a's hosts sent
+    counters = json.loads((run / "base" / "result.json").read_text())["tenant_counters"]
+    assert list(counters) == ["1"] and counters["1"]["admitted_packets"] > 0 and counters["1"]["dropped_packets"] == 0
