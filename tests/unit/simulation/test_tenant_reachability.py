@@ -160,3 +160,24 @@ def test_spoofed_and_forged_cells_are_dropped_at_the_source_tor_by_reason():
     forged = bytearray(good)
     forged[15] = (2 << 2) | (forged[15] & 3)
     assert sent(with_checksum(forged), "h2") == (True, ())
+
+
+def test_reachability_of_a_run_directory_gives_the_runs_own_check_first(tmp_path, capsys):
+    import json
+
+    from testbed import cli
+
+    run = tmp_path / "run"
+    (run / "base").mkdir(parents=True)
+    (run / "scenario.yaml").write_text("topology: {kind: leaf_spine, leaves: 2, spines: 1, hosts_per_leaf: 2}\n"
+                                       "tenants: [{name: a, hosts: [h1, h3]}, {name: b, hosts: [h2, h4]}]\n"
+                                       "workload: [{kind: pingall, hosts: [h1, h3]}]\n")
+    ping = {"pairs": 4, "failed": [], "across_tenants": 8, "crossed": []}
+    (run / "base" / "result.json").write_text(json.dumps({"variant": "base", "pingall": ping}))
+    assert cli.main(["reachability", str(run)]) == 0
+    assert capsys.readouterr().out.startswith(
+        "the run's own check: Tenants (base): ping-all before traffic: 4/4 pairs within tenants answered, "
+        "0/8 across; as the tenants say.\nbase:\n")
+    (run / "base" / "result.json").write_text(json.dumps({"variant": "base", "pingall": {**ping, "crossed": ["h1->h2"]}}))
+    assert cli.main(["reachability", str(run)]) == 1
+    assert "1/8 across; **BROKEN**." in capsys.readouterr().out
