@@ -28,7 +28,7 @@ from testbed.control.tenants import TENANT_DROP_REASONS, tenant_of_host
 from testbed.p4model.telemetry import DROP_COUNTERS, DROP_REASONS
 
 REASONS = {**DROP_REASONS, **TENANT_DROP_REASONS}
-SETTLE_NS = 1_000_000_000  # one cell crosses any of these fabrics well within a second of model time
+SETTLE_NS = 1_000_000_000  # at least a second of model time after a burst, and 4 base RTTs (`_Prober`)
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,8 @@ class _Prober:
         self.drops = _read_drops(self.fabric)
         wire_bits = 8 * scenario.derived.cell_wire_bytes
         self.spacing_ns = math.ceil(wire_bits / (scenario.links.host.rate_mbps * 1e6) * 1e9) + 1
+        # a cell crosses the longest path well within a base RTT (there and back, with a cell and an ACK)
+        self.settle_ns = max(SETTLE_NS, math.ceil(4 * scenario.derived.base_rtt_us * 1e3))
 
     def cell(self, src: str, dst: str) -> bytes:
         """A conforming DATA cell from `src` to `dst`: one frame built per source (model_fabric's),
@@ -162,7 +164,7 @@ class _Prober:
         before = [_delivered(fabric, dst) for dst in dsts]
         for i, dst in enumerate(dsts):
             fabric.inject(src, self.cell(src, dst), self.now + i * self.spacing_ns)
-        end = self.now + len(dsts) * self.spacing_ns + SETTLE_NS
+        end = self.now + len(dsts) * self.spacing_ns + self.settle_ns
         self.now = fabric.run_until(end, self.now)
         after = _read_drops(fabric)
         rose = tuple((switch, REASONS.get(reason, f"reason_{reason}"), n - self.drops.get((switch, reason), 0))

@@ -131,7 +131,7 @@ def test_spoofed_and_forged_cells_are_dropped_at_the_source_tor_by_reason():
     def sent(frame: bytes, dst: str) -> tuple[bool, tuple]:
         before = reachability._delivered(prober.fabric, dst)
         prober.fabric.inject("h1", frame, prober.now)
-        prober.now = prober.fabric.run_until(prober.now + reachability.SETTLE_NS, prober.now)
+        prober.now = prober.fabric.run_until(prober.now + prober.settle_ns, prober.now)
         after = reachability._read_drops(prober.fabric)
         rose = tuple((s, reachability.REASONS[r], n - prober.drops.get((s, r), 0))
                      for (s, r), n in sorted(after.items()) if n > prober.drops.get((s, r), 0))
