@@ -160,6 +160,20 @@ def test_spoofed_and_forged_cells_are_dropped_at_the_source_tor_by_reason():
     forged = bytearray(good)
     forged[15] = (2 << 2) | (forged[15] & 3)
     assert sent(with_checksum(forged), "h2") == (True, ())
+    # per tenant, over P4Runtime at h1's ToR: blue's 4 refused cells, and the 1 it admitted (the
+    # forged id overwritten)
+    from p4.v1 import p4runtime_pb2
+
+    index = prober.fabric.p4info_index
+
+    def read(counter: str) -> dict[int, int]:
+        entity = p4runtime_pb2.Entity()
+        entity.counter_entry.counter_id = index.counter(counter).preamble.id
+        return {e.counter_entry.index.index: e.counter_entry.data.packet_count
+                for e in prober.fabric.controls[tor].read(entity) if e.counter_entry.data.packet_count}
+
+    assert read("FabricIngress.tenant_drops") == {1: 4}
+    assert read("FabricIngress.tenant_packets") == {1: 1}
 
 
 def test_reachability_of_a_run_directory_gives_the_runs_own_check_first(tmp_path, capsys):
