@@ -46,7 +46,10 @@ const bit<2> ECN_CE      = 3;
 #define ROUTES 4096
 /* Largest next-hop group: members are numbered 0..size-1 (bit<8>). */
 #define GROUP_MEMBERS 16384
-#define DROP_REASONS 8
+#define DROP_REASONS 16
+/* Tenant ids a ToR binds host ports to: 1..TENANTS-1, carried in the IPv4
+ * DSCP field (6 bits); 0 is "no tenant" (p4src/README.md, "Tenants"). */
+#define TENANTS 64
 
 /* ---- drop reasons: the index into FabricIngress.drops / FabricEgress.drops */
 const bit<8> DROP_NONE             = 0;
@@ -57,6 +60,11 @@ const bit<8> DROP_CREDIT_RATE      = 4;  /* credit over its port's rate (meter n
 const bit<8> DROP_NOT_IPV4         = 5;  /* not IPv4, or IHL < 5 */
 const bit<8> DROP_BAD_IPV4_CSUM    = 6;  /* IPv4 header checksum wrong */
 const bit<8> DROP_PORT_UNCONFIGURED = 7; /* egress port has no port_macs entry (egress) */
+/* tenants on (tenant_config): ingress of a ToR */
+const bit<8> DROP_PORT_UNBOUND     = 8;  /* ingress port bound to no tenant and not a fabric port */
+const bit<8> DROP_SPOOFED_MAC      = 9;  /* source MAC not the one the host port owns */
+const bit<8> DROP_SPOOFED_IPV4     = 10; /* source IPv4 not the one the host port owns */
+const bit<8> DROP_FOREIGN_TENANT   = 11; /* destination of another tenant, or of none */
 
 /* ---- load balancing: FabricIngress.groups' cell_mode --------------------- */
 const bit<2> CELL_MODE_ECMP    = 0;  /* 5-tuple flow hash, as non-cell traffic */

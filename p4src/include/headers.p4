@@ -125,6 +125,13 @@ struct fabric_metadata_t {
     bit<16> rand16;
     bit<2>  credit_color;
     bit<8>  drop_reason;         /* DROP_*, DROP_NONE while forwarding */
+    /* ingress: tenants (tenant_config, tenant_ports, tenant_hosts) */
+    bit<1>  tenants_on;          /* this switch isolates tenants (a ToR with a tenants: section) */
+    bit<1>  host_port;           /* the ingress port is a host's, bound to a tenant */
+    bit<6>  tenant;              /* the packet's tenant: its host port's, or carried in DSCP */
+    bit<6>  dst_tenant;          /* the destination's tenant (0: none) */
+    bit<48> port_mac;            /* what the host port owns: its host's MAC and IPv4 */
+    bit<32> port_ipv4;
     /* egress: ECN marking */
     bit<2>  ecn_mode;
     bit<19> ecn_kmin;            /* step: K; RED: Kmin */

@@ -1,8 +1,10 @@
-/* ingress.p4: L3 forwarding, load balancing, cell checks, credit limiting.
+/* ingress.p4: tenant isolation, L3 forwarding, load balancing, cell checks,
+ * credit limiting.
  *
  * Order of the checks (the first that fails drops the packet and counts
  * its reason in `drops`): IPv4 present and well formed, header checksum,
- * route, TTL, cell length, next-hop group and member, credit rate.
+ * tenants (when on: port bound, source MAC, source IPv4, destination's
+ * tenant), route, TTL, cell length, next-hop group and member, credit rate.
  * Drops are decided in one place per reason and counted once, at the end. */
 #ifndef FABRIC_INGRESS_P4
 #define FABRIC_INGRESS_P4
@@ -42,6 +44,85 @@ control FabricIngress(inout headers_t hdr,
 
     action drop_no_route() {
         drop_packet(DROP_NO_ROUTE);
+    }
+
+    /* ---- tenants (p4src/README.md, "Tenants") ---------------------------- */
+
+    /* Per tenant id: packets and bytes a ToR admitted from its host ports
+     * (tenant_packets) and packets of it the tenant checks dropped
+     * (tenant_drops: spoofed sources, foreign destinations; index 0 holds
+     * what unbound ports sent). The controller only reads them. */
+    counter(TENANTS, CounterType.packets_and_bytes) tenant_packets;
+    counter(TENANTS, CounterType.packets) tenant_drops;
+
+    action tenants_on() {
+        meta.tenants_on = 1;
+    }
+
+    /* Keyless: NoAction (the initial default) = no tenant checks at all, a
+     * switch forwards every host's packets as before; the controller sets
+     * tenants_on() on every ToR of a scenario with a tenants: section. */
+    table tenant_config {
+        actions = {
+            tenants_on;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 1;
+    }
+
+    /* A host port: its tenant, and the source MAC and IPv4 its host owns. */
+    action bind_host(bit<6> tenant, bit<48> mac, bit<32> ipv4) {
+        meta.host_port = 1;
+        meta.tenant = tenant;
+        meta.port_mac = mac;
+        meta.port_ipv4 = ipv4;
+    }
+
+    /* A port to another switch: the packet's tenant is the one the source
+     * ToR wrote in its DSCP field. */
+    action fabric_port() {
+        meta.tenant = hdr.ipv4.dscp;
+    }
+
+    action deny_unbound() {
+        drop_packet(DROP_PORT_UNBOUND);
+    }
+
+    /* Ingress port -> what it is, when tenants are on: deny by default. The
+     * controller writes bind_host for each host port of a host in a tenant
+     * and fabric_port for each port to a switch; any other port's packets
+     * (a host in no tenant) are dropped and counted (DROP_PORT_UNBOUND). */
+    table tenant_ports {
+        key = {
+            standard_metadata.ingress_port: exact;
+        }
+        actions = {
+            bind_host;
+            fabric_port;
+            deny_unbound;
+        }
+        default_action = deny_unbound();
+        size = PORTS;
+    }
+
+    action set_dst_tenant(bit<6> tenant) {
+        meta.dst_tenant = tenant;
+    }
+
+    /* Destination host address -> its tenant. The controller writes one
+     * entry per host of a tenant; a miss leaves tenant 0, which no packet
+     * has, so an address of no tenant is unreachable. */
+    table tenant_hosts {
+        key = {
+            hdr.ipv4.dstAddr: exact;
+        }
+        actions = {
+            set_dst_tenant;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = ROUTES;
     }
 
     /* ---- fixed-length cells ------------------------------------------- */
@@ -209,7 +290,37 @@ control FabricIngress(inout headers_t hdr,
         } else if (standard_metadata.checksum_error == 1) {
             drop_packet(DROP_BAD_IPV4_CSUM);
         } else {
-            ipv4_routes.apply();
+            tenant_config.apply();
+            if (meta.tenants_on == 1) {
+                /* Deny by default; a host port's source must be its host's;
+                 * the source ToR writes the tenant into DSCP, where the
+                 * destination ToR reads it; the destination must be of the
+                 * same tenant (checked at both ToRs). */
+                tenant_ports.apply();
+                if (meta.drop_reason == DROP_NONE && meta.host_port == 1) {
+                    if (hdr.ethernet.srcAddr != meta.port_mac) {
+                        drop_packet(DROP_SPOOFED_MAC);
+                    } else if (hdr.ipv4.srcAddr != meta.port_ipv4) {
+                        drop_packet(DROP_SPOOFED_IPV4);
+                    } else {
+                        hdr.ipv4.dscp = meta.tenant;
+                    }
+                }
+                if (meta.drop_reason == DROP_NONE) {
+                    tenant_hosts.apply();
+                    if (meta.tenant == 0 || meta.dst_tenant != meta.tenant) {
+                        drop_packet(DROP_FOREIGN_TENANT);
+                    }
+                }
+                if (meta.drop_reason != DROP_NONE) {
+                    tenant_drops.count((bit<32>)meta.tenant);
+                } else if (meta.host_port == 1) {
+                    tenant_packets.count((bit<32>)meta.tenant);
+                }
+            }
+            if (meta.drop_reason == DROP_NONE) {
+                ipv4_routes.apply();
+            }
         }
 
         if (meta.drop_reason == DROP_NONE && hdr.ipv4.ttl <= 1) {

@@ -700,9 +700,132 @@ def fabric_int() -> Stf:
     return stf
 
 
+# -- tenants ------------------------------------------------------------------
+
+# The tenant test ToR: hosts A, B (tenant 1) and C (tenant 2) on ports 1, 2, 3,
+# hosts D (tenant 1) and E (tenant 2) behind its uplink, port 4. A host's MAC
+# is its port's neighbour MAC.
+TENANT_HOSTS = {"A": ("10.0.0.1", 1, 1), "B": ("10.0.0.2", 2, 1), "C": ("10.0.0.3", 3, 2),
+                "D": ("10.0.1.4", 4, 1), "E": ("10.0.1.5", 4, 2)}  # name: (ip, port, tenant)
+NO_TENANT_IP = "10.0.0.9"  # routed (to port 2), but in no tenant
+
+
+def tenant_routing(stf: Stf) -> None:
+    """Ports 1..4, a /32 route to each local host, the uplink's /24, and a route to
+    NO_TENANT_IP: the ToR's forwarding before any tenant line."""
+    setup_ports(stf)
+    for port in (1, 2, 3, 4):
+        add_group(stf, port, [port], 0)
+    for ip, port, _tenant in TENANT_HOSTS.values():
+        if port != 4:
+            add_route(stf, ip, 32, port)
+    add_route(stf, "10.0.1.0", 24, 4)
+    add_route(stf, NO_TENANT_IP, 32, 2)
+
+
+def tenants_on(stf: Stf) -> None:
+    stf.line(f"setdefault {ING}tenant_config {ING}tenants_on()")
+
+
+def bind_host(stf: Stf, port: int) -> None:
+    """The binding the controller writes for a host port: its host's tenant, MAC and IPv4."""
+    ip, _port, tenant = next(h for h in TENANT_HOSTS.values() if h[1] == port)
+    stf.line(f"add {ING}tenant_ports standard_metadata.ingress_port:{port} "
+             f"{ING}bind_host(tenant:{tenant}, mac:{mac_int(neighbour_mac(port))}, ipv4:{ip_int(ip)})")
+
+
+def tenant_bindings(stf: Stf, host_ports=(1, 2, 3)) -> None:
+    """Host ports bound, port 4 a fabric port, and every host's tenant by address."""
+    for port in host_ports:
+        bind_host(stf, port)
+    stf.line(f"add {ING}tenant_ports standard_metadata.ingress_port:4 {ING}fabric_port()")
+    for ip, _port, tenant in TENANT_HOSTS.values():
+        stf.line(f"add {ING}tenant_hosts hdr.ipv4.dstAddr:{ip_int(ip)} {ING}set_dst_tenant(tenant:{tenant})")
+
+
+def tenant_packet(src: str, dst: str, in_port: int | None = None, dscp: int = 0, mac: str | None = None,
+                  src_ip: str | None = None):
+    """UDP from host `src` (its own port, MAC and address unless given) to host `dst` (or an address)."""
+    ip, port, _tenant = TENANT_HOSTS[src]
+    port = port if in_port is None else in_port
+    dst_ip = TENANT_HOSTS[dst][0] if dst in TENANT_HOSTS else dst
+    return (Ether(src=mac or neighbour_mac(port), dst=switch_mac(port))
+            / IP(src=src_ip or ip, dst=dst_ip, tos=dscp << 2) / UDP(sport=1000, dport=2000) / Raw(b"tenant"))
+
+
+def stamped(pkt, port: int, tenant: int):
+    """pkt routed to `port` with `tenant` in its DSCP field (ECN kept)."""
+    out = pkt.copy()
+    out[IP].tos = (tenant << 2) | (out[IP].tos & 0x03)
+    return routed(out, port)
+
+
+def fabric_tenants() -> Stf:
+    stf = Stf("fabric_tenants.stf", "fabric.p4",
+              "tenants: deny by default, source validation, the tenant stamped in DSCP, "
+              "foreign destinations dropped at the ToR; off, nothing changes")
+    tenant_routing(stf)
+    stf.comment("A ToR: hosts A, B (tenant 1) and C (tenant 2) on ports 1, 2, 3; D (tenant 1)\n"
+                "and E (tenant 2) behind the uplink, port 4 (10.0.1.0/24). Each output port\n"
+                "hears one input port only (bmv2 reads input ports concurrently).\n"
+                "Tenants off (no tenant_config entry): a source nobody owns is forwarded\n"
+                "as before, DSCP untouched.")
+    p = tenant_packet("A", "B", src_ip=TENANT_HOSTS["C"][0], dscp=5)
+    stf.packet(1, p)
+    stf.expect(2, routed(p, 2))
+
+    stf.comment("Tenants on, nothing bound yet: deny by default, every port's packets\n"
+                "dropped (reason 8, port unbound).")
+    tenants_on(stf)
+    stf.packet(1, tenant_packet("A", "B"))
+    stf.packet(4, tenant_packet("D", "A", dscp=1))
+    stf.comment("Ports 1 and 2 bound (port 3 left unbound), port 4 a fabric port, every\n"
+                "host's tenant by address. C's port is still unbound: dropped (reason 8).")
+    tenant_bindings(stf, host_ports=(1, 2))
+    stf.packet(3, tenant_packet("C", "E"))
+    bind_host(stf, 3)
+
+    stf.comment("Within tenant 1: A -> B (same ToR) and A -> D (up the uplink) are\n"
+                "forwarded, stamped with tenant 1 in DSCP, whatever DSCP A wrote. A DATA\n"
+                "cell keeps its ECN codepoint (ECT(0)) and a credit its priority.")
+    k = cell(TENANT_HOSTS["D"][0], CREDIT, 0, src=TENANT_HOSTS["A"][0], in_port=1, tos=0)
+    stf.packet(1, k)
+    stf.expect(4, stamped(k, 4, 1))
+    for p in (tenant_packet("A", "B", dscp=2), tenant_packet("A", "D", dscp=63),
+              cell(TENANT_HOSTS["D"][0], DATA, CELL_SIZE, src=TENANT_HOSTS["A"][0], in_port=1)):
+        stf.packet(1, p)
+        stf.expect(2 if p[IP].dst == TENANT_HOSTS["B"][0] else 4,
+                   stamped(p, 2 if p[IP].dst == TENANT_HOSTS["B"][0] else 4, 1))
+
+    stf.comment("Across tenants: A -> C (same ToR), A -> E (remote), C -> B, and A to an\n"
+                "address of no tenant: dropped at this ToR (reason 11, foreign tenant).")
+    stf.packet(1, tenant_packet("A", "C"))
+    stf.packet(1, tenant_packet("A", "E"))
+    stf.packet(3, tenant_packet("C", "B"))
+    stf.packet(1, tenant_packet("A", NO_TENANT_IP))
+
+    stf.comment("Spoofed sources on A's port: B's MAC (reason 9, spoofed MAC); B's and\n"
+                "C's address (reason 10, spoofed IPv4); a spoofed cell too.")
+    stf.packet(1, tenant_packet("A", "B", mac=neighbour_mac(2)))
+    stf.packet(1, tenant_packet("A", "B", src_ip=TENANT_HOSTS["B"][0]))
+    stf.packet(1, tenant_packet("A", "C", src_ip=TENANT_HOSTS["C"][0]))
+    stf.packet(1, cell(TENANT_HOSTS["D"][0], DATA, CELL_SIZE, src=TENANT_HOSTS["B"][0], in_port=1))
+
+    stf.comment("From the uplink, the tenant is what the source ToR wrote in DSCP: D -> A\n"
+                "with tenant 1 and E -> C with tenant 2 are delivered (DSCP kept); D -> A\n"
+                "claiming tenant 2, or no tenant (0), is dropped (reason 11).")
+    for src, dst, dscp, port in (("D", "A", 1, 1), ("E", "C", 2, 3)):
+        p = tenant_packet(src, dst, dscp=dscp)
+        stf.packet(4, p)
+        stf.expect(port, routed(p, port))
+    stf.packet(4, tenant_packet("D", "A", dscp=2))
+    stf.packet(4, tenant_packet("D", "A", dscp=0))
+    return stf
+
+
 GENERATORS = [basic_forwarding, fabric_forwarding, fabric_ecmp, fabric_spray_rr,
               fabric_spray_entropy, fabric_spray_random, fabric_cell_length,
-              fabric_cell_nocheck, fabric_ecn, fabric_credit, fabric_int]
+              fabric_cell_nocheck, fabric_ecn, fabric_credit, fabric_int, fabric_tenants]
 
 
 def render() -> dict[str, str]:

@@ -10,7 +10,8 @@ shortest paths), ordered and given an entropy divisor by
 `testbed.topo.entropy`, so each tier reads its own digit of a cell's
 entropy and a DATA cell can retrace its credit's path.  Each switch gets its
 own ECMP hash multiplier, drawn from the scenario's seed and the switch's
-name, so no tier repeats another's flow-hash choice.
+name, so no tier repeats another's flow-hash choice.  With tenants, each ToR
+also gets its tenant bindings (`testbed.control.tenants`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
 from testbed.cells import wire
+from testbed.control.tenants import tenant_entries
 from testbed.topo.entropy import exact_division, group_choice, layout_of
 from testbed.topo.model import Topology
 
@@ -110,6 +112,8 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
                                            {"switch_id": topology.node(switch).device_id,
                                             "max_hops": telemetry.max_hops,
                                             "sample_mask": telemetry.sample - 1}, is_default=True))
+    # tenants (p4src/README.md, "Tenants"): a ToR's bindings; nothing without a tenants: section
+    plan.entries += tenant_entries(topology, getattr(scenario, "tenants", ()), switch)
     layout = layout_of(topology)
     for host in topology.hosts:
         divisor, members = group_choice(topology, layout, switch, topology.next_hops(switch, host))

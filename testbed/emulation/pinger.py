@@ -10,6 +10,10 @@ many packets, which overflows queues on a fabric slowed to its fitted rate, wher
 round trip is seconds. One process per host with a window keeps each host's pings
 in flight below what the queues hold; the caller staggers the target lists so the
 hosts do not all aim at the same receiver at once.
+
+With tenants (`tenants:`), a host's targets are split in two (`targets`): the hosts
+of its own tenant, which must answer, and every other host, which its ToR must not
+let it reach (the caller pings them too and counts each answer as a breach).
 """
 
 from __future__ import annotations
@@ -39,6 +43,21 @@ def echo_request(ident: int, seq: int) -> bytes:
     payload = b"testbed-pingall"
     header = struct.pack("!BBHHH", ECHO_REQUEST, 0, 0, ident, seq)
     return struct.pack("!BBHHH", ECHO_REQUEST, 0, checksum(header + payload), ident, seq) + payload
+
+
+def targets(hosts: list[str], tenant_of: dict[str, int]) -> dict[str, tuple[list[str], list[str]]]:
+    """Per host, (the hosts it must reach, the hosts it must not), each staggered: host i aims at
+    i+1, i+2, ...  Without tenants (`tenant_of` empty) every other host is in the first list."""
+    out = {}
+    for i, src in enumerate(hosts):
+        order = hosts[i + 1:] + hosts[:i]
+        if not tenant_of:
+            out[src] = (order, [])
+            continue
+        mine = tenant_of.get(src)
+        within = [h for h in order if mine is not None and tenant_of.get(h) == mine]
+        out[src] = (within, [h for h in order if h not in within])
+    return out
 
 
 def ping_all(targets: list[str], timeout_s: float, window: int) -> list[str]:

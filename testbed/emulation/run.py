@@ -26,6 +26,7 @@ from testbed import progress
 from testbed.control.apply import apply_tm, build_pipeline_config, configure_all, configure_switch
 from testbed.control.p4runtime_client import P4RuntimeClient
 from testbed.control.plan import plan_fabric
+from testbed.control.tenants import tenant_of_host
 from testbed.telemetry.live import host_readings
 from testbed.emulation.agents import AgentSet, AgentStartError, namespace_file
 from testbed.emulation.cluster import Runner, check_shared, control_directory, server_address
@@ -34,6 +35,7 @@ from testbed.emulation.costs import IdlePeriod, measure_costs, process_cpu_s
 from testbed.emulation.machine_load import MachineLoad
 from testbed.emulation.faults import FaultError, FaultRunner, plan_faults
 from testbed.emulation.manifest import Manifest
+from testbed.emulation import pinger
 from testbed.emulation.packet_path import choose as choose_packet_path
 from testbed.emulation.network import FabricNetwork, Pacing, host_interface, interface_names, run_in, switch_interface
 from testbed.emulation.realtime import AGENT_RT_PRIORITY, ENGINE_THREAD, make_realtime
@@ -407,36 +409,51 @@ class VariantRun:
             self.progress("warning: " + note)
 
     def _pingall(self) -> None:
-        if not any(p.kind == "pingall" for p in self.scenario.workload):
+        """The ping-all check: with a pingall phase, and before the traffic of every run with tenants
+        (the report's first lines give its reachability)."""
+        if not self.scenario.tenants and not any(p.kind == "pingall" for p in self.scenario.workload):
             return
         topology = self.scenario.topo
         self.progress("ping-all connectivity check")
         hosts = topology.hosts
         by_ip = {topology.node(h).ip: h for h in hosts}
         # One pinger per host (emulation/pinger.py); host i aims at i+1, i+2, ... so that each
-        # receiver has about `window` pings coming at once, which its link's buffer holds.
+        # receiver has about `window` pings coming at once, which its link's buffer holds. With
+        # tenants, a second pinger per host aims at every host of other tenants, all at once (its
+        # ToR drops them before any queue), and each answer is a breach of isolation.
         window = max(1, min(16, self.scenario.links.host.buffer_packets // 2))
         timeout_s = max(2.0, 4 * self.scenario.derived.base_rtt_us / 1e6 + 1.0)
+        plan = pinger.targets(hosts, tenant_of_host(self.scenario.tenants))
         pingers = {}
-        for i, src in enumerate(hosts):
-            targets = [topology.node(h).ip for h in hosts[i + 1:] + hosts[:i]]
-            pingers[src] = self.network.host(src).popen(
-                [sys.executable, "-m", "testbed.emulation.pinger", "--timeout", str(timeout_s),
-                 "--window", str(window), *targets], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                cwd=self.repo_root, text=True)
-        failed = []
-        for src, process in pingers.items():
+        for src, (within, across) in plan.items():
+            for kind, aims, width in (("within", within, window), ("across", across, len(across))):
+                if aims:
+                    pingers[(src, kind)] = self.network.host(src).popen(
+                        [sys.executable, "-m", "testbed.emulation.pinger", "--timeout", str(timeout_s),
+                         "--window", str(width), *(topology.node(h).ip for h in aims)],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=self.repo_root, text=True)
+        failed, crossed = [], []
+        for (src, kind), process in pingers.items():
             output, _ = process.communicate()
             try:
                 missing = json.loads(output.strip().splitlines()[-1])["failed"]
             except (ValueError, IndexError, KeyError, TypeError):
                 raise RunError(f"ping-all: the pinger in {src} failed: {output.strip()[-300:]}") from None
-            failed += [f"{src}->{by_ip[ip]}" for ip in missing]
-        pairs = len(hosts) * (len(hosts) - 1)
+            if kind == "within":
+                failed += [f"{src}->{by_ip[ip]}" for ip in missing]
+            else:
+                crossed += [f"{src}->{h}" for h in plan[src][1] if topology.node(h).ip not in missing]
+        pairs = sum(len(within) for within, _ in plan.values())
+        across = sum(len(others) for _, others in plan.values())
         self.result.pingall = {"pairs": pairs, "failed": failed}
+        if self.scenario.tenants:
+            self.result.pingall.update(across_tenants=across, crossed=crossed)
         if failed:
             raise RunError(f"ping-all failed for {len(failed)} of {pairs} pairs "
                            f"(first: {', '.join(failed[:5])}); switch logs in {self.run_dir / 'logs'}")
+        if crossed:
+            raise RunError(f"ping-all: {len(crossed)} of {across} pairs across tenants answered "
+                           f"(first: {', '.join(crossed[:5])}); the fabric does not isolate its tenants")
 
     def _traffic(self) -> None:
         scenario = self.scenario

@@ -221,6 +221,17 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Tenant:
+    """A tenant the fabric isolates (`tenants:`): its id is what fabric.p4's ToRs bind its hosts'
+    ports to and carry in DSCP (1, 2, ... in the section's order); its hosts reach each other and
+    no other tenant's (p4src/README.md, "Tenants")."""
+
+    name: str
+    id: int
+    hosts: tuple[str, ...]  # the hosts it names and the GPUs of the servers it names, topology order
+
+
+@dataclass(frozen=True)
 class Server:
     """A machine of a fabric spread over several (`placement.servers`), reached with ssh."""
 
@@ -278,6 +289,8 @@ class Scenario:
     time_stretch: float = 1.0
     # placement.servers: the machines the fabric is spread over (empty: this machine alone)
     servers: tuple[Server, ...] = ()
+    # tenants: the fabric isolates each from the others (empty: every host reaches every host)
+    tenants: tuple[Tenant, ...] = ()
     _origin: Any = field(default=None, compare=False, repr=False)
 
     @cached_property

@@ -20,6 +20,7 @@ from testbed.scenario.model import (
     Nscc, Tita, Transport, VariantAxis,
 )
 from testbed.scenario.source import DataPath, SourceMap
+from testbed.scenario.tenants import check_phase_hosts, resolve_tenants
 from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
 from testbed.topo.entropy import layout_of
 
@@ -48,6 +49,7 @@ class _Resolver:
     def __init__(self, data: dict, smap: SourceMap):
         self.data = data
         self.smap = smap
+        self.tenants: tuple = ()
 
     def get(self, path: DataPath, default: Any = None) -> Any:
         return get(self.data, path, default)
@@ -70,6 +72,7 @@ class _Resolver:
         fabric = self.fabric(topo, cell_size, cc, derived, links)
         switch = self.switch(fabric, cc)
         transport = self.transport(cc, derived)
+        self.tenants = resolve_tenants(self.get(("tenants",)), topo, self.fail)
         workload = tuple(self.phase(i, topo, duration, seed, links.host, cell_size)
                          for i in range(len(self.get(("workload",), []))))
         faults = tuple(self.fault(i, topo, duration) for i in range(len(self.get(("faults",), []))))
@@ -79,7 +82,7 @@ class _Resolver:
             description=self.get(("description",), ""),
             file=self.smap.file, duration_s=duration, seed=seed, topology=spec, links=links,
             switch=switch, fabric=fabric, transport=transport, workload=workload, faults=faults,
-            variants=variants, variant=variant, derived=derived, servers=servers,
+            variants=variants, variant=variant, derived=derived, servers=servers, tenants=self.tenants,
         )
 
     def topology(self):
@@ -326,6 +329,7 @@ class _Resolver:
             raise self.fail(at + ("start_s",), f"{start:g} is not before the end of the run "
                             f"(duration_s {duration:g})")
         hosts = self.hosts(at + ("hosts",), raw.get("hosts", "all"), topo)
+        check_phase_hosts(at, hosts, self.tenants, self.fail, "hosts" in raw)
         fields: dict[str, Any] = {}
         if kind == "collective":
             hosts, fields = self.collective(at, raw, hosts, topo)

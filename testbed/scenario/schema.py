@@ -232,6 +232,14 @@ SCHEMA = {
              "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
              "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000)},
             required=["at_s", "kind", "target"])},
+        "tenants": {"type": "array", "minItems": 1, "maxItems": 63, "items": _obj({
+            "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                     "x-message": "may use only letters, digits, '_', '.' and '-'"},
+            "hosts": {"type": "array", "uniqueItems": True, "items": TEXT,
+                      "x-message": "must be a list of distinct host names"},
+            "servers": {"type": "array", "uniqueItems": True, "items": _int(1),
+                        "x-message": "must be a list of distinct server numbers (1, 2, ...)"},
+        }, required=["name"])},
         "placement": _obj({
             "servers": {"type": "array", "minItems": 1, "items": _obj({
                 "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",

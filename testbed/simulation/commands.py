@@ -60,6 +60,43 @@ def register(subparsers) -> None:
     sweep.add_options(t)  # the candidates side by side (simulation/sweep.py)
     t.set_defaults(func=tune_command)
 
+    r = subparsers.add_parser(
+        "reachability", help="the N x N reachability matrix of a scenario's fabric, tenants checked",
+        description="One cell per ordered pair of hosts through the scenario's P4 program with the controller's "
+                    "plan, on the simulator's switches (testbed/simulation/reachability.py): prints the matrix "
+                    "per variant and exits 1 if a pair within a tenant does not reach, or a pair across tenants "
+                    "does or is not counted at its source's ToR. A run directory is checked with its scenario.yaml, "
+                    "after what the run itself checked before its traffic (an emulated run's ping-all).")
+    r.add_argument("scenario", help="the scenario file, or a run directory (testbed run or sim)")
+    r.set_defaults(func=reachability_command)
+
+
+def reachability_command(args) -> int:
+    from testbed.scenario import expand_variants, load_scenario
+    from testbed.simulation.reachability import measure, render
+
+    path = Path(args.scenario)
+    scenario = load_scenario(path / "scenario.yaml" if path.is_dir() else path)
+    broken = 0
+    if path.is_dir():  # what the run itself checked before its traffic (an emulated run's ping-all)
+        from testbed.telemetry.tenants import reachability_lines
+
+        for result_file in sorted(path.glob("*/result.json")):
+            result = json.loads(result_file.read_text())
+            lines = reachability_lines({result.get("variant") or result_file.parent.name:
+                                        {"pingall": result.get("pingall")}})
+            if lines:
+                print("the run's own check: " + lines[0][2:])
+                broken += "**BROKEN**" in lines[0]
+    for variant in expand_variants(scenario):
+        topo = variant.scenario.topo
+        tors = {h: topo.tors_of(h)[0] for h in topo.hosts}
+        matrix = measure(variant.scenario)
+        print(f"{variant.name}:")
+        print("\n".join(render(matrix, tors)))
+        broken += bool(matrix.check(tors))
+    return 1 if broken else 0
+
 
 def _ints(text: str) -> list[int]:
     import argparse

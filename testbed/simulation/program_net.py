@@ -248,7 +248,25 @@ class ProgramNetwork:
                         program_drops[reason] = program_drops.get(reason, 0) + int(counter.packets[i])
         return {"switch_queue_drops": queue_drops, "switch_data_drops": data_drops, "max_queue_packets": deepest,
                 "lost_on_lossy_links": link_lost, "pause_frames_sent": pfc_frames,
-                "program_drops": program_drops}
+                "program_drops": program_drops, "tenants": self.tenant_figures()}
+
+    def tenant_figures(self) -> dict:
+        """With tenants: per tenant id, the packets and bytes its hosts' ToRs admitted and the packets
+        the tenant checks dropped (fabric.p4's tenant_packets and tenant_drops, summed over the
+        switches; id 0: unbound ports and packets carrying no tenant); without, empty."""
+        if not self.scenario.tenants:
+            return {}
+        out: dict[int, dict[str, int]] = {}
+        for switch in self.fabric.switches.values():
+            counters = getattr(switch.datapath.pipeline, "counters", None) or {}
+            admitted, dropped = counters.get("FabricIngress.tenant_packets"), counters.get("FabricIngress.tenant_drops")
+            for i in range(admitted.size if admitted is not None else 0):
+                if admitted.packets[i] or dropped.packets[i]:
+                    entry = out.setdefault(i, {"admitted_packets": 0, "admitted_bytes": 0, "dropped_packets": 0})
+                    entry["admitted_packets"] += int(admitted.packets[i])
+                    entry["admitted_bytes"] += int(admitted.bytes[i])
+                    entry["dropped_packets"] += int(dropped.packets[i])
+        return {tenant: out[tenant] for tenant in sorted(out)}
 
     def data_cells(self) -> dict:
         """Conservation of DATA cells over the fabric (sim.Network.data_cells' keys): what the hosts

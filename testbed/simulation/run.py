@@ -146,6 +146,7 @@ def simulate_program(scenario, messages=None, until_s: float | None = None, labe
             "lost_on_cut_links": planned.lost_on_cut_links(), "lost_on_lossy_links": figures["lost_on_lossy_links"],
             "dropped_by_stopped_switches": planned.dropped_by_stopped_switches(),
             "program_drops": figures["program_drops"], "faults_carried_out": planned.carried_out(),
+            **({"tenant_counters": figures["tenants"]} if figures["tenants"] else {}),
             "faults_not_executed": planned.not_executed(net.now_s), "sampler": taken}
     return net, info
 
@@ -197,6 +198,23 @@ def simulate_on(switches: str, scenario, messages=None, until_s: float | None = 
     return run(scenario, messages, until_s=until_s, label=label, faults=faults)
 
 
+def tenant_reachability(scenario, run_dir: Path) -> dict:
+    """Before the traffic of a scenario with tenants: the N x N matrix through its program and plan
+    (simulation/reachability.py, whichever switches then carry the traffic), kept in
+    reachability.json; its counts and broken pairs for result.json (the report's first lines)."""
+    from testbed.simulation.reachability import measure
+
+    matrix = measure(scenario)
+    tors = {h: scenario.topo.tors_of(h)[0] for h in scenario.topo.hosts}
+    broken = matrix.check(tors)
+    (run_dir / "reachability.json").write_text(json.dumps(
+        {"tenant_of": matrix.tenant_of, "pairs": [dataclasses.asdict(p) for p in matrix.pairs]}))
+    within = [p for p in matrix.pairs if matrix.expected(p.src, p.dst)]
+    across = [p for p in matrix.pairs if not matrix.expected(p.src, p.dst)]
+    return {"within": len(within), "within_reached": sum(p.delivered for p in within),
+            "across": len(across), "across_reached": sum(p.delivered for p in across), "broken": broken[:20]}
+
+
 def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
     """Simulate one variant and write its run directory; returns result.json's content.
     `switches`: "program" runs the scenario's P4 program (program_net.py), "model" sim.py's
@@ -209,6 +227,7 @@ def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
     agents.mkdir(exist_ok=True)
     (agents / "workload.json").write_text(json.dumps({"seed": scenario.seed,
                                                       "messages": [m.to_json() for m in messages]}))
+    reachability = tenant_reachability(scenario, run_dir) if scenario.tenants else None
     period = PERIOD_S * scenario.time_stretch  # 100 ms of the scenario's clock
     if switches == "program":
         net, info = simulate_program(scenario, messages, label=variant.name or scenario.name, period_s=period,
@@ -232,5 +251,7 @@ def run_variant(variant, run_dir: Path, switches: str = "model") -> dict:
                       "series": sampler.host_series(name, scenario.fabric.cell_size)})
         (recs / f"{name}.stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True, default=str))
     result = {"variant": variant.name, **info}
+    if reachability is not None:
+        result["reachability"] = reachability
     (run_dir / "result.json").write_text(json.dumps(result, indent=1))
     return result

@@ -193,6 +193,8 @@ def summarize_simulated(run_dir: Path, topology) -> dict:
                                                        "pause_frames", "lost_on_cut_links", "lost_on_lossy_links",
                                                        "dropped_by_stopped_switches", "data_cells")
                             if k in result}
+    if result.get("reachability"):  # with tenants: the matrix measured before the traffic (telemetry.tenants)
+        summary["reachability"] = result["reachability"]
     summary["collectives"] = collective_figures(run_dir, scenario, topology)
     from testbed.telemetry import training
 
@@ -235,6 +237,7 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     """report.md, summary.json, busbw.png and training_timeline.png of a simulator run; `partial` (rundir.partial_line) opens it."""
     from testbed.telemetry.clock import clock_line, summaries_on_scenario_clock
     from testbed.telemetry.export import write_tables
+    from testbed.telemetry.tenants import reachability_lines
     from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines
 
     summaries = summaries_on_scenario_clock(run_dirs, summaries)  # what a user reads (telemetry.clock)
@@ -245,7 +248,7 @@ def write_sim_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, d
     topo = scenario.topo
     lines = [partial, ""] if partial else []
     lines += ["Simulator run (virtual clock: timings are the model's, no CPU can make them late).", "",
-             f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries, planned_fault_events(scenario)),
+             *reachability_lines(summaries), f"# {scenario.name}", "", scenario.description or "", "", *verdict_lines(summaries, planned_fault_events(scenario)),
              f"Topology {scenario.topology.kind}, {topo.counts.hosts} hosts"
              + (f" ({len(topo.servers)} servers x {topo.gpus_per_server} GPUs, "
                 f"{'rail-optimised' if scenario.topology.rail_optimised else 'plain'})" if topo.servers else "")

@@ -30,6 +30,7 @@ from testbed.telemetry.faults import fault_lines  # noqa: E402
 from testbed.telemetry import inband  # noqa: E402
 from testbed.telemetry.messages import host_records  # noqa: E402
 from testbed.telemetry.recovery import plot_goodput  # noqa: E402
+from testbed.telemetry.tenants import reachability_lines  # noqa: E402
 from testbed.telemetry.verdict_table import planned_fault_events, verdict_lines  # noqa: E402
 from testbed.telemetry.seeds import seed_lines  # noqa: E402
 
@@ -577,8 +578,9 @@ def write_report(scenario, run_dirs: dict[str, Path], summaries: dict[str, dict]
     (out_dir / "summary.json").write_text(json.dumps(summaries, indent=2, default=str))
     write_tables(run_dirs, summaries, out_dir, planned_fault_events(scenario))
     lines = [partial, ""] if partial else []
-    lines += [_fidelity_line(summaries)]
-    lines += ["", f"# {scenario.name}", "", scenario.description or "", ""]
+    lines += [_fidelity_line(summaries), ""]
+    lines += reachability_lines(summaries)
+    lines += [f"# {scenario.name}", "", scenario.description or "", ""]
     lines += verdict_lines(summaries, planned_fault_events(scenario))
     lines.append(f"Topology {scenario.topology.kind}, {scenario.topo.counts.hosts} hosts, "
                  f"{scenario.topo.counts.switches} switches; {_link_clause(scenario, run_dirs)}.")

@@ -257,6 +257,7 @@ def summarize_variant(run_dir: Path, topology, scenario_obj=None) -> dict:
     summary["agents"] = agent_stats(run_dir)
     summary["pfc"] = pfc_figures(scenario, tm_stats, hosts)
     summary["pingall"] = result.get("pingall")
+    summary["reachability"] = result.get("reachability")  # a simulated run with tenants (telemetry.tenants)
     summary["notes"] = result.get("notes", [])
     costs = result.get("costs") or {}
     summary["fidelity"] = fidelity(scenario, tm_stats, hosts, result.get("target"),

@@ -95,7 +95,7 @@ def _read_ports(client: P4RuntimeClient, t_s: float, reset_peaks: bool, ports: l
             entity.counter_entry.counter_id = index.counter(name).preamble.id
             entity.counter_entry.index.index = port
             entities.append(entity)
-    for name in DROP_COUNTERS:  # 8 cells each: read whole
+    for name in DROP_COUNTERS:  # 16 cells each (fabric.p4's DROP_REASONS): read whole
         entity = p4runtime_pb2.Entity()
         entity.counter_entry.counter_id = index.counter(name).preamble.id
         entities.append(entity)

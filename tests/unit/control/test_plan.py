@@ -114,3 +114,47 @@ def test_int_config_only_with_fabric_int(default):
         assert entry.params["switch_id"] == scenario.topo.node(switch).device_id
         ids.add(entry.params["switch_id"])
     assert len(ids) == len(scenario.topo.switches), "every switch has its own id"
+
+
+# -- tenants (p4src/README.md, "Tenants") -----------------------------------------
+
+TENANTS_DUAL = """
+topology: {kind: leaf_spine, leaves: 4, spines: 2, hosts_per_leaf: 3, dual_homed: true}
+tenants:
+  - {name: blue, hosts: [h1, h2]}
+  - {name: red, hosts: [h3, h4, h5]}
+workload: [{kind: pingall, hosts: [h1, h2]}]
+"""
+
+
+def test_no_tenants_no_tenant_entry_anywhere(default):
+    assert default.tenants == ()
+    for plan in plan_fabric(default.topo, default).values():
+        assert not [e for e in plan.entries if "tenant" in e.table]
+
+
+def test_tenants_bind_every_tor_port_and_leave_other_switches_alone():
+    from testbed.scenario import parse_scenario
+
+    scenario = parse_scenario(TENANTS_DUAL, "t.yaml")
+    topo = scenario.topo
+    owner = {"h1": 1, "h2": 1, "h3": 2, "h4": 2, "h5": 2}  # h6: in no tenant
+    for switch, plan in plan_fabric(topo, scenario).items():
+        tenant_rows = [e for e in plan.entries if "tenant" in e.table]
+        if not any(p.tier == "host" for p in topo.ports(switch)):
+            assert tenant_rows == [], switch
+            continue
+        (config,) = entries(plan, "FabricIngress.tenant_config")
+        assert config.is_default and config.action == "FabricIngress.tenants_on"
+        bound = {e.match["ingress_port"]: e for e in entries(plan, "FabricIngress.tenant_ports")}
+        for port in topo.ports(switch):
+            if port.tier != "host":
+                assert bound[port.number].action == "FabricIngress.fabric_port"
+            elif port.peer in owner:  # each ToR a dual-homed host reaches binds its own NIC port's MAC
+                e = bound[port.number]
+                assert e.params == {"tenant": owner[port.peer], "mac": topo.port(port.peer, port.peer_port).mac,
+                                    "ipv4": topo.node(port.peer).ip}
+            else:
+                assert port.number not in bound, "a host in no tenant stays unbound: denied"
+        hosts = {e.match["dstAddr"]: e.params["tenant"] for e in entries(plan, "FabricIngress.tenant_hosts")}
+        assert hosts == {topo.node(h).ip: t for h, t in owner.items()}

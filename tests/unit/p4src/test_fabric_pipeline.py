@@ -288,3 +288,46 @@ def test_int_hop_record_carries_the_queue_the_cell_met():
     (out,) = sw.send_at_depth(1, full, 5)
     got = wire.decode(bytes(Ether(out[1])[UDP].payload), gen.CELL_SIZE)
     assert [h.switch_id for h in got.telemetry.hops] == [1, 2] and got.telemetry.overflow == 1
+
+
+# -- tenants --------------------------------------------------------------------
+
+
+def _tenant_switch(host_ports=(1, 2, 3), on: bool = True) -> Switch:
+    stf = gen.Stf("pytest", "fabric.p4", "tenant set-up")
+    gen.tenant_routing(stf)
+    if on:
+        gen.tenants_on(stf)
+        gen.tenant_bindings(stf, host_ports)
+    return Switch().configure(stf)
+
+
+def test_tenant_drops_are_counted_by_reason_and_by_tenant():
+    sw = _tenant_switch(host_ports=(1, 2))
+    host = gen.TENANT_HOSTS
+    assert len(sw.send(1, gen.tenant_packet("A", "B"))) == 1            # admitted, tenant 1
+    assert len(sw.send(1, gen.tenant_packet("A", "D"))) == 1
+    assert sw.send(3, gen.tenant_packet("C", "E")) == []                # port 3 unbound
+    assert sw.send(1, gen.tenant_packet("A", "B", mac=gen.neighbour_mac(2))) == []   # spoofed MAC
+    assert sw.send(1, gen.tenant_packet("A", "B", src_ip=host["B"][0])) == []        # spoofed IPv4
+    assert sw.send(2, gen.tenant_packet("B", "E")) == []                # foreign, tenant 1's
+    assert sw.send(4, gen.tenant_packet("E", "B", dscp=2)) == []        # foreign, carried tenant 2
+    assert sw.send(4, gen.tenant_packet("D", "A", dscp=0)) == []        # no tenant carried
+    assert len(sw.send(4, gen.tenant_packet("D", "A", dscp=1))) == 1    # from the fabric: not counted as admitted
+    drops = {i: sw.counter(f"{ING}drops", i)[0] for i in range(16)}
+    assert {i: n for i, n in drops.items() if n} == {8: 1, 9: 1, 10: 1, 11: 3}
+    tenant_drops = {i: sw.counter(f"{ING}tenant_drops", i)[0] for i in range(64)}
+    assert {i: n for i, n in tenant_drops.items() if n} == {0: 2, 1: 3, 2: 1}
+    length = len(raw(gen.tenant_packet("A", "B")))
+    assert sw.counter(f"{ING}tenant_packets", 1) == (2, 2 * length)
+    assert sum(sw.counter(f"{ING}tenant_packets", i)[0] for i in range(64)) == 2
+
+
+def test_tenants_off_forwards_every_source_and_counts_nothing():
+    sw = _tenant_switch(on=False)
+    out = sw.send(3, gen.tenant_packet("C", "B", mac="02:99:00:00:00:01", src_ip="10.9.9.9", dscp=7))
+    assert len(out) == 1
+    assert IP(out[0][1][14:]).tos == 7 << 2                             # DSCP untouched
+    assert sum(sw.counter(f"{ING}drops", i)[0] for i in range(16)) == 0
+    assert sum(sw.counter(f"{ING}tenant_drops", i)[0] + sw.counter(f"{ING}tenant_packets", i)[0]
+               for i in range(64)) == 0
