@@ -14,9 +14,6 @@ from __future__ import annotations
 from testbed.control.p4runtime_client import TableEntrySpec
 from testbed.topo.model import Topology
 
-# fabric.p4's drop reasons of the tenant checks (p4src/include/defines.p4), by counter index
-TENANT_DROP_REASONS = {8: "port_unbound", 9: "spoofed_mac", 10: "spoofed_ipv4", 11: "foreign_tenant"}
-
 
 def tenant_of_host(tenants) -> dict[str, int]:
     """Host name -> its tenant's id."""

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 
 from p4.v1 import p4runtime_pb2
 
-from testbed.control.tenants import TENANT_DROP_REASONS, tenant_of_host
+from testbed.control.tenants import tenant_of_host
 from testbed.p4model.telemetry import DROP_COUNTERS, DROP_REASONS
 
-REASONS = {**DROP_REASONS, **TENANT_DROP_REASONS}
 SETTLE_NS = 1_000_000_000  # at least a second of model time after a burst, and 4 base RTTs (`_Prober`)
 
 
@@ -167,7 +166,7 @@ class _Prober:
         end = self.now + len(dsts) * self.spacing_ns + self.settle_ns
         self.now = fabric.run_until(end, self.now)
         after = _read_drops(fabric)
-        rose = tuple((switch, REASONS.get(reason, f"reason_{reason}"), n - self.drops.get((switch, reason), 0))
+        rose = tuple((switch, DROP_REASONS.get(reason, f"reason_{reason}"), n - self.drops.get((switch, reason), 0))
                      for (switch, reason), n in sorted(after.items()) if n > self.drops.get((switch, reason), 0))
         self.drops = after
         return [_delivered(fabric, dst) > n for dst, n in zip(dsts, before)], rose

@@ -3,6 +3,7 @@ with the controller's plan, in the native engine): the N x N matrix of one cell 
 
 from __future__ import annotations
 
+from testbed.p4model.telemetry import DROP_REASONS
 from testbed.scenario import parse_scenario
 from testbed.simulation.reachability import measure
 
@@ -133,7 +134,7 @@ def test_spoofed_and_forged_cells_are_dropped_at_the_source_tor_by_reason():
         prober.fabric.inject("h1", frame, prober.now)
         prober.now = prober.fabric.run_until(prober.now + prober.settle_ns, prober.now)
         after = reachability._read_drops(prober.fabric)
-        rose = tuple((s, reachability.REASONS[r], n - prober.drops.get((s, r), 0))
+        rose = tuple((s, DROP_REASONS[r], n - prober.drops.get((s, r), 0))
                      for (s, r), n in sorted(after.items()) if n > prober.drops.get((s, r), 0))
         prober.drops = after
         return reachability._delivered(prober.fabric, dst) > before, rose
