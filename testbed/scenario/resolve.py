@@ -435,10 +435,10 @@ class _Resolver:
 
         hosts, servers = self.ranks(hosts, topo)
         par = raw.get("parallelism", {})
-        for key in ("tensor", "pipeline", "expert"):
+        for key in ("tensor", "pipeline"):
             if par.get(key, 1) != 1:
                 raise self.fail(at + ("parallelism", key), f"{key} parallelism is not modelled yet: "
-                                f"a training job is data-parallel only ({key}: 1)")
+                                f"a training job is data- or expert-parallel ({key}: 1)")
         if par.get("data", len(hosts)) != len(hosts):
             raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks, but the job "
                             f"runs on {len(hosts)} GPUs (hosts); they must be equal")
@@ -463,6 +463,8 @@ class _Resolver:
             first_bucket_bytes=raw.get("first_bucket_bytes", training.DDP_FIRST_BUCKET_BYTES),
             small_bucket=raw.get("small_bucket", "first"),
             algorithm=algorithm, channels=raw.get("channels", 1), chunk_bytes=raw.get("chunk_bytes", 0))
+        if "moe" in raw or par.get("expert", 1) != 1:
+            return hosts, self.moe_job(at, raw, hosts, job)
         smallest = min(b.size_bytes for b in training.buckets(job))
         if smallest < len(hosts) * job.channels:
             where = next((k for k in ("first_bucket_bytes", "bucket_bytes", "channels") if k in raw), "model")
@@ -470,6 +472,49 @@ class _Resolver:
                             f"{len(hosts)} ranks a byte on each of {job.channels} channel(s)")
         return hosts, {"job": job, "servers": servers, "algorithm": algorithm, "channels": job.channels,
                        "chunk_bytes": job.chunk_bytes}
+
+    def moe_job(self, at: DataPath, raw: dict, hosts: tuple[str, ...], job) -> dict:
+        """An MoE job (host/moe.py): its expert-parallel groups, experts and all-to-all block."""
+        from dataclasses import replace
+
+        from testbed.host import moe, training
+
+        degree = raw.get("parallelism", {}).get("expert", 1)
+        if "moe" not in raw:
+            raise self.fail(at + ("parallelism", "expert"), f"expert parallelism {degree} needs a model "
+                            "with experts: give 'moe' (experts, top_k, hidden, tokens)")
+        spec = raw["moe"]
+        if degree < 2:
+            raise self.fail(at + ("moe",), "an MoE job needs expert parallelism of at least 2 ranks: give "
+                            "parallelism.expert")
+        if len(hosts) % degree:
+            raise self.fail(at + ("parallelism", "expert"), f"expert parallelism {degree} does not divide "
+                            f"the job's {len(hosts)} GPUs into groups")
+        if spec["experts"] % degree:
+            raise self.fail(at + ("moe", "experts"), f"{spec['experts']} experts cannot be spread evenly "
+                            f"over {degree} expert-parallel ranks")
+        if spec["top_k"] > spec["experts"]:
+            raise self.fail(at + ("moe", "top_k"), f"top_k {spec['top_k']} is more than the "
+                            f"{spec['experts']} experts")
+        if "bucket_bytes" in raw or "first_bucket_bytes" in raw or "small_bucket" in raw:
+            key = next(k for k in ("bucket_bytes", "first_bucket_bytes", "small_bucket") if k in raw)
+            raise self.fail(at + (key,), "an MoE job has no gradient buckets (its all-to-alls only)",
+                            key=True)
+        if raw.get("algorithm", "ring") != "ring":
+            raise self.fail(at + ("algorithm",), "an MoE job's all-to-alls are direct; give no algorithm",
+                            key=True)
+        k = spec["top_k"]
+        share = raw["compute"].get("expert_share", 2 * k / (1 + 2 * k))
+        job = replace(job, algorithm="direct", moe=training.Moe(
+            experts=spec["experts"], expert_degree=degree, tokens=spec["tokens"], hidden=spec["hidden"],
+            top_k=k, expert_share=float(share), capacity_factor=spec.get("capacity_factor"),
+            min_capacity=spec.get("min_capacity", 0)))
+        block = moe.block_bytes(job)
+        if block < job.channels:
+            raise self.fail(at + ("moe",), f"an all-to-all block of {block} B cannot give each of "
+                            f"{job.channels} channel(s) a byte")
+        return {"job": job, "servers": (), "algorithm": "direct", "channels": job.channels,
+                "chunk_bytes": job.chunk_bytes}
 
     def tuned(self, at: DataPath, raw: dict, op: str, ranks: int, sizes: list[int], servers: tuple) -> tuple:
         """algorithm: auto: per size, the tuning table's entry of the nearest size (log scale)."""
