@@ -18,8 +18,12 @@ it matched, byte for byte.
 
 Compute is time (a training job, `host/training.py`): a message naming
 collectives in `compute_after` also waits `compute_us` after the later of its
-start time and the moment all of them have finished here (their
-`collective_done`); with none named its compute runs from its start time.
+start time and the moment all of them have finished here; with none named its
+compute runs from its start time.  A collective has finished here once every
+message of it to this rank is applied (its `collective_done`) and every
+message of it from this rank has started: a rank whose compute was late for
+an all-to-all (whose peers' blocks all reached it first) starts its next
+compute only once its own blocks are on their way.
 
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
@@ -203,7 +207,8 @@ class WorkloadRunner:
         self.verify_failures += not ok
         self.collectives_done[spec.collective] = ok
         self.records.append(records.collective_record(self.name, spec, ok, checked, now))
-        self._satisfy("done", (name,), now)
+        if not self.to_send.get(spec.collective):
+            self._satisfy("done", (name,), now)
         self._release(spec.collective)
 
     def _release(self, collective: str | None) -> None:
@@ -299,6 +304,8 @@ class WorkloadRunner:
             if spec.op:
                 data = self._collective_payload(spec)
                 self.to_send[spec.collective] -= 1
+                if not self.to_send[spec.collective] and spec.collective in self.collectives_done:
+                    self._satisfy("done", (_collective(spec)[0],), now)  # finished here once this left
                 self._release(spec.collective)
             else:
                 prepared = self._prepared.pop(i, None)

@@ -22,10 +22,12 @@ with the lowest GPU's; compute, wait and exposed communication per iteration, me
 iterations. Iterations some rank did not finish are left out and counted.
 
 An MoE job (host/moe.py) is a chain of all-to-alls, named `<job>#<iteration>.a<step>[.g<group>]`,
-each behind the compute before it. For rank r, iteration k and step j: g, the previous step's
-`collective_done` at r (the job start before the first); e = g + its `compute_us`, when r's compute
-ended and its sends began; A, its own `collective_done` at r; M, the largest e over the ranks of its
-expert-parallel group. Wait W = max(0, min(A, M) - e) (idle for a slower GPU of the group), exposed
+each behind the compute before it. For rank r, iteration k and step j: A, when the step finished
+at r (the later of its `collective_done` at r and the start of r's last message of it, as the
+runner gates the next compute: host/app.py); g, the previous step's A (the job start before the
+first); e = g + its `compute_us`, when r's compute ended and its sends began; M, the largest e over the ranks of its
+expert-parallel group. Wait W = max(0, min(A, M) - e) (idle until the group's last rank started: a
+slower GPU, or a rank whose previous all-to-all finished later), exposed
 X = max(0, A - max(e, M)) (idle while the all-to-all finished after every rank had started it). An
 iteration at r runs from its first step's g to its last step's A; its compute, wait and exposed
 communication are the sums over its steps, so again C + W + X = A - s, and the job's figures are
@@ -132,6 +134,7 @@ def chain_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]
         members.setdefault(m["collective"], set()).update((m["src"], m["dst"]))
     done: dict[tuple[str, str], float] = {}  # (host, collective) -> done_us
     first: dict[tuple[str, str], float] = {}  # (host, collective) -> its first send
+    last: dict[tuple[str, str], float] = {}  # (host, collective) -> its last send
     for r in records:
         if parse_step(r.get("collective") or "") is None:
             continue
@@ -140,6 +143,9 @@ def chain_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]
         elif r["kind"] == "message_sent":
             key = (r["src"], r["collective"])
             first[key] = min(first.get(key, math.inf), r["start_us"])
+            last[key] = max(last.get(key, -math.inf), r["start_us"])
+    for key in done:
+        done[key] = max(done[key], last.get(key, -math.inf))
     for job in jobs.values():
         ranks, steps = job["ranks"], job["steps"]
         finished = 0
@@ -255,8 +261,8 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
               "iteration time runs from the previous iteration's last GPU to its own (p50 / p99 nearest rank). "
               "GPU utilisation: compute time over iteration time. Wait: idle after its own backward until the "
               "slowest GPU's ended; exposed communication: idle after that until its buckets were reduced. "
-              "An MoE job's figures are the sums over its all-to-alls: wait, idle until the slowest GPU of "
-              "the group had started one; exposed, idle after that until it was done at the GPU "
+              "An MoE job's figures are the sums over its all-to-alls: wait, idle until the last GPU of "
+              "the group had started one (a slower GPU, or one whose previous all-to-all ended later); exposed, idle after that until it was done at the GPU "
               "(telemetry/training.py).", ""]
     return lines
 
@@ -300,7 +306,7 @@ def plot_timeline(run_dirs: dict[str, Path], path: Path, iterations: int = 3) ->
         ax.set_title(f"{title}: first {min(iterations, job['finished'])} iteration(s) per GPU", fontsize=9)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
         handles.append(plt.Line2D([0], [0], color="tab:orange"))
-        ax.legend(handles, ["compute", "wait (slower GPU)", "exposed communication",
+        ax.legend(handles, ["compute", "wait (for a slower GPU)", "exposed communication",
                             "collective at this GPU (first send to done)"],
                   fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14 * 16 / max(16, len(job["ranks"]))),
                   ncol=4)
