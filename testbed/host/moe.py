@@ -30,12 +30,8 @@ The model (docs: scenarios/README.md, "MoE jobs", with sources):
   The block a rank keeps for its own experts crosses no link.
 * Compute: forward F and backward B per iteration (training.compute_times:
   jitter, the slow GPU), split evenly over the layers, a layer's share
-  `expert_share` s in its experts.  Before dispatch(l): (1-s) F / L; before
-  combine(l): s F / L; before combine-grad(l): (1-s) B / L of layer l+1's
-  dense backward (nothing for the last layer, whose backward starts at once);
-  before dispatch-grad(l): s B / L.  Layer 0's dense backward, (1-s) B / L,
-  comes before the next iteration's dispatch(0), with that forward's
-  (1-s) F / L: the last iteration's is not run (no message waits for it).
+  `expert_share` in its experts; `step_compute` says which part precedes
+  which all-to-all.
 * A step's messages at r wait for its compute after the previous step is
   done at r (MessageSpec.compute_after), as one CUDA stream runs compute and
   NCCL calls in turn: nothing of an MoE layer's all-to-alls overlaps compute.
@@ -72,7 +68,12 @@ def steps(layers: int) -> list[tuple[str, int]]:
 
 
 def step_compute(job: Job, forward_us: float, backward_us: float, first_iteration: bool) -> list[float]:
-    """The compute (us) before each step of an iteration, in `steps` order (module docstring)."""
+    """The compute (us) before each step of an iteration, in `steps` order. With s the expert
+    share and L layers: before dispatch(l), (1-s) F / L; before combine(l), s F / L; before
+    combine-grad(l), layer l+1's dense backward (1-s) B / L (none for the last layer, whose
+    backward starts at once); before dispatch-grad(l), s B / L. Layer 0's dense backward comes
+    before the next iteration's dispatch(0), with that forward's dense part: the last iteration's
+    is not run (no message waits for it)."""
     m = job.moe
     assert m is not None
     s, n = m.expert_share, job.layers

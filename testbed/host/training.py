@@ -34,9 +34,7 @@ The model, as PyTorch's DistributedDataParallel (DDP) runs one:
   free), so an all-reduce still running when backward ends delays the next
   iteration: that delay is the exposed communication.
 
-A job with experts (`Job.moe`, an MoE model) is expert-parallel instead:
-host/moe.py builds its all-to-alls from the same Job (compute times, seed,
-names) and this module's `step_name`.
+A job with experts (`Job.moe`) is expert-parallel instead (host/moe.py).
 
 Nothing here does I/O: parameters + seed -> MessageSpecs.
 """
