@@ -19,11 +19,14 @@ it matched, byte for byte.
 Compute is time (a training job, `host/training.py`): a message naming
 collectives in `compute_after` also waits `compute_us` after the later of its
 start time and the moment all of them have finished here; with none named its
-compute runs from its start time.  A collective has finished here once every
-message of it to this rank is applied (its `collective_done`) and every
-message of it from this rank has started: a rank whose compute was late for
-an all-to-all (whose peers' blocks all reached it first) starts its next
-compute only once its own blocks are on their way.
+compute runs from its start time; `compute_chain` runs earlier compute the
+same way first, each part after the one before it.  A collective (or any
+named set of messages) has finished here once every message of it to this
+rank is applied or received (a data-carrying collective's `collective_done`)
+and every message of it from this rank has started: a rank whose compute was
+late for an all-to-all (whose peers' blocks all reached it first) starts its
+next compute only once its own blocks are on their way, and a pipeline
+stage's send has finished at the sender once it has left.
 
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
@@ -88,6 +91,10 @@ class WorkloadRunner:
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         # point-to-point messages to this host: their bytes are regenerated to verify them
         self._to_check = {(s.src, s.msg_id): s for s in specs if s.dst == name and not s.op}
+        self._open: dict[str, int] = {}  # collective -> its messages here not yet applied/received/started
+        for s in specs:
+            if s.collective is not None and name in (s.src, s.dst):
+                self._open[s.collective] = self._open.get(s.collective, 0) + 1
         self._prepared: dict[int, segment.Framed] = {}  # index into _specs -> its framed payload, built ahead
         self._expected: dict[tuple[str, int], bytes] = {}  # (src, msg_id) -> the bytes it must carry
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
@@ -191,6 +198,7 @@ class WorkloadRunner:
         left = self.to_apply[spec.collective] = self.to_apply[spec.collective] - 1
         if left == 0:
             self._finish_collective(spec, now)
+        self._close(_collective(spec)[0], now)
 
     def _finish_collective(self, spec: MessageSpec, now: float) -> None:
         name, kind = _collective(spec)
@@ -207,8 +215,6 @@ class WorkloadRunner:
         self.verify_failures += not ok
         self.collectives_done[spec.collective] = ok
         self.records.append(records.collective_record(self.name, spec, ok, checked, now))
-        if not self.to_send.get(spec.collective):
-            self._satisfy("done", (name,), now)
         self._release(spec.collective)
 
     def _release(self, collective: str | None) -> None:
@@ -236,6 +242,10 @@ class WorkloadRunner:
         self.received.add((src, d.msg_id))
         self.records.append(records.delivered_record(self.name, src, d, ok))
         self._satisfy("received", (src, d.msg_id), d.delivered_s)
+        if spec is None:
+            plain = self._to_check.get((src, d.msg_id))
+            if plain is not None and plain.collective is not None:
+                self._close(plain.collective, d.delivered_s)
         if spec is not None and (src, d.msg_id) not in self.applied:
             self.held.append((spec, d.payload))
             self._apply_ready(d.delivered_s)
@@ -253,7 +263,8 @@ class WorkloadRunner:
         the whole workload). `_earliest` is each message's start time in us, moved later by its
         compute once the collectives that start the compute have finished."""
         self._unmet: list[int] = []
-        self._gate: list[int] = []  # collectives in compute_after not finished here yet
+        self._gate: list[int] = []  # collectives its compute waits for, not finished here yet
+        self._done_at: dict[str, float] = {}  # collective -> when it finished here (us)
         self._earliest: list[float] = []
         self._waiters: dict[tuple, list[int]] = {}
         self._ready: list[tuple[float, int]] = []
@@ -261,10 +272,11 @@ class WorkloadRunner:
         for i, spec in enumerate(self._specs):
             need = "applied" if spec.op else "received"
             keys = set(tuple(d) for d in spec.deps)
-            gate = set(spec.compute_after)
+            gate = set(spec.compute_after).union(*(names for names, _us in spec.compute_chain))
             self._unmet.append(len(keys) + len(gate))
             self._gate.append(len(gate))
-            self._earliest.append(spec.start_us + (0.0 if gate else spec.compute_us))
+            self._earliest.append(spec.start_us + (0.0 if gate else spec.compute_us
+                                                   + sum(us for _names, us in spec.compute_chain)))
             for key in keys:
                 self._waiters.setdefault((need, key), []).append(i)
             for name in gate:
@@ -272,13 +284,28 @@ class WorkloadRunner:
             if not keys and not gate:
                 heapq.heappush(self._ready, (self._earliest[i], i))
 
+    def _close(self, collective: str, now: float) -> None:
+        """One message of `collective` to or from this rank applied, received or started: once none
+        is left, the collective has finished here (module docstring)."""
+        left = self._open[collective] = self._open[collective] - 1
+        if left == 0:
+            self._done_at[collective] = now * 1e6
+            self._satisfy("done", (collective,), now)
+
+    def _compute_end(self, spec: MessageSpec) -> float:
+        """When the compute `spec` waits for ends (us): its chain's parts, then its own, each from the
+        later of the part before's end and its collectives' finish here."""
+        at = spec.start_us
+        for names, us in spec.compute_chain + ((spec.compute_after, spec.compute_us),):
+            at = max([at] + [self._done_at[n] for n in names]) + us
+        return at
+
     def _satisfy(self, need: str, key: tuple, now: float) -> None:
         for i in self._waiters.pop((need, key), ()):
             if need == "done":
                 self._gate[i] -= 1
-                if self._gate[i] == 0:  # the compute starts now (or at the start time, if later)
-                    spec = self._specs[i]
-                    self._earliest[i] = max(spec.start_us, now * 1e6) + spec.compute_us
+                if self._gate[i] == 0:  # every part of its compute can be placed now
+                    self._earliest[i] = self._compute_end(self._specs[i])
             self._unmet[i] -= 1
             if self._unmet[i] == 0:
                 heapq.heappush(self._ready, (self._earliest[i], i))
@@ -304,8 +331,6 @@ class WorkloadRunner:
             if spec.op:
                 data = self._collective_payload(spec)
                 self.to_send[spec.collective] -= 1
-                if not self.to_send[spec.collective] and spec.collective in self.collectives_done:
-                    self._satisfy("done", (_collective(spec)[0],), now)  # finished here once this left
                 self._release(spec.collective)
             else:
                 prepared = self._prepared.pop(i, None)
@@ -313,6 +338,8 @@ class WorkloadRunner:
                     self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
             self.by_key[(spec.dst, spec.msg_id)] = spec
             self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
+            if spec.collective is not None:
+                self._close(spec.collective, now)
 
     def set_slow(self, delay_s: float) -> None:
         """A straggler's application (host_slow): from now on, each message whose turn comes (its

@@ -82,6 +82,20 @@ class Moe:
 
 
 @dataclass(frozen=True)
+class Pipe:
+    """A pipeline-parallel job's numbers (host/pipeline.py): `stages` stages, `microbatches`
+    micro-batches per iteration in the order of `schedule` ("1f1b" | "gpipe"), `tokens` tokens of
+    `hidden` values per micro-batch's activation, a tied embedding of `vocab` x `hidden` values."""
+
+    stages: int
+    microbatches: int
+    tokens: int
+    hidden: int
+    vocab: int
+    schedule: str = "1f1b"
+
+
+@dataclass(frozen=True)
 class Job:
     """A data-parallel job's numbers; times in microseconds on the run's clock."""
 
@@ -101,6 +115,7 @@ class Job:
     chunk_bytes: int = 0
     small_bucket: str = "first"  # "first" (DDP's default) | "last" (DDP_SET_LAST_BUCKET_CAP=1)
     moe: Moe | None = None  # an MoE model: expert-parallel all-to-alls (host/moe.py), no buckets
+    pipe: Pipe | None = None  # pipeline stages: point-to-point sends (host/pipeline.py), no buckets
 
     @property
     def gradient_bytes(self) -> int:

@@ -195,6 +195,16 @@ def summary(s: Scenario) -> str:
             size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
             extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
                      + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + _first(p.hosts))
+        elif p.kind == "training" and p.job.pipe is not None:
+            from testbed.host.pipeline import activation_bytes
+
+            j, q = p.job, p.job.pipe
+            size = (f", pipeline job of {q.stages} stages x {len(p.hosts) // q.stages} replica(s), "
+                    f"{q.microbatches} micro-batches ({q.schedule}), {p.count} iterations")
+            extra = (f", activations and gradients of {activation_bytes(j)} B, embedding all-reduce of "
+                     f"{q.vocab * q.hidden * j.dtype_bytes} B, forward {j.forward_us / 1000:g} ms, backward "
+                     f"{j.backward_us / 1000:g} ms per iteration's batch, jitter {j.jitter:g}"
+                     + (f", {j.slow_host} x{j.slow_factor:g}" if j.slow_host else ""))
         elif p.kind == "training" and p.job.moe is not None:
             from testbed.host.moe import block_bytes, steps
 

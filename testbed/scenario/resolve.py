@@ -435,13 +435,16 @@ class _Resolver:
 
         hosts, servers = self.ranks(hosts, topo)
         par = raw.get("parallelism", {})
-        for key in ("tensor", "pipeline"):
-            if par.get(key, 1) != 1:
-                raise self.fail(at + ("parallelism", key), f"{key} parallelism is not modelled yet: "
-                                f"a training job is data- or expert-parallel ({key}: 1)")
-        if par.get("data", len(hosts)) != len(hosts):
-            raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks, but the job "
-                            f"runs on {len(hosts)} GPUs (hosts); they must be equal")
+        if par.get("tensor", 1) != 1:
+            raise self.fail(at + ("parallelism", "tensor"), "tensor parallelism is not modelled yet: a "
+                            "training job is data-, expert- or pipeline-parallel (tensor: 1)")
+        stages = par.get("pipeline", 1)
+        if len(hosts) % stages:
+            raise self.fail(at + ("parallelism", "pipeline"), f"{stages} pipeline stages do not divide the "
+                            f"job's {len(hosts)} GPUs")
+        if par.get("data", len(hosts) // stages) * stages != len(hosts):
+            raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks x {stages} "
+                            f"pipeline stage(s), but the job runs on {len(hosts)} GPUs (hosts); they must be equal")
         model, compute = raw["model"], raw["compute"]
         if model["layers"] > model["parameters"]:
             raise self.fail(at + ("model", "layers"), f"{model['layers']} layers need at least as many "
@@ -463,8 +466,13 @@ class _Resolver:
             first_bucket_bytes=raw.get("first_bucket_bytes", training.DDP_FIRST_BUCKET_BYTES),
             small_bucket=raw.get("small_bucket", "first"),
             algorithm=algorithm, channels=raw.get("channels", 1), chunk_bytes=raw.get("chunk_bytes", 0))
+        if ("moe" in raw or par.get("expert", 1) != 1) and ("pipeline" in raw or stages != 1):
+            raise self.fail(at + ("parallelism",), "a job is either expert- or pipeline-parallel here, "
+                            "not both (the two together are not modelled yet)")
         if "moe" in raw or par.get("expert", 1) != 1:
             return hosts, self.moe_job(at, raw, hosts, job)
+        if "pipeline" in raw or stages != 1:
+            return hosts, self.pipeline_job(at, raw, hosts, job, stages)
         smallest = min(b.size_bytes for b in training.buckets(job))
         if smallest < len(hosts) * job.channels:
             where = next((k for k in ("first_bucket_bytes", "bucket_bytes", "channels") if k in raw), "model")
@@ -472,6 +480,30 @@ class _Resolver:
                             f"{len(hosts)} ranks a byte on each of {job.channels} channel(s)")
         return hosts, {"job": job, "servers": servers, "algorithm": algorithm, "channels": job.channels,
                        "chunk_bytes": job.chunk_bytes}
+
+    def pipeline_job(self, at: DataPath, raw: dict, hosts: tuple[str, ...], job, stages: int) -> dict:
+        """A pipeline-parallel job (host/pipeline.py): its stages, micro-batches and schedule."""
+        from dataclasses import replace
+
+        from testbed.host import training
+
+        if "pipeline" not in raw:
+            raise self.fail(at + ("parallelism", "pipeline"), f"{stages} pipeline stages need the "
+                            "micro-batches' numbers: give 'pipeline' (microbatches, tokens, hidden, vocab)")
+        if stages < 2:
+            raise self.fail(at + ("pipeline",), "a pipeline job needs at least 2 stages: give "
+                            "parallelism.pipeline")
+        for key in ("bucket_bytes", "first_bucket_bytes", "small_bucket", "algorithm", "channels", "chunk_bytes"):
+            if key in raw:
+                raise self.fail(at + (key,), "a pipeline job sends point-to-point messages and its "
+                                "embedding all-reduce only (no buckets, algorithm or channels)", key=True)
+        spec = raw["pipeline"]
+        pipe = training.Pipe(stages=stages, microbatches=spec["microbatches"], tokens=spec["tokens"],
+                             hidden=spec["hidden"], vocab=spec["vocab"], schedule=spec.get("schedule", "1f1b"))
+        if pipe.vocab * pipe.hidden * job.dtype_bytes < 2:
+            raise self.fail(at + ("pipeline", "vocab"), "the embedding's gradient must be at least 2 bytes")
+        return {"job": replace(job, algorithm="ring", pipe=pipe), "servers": (), "algorithm": "ring",
+                "channels": 1, "chunk_bytes": 0}
 
     def moe_job(self, at: DataPath, raw: dict, hosts: tuple[str, ...], job) -> dict:
         """An MoE job (host/moe.py): its expert-parallel groups, experts and all-to-all block."""

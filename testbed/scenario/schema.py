@@ -113,6 +113,10 @@ PHASES = {
                         required=["forward_ms", "backward_ms"]),
         "bucket_bytes": _int(1, 1 << 40), "first_bucket_bytes": _int(1, 1 << 40),
         "small_bucket": {"enum": ["first", "last"]},
+        # pipeline stages: point-to-point activations and gradients (host/pipeline.py; "Pipeline jobs")
+        "pipeline": _obj({"microbatches": _int(1, 100_000), "tokens": _int(1, 1 << 30), "hidden": _int(1, 1 << 20),
+                          "vocab": _int(1, 1 << 24), "schedule": {"enum": ["1f1b", "gpipe"]}},
+                         required=["microbatches", "tokens", "hidden", "vocab"]),
         # an MoE model: expert-parallel all-to-alls (host/moe.py; scenarios/README.md, "MoE jobs")
         "moe": _obj({"experts": _int(2, 1 << 20), "top_k": _int(1, 64), "hidden": _int(1, 1 << 20),
                      "tokens": _int(1, 1 << 30), "capacity_factor": _num(0, 1000),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from testbed.host import collectives, moe, training, workloads
+from testbed.host import collectives, moe, pipeline, training, workloads
 from testbed.host.workloads import MessageSpec
 
 
@@ -74,6 +74,8 @@ def phase_messages(phase, seed: int) -> list[MessageSpec]:
         return _ring(phase, start_us)
     if phase.kind == "collective":
         return _collective(phase, start_us)
+    if phase.kind == "training" and phase.job.pipe is not None:
+        return pipeline.messages(phase.job, phase.name, list(phase.hosts), seed, start_us)
     if phase.kind == "training" and phase.job.moe is not None:
         return moe.messages(phase.job, phase.name, list(phase.hosts), seed, start_us)
     if phase.kind == "training":

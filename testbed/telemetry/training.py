@@ -41,6 +41,7 @@ import math
 from pathlib import Path
 
 from testbed.host.training import parse_name, parse_step
+from testbed.telemetry.pipeline_job import pipeline_timelines
 
 
 def _nearest_rank(values: list[float], q: float) -> float:
@@ -190,8 +191,10 @@ def chain_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]
 
 
 def all_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]:
-    """Every job's timeline: data-parallel (`job_timelines`) and MoE (`chain_timelines`)."""
-    return {**job_timelines(planned, records), **chain_timelines(planned, records)}
+    """Every job's timeline: data-parallel (`job_timelines`), MoE (`chain_timelines`) and
+    pipeline-parallel (telemetry/pipeline_job.py)."""
+    return {**job_timelines(planned, records), **chain_timelines(planned, records),
+            **pipeline_timelines(planned, records)}
 
 
 def job_rows(planned: list[dict], records: list[dict]) -> dict[str, dict]:
