@@ -61,3 +61,17 @@ def test_the_committed_moe_job_resolves_to_all_to_alls_over_one_expert_parallel_
     assert len(msgs) == 4 * 8 * 16 * 15
     assert {training.parse_step(x.collective)[:3] for x in msgs} == {("moe", k, j) for k in range(4) for j in range(8)}
     assert slowed(scenario, 0.5).workload[0].job.moe == m
+
+
+def test_the_committed_pipeline_job_resolves_to_stages_of_replicas():
+    from testbed.host import pipeline
+
+    scenario = load_scenario(ROOT / "scenarios" / "training-pipeline.yaml")
+    job = scenario.workload[0].job
+    assert job.pipe == training.Pipe(stages=4, microbatches=8, tokens=64, hidden=32, vocab=256, schedule="1f1b")
+    assert pipeline.activation_bytes(job) == 64 * 32 * 2
+    msgs = scenario_messages(scenario)
+    # per replica and iteration: 8 micro-batches x 3 stage boundaries x 2 directions, and the
+    # embedding all-reduce's ring of two (2 messages each way)
+    assert len(msgs) == 4 * 4 * (8 * 3 * 2 + 4)
+    assert {pipeline.parse_name(m.collective) for m in msgs} == {("pp", k) for k in range(4)}
