@@ -32,7 +32,8 @@ def pipeline_timelines(planned: list[dict], records: list[dict]) -> dict[str, di
     """Per pipeline job: ranks, iterations, start, finished iterations, ends and per-rank rows."""
     jobs: dict[str, dict] = {}
     collective_of: dict[tuple[str, str, int], str] = {}
-    for m in planned:
+    # the transfers first, so each job's ranks are listed replica by replica, stage by stage
+    for m in sorted(planned, key=lambda m: ".e." in (m.get("collective") or "")):
         parsed = parse_name(m.get("collective") or "")
         if parsed is None:
             continue
