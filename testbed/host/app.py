@@ -28,6 +28,11 @@ late for an all-to-all (whose peers' blocks all reached it first) starts its
 next compute only once its own blocks are on their way, and a pipeline
 stage's send has finished at the sender once it has left.
 
+A `dynamic` message (an all-to-all with dynamic channel scheduling) is not
+tied to its channel: once ready it joins its destination's queue, and the
+pair's channel with the fewest unacknowledged chunks, while below
+DYNAMIC_DEPTH, sends it, so a channel on a slow path carries less.
+
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
 rate) carries every message to a peer in `local_peers`.
@@ -36,6 +41,7 @@ rate) carries every message to a peer in `local_peers`.
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 from typing import Callable, Collection, Protocol
 
 import numpy as np
@@ -47,6 +53,9 @@ from testbed.host.sender import OutMessage
 from testbed.host.workloads import MessageSpec
 
 # what one agent builds ahead of its epoch (WorkloadRunner.prepare): the bytes it sends and verifies
+# dynamic channel scheduling: the chunks a channel may have unacknowledged (two, so a channel
+# sends its next chunk while the last one's acknowledgement comes back)
+DYNAMIC_DEPTH = 2
 PREPARE_BUDGET_BYTES = 64 << 20
 
 
@@ -92,6 +101,14 @@ class WorkloadRunner:
         # point-to-point messages to this host: their bytes are regenerated to verify them
         self._to_check = {(s.src, s.msg_id): s for s in specs if s.dst == name and not s.op}
         self._open: dict[str, int] = {}  # collective -> its messages here not yet applied/received/started
+        # dynamic channel scheduling: per destination, the ready chunks not sent yet, the channels
+        # its messages name, and the unacknowledged chunks per (destination, channel)
+        self._queued: dict[str, list[int]] = {}
+        self._lanes: dict[str, list[int]] = {}
+        self._in_flight: dict[tuple[str, int], int] = {}
+        for spec in self._specs:
+            if spec.dynamic and spec.channel not in self._lanes.setdefault(spec.dst, []):
+                self._lanes[spec.dst].append(spec.channel)
         for s in specs:
             if s.collective is not None and name in (s.src, s.dst):
                 self._open[s.collective] = self._open.get(s.collective, 0) + 1
@@ -255,6 +272,9 @@ class WorkloadRunner:
         assert msg.done_s is not None  # the endpoint calls it once the message is acknowledged
         rec = records.sent_record(self.name, spec.dst, spec, msg, msg.done_s)
         self.records.append(rec)
+        if spec.dynamic:  # its channel is free for the next chunk of the pair's queue
+            self._in_flight[(spec.dst, spec.channel)] -= 1
+            self._dispatch(spec.dst, msg.done_s)
 
     # -- starting messages: each waits for its start time and its dependencies ----
     def _index(self) -> None:
@@ -326,20 +346,41 @@ class WorkloadRunner:
                 heapq.heappush(ready, ((now + self.slow_delay_s) * 1e6, i))
                 continue
             spec = self._specs[i]
-            self._sent.add(i)
-            data: bytes | segment.Framed
-            if spec.op:
-                data = self._collective_payload(spec)
-                self.to_send[spec.collective] -= 1
-                self._release(spec.collective)
+            if spec.dynamic:  # into the pair's shared queue; a free channel of the pair takes it
+                self._queued.setdefault(spec.dst, []).append(i)
+                self._dispatch(spec.dst, now)
             else:
-                prepared = self._prepared.pop(i, None)
-                data = prepared if prepared is not None else workloads.payload(
-                    self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
-            self.by_key[(spec.dst, spec.msg_id)] = spec
-            self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
-            if spec.collective is not None:
-                self._close(spec.collective, now)
+                self._send(i, spec.channel, now)
+
+    def _send(self, i: int, channel: int, now: float) -> None:
+        spec = self._specs[i]
+        self._sent.add(i)
+        data: bytes | segment.Framed
+        if spec.op:
+            data = self._collective_payload(spec)
+            self.to_send[spec.collective] -= 1
+            self._release(spec.collective)
+        else:
+            prepared = self._prepared.pop(i, None)
+            data = prepared if prepared is not None else workloads.payload(
+                self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
+        self.by_key[(spec.dst, spec.msg_id)] = spec if channel == spec.channel else replace(spec, channel=channel)
+        self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, channel)
+        if spec.collective is not None:
+            self._close(spec.collective, now)
+
+    def _dispatch(self, dst: str, now: float) -> None:
+        """Dynamic channel scheduling: while `dst`'s queue holds chunks, the pair's channel with the
+        fewest unacknowledged chunks below DYNAMIC_DEPTH (the lowest on a tie) sends the next one, so
+        a channel whose chunks are acknowledged later (a slower path) takes fewer."""
+        queue = self._queued.get(dst)
+        lanes = self._lanes[dst]
+        while queue:
+            channel = min(lanes, key=lambda c: (self._in_flight.get((dst, c), 0), c))
+            if self._in_flight.get((dst, channel), 0) >= DYNAMIC_DEPTH:
+                return
+            self._in_flight[(dst, channel)] = self._in_flight.get((dst, channel), 0) + 1
+            self._send(queue.pop(0), channel, now)
 
     def set_slow(self, delay_s: float) -> None:
         """A straggler's application (host_slow): from now on, each message whose turn comes (its

@@ -47,6 +47,7 @@ class MessageSpec:
     dst_rank: int = -1
     algorithm: str | None = None
     channel: int = 0  # the collective channel: its own transport flow between src and dst
+    dynamic: bool = False  # its channel is the first free one of the pair's when it is sent (app.py)
     compute_after: tuple[str, ...] = ()  # collectives finished at src before its compute starts
     compute_us: float = 0.0  # the compute this message waits for, from that start
     compute_chain: tuple[tuple[tuple[str, ...], float], ...] = ()  # (collectives, us) run before it
@@ -59,6 +60,8 @@ class MessageSpec:
             d.pop("compute_us")
         else:
             d["compute_after"] = list(self.compute_after)
+        if not self.dynamic:
+            d.pop("dynamic")
         if self.compute_chain:
             d["compute_chain"] = [[list(names), us] for names, us in self.compute_chain]
         else:
