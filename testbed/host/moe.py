@@ -103,7 +103,8 @@ def messages(job: Job, name: str, hosts: list[str], seed: int, start_us: float =
     assert m is not None
     parts = groups(hosts, m.expert_degree)
     size = block_bytes(job) * m.expert_degree
-    params = collectives.Params("all_to_all", "direct", size, job.channels, job.chunk_bytes)
+    params = collectives.Params("all_to_all", "direct", size, job.channels, job.chunk_bytes,
+                                dynamic=job.scheduling == "dynamic")
     ids: dict = {}
     out: list[MessageSpec] = []
     count = len(steps(job.layers))

@@ -114,6 +114,7 @@ class Job:
     channels: int = 1
     chunk_bytes: int = 0
     small_bucket: str = "first"  # "first" (DDP's default) | "last" (DDP_SET_LAST_BUCKET_CAP=1)
+    scheduling: str = "static"  # an MoE job's all-to-alls: "dynamic" channel scheduling (host/app.py)
     moe: Moe | None = None  # an MoE model: expert-parallel all-to-alls (host/moe.py), no buckets
     pipe: Pipe | None = None  # pipeline stages: point-to-point sends (host/pipeline.py), no buckets
 

@@ -194,6 +194,7 @@ def summary(s: Scenario) -> str:
         elif p.kind == "collective":
             size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
             extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
+                     + (", dynamic channel scheduling" if p.scheduling == "dynamic" else "")
                      + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + _first(p.hosts))
         elif p.kind == "training" and p.job.pipe is not None:
             from testbed.host.pipeline import activation_bytes
@@ -213,7 +214,7 @@ def summary(s: Scenario) -> str:
                     f"{m.tokens} tokens per GPU), expert-parallel groups of {m.expert_degree}, {p.count} iterations")
             extra = (f", {len(steps(j.layers))} all-to-alls per iteration of {block_bytes(j)} B per peer ("
                      + ("dropless" if m.capacity_factor is None else f"capacity factor {m.capacity_factor:g}")
-                     + f", {j.channels} channel(s)), forward {j.forward_us / 1000:g} ms, backward "
+                     + f", {j.channels} channel(s), {j.scheduling}), forward {j.forward_us / 1000:g} ms, backward "
                      f"{j.backward_us / 1000:g} ms, expert share {m.expert_share:.3g}, jitter {j.jitter:g}"
                      + (f", {j.slow_host} x{j.slow_factor:g}" if j.slow_host else ""))
         elif p.kind == "training":

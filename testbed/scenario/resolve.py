@@ -400,9 +400,13 @@ class _Resolver:
             tuned = self.tuned(at, raw, op, len(hosts), sizes, servers)
         if algorithm == "hierarchical":
             self.whole_servers(at, raw, servers, topo)
+        scheduling = raw.get("scheduling", "static")
+        if scheduling == "dynamic" and op != "all_to_all":
+            raise self.fail(at + ("scheduling",), f"dynamic channel scheduling is modelled for all_to_all "
+                            f"only, not {op} (its channels join other rank pairs)")
         return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
                        "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers, "tuned": tuned,
-                       "tuning": raw.get("tuning")}
+                       "tuning": raw.get("tuning"), "scheduling": scheduling}
 
     def ranks(self, hosts: tuple[str, ...], topo: Topology) -> tuple[tuple[str, ...], tuple]:
         """The ranks (server by server, GPU order, when the topology has servers) and, when whole
@@ -471,6 +475,9 @@ class _Resolver:
                             "not both (the two together are not modelled yet)")
         if "moe" in raw or par.get("expert", 1) != 1:
             return hosts, self.moe_job(at, raw, hosts, job)
+        if raw.get("scheduling", "static") != "static":
+            raise self.fail(at + ("scheduling",), "dynamic channel scheduling is modelled for all-to-alls "
+                            "only (an MoE job's), not a data-parallel job's all-reduces")
         if "pipeline" in raw or stages != 1:
             return hosts, self.pipeline_job(at, raw, hosts, job, stages)
         smallest = min(b.size_bytes for b in training.buckets(job))
@@ -493,7 +500,8 @@ class _Resolver:
         if stages < 2:
             raise self.fail(at + ("pipeline",), "a pipeline job needs at least 2 stages: give "
                             "parallelism.pipeline")
-        for key in ("bucket_bytes", "first_bucket_bytes", "small_bucket", "algorithm", "channels", "chunk_bytes"):
+        for key in ("bucket_bytes", "first_bucket_bytes", "small_bucket", "algorithm", "channels", "chunk_bytes",
+                    "scheduling"):
             if key in raw:
                 raise self.fail(at + (key,), "a pipeline job sends point-to-point messages and its "
                                 "embedding all-reduce only (no buckets, algorithm or channels)", key=True)
@@ -537,7 +545,7 @@ class _Resolver:
                             key=True)
         k = spec["top_k"]
         share = raw["compute"].get("expert_share", 2 * k / (1 + 2 * k))
-        job = replace(job, algorithm="direct", moe=training.Moe(
+        job = replace(job, algorithm="direct", scheduling=raw.get("scheduling", "static"), moe=training.Moe(
             experts=spec["experts"], expert_degree=degree, tokens=spec["tokens"], hidden=spec["hidden"],
             top_k=k, expert_share=float(share), capacity_factor=spec.get("capacity_factor"),
             min_capacity=spec.get("min_capacity", 0)))

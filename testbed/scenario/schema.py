@@ -96,7 +96,7 @@ PHASES = {
     "collective": {"op": {"enum": COLLECTIVE_OPS}, "algorithm": {"enum": COLLECTIVE_ALGORITHMS},
                    "sizes_bytes": {"type": "array", "minItems": 1, "items": _int(2, 1 << 32)},
                    "channels": _int(1, 64), "chunk_bytes": _int(0, 1 << 32),
-                   "count": _int(1, 1000), "tuning": TEXT},
+                   "count": _int(1, 1000), "tuning": TEXT, "scheduling": {"enum": ["static", "dynamic"]}},
     "poisson": {"load": _num(0, 1), "message_bytes": _MESSAGE["message_bytes"], "arrivals_s": _num(0, 86_400)},
     "stream": {**_MESSAGE, **_INTO_ONE, "interval_s": _num(0, 86_400)},
     # a data-parallel training job (host/training.py; scenarios/README.md, "Training jobs")
@@ -123,7 +123,7 @@ PHASES = {
                      "min_capacity": _int(0, 1 << 30)},
                     required=["experts", "top_k", "hidden", "tokens"]),
         "algorithm": {"enum": ["ring", "tree", "hierarchical"]}, "channels": _int(1, 64),
-        "chunk_bytes": _int(0, 1 << 32),
+        "chunk_bytes": _int(0, 1 << 32), "scheduling": {"enum": ["static", "dynamic"]},
     },
 }
 PHASE_REQUIRED = {"poisson": ["load"], "training": ["model", "compute"]}

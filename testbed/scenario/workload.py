@@ -33,10 +33,11 @@ def _ring(phase, start_us: float) -> list[MessageSpec]:
 
 def _collective(phase, start_us: float) -> list[MessageSpec]:
     if phase.tuned:  # algorithm auto: the tuning table's choice per size
-        params = [collectives.Params(phase.op, alg, size, channels, chunk)
+        params = [collectives.Params(phase.op, alg, size, channels, chunk, phase.scheduling == "dynamic")
                   for size, (alg, channels, chunk) in zip(phase.sizes_bytes, phase.tuned)]
     else:
-        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes)
+        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes,
+                                     phase.scheduling == "dynamic")
                   for size in phase.sizes_bytes]
     return collectives.sequence(phase.name, list(phase.hosts), params, start_us,
                                 [list(s) for s in phase.servers] or None, phase.count)
