@@ -524,6 +524,187 @@ def recompute_jobs(v: Variant) -> dict:
     return out
 
 
+def recompute_moe_jobs(v: Variant) -> dict:
+    """Per MoE job (a chain of all-to-alls, telemetry/training.py's docstring): the same figures as
+    recompute_jobs, each all-to-all at a GPU split into the compute before it, the wait for its
+    group's slowest GPU and the exposed rest."""
+    import re
+
+    pattern = re.compile(r"^(.+)#(\d+)\.a(\d+)(?:\.g\d+)?$")
+    compute: dict = {}  # job -> (host, iteration, step) -> compute us
+    name_of: dict = {}  # (job, host, iteration, step) -> collective
+    group: dict = {}  # collective -> its hosts
+    start: dict = {}
+    for m in v.planned:
+        hit = pattern.match(m.get("collective") or "")
+        if not hit or "compute_us" not in m:
+            continue
+        job, k, j = hit.group(1), int(hit.group(2)), int(hit.group(3))
+        compute.setdefault(job, {})[(m["src"], k, j)] = m["compute_us"]
+        name_of[(job, m["src"], k, j)] = m["collective"]
+        group.setdefault(m["collective"], set()).add(m["src"])
+        start[job] = min(start.get(job, math.inf), m["start_us"])
+    done = {(r["host"], r["collective"]): r["done_us"] for r in v.records
+            if r["kind"] == "collective_done" and pattern.match(r.get("collective") or "")}
+    for r in v.records:  # a step ends at a GPU once its own blocks have left too (host/app.py)
+        key = (r.get("src"), r.get("collective"))
+        if r["kind"] == "message_sent" and key in done:
+            done[key] = max(done[key], r["start_us"])
+    out: dict = {}
+    for job, c in compute.items():
+        hosts = list(dict.fromkeys(h for h, _, _ in c))
+        planned = 1 + max(k for _, k, _ in c)
+        steps = 1 + max(j for _, _, j in c)
+        finished = 0
+        while finished < planned and all((h, name_of[(job, h, finished, j)]) in done
+                                         for h in hosts for j in range(steps)):
+            finished += 1
+        key = f"jobs/{job}"
+        out[f"{key}/gpus"] = len(hosts)
+        out[f"{key}/iterations_planned"] = planned
+        out[f"{key}/iterations_finished"] = finished
+        if not finished:
+            continue
+        began, ready = {}, {}  # (host, k, j) -> step's gate, compute end
+        for h in hosts:
+            t = start[job]
+            for k in range(finished):
+                for j in range(steps):
+                    began[(h, k, j)] = t
+                    ready[(h, k, j)] = t + c[(h, k, j)]
+                    t = done[(h, name_of[(job, h, k, j)])]
+        totals = {"compute": 0.0, "wait": 0.0, "exposed": 0.0}
+        busy = {h: 0.0 for h in hosts}
+        span = {h: 0.0 for h in hosts}
+        times, last_end = [], start[job]
+        for k in range(finished):
+            for h in hosts:
+                for j in range(steps):
+                    name = name_of[(job, h, k, j)]
+                    slowest = max(ready[(q, k, j)] for q in group[name])
+                    finish = done[(h, name)]
+                    exposed = max(0.0, finish - max(ready[(h, k, j)], slowest))
+                    totals["compute"] += c[(h, k, j)]
+                    totals["exposed"] += exposed
+                    totals["wait"] += finish - ready[(h, k, j)] - exposed
+                    busy[h] += c[(h, k, j)]
+                span[h] += done[(h, name_of[(job, h, k, steps - 1)])] - began[(h, k, 0)]
+            job_end = max(done[(h, name_of[(job, h, k, steps - 1)])] for h in hosts)
+            times.append(job_end - last_end)
+            last_end = job_end
+        out[f"{key}/iteration_ms"] = [t / 1e3 for t in times]
+        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
+        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
+        util = {h: busy[h] / span[h] for h in hosts}
+        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
+        lowest = min(util.values())
+        out[f"{key}/gpu_utilisation_lowest"] = lowest
+        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
+        samples = len(hosts) * finished
+        for part, total in totals.items():
+            out[f"{key}/{part}_per_iteration_ms"] = total / samples / 1e3
+        out[f"{key}/exposed_share"] = totals["exposed"] / sum(span.values())
+    return out
+
+
+def recompute_pipeline_jobs(v: Variant) -> dict:
+    """Per pipeline job (telemetry/pipeline_job.py's docstring): each stage's passes replayed from the
+    compute its messages carry and the times the records give, then the same figures as recompute_jobs."""
+    import re
+
+    pattern = re.compile(r"^(.+)#(\d+)\.(?:[fb]\d+\.s\d+|e)\.r\d+$")
+    jobs: dict = {}
+    name_of = {}
+    for m in v.planned:
+        hit = pattern.match(m.get("collective") or "")
+        if not hit:
+            continue
+        job = jobs.setdefault(hit.group(1), {"hosts": [], "k": 0, "start": math.inf, "ops": {}})
+        job["hosts"] += [h for h in (m["src"], m["dst"]) if h not in job["hosts"]]
+        job["k"] = max(job["k"], int(hit.group(2)) + 1)
+        job["start"] = min(job["start"], m["start_us"])
+        parts = [(tuple(a), float(b)) for a, b in m.get("compute_chain", [])]
+        parts.append((tuple(m.get("compute_after", [])), float(m.get("compute_us", 0.0))))
+        job["ops"].setdefault((m["src"], m["collective"]), (int(hit.group(2)), m["start_us"], parts))
+        name_of[(m["src"], m["dst"], m["msg_id"])] = m["collective"]
+    fin: dict = {}  # (host, collective) -> when it finished there
+    sent: dict = {}  # collective -> {host: first send}
+    for r in v.records:
+        if r["kind"] == "collective_done":
+            host, c, t = r["host"], r.get("collective"), r["done_us"]
+        elif r["kind"] == "message_delivered":
+            host, c, t = r["dst"], name_of.get((r["src"], r["dst"], r["msg_id"])), r["delivered_us"]
+        elif r["kind"] == "message_sent":
+            host, c, t = r["src"], r.get("collective"), r["start_us"]
+            if c and pattern.match(c):
+                first = sent.setdefault(c, {})
+                first[host] = min(first.get(host, math.inf), t)
+        else:
+            continue
+        if c and pattern.match(c):
+            fin[(host, c)] = max(fin.get((host, c), -math.inf), t)
+    out: dict = {}
+    for job_name, job in jobs.items():
+        hosts = job["hosts"]
+        per: dict = {}  # (host, iteration) -> [start, end, compute, wait, exposed]
+        for h in hosts:
+            runs = []
+            for (src, c), (k, start, parts) in job["ops"].items():
+                if src != h or (h, c) not in fin or any((h, n) not in fin for names, _ in parts for n in names):
+                    continue
+                t = start
+                for names, us in parts:
+                    t = max([t] + [fin[(h, n)] for n in names]) + us
+                runs.append((t, ".e." in c, k, c, parts))
+            runs.sort()
+            t = job["start"]
+
+            def book(row, until, names):
+                others = max([w for n in names for q, w in sent.get(n, {}).items() if q != h], default=-math.inf)
+                row[3] += max(0.0, min(until, others) - row_t[0])
+                row[4] += max(0.0, until - max(row_t[0], others))
+                row_t[0] = until
+
+            row_t = [t]
+            for i, (_t, _e, k, c, parts) in enumerate(runs):
+                row = per.setdefault((h, k), [row_t[0], None, 0.0, 0.0, 0.0])
+                for names, us in parts:
+                    book(row, max([row_t[0]] + [fin[(h, n)] for n in names]), names)
+                    row[2] += us
+                    row_t[0] += us
+                if i + 1 == len(runs) or runs[i + 1][2] != k:
+                    book(row, max(row_t[0], fin[(h, c)]), (c,))
+                    row[1] = row_t[0]
+        finished = 0
+        while finished < job["k"] and all(per.get((h, finished), [0, None])[1] is not None for h in hosts):
+            finished += 1
+        key = f"jobs/{job_name}"
+        out[f"{key}/gpus"] = len(hosts)
+        out[f"{key}/iterations_planned"] = job["k"]
+        out[f"{key}/iterations_finished"] = finished
+        if not finished:
+            continue
+        times, last = [], job["start"]
+        for k in range(finished):
+            end = max(per[(h, k)][1] for h in hosts)
+            times.append(end - last)
+            last = end
+        out[f"{key}/iteration_ms"] = [x / 1e3 for x in times]
+        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
+        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
+        util = {h: sum(per[(h, k)][2] for k in range(finished))
+                / sum(per[(h, k)][1] - per[(h, k)][0] for k in range(finished)) for h in hosts}
+        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
+        lowest = min(util.values())
+        out[f"{key}/gpu_utilisation_lowest"] = lowest
+        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
+        rows = [per[(h, k)] for h in hosts for k in range(finished)]
+        for i, part in ((2, "compute"), (3, "wait"), (4, "exposed")):
+            out[f"{key}/{part}_per_iteration_ms"] = sum(r[i] for r in rows) / len(rows) / 1e3
+        out[f"{key}/exposed_share"] = sum(r[4] for r in rows) / sum(r[1] - r[0] for r in rows)
+    return out
+
+
 def check_job_table(text: str, figures: dict[str, dict]) -> list[str]:
     """The report's training jobs table (one row per variant and job) against the recomputed figures."""
     problems = []
@@ -593,7 +774,8 @@ def recompute_simulated(v: Variant) -> dict:
     acked = {(r["src"], r["dst"], r["msg_id"]) for r in sent}
     return {"messages_planned": len(plan), "messages_completed": len(plan & ok & acked),
             "retransmissions_cells": sum(r["retransmissions"] for r in sent),
-            **recompute_simulated_losses(v), **recompute_collectives(v), **recompute_int(v), **recompute_jobs(v)}
+            **recompute_simulated_losses(v), **recompute_collectives(v), **recompute_int(v), **recompute_jobs(v), **recompute_moe_jobs(v),
+            **recompute_pipeline_jobs(v)}
 
 
 def recompute_simulated_losses(v: Variant) -> dict:
@@ -806,7 +988,8 @@ def main(argv: list[str]) -> int:
             return 2
         else:
             figures[name] = {**recompute(variant), **recompute_collectives(variant), **recompute_recovery(variant),
-                             **recompute_int(variant), **recompute_jobs(variant)}
+                             **recompute_int(variant), **recompute_jobs(variant), **recompute_moe_jobs(variant),
+                             **recompute_pipeline_jobs(variant)}
         k = float(variant.scenario.get("time_stretch") or 1.0)
         figures[name] = on_scenario_clock(figures[name], k)
         figures[name]["clock/run_time_stretch"] = k

@@ -18,8 +18,20 @@ it matched, byte for byte.
 
 Compute is time (a training job, `host/training.py`): a message naming
 collectives in `compute_after` also waits `compute_us` after the later of its
-start time and the moment all of them have finished here (their
-`collective_done`); with none named its compute runs from its start time.
+start time and the moment all of them have finished here; with none named its
+compute runs from its start time; `compute_chain` runs earlier compute the
+same way first, each part after the one before it.  A collective (or any
+named set of messages) has finished here once every message of it to this
+rank is applied or received (a data-carrying collective's `collective_done`)
+and every message of it from this rank has started: a rank whose compute was
+late for an all-to-all (whose peers' blocks all reached it first) starts its
+next compute only once its own blocks are on their way, and a pipeline
+stage's send has finished at the sender once it has left.
+
+A `dynamic` message (an all-to-all with dynamic channel scheduling) is not
+tied to its channel: once ready it joins its destination's queue, and the
+pair's channel with the fewest unacknowledged chunks, while below
+DYNAMIC_DEPTH, sends it, so a channel on a slow path carries less.
 
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
@@ -29,6 +41,7 @@ rate) carries every message to a peer in `local_peers`.
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 from typing import Callable, Collection, Protocol
 
 import numpy as np
@@ -40,6 +53,9 @@ from testbed.host.sender import OutMessage
 from testbed.host.workloads import MessageSpec
 
 # what one agent builds ahead of its epoch (WorkloadRunner.prepare): the bytes it sends and verifies
+# dynamic channel scheduling: the chunks a channel may have unacknowledged (two, so a channel
+# sends its next chunk while the last one's acknowledgement comes back)
+DYNAMIC_DEPTH = 2
 PREPARE_BUDGET_BYTES = 64 << 20
 
 
@@ -84,6 +100,18 @@ class WorkloadRunner:
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         # point-to-point messages to this host: their bytes are regenerated to verify them
         self._to_check = {(s.src, s.msg_id): s for s in specs if s.dst == name and not s.op}
+        self._open: dict[str, int] = {}  # collective -> its messages here not yet applied/received/started
+        # dynamic channel scheduling: per destination, the ready chunks not sent yet, the channels
+        # its messages name, and the unacknowledged chunks per (destination, channel)
+        self._queued: dict[str, list[int]] = {}
+        self._lanes: dict[str, list[int]] = {}
+        self._in_flight: dict[tuple[str, int], int] = {}
+        for spec in self._specs:
+            if spec.dynamic and spec.channel not in self._lanes.setdefault(spec.dst, []):
+                self._lanes[spec.dst].append(spec.channel)
+        for s in specs:
+            if s.collective is not None and name in (s.src, s.dst):
+                self._open[s.collective] = self._open.get(s.collective, 0) + 1
         self._prepared: dict[int, segment.Framed] = {}  # index into _specs -> its framed payload, built ahead
         self._expected: dict[tuple[str, int], bytes] = {}  # (src, msg_id) -> the bytes it must carry
         self.by_key: dict[tuple[str, int], MessageSpec] = {}
@@ -187,6 +215,7 @@ class WorkloadRunner:
         left = self.to_apply[spec.collective] = self.to_apply[spec.collective] - 1
         if left == 0:
             self._finish_collective(spec, now)
+        self._close(_collective(spec)[0], now)
 
     def _finish_collective(self, spec: MessageSpec, now: float) -> None:
         name, kind = _collective(spec)
@@ -203,7 +232,6 @@ class WorkloadRunner:
         self.verify_failures += not ok
         self.collectives_done[spec.collective] = ok
         self.records.append(records.collective_record(self.name, spec, ok, checked, now))
-        self._satisfy("done", (name,), now)
         self._release(spec.collective)
 
     def _release(self, collective: str | None) -> None:
@@ -231,6 +259,10 @@ class WorkloadRunner:
         self.received.add((src, d.msg_id))
         self.records.append(records.delivered_record(self.name, src, d, ok))
         self._satisfy("received", (src, d.msg_id), d.delivered_s)
+        if spec is None:
+            plain = self._to_check.get((src, d.msg_id))
+            if plain is not None and plain.collective is not None:
+                self._close(plain.collective, d.delivered_s)
         if spec is not None and (src, d.msg_id) not in self.applied:
             self.held.append((spec, d.payload))
             self._apply_ready(d.delivered_s)
@@ -240,6 +272,9 @@ class WorkloadRunner:
         assert msg.done_s is not None  # the endpoint calls it once the message is acknowledged
         rec = records.sent_record(self.name, spec.dst, spec, msg, msg.done_s)
         self.records.append(rec)
+        if spec.dynamic:  # its channel is free for the next chunk of the pair's queue
+            self._in_flight[(spec.dst, spec.channel)] -= 1
+            self._dispatch(spec.dst, msg.done_s)
 
     # -- starting messages: each waits for its start time and its dependencies ----
     def _index(self) -> None:
@@ -248,7 +283,8 @@ class WorkloadRunner:
         the whole workload). `_earliest` is each message's start time in us, moved later by its
         compute once the collectives that start the compute have finished."""
         self._unmet: list[int] = []
-        self._gate: list[int] = []  # collectives in compute_after not finished here yet
+        self._gate: list[int] = []  # collectives its compute waits for, not finished here yet
+        self._done_at: dict[str, float] = {}  # collective -> when it finished here (us)
         self._earliest: list[float] = []
         self._waiters: dict[tuple, list[int]] = {}
         self._ready: list[tuple[float, int]] = []
@@ -256,10 +292,11 @@ class WorkloadRunner:
         for i, spec in enumerate(self._specs):
             need = "applied" if spec.op else "received"
             keys = set(tuple(d) for d in spec.deps)
-            gate = set(spec.compute_after)
+            gate = set(spec.compute_after).union(*(names for names, _us in spec.compute_chain))
             self._unmet.append(len(keys) + len(gate))
             self._gate.append(len(gate))
-            self._earliest.append(spec.start_us + (0.0 if gate else spec.compute_us))
+            self._earliest.append(spec.start_us + (0.0 if gate else spec.compute_us
+                                                   + sum(us for _names, us in spec.compute_chain)))
             for key in keys:
                 self._waiters.setdefault((need, key), []).append(i)
             for name in gate:
@@ -267,13 +304,28 @@ class WorkloadRunner:
             if not keys and not gate:
                 heapq.heappush(self._ready, (self._earliest[i], i))
 
+    def _close(self, collective: str, now: float) -> None:
+        """One message of `collective` to or from this rank applied, received or started: once none
+        is left, the collective has finished here (module docstring)."""
+        left = self._open[collective] = self._open[collective] - 1
+        if left == 0:
+            self._done_at[collective] = now * 1e6
+            self._satisfy("done", (collective,), now)
+
+    def _compute_end(self, spec: MessageSpec) -> float:
+        """When the compute `spec` waits for ends (us): its chain's parts, then its own, each from the
+        later of the part before's end and its collectives' finish here."""
+        at = spec.start_us
+        for names, us in spec.compute_chain + ((spec.compute_after, spec.compute_us),):
+            at = max([at] + [self._done_at[n] for n in names]) + us
+        return at
+
     def _satisfy(self, need: str, key: tuple, now: float) -> None:
         for i in self._waiters.pop((need, key), ()):
             if need == "done":
                 self._gate[i] -= 1
-                if self._gate[i] == 0:  # the compute starts now (or at the start time, if later)
-                    spec = self._specs[i]
-                    self._earliest[i] = max(spec.start_us, now * 1e6) + spec.compute_us
+                if self._gate[i] == 0:  # every part of its compute can be placed now
+                    self._earliest[i] = self._compute_end(self._specs[i])
             self._unmet[i] -= 1
             if self._unmet[i] == 0:
                 heapq.heappush(self._ready, (self._earliest[i], i))
@@ -294,18 +346,41 @@ class WorkloadRunner:
                 heapq.heappush(ready, ((now + self.slow_delay_s) * 1e6, i))
                 continue
             spec = self._specs[i]
-            self._sent.add(i)
-            data: bytes | segment.Framed
-            if spec.op:
-                data = self._collective_payload(spec)
-                self.to_send[spec.collective] -= 1
-                self._release(spec.collective)
+            if spec.dynamic:  # into the pair's shared queue; a free channel of the pair takes it
+                self._queued.setdefault(spec.dst, []).append(i)
+                self._dispatch(spec.dst, now)
             else:
-                prepared = self._prepared.pop(i, None)
-                data = prepared if prepared is not None else workloads.payload(
-                    self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
-            self.by_key[(spec.dst, spec.msg_id)] = spec
-            self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, spec.channel)
+                self._send(i, spec.channel, now)
+
+    def _send(self, i: int, channel: int, now: float) -> None:
+        spec = self._specs[i]
+        self._sent.add(i)
+        data: bytes | segment.Framed
+        if spec.op:
+            data = self._collective_payload(spec)
+            self.to_send[spec.collective] -= 1
+            self._release(spec.collective)
+        else:
+            prepared = self._prepared.pop(i, None)
+            data = prepared if prepared is not None else workloads.payload(
+                self.seed, self.name, spec.dst, spec.msg_id, spec.size_bytes)
+        self.by_key[(spec.dst, spec.msg_id)] = spec if channel == spec.channel else replace(spec, channel=channel)
+        self._endpoint(spec.dst).send_message(now, self.addr_of(spec.dst), spec.msg_id, data, channel)
+        if spec.collective is not None:
+            self._close(spec.collective, now)
+
+    def _dispatch(self, dst: str, now: float) -> None:
+        """Dynamic channel scheduling: while `dst`'s queue holds chunks, the pair's channel with the
+        fewest unacknowledged chunks below DYNAMIC_DEPTH (the lowest on a tie) sends the next one, so
+        a channel whose chunks are acknowledged later (a slower path) takes fewer."""
+        queue = self._queued.get(dst)
+        lanes = self._lanes[dst]
+        while queue:
+            channel = min(lanes, key=lambda c: (self._in_flight.get((dst, c), 0), c))
+            if self._in_flight.get((dst, channel), 0) >= DYNAMIC_DEPTH:
+                return
+            self._in_flight[(dst, channel)] = self._in_flight.get((dst, channel), 0) + 1
+            self._send(queue.pop(0), channel, now)
 
     def set_slow(self, delay_s: float) -> None:
         """A straggler's application (host_slow): from now on, each message whose turn comes (its

@@ -41,7 +41,7 @@ so channels between the same pair still hash and pace apart):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -192,6 +192,7 @@ class Params:
     size_bytes: int  # S: each rank's buffer (all_gather: the gathered output)
     channels: int = 1
     chunk_bytes: int = 0  # 0: one piece per channel and segment (no pipelining)
+    dynamic: bool = False  # all_to_all: chunks go out on whichever of the pair's channels is free
 
 
 class _Builder:
@@ -353,6 +354,9 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
         raise CollectiveError(f"{p.size_bytes} B is too small for {n} ranks x {p.channels} channel(s)")
     if p.channels < 1 or p.chunk_bytes < 0:
         raise CollectiveError(f"channels ({p.channels}) must be >= 1 and chunk_bytes ({p.chunk_bytes}) >= 0")
+    if p.dynamic and p.op != "all_to_all":
+        raise CollectiveError(f"dynamic channel scheduling is modelled for all_to_all only, not {p.op} (its "
+                              "channels join other rank pairs)")
     b = _Builder(name, hosts, p, start_us, first_deps, ids)
     ranks = list(range(n))
     if p.op == "all_to_all":
@@ -367,7 +371,7 @@ def schedule(name: str, hosts: list[str], params: Params, start_us: float = 0.0,
                         b.send(src, dst, (blocks[src][0] + off, length), "copy",
                                read=(boff + off, length), contrib=frozenset({src}),
                                data_offset=boff + off)
-        return b.out
+        return [replace(m, dynamic=True) for m in b.out] if p.dynamic else b.out
     if p.op in ("all_gather", "reduce_scatter"):
         step = _ring_all_gather if p.op == "all_gather" else _ring_rs_segments
         parts = shards(p.size_bytes, n)

@@ -6,6 +6,10 @@ model the sender's compute as time: the message waits `compute_us` after the
 later of `start_us` and the moment every collective named in `compute_after`
 has finished at the sender (none named: from `start_us`), so a training job's
 gradient bucket leaves once backward has produced it (host/training.py).
+`compute_chain` puts earlier compute before that one, each (collectives,
+compute_us) starting once its collectives have finished and the compute
+before it has ended: a pipeline stage's passes that send nothing
+(host/pipeline.py).
 
 A plain record with its JSON form (the workload file an agent reads).  The
 workload generators (workloads.py) and the collectives' schedules
@@ -43,8 +47,10 @@ class MessageSpec:
     dst_rank: int = -1
     algorithm: str | None = None
     channel: int = 0  # the collective channel: its own transport flow between src and dst
+    dynamic: bool = False  # its channel is the first free one of the pair's when it is sent (app.py)
     compute_after: tuple[str, ...] = ()  # collectives finished at src before its compute starts
     compute_us: float = 0.0  # the compute this message waits for, from that start
+    compute_chain: tuple[tuple[tuple[str, ...], float], ...] = ()  # (collectives, us) run before it
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -54,6 +60,12 @@ class MessageSpec:
             d.pop("compute_us")
         else:
             d["compute_after"] = list(self.compute_after)
+        if not self.dynamic:
+            d.pop("dynamic")
+        if self.compute_chain:
+            d["compute_chain"] = [[list(names), us] for names, us in self.compute_chain]
+        else:
+            d.pop("compute_chain")
         if self.op is None:  # plain messages keep their compact form
             for key in ("op", "src_offset", "dst_offset", "contrib", "data_offset", "read_input",
                         "apply_after", "src_rank", "dst_rank", "algorithm", "channel"):
@@ -69,4 +81,6 @@ class MessageSpec:
         d["apply_after"] = tuple((str(a), int(b)) for a, b in d.get("apply_after", ()))
         d["contrib"] = tuple(int(r) for r in d.get("contrib", ()))
         d["compute_after"] = tuple(str(c) for c in d.get("compute_after", ()))
+        d["compute_chain"] = tuple((tuple(str(c) for c in names), float(us))
+                                   for names, us in d.get("compute_chain", ()))
         return cls(**d)

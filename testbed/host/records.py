@@ -31,6 +31,7 @@ def sent_record(src: str, dst: str, spec, msg, acked_s: float) -> dict:
         "first_tx_us": first_tx * 1e6, "queueing_us": (first_tx - msg.start_s) * 1e6,
         "completion_us": (acked_s - first_tx) * 1e6,
         "retransmissions": msg.retransmissions, "collective": spec.collective,
+        **({"channel": spec.channel} if spec.op else {}),  # the channel that carried it
     }
 
 

@@ -34,6 +34,8 @@ The model, as PyTorch's DistributedDataParallel (DDP) runs one:
   free), so an all-reduce still running when backward ends delays the next
   iteration: that delay is the exposed communication.
 
+A job with experts (`Job.moe`) is expert-parallel instead (host/moe.py).
+
 Nothing here does I/O: parameters + seed -> MessageSpecs.
 """
 
@@ -51,6 +53,46 @@ DDP_BUCKET_BYTES = 25 * MIB  # torch DDP bucket_cap_mb=25
 DDP_FIRST_BUCKET_BYTES = 1 * MIB  # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 _NAME = re.compile(r"^(?P<job>.+)#(?P<iteration>\d+)\.b(?P<bucket>\d+)$")
+# an MoE job's all-to-all: step `index` of the iteration, in expert-parallel group `group`
+_STEP = re.compile(r"^(?P<job>.+)#(?P<iteration>\d+)\.a(?P<index>\d+)(?:\.g(?P<group>\d+))?$")
+
+
+@dataclass(frozen=True)
+class Moe:
+    """An MoE model's numbers (host/moe.py turns them into all-to-all sizes).
+
+    Every one of the job's `layers` is a transformer block whose feed-forward
+    part is `experts` experts, each token routed to `top_k` of them; the
+    experts are spread evenly over `expert_degree` ranks (one all-to-all
+    group); each rank routes `tokens` tokens (micro-batch x sequence) of
+    `hidden` values per layer and iteration.  `capacity_factor` None is a
+    dropless dispatcher (Megatron-LM's alltoall): the routed tokens only;
+    a factor pads every expert's input to its capacity (DeepSpeed-MoE,
+    GShard), at least `min_capacity` tokens.  `expert_share`: the fraction
+    of a layer's compute its experts take."""
+
+    experts: int
+    expert_degree: int
+    tokens: int
+    hidden: int
+    top_k: int
+    expert_share: float
+    capacity_factor: float | None = None
+    min_capacity: int = 0
+
+
+@dataclass(frozen=True)
+class Pipe:
+    """A pipeline-parallel job's numbers (host/pipeline.py): `stages` stages, `microbatches`
+    micro-batches per iteration in the order of `schedule` ("1f1b" | "gpipe"), `tokens` tokens of
+    `hidden` values per micro-batch's activation, a tied embedding of `vocab` x `hidden` values."""
+
+    stages: int
+    microbatches: int
+    tokens: int
+    hidden: int
+    vocab: int
+    schedule: str = "1f1b"
 
 
 @dataclass(frozen=True)
@@ -72,6 +114,9 @@ class Job:
     channels: int = 1
     chunk_bytes: int = 0
     small_bucket: str = "first"  # "first" (DDP's default) | "last" (DDP_SET_LAST_BUCKET_CAP=1)
+    scheduling: str = "static"  # an MoE job's all-to-alls: "dynamic" channel scheduling (host/app.py)
+    moe: Moe | None = None  # an MoE model: expert-parallel all-to-alls (host/moe.py), no buckets
+    pipe: Pipe | None = None  # pipeline stages: point-to-point sends (host/pipeline.py), no buckets
 
     @property
     def gradient_bytes(self) -> int:
@@ -140,6 +185,20 @@ def parse_name(collective: str) -> tuple[str, int, int] | None:
     if match is None:
         return None
     return match["job"], int(match["iteration"]), int(match["bucket"])
+
+
+def step_name(job_name: str, iteration: int, index: int, group: int | None = None) -> str:
+    """An MoE job's all-to-all: step `index` of `iteration` in expert-parallel group `group`."""
+    return f"{job_name}#{iteration}.a{index}" + ("" if group is None else f".g{group}")
+
+
+def parse_step(collective: str) -> tuple[str, int, int, int] | None:
+    """(job, iteration, step, group) of an MoE job's all-to-all name (group 0 when unnamed); None
+    for any other collective."""
+    match = _STEP.match(collective)
+    if match is None:
+        return None
+    return match["job"], int(match["iteration"]), int(match["index"]), int(match["group"] or 0)
 
 
 def messages(job: Job, name: str, hosts: list[str], seed: int, start_us: float = 0.0,

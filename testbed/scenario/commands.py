@@ -194,7 +194,29 @@ def summary(s: Scenario) -> str:
         elif p.kind == "collective":
             size = f", {p.op} {p.algorithm}, sizes {'/'.join(str(b) for b in p.sizes_bytes)} B x {p.count}"
             extra = (f", {p.channels} channel(s), chunk {p.chunk_bytes} B"
+                     + (", dynamic channel scheduling" if p.scheduling == "dynamic" else "")
                      + (f", {len(p.servers)} servers" if p.servers else "") + ", ranks " + _first(p.hosts))
+        elif p.kind == "training" and p.job.pipe is not None:
+            from testbed.host.pipeline import activation_bytes
+
+            j, q = p.job, p.job.pipe
+            size = (f", pipeline job of {q.stages} stages x {len(p.hosts) // q.stages} replica(s), "
+                    f"{q.microbatches} micro-batches ({q.schedule}), {p.count} iterations")
+            extra = (f", activations and gradients of {activation_bytes(j)} B, embedding all-reduce of "
+                     f"{q.vocab * q.hidden * j.dtype_bytes} B, forward {j.forward_us / 1000:g} ms, backward "
+                     f"{j.backward_us / 1000:g} ms per iteration's batch, jitter {j.jitter:g}"
+                     + (f", {j.slow_host} x{j.slow_factor:g}" if j.slow_host else ""))
+        elif p.kind == "training" and p.job.moe is not None:
+            from testbed.host.moe import block_bytes, steps
+
+            j, m = p.job, p.job.moe
+            size = (f", MoE job of {j.layers} layers x {m.experts} experts (top-{m.top_k}, hidden {m.hidden}, "
+                    f"{m.tokens} tokens per GPU), expert-parallel groups of {m.expert_degree}, {p.count} iterations")
+            extra = (f", {len(steps(j.layers))} all-to-alls per iteration of {block_bytes(j)} B per peer ("
+                     + ("dropless" if m.capacity_factor is None else f"capacity factor {m.capacity_factor:g}")
+                     + f", {j.channels} channel(s), {j.scheduling}), forward {j.forward_us / 1000:g} ms, backward "
+                     f"{j.backward_us / 1000:g} ms, expert share {m.expert_share:.3g}, jitter {j.jitter:g}"
+                     + (f", {j.slow_host} x{j.slow_factor:g}" if j.slow_host else ""))
         elif p.kind == "training":
             from testbed.host.training import buckets
 

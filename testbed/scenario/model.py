@@ -176,6 +176,7 @@ class Phase:
     sizes_bytes: tuple[int, ...] = ()  # S per collective (all_gather: the gathered output)
     channels: int = 1
     chunk_bytes: int = 0  # 0: no pipelining inside a channel's segment
+    scheduling: str = "static"  # all_to_all: "dynamic" chunks go out on whichever channel is free
     servers: tuple[tuple[int, ...], ...] = ()  # ranks of each server, GPU order (multi-GPU topologies)
     # algorithm auto: per size, the (algorithm, channels, chunk_bytes) the tuning table gives
     tuned: tuple[tuple[str, int, int], ...] = ()

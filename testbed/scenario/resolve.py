@@ -405,9 +405,13 @@ class _Resolver:
             tuned = self.tuned(at, raw, op, len(hosts), sizes, servers)
         if algorithm == "hierarchical":
             self.whole_servers(at, raw, servers, topo)
+        scheduling = raw.get("scheduling", "static")
+        if scheduling == "dynamic" and op != "all_to_all":
+            raise self.fail(at + ("scheduling",), f"dynamic channel scheduling is modelled for all_to_all "
+                            f"only, not {op} (its channels join other rank pairs)")
         return hosts, {"op": op, "algorithm": algorithm, "sizes_bytes": tuple(sizes), "channels": channels,
                        "chunk_bytes": raw.get("chunk_bytes", 0), "servers": servers, "tuned": tuned,
-                       "tuning": raw.get("tuning")}
+                       "tuning": raw.get("tuning"), "scheduling": scheduling}
 
     def ranks(self, hosts: tuple[str, ...], topo: Topology) -> tuple[tuple[str, ...], tuple]:
         """The ranks (server by server, GPU order, when the topology has servers) and, when whole
@@ -440,13 +444,16 @@ class _Resolver:
 
         hosts, servers = self.ranks(hosts, topo)
         par = raw.get("parallelism", {})
-        for key in ("tensor", "pipeline", "expert"):
-            if par.get(key, 1) != 1:
-                raise self.fail(at + ("parallelism", key), f"{key} parallelism is not modelled yet: "
-                                f"a training job is data-parallel only ({key}: 1)")
-        if par.get("data", len(hosts)) != len(hosts):
-            raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks, but the job "
-                            f"runs on {len(hosts)} GPUs (hosts); they must be equal")
+        if par.get("tensor", 1) != 1:
+            raise self.fail(at + ("parallelism", "tensor"), "tensor parallelism is not modelled yet: a "
+                            "training job is data-, expert- or pipeline-parallel (tensor: 1)")
+        stages = par.get("pipeline", 1)
+        if len(hosts) % stages:
+            raise self.fail(at + ("parallelism", "pipeline"), f"{stages} pipeline stages do not divide the "
+                            f"job's {len(hosts)} GPUs")
+        if par.get("data", len(hosts) // stages) * stages != len(hosts):
+            raise self.fail(at + ("parallelism", "data"), f"{par['data']} data-parallel ranks x {stages} "
+                            f"pipeline stage(s), but the job runs on {len(hosts)} GPUs (hosts); they must be equal")
         model, compute = raw["model"], raw["compute"]
         if model["layers"] > model["parameters"]:
             raise self.fail(at + ("model", "layers"), f"{model['layers']} layers need at least as many "
@@ -468,6 +475,16 @@ class _Resolver:
             first_bucket_bytes=raw.get("first_bucket_bytes", training.DDP_FIRST_BUCKET_BYTES),
             small_bucket=raw.get("small_bucket", "first"),
             algorithm=algorithm, channels=raw.get("channels", 1), chunk_bytes=raw.get("chunk_bytes", 0))
+        if ("moe" in raw or par.get("expert", 1) != 1) and ("pipeline" in raw or stages != 1):
+            raise self.fail(at + ("parallelism",), "a job is either expert- or pipeline-parallel here, "
+                            "not both (the two together are not modelled yet)")
+        if "moe" in raw or par.get("expert", 1) != 1:
+            return hosts, self.moe_job(at, raw, hosts, job)
+        if raw.get("scheduling", "static") != "static":
+            raise self.fail(at + ("scheduling",), "dynamic channel scheduling is modelled for all-to-alls "
+                            "only (an MoE job's), not a data-parallel job's all-reduces")
+        if "pipeline" in raw or stages != 1:
+            return hosts, self.pipeline_job(at, raw, hosts, job, stages)
         smallest = min(b.size_bytes for b in training.buckets(job))
         if smallest < len(hosts) * job.channels:
             where = next((k for k in ("first_bucket_bytes", "bucket_bytes", "channels") if k in raw), "model")
@@ -475,6 +492,74 @@ class _Resolver:
                             f"{len(hosts)} ranks a byte on each of {job.channels} channel(s)")
         return hosts, {"job": job, "servers": servers, "algorithm": algorithm, "channels": job.channels,
                        "chunk_bytes": job.chunk_bytes}
+
+    def pipeline_job(self, at: DataPath, raw: dict, hosts: tuple[str, ...], job, stages: int) -> dict:
+        """A pipeline-parallel job (host/pipeline.py): its stages, micro-batches and schedule."""
+        from dataclasses import replace
+
+        from testbed.host import training
+
+        if "pipeline" not in raw:
+            raise self.fail(at + ("parallelism", "pipeline"), f"{stages} pipeline stages need the "
+                            "micro-batches' numbers: give 'pipeline' (microbatches, tokens, hidden, vocab)")
+        if stages < 2:
+            raise self.fail(at + ("pipeline",), "a pipeline job needs at least 2 stages: give "
+                            "parallelism.pipeline")
+        for key in ("bucket_bytes", "first_bucket_bytes", "small_bucket", "algorithm", "channels", "chunk_bytes",
+                    "scheduling"):
+            if key in raw:
+                raise self.fail(at + (key,), "a pipeline job sends point-to-point messages and its "
+                                "embedding all-reduce only (no buckets, algorithm or channels)", key=True)
+        spec = raw["pipeline"]
+        pipe = training.Pipe(stages=stages, microbatches=spec["microbatches"], tokens=spec["tokens"],
+                             hidden=spec["hidden"], vocab=spec["vocab"], schedule=spec.get("schedule", "1f1b"))
+        if pipe.vocab * pipe.hidden * job.dtype_bytes < 2:
+            raise self.fail(at + ("pipeline", "vocab"), "the embedding's gradient must be at least 2 bytes")
+        return {"job": replace(job, algorithm="ring", pipe=pipe), "servers": (), "algorithm": "ring",
+                "channels": 1, "chunk_bytes": 0}
+
+    def moe_job(self, at: DataPath, raw: dict, hosts: tuple[str, ...], job) -> dict:
+        """An MoE job (host/moe.py): its expert-parallel groups, experts and all-to-all block."""
+        from dataclasses import replace
+
+        from testbed.host import moe, training
+
+        degree = raw.get("parallelism", {}).get("expert", 1)
+        if "moe" not in raw:
+            raise self.fail(at + ("parallelism", "expert"), f"expert parallelism {degree} needs a model "
+                            "with experts: give 'moe' (experts, top_k, hidden, tokens)")
+        spec = raw["moe"]
+        if degree < 2:
+            raise self.fail(at + ("moe",), "an MoE job needs expert parallelism of at least 2 ranks: give "
+                            "parallelism.expert")
+        if len(hosts) % degree:
+            raise self.fail(at + ("parallelism", "expert"), f"expert parallelism {degree} does not divide "
+                            f"the job's {len(hosts)} GPUs into groups")
+        if spec["experts"] % degree:
+            raise self.fail(at + ("moe", "experts"), f"{spec['experts']} experts cannot be spread evenly "
+                            f"over {degree} expert-parallel ranks")
+        if spec["top_k"] > spec["experts"]:
+            raise self.fail(at + ("moe", "top_k"), f"top_k {spec['top_k']} is more than the "
+                            f"{spec['experts']} experts")
+        if "bucket_bytes" in raw or "first_bucket_bytes" in raw or "small_bucket" in raw:
+            key = next(k for k in ("bucket_bytes", "first_bucket_bytes", "small_bucket") if k in raw)
+            raise self.fail(at + (key,), "an MoE job has no gradient buckets (its all-to-alls only)",
+                            key=True)
+        if raw.get("algorithm", "ring") != "ring":
+            raise self.fail(at + ("algorithm",), "an MoE job's all-to-alls are direct; give no algorithm",
+                            key=True)
+        k = spec["top_k"]
+        share = raw["compute"].get("expert_share", 2 * k / (1 + 2 * k))
+        job = replace(job, algorithm="direct", scheduling=raw.get("scheduling", "static"), moe=training.Moe(
+            experts=spec["experts"], expert_degree=degree, tokens=spec["tokens"], hidden=spec["hidden"],
+            top_k=k, expert_share=float(share), capacity_factor=spec.get("capacity_factor"),
+            min_capacity=spec.get("min_capacity", 0)))
+        block = moe.block_bytes(job)
+        if block < job.channels:
+            raise self.fail(at + ("moe",), f"an all-to-all block of {block} B cannot give each of "
+                            f"{job.channels} channel(s) a byte")
+        return {"job": job, "servers": (), "algorithm": "direct", "channels": job.channels,
+                "chunk_bytes": job.chunk_bytes}
 
     def tuned(self, at: DataPath, raw: dict, op: str, ranks: int, sizes: list[int], servers: tuple) -> tuple:
         """algorithm: auto: per size, the tuning table's entry of the nearest size (log scale)."""

@@ -96,7 +96,7 @@ PHASES = {
     "collective": {"op": {"enum": COLLECTIVE_OPS}, "algorithm": {"enum": COLLECTIVE_ALGORITHMS},
                    "sizes_bytes": {"type": "array", "minItems": 1, "items": _int(2, 1 << 32)},
                    "channels": _int(1, 64), "chunk_bytes": _int(0, 1 << 32),
-                   "count": _int(1, 1000), "tuning": TEXT},
+                   "count": _int(1, 1000), "tuning": TEXT, "scheduling": {"enum": ["static", "dynamic"]}},
     "poisson": {"load": _num(0, 1), "message_bytes": _MESSAGE["message_bytes"], "arrivals_s": _num(0, 86_400)},
     "stream": {**_MESSAGE, **_INTO_ONE, "interval_s": _num(0, 86_400)},
     # a data-parallel training job (host/training.py; scenarios/README.md, "Training jobs")
@@ -108,13 +108,22 @@ PHASES = {
         "parallelism": _obj({"data": _int(2, 100_000), "tensor": _int(1, 1024), "pipeline": _int(1, 1024),
                              "expert": _int(1, 1024)}),
         "compute": _obj({"forward_ms": _num(0, 3_600_000), "backward_ms": _num(0, 3_600_000),
-                         "jitter": _num(0, 1, exclusive=False),
+                         "jitter": _num(0, 1, exclusive=False), "expert_share": _num(0, 1),
                          "slow_gpu": _obj({"host": TEXT, "factor": _num(0, 1000)}, required=["host", "factor"])},
                         required=["forward_ms", "backward_ms"]),
         "bucket_bytes": _int(1, 1 << 40), "first_bucket_bytes": _int(1, 1 << 40),
         "small_bucket": {"enum": ["first", "last"]},
+        # pipeline stages: point-to-point activations and gradients (host/pipeline.py; "Pipeline jobs")
+        "pipeline": _obj({"microbatches": _int(1, 100_000), "tokens": _int(1, 1 << 30), "hidden": _int(1, 1 << 20),
+                          "vocab": _int(1, 1 << 24), "schedule": {"enum": ["1f1b", "gpipe"]}},
+                         required=["microbatches", "tokens", "hidden", "vocab"]),
+        # an MoE model: expert-parallel all-to-alls (host/moe.py; scenarios/README.md, "MoE jobs")
+        "moe": _obj({"experts": _int(2, 1 << 20), "top_k": _int(1, 64), "hidden": _int(1, 1 << 20),
+                     "tokens": _int(1, 1 << 30), "capacity_factor": _num(0, 1000),
+                     "min_capacity": _int(0, 1 << 30)},
+                    required=["experts", "top_k", "hidden", "tokens"]),
         "algorithm": {"enum": ["ring", "tree", "hierarchical"]}, "channels": _int(1, 64),
-        "chunk_bytes": _int(0, 1 << 32),
+        "chunk_bytes": _int(0, 1 << 32), "scheduling": {"enum": ["static", "dynamic"]},
     },
 }
 PHASE_REQUIRED = {"poisson": ["load"], "training": ["model", "compute"]}

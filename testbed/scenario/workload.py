@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from testbed.host import collectives, training, workloads
+from testbed.host import collectives, moe, pipeline, training, workloads
 from testbed.host.workloads import MessageSpec
 
 
@@ -33,10 +33,11 @@ def _ring(phase, start_us: float) -> list[MessageSpec]:
 
 def _collective(phase, start_us: float) -> list[MessageSpec]:
     if phase.tuned:  # algorithm auto: the tuning table's choice per size
-        params = [collectives.Params(phase.op, alg, size, channels, chunk)
+        params = [collectives.Params(phase.op, alg, size, channels, chunk, phase.scheduling == "dynamic")
                   for size, (alg, channels, chunk) in zip(phase.sizes_bytes, phase.tuned)]
     else:
-        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes)
+        params = [collectives.Params(phase.op, phase.algorithm, size, phase.channels, phase.chunk_bytes,
+                                     phase.scheduling == "dynamic")
                   for size in phase.sizes_bytes]
     return collectives.sequence(phase.name, list(phase.hosts), params, start_us,
                                 [list(s) for s in phase.servers] or None, phase.count)
@@ -74,6 +75,10 @@ def phase_messages(phase, seed: int) -> list[MessageSpec]:
         return _ring(phase, start_us)
     if phase.kind == "collective":
         return _collective(phase, start_us)
+    if phase.kind == "training" and phase.job.pipe is not None:
+        return pipeline.messages(phase.job, phase.name, list(phase.hosts), seed, start_us)
+    if phase.kind == "training" and phase.job.moe is not None:
+        return moe.messages(phase.job, phase.name, list(phase.hosts), seed, start_us)
     if phase.kind == "training":
         return training.messages(phase.job, phase.name, list(phase.hosts), seed, start_us,
                                  [list(s) for s in phase.servers] or None)

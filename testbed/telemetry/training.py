@@ -20,6 +20,18 @@ p50 and p99 over the iterations every rank finished (nearest rank); GPU utilisat
 its C over the sum of its A - s (compute time over iteration time), the job's the mean over GPUs,
 with the lowest GPU's; compute, wait and exposed communication per iteration, means over GPUs and
 iterations. Iterations some rank did not finish are left out and counted.
+
+An MoE job (host/moe.py) is a chain of all-to-alls, named `<job>#<iteration>.a<step>[.g<group>]`,
+each behind the compute before it. For rank r, iteration k and step j: A, when the step finished
+at r (the later of its `collective_done` at r and the start of r's last message of it, as the
+runner gates the next compute: host/app.py); g, the previous step's A (the job start before the
+first); e = g + its `compute_us`, when r's compute ended and its sends began; M, the largest e over the ranks of its
+expert-parallel group. Wait W = max(0, min(A, M) - e) (idle until the group's last rank started: a
+slower GPU, or a rank whose previous all-to-all finished later), exposed
+X = max(0, A - max(e, M)) (idle while the all-to-all finished after every rank had started it). An
+iteration at r runs from its first step's g to its last step's A; its compute, wait and exposed
+communication are the sums over its steps, so again C + W + X = A - s, and the job's figures are
+the same as above.
 """
 
 from __future__ import annotations
@@ -28,7 +40,8 @@ import json
 import math
 from pathlib import Path
 
-from testbed.host.training import parse_name
+from testbed.host.training import parse_name, parse_step
+from testbed.telemetry.pipeline_job import pipeline_timelines
 
 
 def _nearest_rank(values: list[float], q: float) -> float:
@@ -100,10 +113,94 @@ def job_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]:
     return jobs
 
 
+def chain_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]:
+    """Per MoE job, the structure of `job_timelines` (module docstring's chain rule); each finished
+    iteration also lists its `spans` (compute, wait, exposed as (kind, from, to)) step by step."""
+    jobs: dict[str, dict] = {}
+    members: dict[str, set] = {}  # collective -> its ranks
+    for m in planned:
+        parsed = parse_step(m.get("collective") or "")
+        if parsed is None or "compute_us" not in m:
+            continue
+        name, k, j, _g = parsed
+        job = jobs.setdefault(name, {"ranks": [], "iterations": 0, "steps": 0, "start_us": math.inf,
+                                     "compute": {}, "collective": {}})
+        if m["src"] not in job["ranks"]:
+            job["ranks"].append(m["src"])
+        job["iterations"] = max(job["iterations"], k + 1)
+        job["steps"] = max(job["steps"], j + 1)
+        job["start_us"] = min(job["start_us"], m["start_us"])
+        job["compute"][(m["src"], k, j)] = m["compute_us"]
+        job["collective"][(m["src"], k, j)] = m["collective"]
+        members.setdefault(m["collective"], set()).update((m["src"], m["dst"]))
+    done: dict[tuple[str, str], float] = {}  # (host, collective) -> done_us
+    first: dict[tuple[str, str], float] = {}  # (host, collective) -> its first send
+    last: dict[tuple[str, str], float] = {}  # (host, collective) -> its last send
+    for r in records:
+        if parse_step(r.get("collective") or "") is None:
+            continue
+        if r["kind"] == "collective_done":
+            done[(r["host"], r["collective"])] = r["done_us"]
+        elif r["kind"] == "message_sent":
+            key = (r["src"], r["collective"])
+            first[key] = min(first.get(key, math.inf), r["start_us"])
+            last[key] = max(last.get(key, -math.inf), r["start_us"])
+    for key in done:
+        done[key] = max(done[key], last.get(key, -math.inf))
+    for job in jobs.values():
+        ranks, steps = job["ranks"], job["steps"]
+        finished = 0
+        while finished < job["iterations"] and all(
+                (h, job["collective"][(h, finished, j)]) in done for h in ranks for j in range(steps)):
+            finished += 1
+        gate, ready, end = {}, {}, {}
+        for h in ranks:
+            at = job["start_us"]
+            for k in range(finished):
+                for j in range(steps):
+                    gate[(h, k, j)] = at
+                    ready[(h, k, j)] = at + job["compute"][(h, k, j)]
+                    at = done[(h, job["collective"][(h, k, j)])]
+                    end[(h, k, j)] = at
+        latest: dict[str, float] = {}  # collective -> its group's last ready
+        for (h, k, j), e in ready.items():
+            c = job["collective"][(h, k, j)]
+            latest[c] = max(latest.get(c, -math.inf), e)
+        rows: dict[str, list[dict]] = {h: [] for h in ranks}
+        for h in ranks:
+            for k in range(finished):
+                spans, comm = [], []
+                totals = {"compute": 0.0, "wait": 0.0, "exposed": 0.0}
+                for j in range(steps):
+                    c = job["collective"][(h, k, j)]
+                    g, e, a, top = gate[(h, k, j)], ready[(h, k, j)], end[(h, k, j)], latest[c]
+                    wait, exposed = max(0.0, min(a, top) - e), max(0.0, a - max(e, top))
+                    totals["compute"] += e - g
+                    totals["wait"] += wait
+                    totals["exposed"] += exposed
+                    spans += [("compute", g, e), ("wait", e, e + wait), ("exposed", a - exposed, a)]
+                    comm.append((first.get((h, c), math.inf), a))
+                rows[h].append({"iteration": k, "start_us": gate[(h, k, 0)], "end_us": end[(h, k, steps - 1)],
+                                "compute_end_us": ready[(h, k, steps - 1)],
+                                **{f"{key}_us": v for key, v in totals.items()}, "spans": spans, "comm": comm})
+        job["finished"] = finished
+        job["end"] = {(h, k): end[(h, k, steps - 1)] for h in ranks for k in range(finished)}
+        job["timeline"] = rows
+        del job["collective"]
+    return jobs
+
+
+def all_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]:
+    """Every job's timeline: data-parallel (`job_timelines`), MoE (`chain_timelines`) and
+    pipeline-parallel (telemetry/pipeline_job.py)."""
+    return {**job_timelines(planned, records), **chain_timelines(planned, records),
+            **pipeline_timelines(planned, records)}
+
+
 def job_rows(planned: list[dict], records: list[dict]) -> dict[str, dict]:
     """The report's row per job (module docstring), times in milliseconds."""
     out = {}
-    for name, job in job_timelines(planned, records).items():
+    for name, job in all_timelines(planned, records).items():
         ranks, k_done = job["ranks"], job["finished"]
         row: dict = {"gpus": len(ranks), "iterations_planned": job["iterations"], "iterations_finished": k_done}
         if k_done:
@@ -166,7 +263,9 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
     lines += ["", "An iteration ends at a GPU when every gradient bucket of it is all-reduced there; the job's "
               "iteration time runs from the previous iteration's last GPU to its own (p50 / p99 nearest rank). "
               "GPU utilisation: compute time over iteration time. Wait: idle after its own backward until the "
-              "slowest GPU's ended; exposed communication: idle after that until its buckets were reduced "
+              "slowest GPU's ended; exposed communication: idle after that until its buckets were reduced. "
+              "An MoE job's figures are the sums over its all-to-alls: wait, idle until the last GPU of "
+              "the group had started one (a slower GPU, or one whose previous all-to-all ended later); exposed, idle after that until it was done at the GPU "
               "(telemetry/training.py).", ""]
     return lines
 
@@ -178,7 +277,7 @@ def plot_timeline(run_dirs: dict[str, Path], path: Path, iterations: int = 3) ->
     for variant, run_dir in run_dirs.items():
         if not (run_dir / "agents" / "workload.json").exists():
             continue
-        for name, job in job_timelines(*_read(run_dir)).items():
+        for name, job in all_timelines(*_read(run_dir)).items():
             if job["finished"]:
                 panels.append((f"{variant}: {name}" if len(run_dirs) > 1 else name, job))
     if not panels:
@@ -195,9 +294,9 @@ def plot_timeline(run_dirs: dict[str, Path], path: Path, iterations: int = 3) ->
         for y, h in enumerate(job["ranks"]):
             for it in job["timeline"][h][:iterations]:
                 e = it["compute_end_us"]
-                spans = {"compute": (it["start_us"], e), "wait": (e, e + it["wait_us"]),
-                         "exposed": (it["end_us"] - it["exposed_us"], it["end_us"])}
-                for key, (a, b) in spans.items():
+                spans = it.get("spans") or [("compute", it["start_us"], e), ("wait", e, e + it["wait_us"]),
+                                            ("exposed", it["end_us"] - it["exposed_us"], it["end_us"])]
+                for key, a, b in spans:
                     if b > a:
                         ax.barh(y, (b - a) / 1e3, left=a / 1e3, height=0.6, color=colours[key])
                 for j, (a, b) in enumerate(it["comm"]):  # buckets one above the other, so each shows
@@ -210,8 +309,8 @@ def plot_timeline(run_dirs: dict[str, Path], path: Path, iterations: int = 3) ->
         ax.set_title(f"{title}: first {min(iterations, job['finished'])} iteration(s) per GPU", fontsize=9)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
         handles.append(plt.Line2D([0], [0], color="tab:orange"))
-        ax.legend(handles, ["compute", "wait (slower GPU)", "exposed communication",
-                            "bucket all-reduce (first send to reduced)"],
+        ax.legend(handles, ["compute", "wait (for a slower GPU)", "exposed communication",
+                            "collective at this GPU (first send to done)"],
                   fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14 * 16 / max(16, len(job["ranks"]))),
                   ncol=4)
     fig.tight_layout()

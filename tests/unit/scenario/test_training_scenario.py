@@ -45,3 +45,33 @@ def test_show_describes_the_job(capsys):
     assert ("at 0 s ddp: 16 hosts, data-parallel job of 131072 parameters x 2 B in 16 layers, 5 iterations, "
             "buckets 16384/65536/65536/65536/49152 B (ring, 1 channel(s)), forward 200 ms, backward 600 ms, "
             "jitter 0.05, h6 x1.2") in capsys.readouterr().out
+
+
+def test_the_committed_moe_job_resolves_to_all_to_alls_over_one_expert_parallel_group():
+    from testbed.host import moe
+
+    scenario = load_scenario(ROOT / "scenarios" / "training-moe.yaml")
+    job = scenario.workload[0].job
+    m = job.moe
+    assert (m.experts, m.expert_degree, m.top_k, m.hidden, m.tokens, m.capacity_factor) == (16, 16, 2, 64, 256, None)
+    assert m.expert_share == 0.8  # 2k / (1 + 2k) at top-2
+    assert moe.block_bytes(job) == 256 * 2 * 64 * 2 // 16 == 4096
+    msgs = scenario_messages(scenario)
+    # 4 iterations x 8 all-to-alls x 16 ranks x 15 peers
+    assert len(msgs) == 4 * 8 * 16 * 15
+    assert {training.parse_step(x.collective)[:3] for x in msgs} == {("moe", k, j) for k in range(4) for j in range(8)}
+    assert slowed(scenario, 0.5).workload[0].job.moe == m
+
+
+def test_the_committed_pipeline_job_resolves_to_stages_of_replicas():
+    from testbed.host import pipeline
+
+    scenario = load_scenario(ROOT / "scenarios" / "training-pipeline.yaml")
+    job = scenario.workload[0].job
+    assert job.pipe == training.Pipe(stages=4, microbatches=8, tokens=64, hidden=32, vocab=256, schedule="1f1b")
+    assert pipeline.activation_bytes(job) == 64 * 32 * 2
+    msgs = scenario_messages(scenario)
+    # per replica and iteration: 8 micro-batches x 3 stage boundaries x 2 directions, and the
+    # embedding all-reduce's ring of two (2 messages each way)
+    assert len(msgs) == 4 * 4 * (8 * 3 * 2 + 4)
+    assert {pipeline.parse_name(m.collective) for m in msgs} == {("pp", k) for k in range(4)}
