@@ -46,6 +46,7 @@ SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell th
 TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
 QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
 MIN_BINS = 3  # ... for at least this many bins (300 ms): shorter gaps are scheduling noise
+NOISE_SEEDS = 2  # the twin run again with this many other seeds: how far the healthy scenario spreads
 
 
 class DiagnoseError(TestbedError):
@@ -643,16 +644,17 @@ def simulate_twin(scenario, nbins: int, links: bool, switches: str = "model") ->
     return host_series(rows, nbins), series
 
 
-def simulate_program_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict]:
+def simulate_program_twin(scenario, nbins: int, links: bool, switch_seed: int | None = None) -> tuple[dict, dict]:
     """The healthy twin on the program network (simulation/program_net.py): the engine stops and
     the telemetry samples every BIN_S, and its samples are read by the reader of a run's own
-    telemetry (link_series), so both sides count the same counters the same way."""
+    telemetry (link_series), so both sides count the same counters the same way; `switch_seed`:
+    the switches' own random draws (default the scenario's seed)."""
     from testbed.scenario.workload import scenario_messages
     from testbed.simulation.program_telemetry import ProgramSampler
     from testbed.simulation.run import build_program_network
 
     messages = scenario_messages(scenario)
-    net = build_program_network(scenario, grid_s=BIN_S)
+    net = build_program_network(scenario, grid_s=BIN_S, switch_seed=switch_seed)
     net.load(messages, scenario.seed)
     sampler = ProgramSampler(net, BIN_S).start() if links else None
     net.run(nbins * BIN_S)
@@ -663,6 +665,30 @@ def simulate_program_twin(scenario, nbins: int, links: bool) -> tuple[dict, dict
                              set(scenario.topo.hosts), nbins, "the program twin's telemetry")
     rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
     return host_series(rows, nbins), series
+
+
+def twin_spread(scenario, nbins: int, links: bool, switches: str, twin: dict) -> dict[str, float]:
+    """How far the healthy scenario departs from itself: the program twin run again with
+    NOISE_SEEDS other seeds of the switches' own random draws (RED's marks, random spraying; the
+    flows, so their ECMP paths, and the payloads stay the run's), and the largest lag share
+    (departures, either way) between one of them and the twin, among the hosts' message series
+    (`host`) and among the cables' (`link`). A transport whose dynamics turn on such draws (DCQCN,
+    NSCC) spreads; an exact one (tita, spraying in turn) does not. The model twin has no such seed:
+    no spread."""
+    spread = {"host": 0.0, "link": 0.0}
+    if switches != "program":
+        return spread
+    for offset in range(1, NOISE_SEEDS + 1):
+        hosts, cables = simulate_program_twin(scenario, nbins, links, switch_seed=scenario.seed + offset)
+        other = {k: v[:nbins] for k, v in {**hosts, **cables}.items()}
+        for key, series in twin.items():
+            if key.endswith(":queue") or key not in other:
+                continue
+            kind = "host" if key.endswith(":rx") or key.endswith(":tx") else "link"
+            for a, b in ((other[key], series), (series, other[key])):
+                for window in departures(a, b):
+                    spread[kind] = max(spread[kind], window[2])
+    return spread
 
 
 def departures(run: list[float], twin: list[float]) -> list[tuple[int, int, float, int]]:
@@ -728,14 +754,17 @@ def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
     return drops
 
 
-def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 1090) -> list[Culprit]:
+def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 1090,
+             spread: dict[str, float] | None = None) -> list[Culprit]:
     """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
 
     1. a fabric link both of whose directions lost SHARE_DROP of their share of their senders'
        fabric bytes (their siblings took it): that link, scored by the smaller of the two drops;
     2. every other departure (a link with both directions behind the twin, a host whose bytes fell
        behind) ranked by its onset, the earliest first (a fault comes before what it holds up),
-       then by its score."""
+       then by its score; one no larger than the healthy scenario's own `spread` (twin_spread) is
+       noise, not a culprit."""
+    spread = spread or {}
     dep = {k: departures(run.get(k, [0.0] * len(v)), v) for k, v in twin.items() if not k.endswith(":queue")}
     dep = {k: w for k, w in dep.items() if w}
     drops = share_drops(run, twin, topo)
@@ -763,6 +792,8 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
         elif len(windows) == 2:
             start, end = min(w[0] for w in windows), max(w[1] for w in windows)
             score = min(1.0, min(w[2] for w in windows))
+            if score <= spread.get("link", 0.0):
+                continue  # within what the healthy scenario spreads over seeds
             rest.append(Culprit("link", link.name, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
                                 crossed=max(w[3] for w in windows) * BIN_S, evidence="bytes carried both ways fell behind the twin by up to "
                                 f"{score:.0%} of the twin's total"))
@@ -786,6 +817,8 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
         start = min(w[0] for _, w in items)
         end = max(w[1] for _, w in items)
         score = min(1.0, max(w[2] for _, w in items))
+        if score <= spread.get("host", 0.0):
+            continue  # within what the healthy scenario spreads over seeds
         rest.append(Culprit("host", host, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
                             crossed=min(w[3] for _, w in items) * BIN_S, evidence="; ".join(f"{k} fell behind the twin by up to {w[2]:.0%} of its total"
                                       for k, w in items)))
@@ -900,12 +933,13 @@ def diagnose_variant(variant_dir: Path) -> dict:
     culprits = [c for c in culprits if c not in nic]
     named = {(c.kind, c.target) for c in culprits}
     nic.sort(key=lambda c: (c.start_s, -c.score))
-    culprits += [c for c in localise(run, twin, scenario.topo, nic, frame) if (c.kind, c.target) not in named]
+    spread = twin_spread(scenario, judged, links is not None, switches, twin)
+    culprits += [c for c in localise(run, twin, scenario.topo, nic, frame, spread) if (c.kind, c.target) not in named]
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
         c.evidence = on_scenario_clock(c.evidence, stretch)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
-           "partial": partial_field(cover, judged, nbins, stretch),
+           "partial": partial_field(cover, judged, nbins, stretch), "twin_spread": spread,
            "run_time_stretch": stretch, "twin_switches": switches, "wall_s": round(time.monotonic() - started, 3)}
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
@@ -1013,6 +1047,11 @@ def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits
              *([f"Times on the scenario's clock: the run ran x{stretch:.3g} slower (its time_stretch)", ""]
                if abs(stretch - 1.0) > 1e-9 else []),
              "![run against twin](diagnosis.png)", ""]
+    spread = out.get("twin_spread")
+    if spread:
+        lines += [f"The healthy scenario's own spread over {NOISE_SEEDS} other seeds (largest lag share, the "
+                  f"noise a departure of rule 9 must exceed): hosts {spread['host']:.0%}, cables "
+                  f"{spread['link']:.0%}", ""]
     for c in culprits:
         lines.append(f"- {c.kind} {c.target}: {c.evidence}")
     (variant_dir / "diagnosis.md").write_text("\n".join(lines) + "\n")

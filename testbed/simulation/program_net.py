@@ -49,14 +49,19 @@ class ProgramNetwork:
     """Hosts on the virtual clock around the native engine's fabric (see the module docstring)."""
 
     def __init__(self, scenario, cfg: TransportConfig, nic_cfg: Callable[[int], TransportConfig],
-                 local_cfg: TransportConfig | None = None, nic_choice: str = "flow", grid_s: float = 0.1) -> None:
+                 local_cfg: TransportConfig | None = None, nic_choice: str = "flow", grid_s: float = 0.1,
+                 switch_seed: int | None = None) -> None:
         """`grid_s`: the engine stops at every multiple of it (the telemetry's period, which the
-        sampler's times must fall on): results never depend on whether a sampler watches."""
+        sampler's times must fall on): results never depend on whether a sampler watches.
+        `switch_seed`: the seed of the switches' own random draws (the program's random source, the
+        traffic managers' losses; default the scenario's), the hosts' flows and payloads keeping the
+        scenario's."""
         from testbed.emulation.model_fabric import build_scenario
 
         self.scenario = scenario
         self.seed = scenario.seed
-        self.fabric = build_scenario(scenario, backend="native", seed=scenario.seed)
+        self.fabric = build_scenario(scenario, backend="native",
+                                     seed=scenario.seed if switch_seed is None else switch_seed)
         self.engine = self.fabric.engine
         self.engine.keep(True)
         topo = self.topo = scenario.topo

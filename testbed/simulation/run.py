@@ -93,9 +93,10 @@ def build_network(scenario) -> sim.Network:
 SWITCH_MODELS = ("program", "model")
 
 
-def build_program_network(scenario, grid_s: float | None = None):
+def build_program_network(scenario, grid_s: float | None = None, switch_seed: int | None = None):
     """The scenario on the program network: its P4 program in every switch, on the native engine;
-    the engine stops every `grid_s` (default: the scenario's telemetry period)."""
+    the engine stops every `grid_s` (default: the scenario's telemetry period); `switch_seed`:
+    ProgramNetwork's."""
     from testbed.emulation.run import ENTROPY_SCHEMES
     from testbed.simulation.program_net import ProgramNetwork
 
@@ -105,7 +106,8 @@ def build_program_network(scenario, grid_s: float | None = None):
         local_cfg = cfg.for_local_channel(local.rate_mbps * 1e6, local.delay_us / 1e6)
     return ProgramNetwork(scenario, cfg, lambda ports: transport_config(scenario, ports), local_cfg,
                           "entropy" if scenario.fabric.load_balancing in ENTROPY_SCHEMES else "flow",
-                          grid_s=PERIOD_S * scenario.time_stretch if grid_s is None else grid_s)
+                          grid_s=PERIOD_S * scenario.time_stretch if grid_s is None else grid_s,
+                          switch_seed=switch_seed)
 
 
 def simulate_program(scenario, messages=None, until_s: float | None = None, label: str | None = None,

@@ -306,3 +306,45 @@ def test_a_hosts_late_messages_name_it_only_when_its_cable_departs_too():
     assert named(twin[up]) == []
     assert named([1e5] * 2 + [0.0] * 3 + [1e5] * 3 + [0.0] * 2) == [("host", "h1")]
     assert named(twin[up], with_cables=False) == [("host", "h1")]
+
+
+def test_a_departure_within_the_healthy_scenarios_spread_is_noise():
+    """Rule 9's departures count only above how far the healthy scenario departs from itself over
+    other seeds (twin_spread): a cable behind its twin by 30% is named where the spread is 20% and
+    not where it is 40%."""
+    from testbed.diagnose.core import localise
+    from testbed.scenario import parse_scenario
+
+    topo = parse_scenario("name: t\nduration_s: 2\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, "
+                          "hosts_per_leaf: 1}\nworkload: [{kind: pingall}]\n", "t.yaml").topo
+    link = next(l for l in topo.links if "h1" in (l.a, l.b))
+    keys = [f"{link.name}:{link.a}>{link.b}", f"{link.name}:{link.b}>{link.a}"]
+    twin = {k: [1e5] * 10 for k in keys}
+    run = {k: [1e5] * 2 + [0.0] * 3 + [1e5] * 5 for k in keys}  # 30% of the total behind, then level
+
+    def named(spread):
+        return [(c.kind, c.target, c.score) for c in localise(run, twin, topo, spread=spread)]
+
+    assert named({"host": 0.0, "link": 0.2}) == [("link", link.name, 0.3)]
+    assert named({"host": 0.0, "link": 0.4}) == []
+    assert named(None) == named({"host": 0.0, "link": 0.0}) == [("link", link.name, 0.3)]
+
+
+def test_dcqcn_spreads_over_the_switches_seeds_and_tita_does_not():
+    """An incast under DCQCN turns on the switches' RED draws: other seeds of the switches move its
+    hosts' and cables' bytes, and rule 9 then asks more of a departure. tita on spraying delivers
+    the same bytes per bin whatever the seed: no spread."""
+    from testbed.diagnose.core import _bins, simulate_twin, twin_spread
+    from testbed.scenario import parse_scenario
+
+    def spread(cc: str, workload: str) -> dict[str, float]:
+        data = scenario_data("spread", "leafspine", workload)
+        data["transport"]["cc"] = cc
+        scenario = parse_scenario(json.dumps(data), "t.yaml")
+        nbins = _bins(scenario.duration_s)
+        hosts, cables = simulate_twin(scenario, nbins, True, "program")
+        return twin_spread(scenario, nbins, True, "program", {**hosts, **cables})
+
+    assert spread("tita", "permutation") == {"host": 0.0, "link": 0.0}
+    reactive = spread("dcqcn", "incast")
+    assert reactive["host"] > 0 and reactive["link"] > 0, reactive
