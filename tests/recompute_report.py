@@ -509,18 +509,24 @@ def recompute_jobs(v: Variant) -> dict:
             job_end = max(end[(h, k)] for h in hosts)
             times.append(job_end - last_end)
             last_end = job_end
-        out[f"{key}/iteration_ms"] = [t / 1e3 for t in times]
-        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
-        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
-        util = {h: busy[h] / span[h] for h in hosts}
-        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
-        lowest = min(util.values())
-        out[f"{key}/gpu_utilisation_lowest"] = lowest
-        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
         samples = len(hosts) * finished
-        for part, total in totals.items():
-            out[f"{key}/{part}_per_iteration_ms"] = total / samples / 1e3
-        out[f"{key}/exposed_share"] = totals["exposed"] / sum(span.values())
+        out.update(job_figures(key, times, {h: busy[h] / span[h] for h in hosts},
+                               {part: total / samples for part, total in totals.items()},
+                               totals["exposed"] / sum(span.values())))
+    return out
+
+
+def job_figures(key: str, times: list[float], util: dict[str, float], per_iteration: dict[str, float],
+                exposed_share: float) -> dict:
+    """A job's figures under `key`: its iteration times (us) in ms with their p50 and p99, the mean
+    and lowest GPU utilisation (and which GPU), each part's mean per GPU and iteration (us) in ms,
+    and the exposed share."""
+    lowest = min(util.values())
+    out = {f"{key}/iteration_ms": [t / 1e3 for t in times], f"{key}/iteration_p50_ms": rank(times, 50) / 1e3,
+           f"{key}/iteration_p99_ms": rank(times, 99) / 1e3, f"{key}/gpu_utilisation": sum(util.values()) / len(util),
+           f"{key}/gpu_utilisation_lowest": lowest, f"{key}/gpu_lowest": next(h for h in util if util[h] == lowest),
+           f"{key}/exposed_share": exposed_share}
+    out.update({f"{key}/{part}_per_iteration_ms": value / 1e3 for part, value in per_iteration.items()})
     return out
 
 
@@ -592,18 +598,10 @@ def recompute_moe_jobs(v: Variant) -> dict:
             job_end = max(done[(h, name_of[(job, h, k, steps - 1)])] for h in hosts)
             times.append(job_end - last_end)
             last_end = job_end
-        out[f"{key}/iteration_ms"] = [t / 1e3 for t in times]
-        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
-        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
-        util = {h: busy[h] / span[h] for h in hosts}
-        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
-        lowest = min(util.values())
-        out[f"{key}/gpu_utilisation_lowest"] = lowest
-        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
         samples = len(hosts) * finished
-        for part, total in totals.items():
-            out[f"{key}/{part}_per_iteration_ms"] = total / samples / 1e3
-        out[f"{key}/exposed_share"] = totals["exposed"] / sum(span.values())
+        out.update(job_figures(key, times, {h: busy[h] / span[h] for h in hosts},
+                               {part: total / samples for part, total in totals.items()},
+                               totals["exposed"] / sum(span.values())))
     return out
 
 
@@ -689,19 +687,12 @@ def recompute_pipeline_jobs(v: Variant) -> dict:
             end = max(per[(h, k)][1] for h in hosts)
             times.append(end - last)
             last = end
-        out[f"{key}/iteration_ms"] = [x / 1e3 for x in times]
-        out[f"{key}/iteration_p50_ms"] = rank(times, 50) / 1e3
-        out[f"{key}/iteration_p99_ms"] = rank(times, 99) / 1e3
         util = {h: sum(per[(h, k)][2] for k in range(finished))
                 / sum(per[(h, k)][1] - per[(h, k)][0] for k in range(finished)) for h in hosts}
-        out[f"{key}/gpu_utilisation"] = sum(util.values()) / len(hosts)
-        lowest = min(util.values())
-        out[f"{key}/gpu_utilisation_lowest"] = lowest
-        out[f"{key}/gpu_lowest"] = next(h for h in hosts if util[h] == lowest)
         rows = [per[(h, k)] for h in hosts for k in range(finished)]
-        for i, part in ((2, "compute"), (3, "wait"), (4, "exposed")):
-            out[f"{key}/{part}_per_iteration_ms"] = sum(r[i] for r in rows) / len(rows) / 1e3
-        out[f"{key}/exposed_share"] = sum(r[4] for r in rows) / sum(r[1] - r[0] for r in rows)
+        out.update(job_figures(key, times, util,
+                               {part: sum(r[i] for r in rows) / len(rows) for i, part in ((2, "compute"), (3, "wait"), (4, "exposed"))},
+                               sum(r[4] for r in rows) / sum(r[1] - r[0] for r in rows)))
     return out
 
 
