@@ -152,9 +152,11 @@ def draw_fault(rng: random.Random, active: dict[str, list[float]], topo, kind: s
     return [{**base, "duration_s": duration_s}]  # agent_stall, switch_restart
 
 
-def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model") -> list[dict]:
+def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model",
+         emulated: bool = False) -> list[dict]:
     """Every corpus scenario run healthy and with `faults_per_scenario` faults (the kinds of INJECTED
-    in turn across the corpus), its switches `switches` (write_run): a row per run with its
+    in turn across the corpus), its switches `switches` (write_run), or `emulated` (emulate; the
+    targets then drawn from a simulated healthy run on the program network): a row per run with its
     directory and the injected fault (None: healthy)."""
     from testbed.scenario import load_scenario
 
@@ -164,15 +166,19 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str
         for workload in WORKLOADS:
             name = f"{topology}-{workload}"
             data = scenario_data(name, topology, workload)
-            healthy = write_run(data, root / name / "healthy", switches)
-            topo = load_scenario(str(healthy.parent / "scenario.yaml")).topo
-            active, until = busy(healthy, topo)
+            drawn = write_run(data, root / name / ("simulated" if emulated else "healthy"),
+                              "program" if emulated else switches)
+            topo = load_scenario(str(drawn.parent / "scenario.yaml")).topo
+            active, until = busy(drawn, topo)
+            healthy = emulate(data, root / name / "healthy") if emulated else drawn
             out.append({"scenario": name, "dir": healthy, "fault": None})
             for i in range(faults_per_scenario):
                 kind, symptom = INJECTED[turn % len(INJECTED)]
                 turn += 1
                 faults = draw_fault(rng, active, topo, kind, symptom, until)
-                run_dir = write_run({**data, "faults": faults}, root / name / f"fault{i}", switches)
+                faulty = {**data, "faults": faults}
+                run_dir = (emulate(faulty, root / name / f"fault{i}") if emulated
+                           else write_run(faulty, root / name / f"fault{i}", switches))
                 out.append({"scenario": name, "dir": run_dir,
                             "fault": {"kind": CULPRIT_KIND[kind], "target": faults[0]["target"],
                                       "symptom": symptom, "at_s": faults[0]["at_s"],
@@ -180,9 +186,32 @@ def runs(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str
     return out
 
 
-def score(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model") -> list[dict]:
+def emulate(data: dict, out: Path) -> Path:
+    """The scenario `data` emulated as a user runs it (`testbed run --fit`: root, Mininet, the
+    machine's own calibration), its run under `out`; its variant directory. A run whose messages
+    did not all arrive (a host that went down) still has one; a run that wrote none fails."""
+    import subprocess
+    import sys
+
+    from testbed.diagnose.core import variant_dirs
+
+    out.mkdir(parents=True, exist_ok=True)
+    source = out / f"{data['name']}.yaml"
+    source.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "testbed.cli", "run", "--fit", str(source), "--runs-dir", str(out)],
+                          capture_output=True, text=True)
+    (out / "run.log").write_text(done.stdout + done.stderr)
+    made = sorted((out / data["name"]).glob("*/"))
+    if not made:
+        raise RuntimeError(f"{source}: testbed run wrote no run (exit {done.returncode}): "
+                           + (done.stderr.strip().splitlines() or ["no message"])[-1])
+    return variant_dirs(made[-1])[0]
+
+
+def score(root: Path, faults_per_scenario: int = 5, seed: int = 43, switches: str = "model",
+          emulated: bool = False) -> list[dict]:
     """Each corpus run (`runs`) diagnosed: see `score_runs`."""
-    return score_runs(runs(root, faults_per_scenario, seed, switches))
+    return score_runs(runs(root, faults_per_scenario, seed, switches, emulated))
 
 
 def score_runs(corpus: list[dict]) -> list[dict]:
