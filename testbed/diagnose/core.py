@@ -353,18 +353,27 @@ def wire_holds(scenario, frame: int) -> dict[str, float]:
     """tier -> the most bytes one direction of a healthy cable holds at an instant: a frame counts
     as sent when its first bit leaves and as arrived when its last does, so the frames that started
     within one serialisation plus the propagation delay, ceil((delay + serialisation) /
-    serialisation) of them, plus HOLD_MARGIN_FRAMES."""
+    serialisation) of them, plus HOLD_MARGIN_FRAMES. `host_up`, a host's cable toward its ToR: a
+    host's NIC counts a frame when its agent hands it to the kernel, and the host's own egress
+    queue (the emulation's pacer, tbf at the link rate: its limit is its latency's worth of bytes
+    and its burst, `emulation.network.Pacing`) lies between that and the wire: that many more
+    whole frames, and the one it is dequeuing."""
+    from testbed.emulation.network import Pacing
+
     out = {}
     for tier in ("host", "fabric"):
         params = scenario.links.for_tier(tier)
         serialise = frame * 8 / (params.rate_mbps * 1e6)
         out[tier] = (math.ceil((params.delay_us / 1e6 + serialise) / serialise) + HOLD_MARGIN_FRAMES) * frame
+    pacer = Pacing(scenario.links.host.rate_mbps)
+    queued = pacer.rate_mbps * 1e6 / 8 * pacer.latency_ms / 1e3 + pacer.burst_bytes  # tbf's limit
+    out["host_up"] = out["host"] + (math.ceil(queued / frame) + 1) * frame  # whole frames, one dequeued
     return out
 
 
-def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[int, int, str, float] | None:
-    """(first bin, last bin, direction, most held) when a direction of a cable held more than `hold`
-    bytes on its wire at MIN_BINS bin edges or more and all it held arrived by the end: a delay
+def held_late(sent: dict, arrived: dict, keys: list[str], hold: dict[str, float]) -> tuple[int, int, str, float] | None:
+    """(first bin, last bin, direction, most held) when a direction of a cable held more than its
+    `hold` bytes on its wire at MIN_BINS bin edges or more and all it held arrived by the end: a delay
     longer than its nominal one. The first bin is the foot of the stretch of bins, ending at the
     first edge above `hold`, in which it held something: the delay began there."""
     found = []
@@ -373,8 +382,8 @@ def held_late(sent: dict, arrived: dict, keys: list[str], hold: float) -> tuple[
         for s, a in zip(sent[key], arrived[key]):
             cum += s - a
             held.append(cum)
-        over = [b for b, h in enumerate(held) if h > hold]
-        if len(over) >= MIN_BINS and held[-1] <= hold:
+        over = [b for b, h in enumerate(held) if h > hold[key]]
+        if len(over) >= MIN_BINS and held[-1] <= hold[key]:
             i = over[0]
             while i > 0 and held[i - 1] > 0:
                 i -= 1
@@ -454,15 +463,22 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: b
         if not all(k in sent and k in arrived for k in keys):
             continue
         n = len(sent[keys[0]])
-        missing, cum = [], 0.0  # sent and not (yet) arrived: the cells on the wire, and the lost
+        host = next((e for e in (link.a, link.b) if e in topo.hosts), None)
+        # sent and not (yet) arrived: the cells on the wire, and the lost; a host's uplink less its
+        # own egress queue (wire_holds' host_up), which its NIC counter counts as sent
+        queue = {k: holds["host_up"] - holds["host"] if host is not None and k.split(":")[1].startswith(f"{host}>")
+                 else 0.0 for k in keys}
+        missing, cum = [], {k: 0.0 for k in keys}
         for b in range(n):
-            cum += sum(sent[k][b] - arrived[k][b] for k in keys)
-            missing.append(cum)
+            for k in keys:
+                cum[k] += sent[k][b] - arrived[k][b]
+            missing.append(sum(max(0.0, cum[k] - queue[k]) if queue[k] else cum[k] for k in keys))
         lost = [max(0.0, missing[b] - max(missing[:b], default=0.0)) if missing[b] > IN_FLIGHT_BYTES else 0.0
                 for b in range(n)]
         lossy = [b for b in range(n) if lost[b] >= WIRE_LOSS_BYTES]
         if not lossy:
-            late = held_late(sent, arrived, keys, holds[link.tier])
+            hold = {k: holds["host_up" if queue[k] else link.tier] for k in keys}
+            late = held_late(sent, arrived, keys, hold)
             if late is not None and _host_stopped(late, link, topo, sent, twin):
                 late = None  # held toward a host that sent nothing meanwhile: it read nothing (stalled)
             if late is not None:
@@ -470,7 +486,7 @@ def wire_culprits(wire, twin: dict, topo, holds: dict[str, float], to_the_end: b
                 out.append(Culprit("link", link.name, "delayed", i * BIN_S, (j + 1) * BIN_S, 0.5,
                                    f"{key.split(':')[1]} held up to {most / 1e3:.1f} kB on its wire from "
                                    f"{i * BIN_S:.1f} s to {(j + 1) * BIN_S:.1f} s, more than its nominal delay "
-                                   f"lets it hold ({holds[link.tier] / 1e3:.1f} kB); all of it arrived",
+                                   f"lets it hold ({hold[key] / 1e3:.1f} kB); all of it arrived",
                                    crossed=i * BIN_S))
                 cables[id(out[-1])] = link
             continue

@@ -138,9 +138,13 @@ def test_a_cable_holding_more_than_its_wire_can_is_delayed():
     from testbed.diagnose.core import held_late, wire_holds
 
     params = SimpleNamespace(rate_mbps=5, delay_us=1000)
-    scenario = SimpleNamespace(links=SimpleNamespace(for_tier=lambda tier: params))
-    hold = wire_holds(scenario, 1090)["fabric"]
-    assert hold == 2.5 * 1090  # 1 ms of propagation is under one 1.74 ms frame: 2 frames, plus half
+    scenario = SimpleNamespace(links=SimpleNamespace(for_tier=lambda tier: params, host=params))
+    holds = wire_holds(scenario, 1090)
+    assert holds["fabric"] == 2.5 * 1090  # 1 ms of propagation is under one 1.74 ms frame: 2 frames, plus half
+    # a host's uplink also holds its pacer's queue (tbf: 50 ms at 5 Mbit/s and a 16 KiB burst,
+    # 47,634 B: 44 whole frames) and the frame it is dequeuing
+    assert holds["host_up"] == holds["host"] + 45 * 1090
+    hold = {"c:a>b": holds["fabric"], "c:b>a": holds["fabric"]}
     sent = {"c:a>b": [10900.0] * 10, "c:b>a": [100.0] * 10}
     on_time = {"c:a>b": [10900.0] * 10, "c:b>a": [100.0] * 10}
     assert held_late(sent, on_time, ["c:a>b", "c:b>a"], hold) is None
@@ -148,6 +152,41 @@ def test_a_cable_holding_more_than_its_wire_can_is_delayed():
     assert held_late(sent, late, ["c:a>b", "c:b>a"], hold) == (3, 8, "c:a>b", 5450.0)
     lost = {"c:a>b": [10900.0] * 3 + [5450.0] + [10900.0] * 6, "c:b>a": [100.0] * 10}
     assert held_late(sent, lost, ["c:a>b", "c:b>a"], hold) is None  # never arrived: not late, lost
+    queued = {"c:a>b": holds["host_up"], "c:b>a": holds["fabric"]}  # a->b a host's uplink
+    assert held_late(sent, late, ["c:a>b", "c:b>a"], queued) is None  # 5.4 kB: inside its queue
+
+
+def test_a_hosts_uplink_holding_its_pacers_queue_is_neither_late_nor_lossy():
+    """An emulated host's NIC counts a frame when its agent hands it to the kernel; its pacer (tbf)
+    queues up to 50 ms of them before the wire. A burst of 40 frames into the host's uplink that
+    drains over the next bins is on time; the same burst into the ToR's downlink is delayed, and
+    more frames than the queue holds that never arrive are lost."""
+    from testbed.diagnose.core import wire_culprits
+    from testbed.scenario import parse_scenario
+
+    scenario = parse_scenario("name: t\nduration_s: 2\ntopology: {kind: leaf_spine, leaves: 2, spines: 1, "
+                              "hosts_per_leaf: 1}\nlinks: {rate_mbps: 5, delay_us: 1000}\n"
+                              "workload: [{kind: pingall}]\n", "t.yaml")
+    topo = scenario.topo
+    link = next(l for l in topo.links if "h1" in (l.a, l.b))
+    tor = link.b if link.a == "h1" else link.a
+    up, down = f"{link.name}:h1>{tor}", f"{link.name}:{tor}>h1"
+    from testbed.diagnose.core import wire_holds
+
+    holds = wire_holds(scenario, 1090)
+    burst = [40 * 1090.0] + [0.0] * 9
+    drained = [10 * 1090.0] * 4 + [0.0] * 6
+    twin = {up: drained, down: drained}
+
+    def named(sent: dict, arrived: dict):
+        return [(c.target, c.symptom) for c in wire_culprits((sent, arrived, {}), twin, topo, holds)
+                if c.kind == "link"]
+
+    assert named({up: burst, down: [0.0] * 10}, {up: drained, down: [0.0] * 10}) == []
+    assert named({up: [0.0] * 10, down: burst}, {up: [0.0] * 10, down: drained}) == [(link.name, "delayed")]
+    more = [40 * 1090.0, 40 * 1090.0, 20 * 1090.0] + [0.0] * 7  # 100 frames, 15 of them arrive
+    assert named({up: more, down: [0.0] * 10}, {up: [5 * 1090.0] * 3 + [0.0] * 7, down: [0.0] * 10}) == [
+        (link.name, "lossy")]
 
 
 def test_corpus_seeds_from_the_environment():
