@@ -65,7 +65,8 @@ control FabricIngress(inout headers_t hdr,
      * its receivers send back. With `fabric.tenant_isolation: meters` the
      * controller sets, per tenant, CIR = PIR = the tenant's share of the
      * ToR's uplink capacity in bytes/s; a packet coloured YELLOW or RED is
-     * dropped (DROP_TENANT_RATE) and counted in tenant_drops. An
+     * dropped (DROP_TENANT_RATE for DATA cells, DROP_TENANT_RATE_OTHER for
+     * the rest) and counted in tenant_drops. An
      * unconfigured index meters everything GREEN: no limit, as without. */
     meter(TENANTS, MeterType.bytes) tenant_meter;
 
@@ -439,7 +440,12 @@ control FabricIngress(inout headers_t hdr,
                 if (meta.host_port == 1) {
                     tenant_meter.execute_meter((bit<32>)meta.tenant, meta.tenant_color);
                     if (meta.tenant_color != METER_GREEN) {
-                        drop_packet(DROP_TENANT_RATE);
+                        /* DATA cells apart, so the simulator's DATA conservation counts them */
+                        if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_DATA) {
+                            drop_packet(DROP_TENANT_RATE);
+                        } else {
+                            drop_packet(DROP_TENANT_RATE_OTHER);
+                        }
                         tenant_drops.count((bit<32>)meta.tenant);
                     }
                 }

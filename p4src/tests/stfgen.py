@@ -848,9 +848,10 @@ def fabric_tenant_isolation() -> Stf:
     stf.comment("tenant_meter as `meters` writes it, in bytes: tenant 1 at 1 byte/s with a\n"
                 "300-byte bucket (simple_switch_CLI units: bytes per microsecond). A's first\n"
                 "242-byte packet is GREEN; its second and then B's (tenant 1 too: one bucket\n"
-                "per tenant) are RED and dropped (reason 12, tenant over rate, counted in\n"
-                "tenant_drops). A's credit is not metered (priority 1, its own meter), nor is\n"
-                "C (tenant 2 has no meter configuration).")
+                "per tenant) are RED and dropped (reason 13, tenant over rate, not a DATA\n"
+                "cell; counted in tenant_drops), and so is A's DATA cell (reason 12). A's\n"
+                "credit is not metered (priority 1, its own meter), nor is C (tenant 2 has\n"
+                "no meter configuration).")
     stf.line(f"meter_set_rates {ING}tenant_meter 1 0.000001:300 0.000001:300")
     p = tenant_packet("C", "E") / big   # queue 2 first, then the credit, then queue 0
     stf.packet(3, p)
@@ -863,6 +864,7 @@ def fabric_tenant_isolation() -> Stf:
     stf.expect(4, stamped(p, 4, 1))
     stf.packet(1, tenant_packet("A", "D") / big)
     stf.packet(2, tenant_packet("B", "D") / big)
+    stf.packet(1, cell(TENANT_HOSTS["D"][0], DATA, CELL_SIZE, src=TENANT_HOSTS["A"][0], in_port=1))
     return stf
 
 

@@ -365,5 +365,8 @@ def test_tenant_meter_caps_a_tenants_bytes_and_counts_what_it_drops():
     sw.clock.advance_ns(length * 1_000)             # one packet's worth of time
     assert len(sw.send(1, gen.tenant_packet("A", "D") / big)) == 1
     assert len(sw.send(3, gen.tenant_packet("C", "E") / big)) == 1   # tenant 2: no meter set
-    assert sw.counter(f"{ING}drops", 12)[0] == 3
-    assert sw.counter(f"{ING}tenant_drops", 1)[0] == 3 and sw.counter(f"{ING}tenant_drops", 2)[0] == 0
+    assert sw.counter(f"{ING}drops", 13)[0] == 3   # not DATA cells (reason 12 is theirs)
+    cells = [len(sw.send(1, gen.cell(gen.TENANT_HOSTS["D"][0], gen.DATA, gen.CELL_SIZE,
+                                     src=gen.TENANT_HOSTS["A"][0], in_port=1))) for _ in range(3)]
+    assert cells == [0, 0, 0] and sw.counter(f"{ING}drops", 12)[0] == 3
+    assert sw.counter(f"{ING}tenant_drops", 1)[0] == 6 and sw.counter(f"{ING}tenant_drops", 2)[0] == 0

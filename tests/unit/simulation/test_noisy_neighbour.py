@@ -61,7 +61,10 @@ def test_with_queues_the_victim_completes_within_10_percent_of_alone(runs):
 def test_with_meters_the_flood_is_dropped_at_its_tor_and_the_victim_never(runs):
     _, count, info = runs["meters"]
     assert count == 32
-    assert info["program_drops"].get("tenant_over_rate", 0) > 1000
+    assert info["program_drops"].get("tenant_over_rate_data", 0) > 1000
+    cells = info["data_cells"]
+    assert cells["lost"]["tenant_meters"] == info["program_drops"]["tenant_over_rate_data"]
+    assert cells["unaccounted"] == 0   # DATA conservation balances with the meters' drops
     counters = info["tenant_counters"]
     victim_id = 2
     assert counters[victim_id]["dropped_packets"] == 0 and counters[1]["dropped_packets"] > 1000
