@@ -193,6 +193,11 @@ def sim_command(args) -> int:
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     switches = getattr(args, "switches", "model")
+    isolated = sorted({v.scenario.fabric.tenant_isolation for v in variants} - {"none"})
+    if switches == "model" and isolated:
+        raise TestbedError(f"{args.scenario}: fabric.tenant_isolation ({', '.join(isolated)}) is done by fabric.p4 "
+                           "and the traffic manager, and --switches model (sim.py's hand-written model) does not "
+                           "model tenants: run it on the program (the default)")
     if switches == "program" and getattr(args, "diagnose", False):
         print("testbed sim --diagnose: the diagnosis's healthy twin runs on the hand-written model of fabric.p4, "
               "so the variants run on it too", file=sys.stderr)
