@@ -87,3 +87,12 @@ def test_credits_and_ecn_keep_working_with_tenant_queues(tmp_path, cc):
         assert info["switch_data_drops"] == 0
         alone, _, _ = _victim_run(scenario, alone=True)
         assert p99 <= 1.10 * alone
+
+
+def test_the_hand_written_model_refuses_tenant_isolation_in_one_line(tmp_path, capsys):
+    from testbed.cli import main
+
+    assert main(["sim", str(SCENARIO), "--switches", "model", "--runs-dir", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "does not model tenants" in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())
