@@ -1,10 +1,8 @@
 """The simulator experiments behind the claims table, each saved as records + counters.
 
 An experiment is one network and one workload on the virtual-time simulator
-(the agents' own sans-IO transport, exact wake-ups): the program network
-(simulation/program_net.py, the scenario's P4 program in every switch) for
-the experiments that are scenarios, simexp's hand-written model
-(simulation/sim.py) for the mixed workload and the load sweep. Its
+(the agents' own sans-IO transport, exact wake-ups) on the program network
+(simulation/program_net.py, the scenario's P4 program in every switch). Its
 directory keeps `records.jsonl` (every message sent and delivered, as the
 agents write them) and `counters.json` (what the switches counted: DATA drops,
 credit drops, the deepest queue, pause frames; and the link rate, base RTT and
@@ -15,8 +13,9 @@ Incasts, permutations and all-to-all are scenarios (5 Mbit/s links, BDP 16
 cells, 2-BDP buffers, spraying, the scenario's RED ECN for dcqcn) run as
 `testbed sim` runs them: the very texts emulated.py runs on the emulated fabric,
 so the two platforms are compared on one configuration. The mixed workload and
-the load sweep follow simexp's leaf-spine (the same links; their emulated
-counterparts are scaled-down scenarios, not compared row by row).
+the load sweep run on simexp's leaf-spine written as a scenario (the same
+links, two hosts per leaf, two spines), their messages given whole; their
+emulated counterparts are scaled-down scenarios, not compared row by row.
 """
 
 from __future__ import annotations
@@ -26,12 +25,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed import progress
 from testbed.host import records as host_records
 from testbed.cells import segment
 from testbed.simulation import simexp
 from testbed.host import workloads
-from testbed.host.config import TitaParams
 
 INCAST_SENDERS = (4, 7, 15, 32, 64)
 # srpt's degree of overcommitment swept from 2 to N-1 in these incasts (1 is tita+srpt; N shares like
@@ -141,13 +138,6 @@ def run_unit(root: Path, experiment: Experiment) -> dict:
     return {"directory": out.relative_to(root).as_posix(), "wall_s": round(time.monotonic() - started, 3)}
 
 
-def model_counters(net) -> dict:
-    """What the hand-written model's switches counted (simexp's leaf-spine, sim.Network)."""
-    return {"virtual_end_s": net.sim.now, "data_drops": net.data_drops(), "queue_drops_all_kinds": net.drops(),
-            "credit_drops": sum(p.stats.credit_drops for p in net.ports), "pause_frames": net.pause_frames,
-            "peak_queue_cells": round(net.max_queue_cells(), 2)}
-
-
 def program_counters(net, info: dict) -> dict:
     """What the program's switches counted on the program network (simulate_program's info): DATA
     cells and all frames their queues turned away, credits dropped (over their port's rate by the
@@ -187,11 +177,6 @@ def _save(out: Path, experiment: Experiment, net, cfg, messages, extra: dict, sw
     (out / "counters.json").write_text(json.dumps(counters, indent=1))
 
 
-def _leaf_spine(t: Transport, hosts: int):
-    cfg = simexp.config(t.cc, tita=TitaParams(credit_order=t.credit_order, overcommit=t.overcommit))
-    return cfg, simexp.network(cfg, hosts, pfc=PFC_THRESHOLDS if t.pfc else None)
-
-
 def _run_incast(e: Experiment, seed: int = 1):
     """The incast as the emulated fabric runs it (incast_text): the same scenario on the simulator,
     so the claims table's agreement rows compare one configuration on two platforms."""
@@ -203,33 +188,49 @@ def _run_incast(e: Experiment, seed: int = 1):
 
 def _run_mixed(e: Experiment):
     """simexp.mixed's workload: 4 long 512 KiB flows into h1, 60 short 8 KiB messages among them."""
-    cfg, net = _leaf_spine(e.transport, 8)
     names = [f"h{i}" for i in range(2, 9)]
     longs, shorts = names[:4], names[4:]
     messages = workloads.combine(
         workloads.incast(longs, "h1", 512 * 1024),
         [workloads.MessageSpec(shorts[k % 3], "h1", k // 3, 8 * 1024, start_us=(0.1 + k * 0.03) * 1e6)
          for k in range(60)])
-    net.load(messages, seed=1)
-    _run_shown(net, messages, cfg, e.name)
-    return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}, model_counters(net)
-
-
-def _run_shown(net, messages, cfg, name: str) -> None:
-    """The network's 300 s of virtual time, fed to the current progress display (testbed.progress) if any."""
-    with progress.task(name, len(messages), progress.planned_cells(messages, cfg.cell_size)) as shown:
-        net.run(300.0, on_progress=shown.update if shown is not None else None)
+    net, cfg, counters = _on_leaf_spine(e, 8, messages)
+    return net, cfg, messages, {"receiver": "h1", "short_senders": shorts, "long_senders": longs}, counters
 
 
 def _run_load(e: Experiment):
-    cfg, net = _leaf_spine(e.transport, LOAD_HOSTS)
-    hosts = sorted(net.hosts, key=lambda h: int(h[1:]))
+    cfg = simexp.config(e.transport.cc)
+    hosts = [f"h{i}" for i in range(1, LOAD_HOSTS + 1)]
     wire = segment.cell_count(LOAD_MESSAGE_BYTES + segment.TRAILER_LEN, cfg.cell_size) * cfg.data_wire_bytes
     messages = workloads.poisson(hosts, e.params["load"], cfg.link_rate_bps, LOAD_MESSAGE_BYTES, wire,
                                  LOAD_SECONDS, seed=1)
-    net.load(messages, seed=1)
-    _run_shown(net, messages, cfg, e.name)
-    return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}, model_counters(net)
+    net, cfg, counters = _on_leaf_spine(e, LOAD_HOSTS, messages)
+    return net, cfg, messages, {"offered_load": e.params["load"], "arrivals_s": LOAD_SECONDS}, counters
+
+
+# The mixed workload and the load sweep: simexp's leaf-spine (two hosts per leaf, two spines, the
+# incasts' links and buffers) as a scenario on the program network, their messages given whole.
+LEAF_SPINE_SCENARIO = """
+name: claims-{name}
+duration_s: 300
+seed: 1
+topology: {{kind: leaf_spine, leaves: {leaves}, spines: 2, hosts_per_leaf: 2}}
+links: {{rate_mbps: 5, delay_us: 2500}}
+fabric: {{load_balancing: spray, cell_size: 1024, pfc: {{enabled: {pfc}, xoff_cells: {xoff}, xon_cells: {xon}}}}}
+transport: {{cc: {cc}, tita: {{credit_order: {credit_order}, overcommit: {overcommit}}}}}
+workload: [{{kind: pingall}}]
+"""
+
+
+def _on_leaf_spine(e: Experiment, hosts: int, messages: list):
+    """`messages` on simexp's leaf-spine of `hosts` hosts, on the program network, to the end:
+    (the network, its transport config, its switches' counters)."""
+    t = e.transport
+    text = LEAF_SPINE_SCENARIO.format(name=e.name.replace("+", "-"), leaves=-(-hosts // 2), cc=t.cc, pfc="true" if t.pfc else "false",
+                                      xoff=PFC_THRESHOLDS[0], xon=PFC_THRESHOLDS[1], credit_order=t.credit_order,
+                                      overcommit=t.overcommit)
+    net, cfg, _, counters = _simulate_text(text, f"claims-{e.kind}.yaml", messages)
+    return net, cfg, counters
 
 
 # Permutation and all-to-all: the scenario's own workload, as the emulated runs of the same text
@@ -305,15 +306,16 @@ def _run_scenario(e: Experiment):
     return net, cfg, messages, {"topology": "fat_tree" if tiers == 3 else "leaf_spine"}, counters
 
 
-def _simulate_text(text: str, name: str):
+def _simulate_text(text: str, name: str, messages: list | None = None):
     """One scenario text (one variant, no `variants`) on the program network (`testbed sim`'s
-    default: the scenario's P4 program in every switch), to the end; its switches' counters."""
+    default: the scenario's P4 program in every switch), to the end, with its own workload's
+    messages or `messages`; its switches' counters."""
     from testbed.scenario.workload import scenario_messages
     from testbed.scenario import parse_scenario
     from testbed.simulation.run import simulate_program, transport_config
 
     scenario = parse_scenario(text, name)
-    messages = scenario_messages(scenario)
+    messages = scenario_messages(scenario) if messages is None else messages
     net, info = simulate_program(scenario, messages, until_s=300.0)
     return net, transport_config(scenario), messages, program_counters(net, info)
 

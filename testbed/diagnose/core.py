@@ -754,6 +754,15 @@ def share_drops(run: dict, twin: dict, topo) -> dict[str, float]:
     return drops
 
 
+def quiet_stretches(run: dict, twin: dict, keys: list[str]) -> list[tuple[int, int]]:
+    """(first bin, last bin) of each stretch of CUT_BINS bins or more in which the cable (its
+    direction series `keys`) carried nothing either way while its twin's carried something."""
+    n = len(twin[keys[0]])
+    quiet = [all(run.get(k, [0.0] * n)[b] == 0 for k in keys) and sum(twin[k][b] for k in keys) > 0
+             for b in range(n)]
+    return [(i, j) for i, j in _runs(quiet) if j - i + 1 >= CUT_BINS]
+
+
 def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 1090,
              spread: dict[str, float] | None = None) -> list[Culprit]:
     """Culprits from the departing series, the likeliest first (rules in docs/diagnose.md):
@@ -779,10 +788,7 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
             end = (max((w[1] for w in windows), default=len(twin[keys[0]]) - 1) + 1) * BIN_S
             # a slow cable still carries its rate; one that carried nothing either way while its
             # twin's carried was down (the routes moved around it, so it lost too little to see)
-            n = len(twin[keys[0]])
-            quiet = [all(run.get(k, [0.0] * n)[b] == 0 for k in keys) and sum(twin[k][b] for k in keys) > 0
-                     for b in range(n)]
-            cuts = [(i, j) for i, j in _runs(quiet) if j - i + 1 >= CUT_BINS]
+            cuts = quiet_stretches(run, twin, keys)
             symptom = "flapping" if len(cuts) >= 2 else "down" if cuts else "slow"
             first.append(Culprit("link", link.name, symptom, start, end, round(min(1.0, score), 2),
                                  "share of its senders' fabric bytes below the twin's by "
@@ -794,9 +800,15 @@ def localise(run: dict, twin: dict, topo, nic: list[Culprit] = (), frame: int = 
             score = min(1.0, min(w[2] for w in windows))
             if score <= spread.get("link", 0.0):
                 continue  # within what the healthy scenario spreads over seeds
-            rest.append(Culprit("link", link.name, "slow", start * BIN_S, (end + 1) * BIN_S, round(score, 2),
+            # a dual-homed host's cut cable: its traffic moved to the host's other cable, so the
+            # cable carried nothing either way where its twin's carried (as rule 1's down cable)
+            cuts = quiet_stretches(run, twin, keys)
+            symptom = "flapping" if len(cuts) >= 2 else "down" if cuts else "slow"
+            rest.append(Culprit("link", link.name, symptom, start * BIN_S, (end + 1) * BIN_S, round(score, 2),
                                 crossed=max(w[3] for w in windows) * BIN_S, evidence="bytes carried both ways fell behind the twin by up to "
-                                f"{score:.0%} of the twin's total"))
+                                f"{score:.0%} of the twin's total"
+                                + (f"; carried nothing either way in {len(cuts)} stretch(es) of "
+                                   + ", ".join(f"{(j - i + 1) * BIN_S:.1f} s" for i, j in cuts) if cuts else "")))
         elif link.tier != "host":  # a standing queue the twin does not hold, its bytes below the twin's
             held = standing_queue(run, twin, keys)
             if held is not None:

@@ -198,10 +198,6 @@ def sim_command(args) -> int:
         raise TestbedError(f"{args.scenario}: fabric.tenant_isolation ({', '.join(isolated)}) is done by fabric.p4 "
                            "and the traffic manager, and --switches model (sim.py's hand-written model) does not "
                            "model tenants: run it on the program (the default)")
-    if switches == "program" and getattr(args, "diagnose", False):
-        print("testbed sim --diagnose: the diagnosis's healthy twin runs on the hand-written model of fabric.p4, "
-              "so the variants run on it too", file=sys.stderr)
-        switches = "model"
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
     jobs, cluster = getattr(args, "jobs", 1), getattr(args, "cluster", None)  # each variant a unit of a sweep

@@ -32,6 +32,7 @@ from pathlib import Path
 import yaml
 
 from testbed.simulation.tune import Candidate, TuneError, scenario_data
+from testbed.telemetry.cells import fixed
 
 SPACING = 1.5  # a phase's slot: its simulated time times this, plus GAP_RTTS base RTTs
 GAP_RTTS = 10
@@ -184,16 +185,12 @@ def _compare(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _f(v, digits=3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
     rate = rows[0]["rate_mbps"] if rows else None
     lines = ["# The tuner's choice on the emulated fabric", "",
              f"Each setting ran as its own collective phase, back to back, emulated with `--fit` (host links "
-             f"{_f(rate, 4)} Mbit/s: the run's clock) and on the simulator at that same rate; the tuner's own "
+             f"{fixed(rate, 4)} Mbit/s: the run's clock) and on the simulator at that same rate; the tuner's own "
              f"figure is the simulator at the scenario's nominal {rows[0]['tuner_sim_rate_mbps'] if rows else '-'} "
              "Mbit/s. busbw in Mbit/s of payload (nccl-tests' factors) on the scenario's clock (the runs' busbw "
              "times their slow-down); / ideal: over the schedule's link-rate bound (a ratio, the same on both clocks). role: choice = the tuner's per-size choice, fixed = the best single fixed "
@@ -203,15 +200,15 @@ def markdown(doc: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         c = Candidate(**r["setting"])
-        lines.append(f"| {r['size_bytes']} | {r['role']} | {c.label()} | {_f(r['tuner_sim_busbw_mbps'])} | "
-                     f"{_f(r['sim_busbw_mbps'], 4)} | {_f(r['sim_busbw_over_ideal'])} | "
-                     f"{_f(r['emulated_busbw_mbps'], 4)} | {_f(r['emulated_busbw_over_ideal'])} | "
+        lines.append(f"| {r['size_bytes']} | {r['role']} | {c.label()} | {fixed(r['tuner_sim_busbw_mbps'], 3)} | "
+                     f"{fixed(r['sim_busbw_mbps'], 4)} | {fixed(r['sim_busbw_over_ideal'], 3)} | "
+                     f"{fixed(r['emulated_busbw_mbps'], 4)} | {fixed(r['emulated_busbw_over_ideal'], 3)} | "
                      f"{'yes' if r['emulated_verified'] else 'NO'} ({r['emulated_ranks_done']}/{r['ranks']} ranks) |")
     lines += ["", "| size (B) | choice / fixed, emulated | choice / fixed, simulated |", "|---|---|---|"]
     for c in doc["comparison"]:
         note = " (same setting)" if c["same_setting"] else ""
-        lines.append(f"| {c['size_bytes']} | {_f(c['emulated_choice_over_fixed'])}{note} | "
-                     f"{_f(c['sim_choice_over_fixed'])}{note} |")
+        lines.append(f"| {c['size_bytes']} | {fixed(c['emulated_choice_over_fixed'], 3)}{note} | "
+                     f"{fixed(c['sim_choice_over_fixed'], 3)}{note} |")
     runs = sorted({(r["emulated_run"], r["simulated_run"]) for r in rows})
     lines += ["", "Run directories: " + "; ".join(f"emulated `{e}`, simulated `{s}`" for e, s in runs), ""]
     return "\n".join(lines) + "\n"

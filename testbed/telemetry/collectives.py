@@ -28,6 +28,8 @@ import json
 import math
 from pathlib import Path
 
+from testbed.telemetry.cells import fixed
+
 BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n}
 
@@ -106,10 +108,6 @@ def collective_figures(run_dir: Path, scenario: dict, topology) -> dict[str, dic
     return collective_rows(planned, records, scenario, topology)
 
 
-def _fmt(value, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def report_lines(summaries: dict[str, dict]) -> list[str]:
     """The collectives table of a report: one line per variant and collective."""
     if not any(s.get("collectives") for s in summaries.values()):
@@ -123,9 +121,9 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
             lines.append(
                 f"| {variant} | {name} | {r['op']} / {r['algorithm']} | {r['ranks']} | {r['size_bytes']} | "
                 f"{'yes' if r['verified'] else 'NO'} ({r['ranks_done']}/{r['ranks']} ranks) | "
-                f"{_fmt(r.get('time_us') and r['time_us'] / 1000, 2)} | {_fmt(r.get('algbw_mbps'), 3)} | "
-                f"{_fmt(r.get('busbw_mbps'), 3)} | {_fmt(r['ideal_busbw_mbps'], 3)} | "
-                f"{_fmt(r.get('busbw_over_ideal'), 3)} |")
+                f"{fixed(r.get('time_us') and r['time_us'] / 1000, 2)} | {fixed(r.get('algbw_mbps'), 3)} | "
+                f"{fixed(r.get('busbw_mbps'), 3)} | {fixed(r['ideal_busbw_mbps'], 3)} | "
+                f"{fixed(r.get('busbw_over_ideal'), 3)} |")
     lines += ["", "algbw = S / time and busbw = algbw x (all_reduce 2(n-1)/n; all_gather, reduce_scatter, "
               "all_to_all (n-1)/n), Mbit/s of payload; time from the collective's first message queued to the "
               "last rank holding its whole verified result; ideal busbw: the schedule's link-rate bound "

@@ -41,6 +41,7 @@ import math
 from pathlib import Path
 
 from testbed.host.training import parse_name, parse_step
+from testbed.telemetry.cells import fixed
 from testbed.telemetry.pipeline_job import pipeline_timelines
 
 
@@ -239,10 +240,6 @@ def job_figures(run_dir: Path) -> dict[str, dict]:
     return job_rows(*_read(run_dir))
 
 
-def _fmt(value, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def report_lines(summaries: dict[str, dict]) -> list[str]:
     """The training jobs table of a report: one line per variant and job."""
     if not any(s.get("jobs") for s in summaries.values()):
@@ -257,9 +254,9 @@ def report_lines(summaries: dict[str, dict]) -> list[str]:
                    if r.get("gpu_utilisation") is not None else "-")
             lines.append(
                 f"| {variant} | {name} | {r['gpus']} | {r['iterations_finished']} / {r['iterations_planned']} | "
-                f"{_fmt(r.get('iteration_p50_ms'), 1)} / {_fmt(r.get('iteration_p99_ms'), 1)} | {low} | "
-                f"{_fmt(r.get('compute_per_iteration_ms'), 1)} / {_fmt(r.get('wait_per_iteration_ms'), 1)} / "
-                f"{_fmt(r.get('exposed_per_iteration_ms'), 1)} | {_fmt(r.get('exposed_share'), 3)} |")
+                f"{fixed(r.get('iteration_p50_ms'), 1)} / {fixed(r.get('iteration_p99_ms'), 1)} | {low} | "
+                f"{fixed(r.get('compute_per_iteration_ms'), 1)} / {fixed(r.get('wait_per_iteration_ms'), 1)} / "
+                f"{fixed(r.get('exposed_per_iteration_ms'), 1)} | {fixed(r.get('exposed_share'), 3)} |")
     lines += ["", "An iteration ends at a GPU when every gradient bucket of it is all-reduced there; the job's "
               "iteration time runs from the previous iteration's last GPU to its own (p50 / p99 nearest rank). "
               "GPU utilisation: compute time over iteration time. Wait: idle after its own backward until the "

@@ -348,3 +348,22 @@ def test_dcqcn_spreads_over_the_switches_seeds_and_tita_does_not():
     assert spread("tita", "permutation") == {"host": 0.0, "link": 0.0}
     reactive = spread("dcqcn", "incast")
     assert reactive["host"] > 0 and reactive["link"] > 0, reactive
+
+
+def test_sim_diagnose_names_a_dual_homed_hosts_cut_cable_down_on_the_program(tmp_path, capsys):
+    """failover.yaml cuts h1-leaf1 at 2 s; h1 is dual-homed, so its traffic moves to its other
+    cable, and the cut one carries nothing either way where its twin's carried: `down`, first,
+    under both transports. `testbed sim --diagnose` runs the variants on the program, as their
+    twin does."""
+    from testbed.cli import main
+
+    root = Path(__file__).resolve().parents[3]
+    assert main(["sim", str(root / "scenarios" / "failover.yaml"), "--runs-dir", str(tmp_path), "--diagnose"]) == 0
+    capsys.readouterr()
+    verdicts = sorted(tmp_path.rglob("diagnosis.json"))
+    assert len(verdicts) == 2
+    for path in verdicts:
+        first = json.loads(path.read_text())["culprits"][0]
+        assert (first["kind"], first["target"], first["symptom"]) == ("link", "h1-leaf1", "down"), path
+        assert abs(first["start_s"] - 2.0) < 0.15, first
+        assert json.loads((path.parent / "result.json").read_text())["switches"] == "program"
