@@ -65,6 +65,8 @@ const bit<8> DROP_PORT_UNBOUND     = 8;  /* ingress port bound to no tenant and 
 const bit<8> DROP_SPOOFED_MAC      = 9;  /* source MAC not the one the host port owns */
 const bit<8> DROP_SPOOFED_IPV4     = 10; /* source IPv4 not the one the host port owns */
 const bit<8> DROP_FOREIGN_TENANT   = 11; /* destination of another tenant, or of none */
+const bit<8> DROP_TENANT_RATE      = 12; /* DATA cell over its tenant's rate (tenant_meter not GREEN) */
+const bit<8> DROP_TENANT_RATE_OTHER = 13; /* any other packet over its tenant's rate (ACK, NACK, ...) */
 
 /* ---- load balancing: FabricIngress.groups' cell_mode --------------------- */
 const bit<2> CELL_MODE_ECMP    = 0;  /* 5-tuple flow hash, as non-cell traffic */

@@ -130,6 +130,7 @@ struct fabric_metadata_t {
     bit<1>  host_port;           /* the ingress port is a host's, bound to a tenant */
     bit<6>  tenant;              /* the packet's tenant: its host port's, or carried in DSCP */
     bit<6>  dst_tenant;          /* the destination's tenant (0: none) */
+    bit<2>  tenant_color;        /* tenant_meter's colour of a host port's packet */
     bit<48> port_mac;            /* what the host port owns: its host's MAC and IPv4 */
     bit<32> port_ipv4;
     /* egress: ECN marking */

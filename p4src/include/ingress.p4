@@ -4,7 +4,9 @@
  * Order of the checks (the first that fails drops the packet and counts
  * its reason in `drops`): IPv4 present and well formed, header checksum,
  * tenants (when on: port bound, source MAC, source IPv4, destination's
- * tenant), route, TTL, cell length, next-hop group and member, credit rate.
+ * tenant), route, TTL, cell length, next-hop group and member, credit rate,
+ * tenant rate (a host port's packet at the data priority, when its tenant
+ * is metered).
  * Drops are decided in one place per reason and counted once, at the end. */
 #ifndef FABRIC_INGRESS_P4
 #define FABRIC_INGRESS_P4
@@ -54,6 +56,44 @@ control FabricIngress(inout headers_t hdr,
      * what unbound ports sent). The controller only reads them. */
     counter(TENANTS, CounterType.packets_and_bytes) tenant_packets;
     counter(TENANTS, CounterType.packets) tenant_drops;
+
+    /* Performance isolation (p4src/README.md, "Tenants"): a bytes meter per
+     * tenant id, executed on every packet a ToR admits from one of the
+     * tenant's host ports at the data priority (all but credits, which have
+     * their own meter, and CNPs), so it meters the tenant's aggregate
+     * entering the fabric at this ToR: DATA cells, and the ACKs and NACKs
+     * its receivers send back. With `fabric.tenant_isolation: meters` the
+     * controller sets, per tenant, CIR = PIR = the tenant's share of the
+     * ToR's uplink capacity in bytes/s; a packet coloured YELLOW or RED is
+     * dropped (DROP_TENANT_RATE for DATA cells, DROP_TENANT_RATE_OTHER for
+     * the rest) and counted in tenant_drops. An
+     * unconfigured index meters everything GREEN: no limit, as without. */
+    meter(TENANTS, MeterType.bytes) tenant_meter;
+
+    /* Performance isolation by queues: the data-priority queue of a tenant. */
+    action set_tenant_queue(bit<3> queue) {
+        standard_metadata.priority = queue;
+    }
+
+    /* Carried tenant (IPv4 DSCP) -> the egress queue its data-priority
+     * packets take, on every switch (fabric-tna's slicing maps slice and
+     * traffic class to a queue id the same way). With
+     * `fabric.tenant_isolation: queues` the controller writes one entry per
+     * tenant, queues 0, 2, 3, ... (1 stays the credits' and CNPs'), and
+     * gives those queues deficit round robin weights in the traffic manager,
+     * so one tenant's backlog does not delay another's cells. A miss (no
+     * entry: isolation off, or a packet of no tenant) keeps PRIORITY_DATA. */
+    table tenant_queues {
+        key = {
+            hdr.ipv4.dscp: exact;
+        }
+        actions = {
+            set_tenant_queue;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = TENANTS;
+    }
 
     action tenants_on() {
         meta.tenants_on = 1;
@@ -396,6 +436,19 @@ control FabricIngress(inout headers_t hdr,
                 standard_metadata.priority = PRIORITY_CNP;
             } else {
                 standard_metadata.priority = PRIORITY_DATA;
+                tenant_queues.apply();
+                if (meta.host_port == 1) {
+                    tenant_meter.execute_meter((bit<32>)meta.tenant, meta.tenant_color);
+                    if (meta.tenant_color != METER_GREEN) {
+                        /* DATA cells apart, so the simulator's DATA conservation counts them */
+                        if (hdr.cell.isValid() && hdr.cell.type == CELL_TYPE_DATA) {
+                            drop_packet(DROP_TENANT_RATE);
+                        } else {
+                            drop_packet(DROP_TENANT_RATE_OTHER);
+                        }
+                        tenant_drops.count((bit<32>)meta.tenant);
+                    }
+                }
             }
         }
 

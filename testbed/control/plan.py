@@ -11,7 +11,9 @@ shortest paths), ordered and given an entropy divisor by
 entropy and a DATA cell can retrace its credit's path.  Each switch gets its
 own ECMP hash multiplier, drawn from the scenario's seed and the switch's
 name, so no tier repeats another's flow-hash choice.  With tenants, each ToR
-also gets its tenant bindings (`testbed.control.tenants`).
+also gets its tenant bindings (`testbed.control.tenants`), and with
+`fabric.tenant_isolation` each tenant's queue on every switch (queues) or rate meter
+at its ToRs (meters).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 from testbed.control.p4runtime_client import TableEntrySpec
 from testbed.cells import wire
-from testbed.control.tenants import tenant_entries
+from testbed.control.tenants import tenant_entries, tenant_meter_rates, tenant_queue_plan
 from testbed.topo.entropy import exact_division, group_choice, layout_of
 from testbed.topo.model import Topology
 
@@ -114,6 +116,13 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
                                             "sample_mask": telemetry.sample - 1}, is_default=True))
     # tenants (p4src/README.md, "Tenants"): a ToR's bindings; nothing without a tenants: section
     plan.entries += tenant_entries(topology, getattr(scenario, "tenants", ()), switch)
+    # performance isolation (fabric.tenant_isolation: meters): each tenant's DATA cells capped at its
+    # share of the ToR's uplink capacity
+    plan.meters += [MeterSetting("FabricIngress.tenant_meter", tenant, rate, bucket, rate, bucket)
+                    for tenant, rate, bucket in tenant_meter_rates(topology, scenario, switch)]
+    # ... or (queues) each tenant's data queue on every port, served by deficit round robin
+    queue_entries, queue_weights = tenant_queue_plan(scenario)
+    plan.entries += queue_entries
     layout = layout_of(topology)
     for host in topology.hosts:
         divisor, members = group_choice(topology, layout, switch, topology.next_hops(switch, host))
@@ -143,6 +152,9 @@ def plan_switch(topology: Topology, scenario, switch: str) -> SwitchPlan:
             f"set_port_delay_us {int(link.delay_us)} {port.number}",
             f"set_queue_depth {link.buffer_packets} {port.number} {DATA_PRIORITY}",
         ]
+        for queue, quantum in queue_weights:
+            plan.tm_commands += [f"set_queue_depth {link.buffer_packets} {port.number} {queue}",
+                                 f"set_queue_weight {quantum} {port.number} {queue}"]
         if fabric.credits.enabled:
             credits = fabric.credits
             rate = credit_rate_pps(link.rate_mbps, scenario)

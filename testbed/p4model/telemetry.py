@@ -29,7 +29,8 @@ from testbed.cells.wire import TYPE_NAMES
 INTERVAL_S = 0.1  # the simulator's period too (testbed/simulation/telemetry.py)
 DROP_REASONS = {1: "no_route", 2: "ttl_expired", 3: "bad_cell_length", 4: "credit_over_rate", 5: "not_ipv4",
                 6: "bad_ipv4_checksum", 7: "port_unconfigured", 8: "port_unbound", 9: "spoofed_mac",
-                10: "spoofed_ipv4", 11: "foreign_tenant"}  # fabric.p4's drop counters' indices
+                10: "spoofed_ipv4", 11: "foreign_tenant", 12: "tenant_over_rate_data",
+                13: "tenant_over_rate"}  # fabric.p4's drop counters' indices
 TX, RX, MARKS = "FabricEgress.tx_port", "FabricIngress.rx_port", "FabricEgress.ecn_marks"
 DROP_COUNTERS = ("FabricIngress.drops", "FabricEgress.drops")
 

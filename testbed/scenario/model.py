@@ -105,6 +105,10 @@ class Fabric:
     credits: Credits
     pfc: Pfc = Pfc(False, 8, 4)
     int_telemetry: Int = Int(False)  # fabric.int in the scenario file
+    # performance isolation between tenants (p4src/README.md, "Tenants"): none; queues (a data queue
+    # per tenant on every port, deficit round robin between them by share); meters (each tenant's
+    # packets entering the fabric at a ToR capped at its share of the ToR's uplink capacity)
+    tenant_isolation: str = "none"
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,7 @@ class Tenant:
     name: str
     id: int
     hosts: tuple[str, ...]  # the hosts it names and the GPUs of the servers it names, topology order
+    share: float = 1.0  # with fabric.tenant_isolation: its DRR weight (queues) or its part of a ToR's uplinks (meters)
 
 
 @dataclass(frozen=True)

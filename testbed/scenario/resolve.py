@@ -25,6 +25,7 @@ from testbed.topo import Topology, TopoError, build_topology, spec_from_dict
 from testbed.topo.entropy import layout_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # switch.program is relative to it
+MAX_TENANT_QUEUES = 7  # fabric.tenant_isolation: queues: 8 queues a port, one the credits' and CNPs'
 
 
 def get(data: dict, path: DataPath, default: Any = None) -> Any:
@@ -73,6 +74,9 @@ class _Resolver:
         switch = self.switch(fabric, cc)
         transport = self.transport(cc, derived)
         self.tenants = resolve_tenants(self.get(("tenants",)), topo, self.fail)
+        if fabric.tenant_isolation != "none" and not self.tenants:
+            raise self.fail(("fabric", "tenant_isolation"), f"'{fabric.tenant_isolation}' isolates tenants' "
+                            "performance, but the scenario has no tenants: section")
         workload = tuple(self.phase(i, topo, duration, seed, links.host, cell_size)
                          for i in range(len(self.get(("workload",), []))))
         faults = tuple(self.fault(i, topo, duration) for i in range(len(self.get(("faults",), []))))
@@ -163,7 +167,7 @@ class _Resolver:
         entropy_values = self.get(("fabric", "entropy_values"),
                                   layout_of(topo).default_entropy_values(d.ENTROPY_VALUES))
         return Fabric(d.LB_ALIASES.get(lb, lb), cell_size, entropy_values, ecn, credits, self.pfc(),
-                      self.int_telemetry(cell_size))
+                      self.int_telemetry(cell_size), self.get(("fabric", "tenant_isolation"), "none"))
 
     def int_telemetry(self, cell_size: int) -> Int:
         telemetry = Int(self.get(("fabric", "int", "enabled"), False),
@@ -217,8 +221,29 @@ class _Resolver:
                             f"buffer of {buffer} packets, so the queue could never reach it")
         return ecn
 
+    def tenant_queues(self, fabric: Fabric, queues: int) -> int:
+        """The priority queues `fabric.tenant_isolation: queues` needs: a data queue per tenant (0,
+        2, 3, ...: control.tenants.tenant_queue) beside queue 1 (credits, CNPs), so tenants + 1."""
+        at = ("fabric", "tenant_isolation")
+        tenants = len(self.get(("tenants",)) or ())
+        if tenants > MAX_TENANT_QUEUES:
+            raise self.fail(at, f"'queues' gives each tenant a data queue of the {MAX_TENANT_QUEUES + 1} a "
+                            f"port has (one is the credits'), but the scenario has {tenants} tenants; "
+                            "use meters")
+        if fabric.pfc.enabled:
+            raise self.fail(at, "'queues' splits the data priority into a queue per tenant, and PFC pauses "
+                            "priority 0 alone: turn fabric.pfc off, or use meters")
+        need = max(2, tenants + 1)
+        given = self.get(("switch", "priority_queues"))
+        if given is not None and given < need:
+            raise self.fail(("switch", "priority_queues"), f"is {given}, but fabric.tenant_isolation: queues "
+                            f"with {tenants} tenants needs {need} (a data queue per tenant and the credits')")
+        return max(queues, need)
+
     def switch(self, fabric: Fabric, cc: str) -> Switch:
         queues = self.get(("switch", "priority_queues"), 2 if fabric.credits.enabled or cc == "dcqcn" else 1)
+        if fabric.tenant_isolation == "queues":
+            queues = self.tenant_queues(fabric, queues)
         if fabric.credits.enabled and queues < 2:
             raise self.fail(("switch", "priority_queues"),
                             f"is {queues}, but credits need 2 (they bypass data in the high queue)")
@@ -228,6 +253,12 @@ class _Resolver:
         target = self.get(("switch", "target"), d.TARGET)
         if fabric.pfc.enabled and target == "auto":
             target = "builtin"  # only the builtin traffic manager sends and obeys pause frames
+        if fabric.tenant_isolation == "queues":
+            if target == "bmv2":
+                raise self.fail(("switch", "target"), "is bmv2, whose simple_switch serves its queues by "
+                                "strict priority only; fabric.tenant_isolation: queues needs the builtin "
+                                "target's deficit round robin")
+            target = "builtin"
         processes = self.get(("switch", "processes"), d.PROCESSES)
         if target == "bmv2" and isinstance(processes, int):
             raise self.fail(("switch", "processes"), f"is {processes}, but bmv2 runs one process per "

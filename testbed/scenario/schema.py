@@ -15,6 +15,7 @@ CC = ["tita", "dcqcn", "nscc", "none"]
 TARGETS = ["auto", "builtin", "bmv2"]
 LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "off"]
 ECN_MODES = ["none", "step", "red"]
+TENANT_ISOLATION = ["none", "queues", "meters"]  # fabric.tenant_isolation (p4src/README.md, "Tenants")
 PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce", "collective", "poisson",
                "stream", "training"]
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
@@ -194,6 +195,7 @@ SCHEMA = {
                 "xoff_cells": _int(1, 4096),
                 "xon_cells": _int(0, 4096),
             }),
+            "tenant_isolation": {"enum": TENANT_ISOLATION},
             "int": _obj({
                 "enabled": BOOL,
                 "sample": _int(1, 1 << 16),
@@ -248,6 +250,7 @@ SCHEMA = {
                       "x-message": "must be a list of distinct host names"},
             "servers": {"type": "array", "uniqueItems": True, "items": _int(1),
                         "x-message": "must be a list of distinct server numbers (1, 2, ...)"},
+            "share": _num(0, 1),
         }, required=["name"])},
         "placement": _obj({
             "servers": {"type": "array", "minItems": 1, "items": _obj({

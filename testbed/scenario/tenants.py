@@ -9,7 +9,9 @@ server; every name is a host of the topology and every number one of its servers
 two tenants (a server's GPUs count as named by the tenant naming the server); tenant names are
 distinct; and the GPUs of one server are not split between tenants, since they talk over their
 server's local channel, which no switch sees.  With tenants, a workload phase's hosts are all of
-one tenant: a message across tenants is dropped by design and would never complete.
+one tenant: a message across tenants is dropped by design and would never complete.  Each
+tenant's `share` (of a ToR's uplink capacity, what `fabric.tenant_isolation: meters` caps it at)
+is the one it gives, else an equal part of what the others leave; the shares add up to at most 1.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def resolve_tenants(raw: list | None, topo: Topology, fail: Fail) -> tuple[Tenan
                            "a host belongs to one tenant")
             owner[host] = (i, where)
         order = {h: n for n, h in enumerate(topo.hosts)}
-        out.append(Tenant(name, i + 1, tuple(sorted({h for h, _ in named}, key=order.__getitem__))))
+        out.append(Tenant(name, i + 1, tuple(sorted({h for h, _ in named}, key=order.__getitem__)),
+                          _share(raw, i, at, fail)))
     for number, gpus in topo.servers.items():
         split = sorted({owner[g][0] for g in gpus if g in owner})
         if len(split) > 1:
@@ -68,6 +71,23 @@ def resolve_tenants(raw: list | None, topo: Topology, fail: Fail) -> tuple[Tenan
                        f"'{raw[split[1]]['name']}': they share the server's local channel, which no switch "
                        "sees, so a server belongs to one tenant")
     return tuple(out)
+
+
+def _share(raw: list, i: int, at: DataPath, fail: Fail) -> float:
+    """Tenant i's share of a ToR's uplink capacity: its `share`, else an equal part of what the
+    tenants that give none leave; the shares given may not add up to more than 1."""
+    given = [entry["share"] for entry in raw if "share" in entry]
+    if "share" in raw[i]:
+        total = sum(entry["share"] for entry in raw[:i + 1] if "share" in entry)
+        if total > 1 + 1e-9:
+            raise fail(at + (i, "share"), f"brings the tenants' shares to {total:g}: together they may "
+                       "have at most 1 (all of a ToR's uplink capacity)")
+        return float(raw[i]["share"])
+    left = 1 - sum(given)
+    if left <= 1e-9:
+        raise fail(at + (i, "name"), f"tenant '{raw[i]['name']}' gives no share, and the other tenants' "
+                   "shares leave it none: give it a share, or lower theirs")
+    return left / (len(raw) - len(given))
 
 
 def check_phase_hosts(at: DataPath, hosts: tuple[str, ...], tenants: tuple[Tenant, ...], fail: Fail,

@@ -193,6 +193,11 @@ def sim_command(args) -> int:
         variants = slow
         scenario = slowed(scenario, args.host_rate_mbps / scenario.links.host.rate_mbps)  # the report's header
     switches = getattr(args, "switches", "model")
+    isolated = sorted({v.scenario.fabric.tenant_isolation for v in variants} - {"none"})
+    if switches == "model" and isolated:
+        raise TestbedError(f"{args.scenario}: fabric.tenant_isolation ({', '.join(isolated)}) is done by fabric.p4 "
+                           "and the traffic manager, and --switches model (sim.py's hand-written model) does not "
+                           "model tenants: run it on the program (the default)")
     out_dir = Path(args.runs_dir) / scenario.name / (time.strftime("%Y%m%d-%H%M%S") + "-sim")
     keep_scenario_copy(scenario, out_dir)
     jobs, cluster = getattr(args, "jobs", 1), getattr(args, "cluster", None)  # each variant a unit of a sweep

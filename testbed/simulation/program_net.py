@@ -277,8 +277,10 @@ class ProgramNetwork:
         """Conservation of DATA cells over the fabric (sim.Network.data_cells' keys): what the hosts
         put on their NIC links is received by hosts, lost at a switch's full queue or on a lossy
         cable, or still in flight at the end (on a cable, queued, or delivered to a host after the
-        end). A cell the program itself dropped (its drop counters, `program_drops` in result.json,
-        count every type), or that a stopped switch flushed, is left in `unaccounted`."""
+        end), or, with `fabric.tenant_isolation: meters`, dropped by a tenant's meter (the program
+        counts those DATA cells apart). A cell the program dropped otherwise (its drop counters,
+        `program_drops` in result.json, count every type), or that a stopped switch flushed, is
+        left in `unaccounted`."""
         engine, fabric = self.engine, self.fabric
         prios = self.scenario.switch.priority_queues
         queue_drops = lossy = 0
@@ -298,6 +300,8 @@ class ProgramNetwork:
         received = sum(h.data_rx for h in self.hosts.values())
         lost = {"switch_queue_drops": queue_drops, "cut_links": cut, "lossy_links": lossy, "stopped_switches": 0,
                 "no_route": 0}
+        if self.scenario.fabric.tenant_isolation == "meters":   # DATA cells over a tenant's rate
+            lost["tenant_meters"] = self.switch_figures()["program_drops"].get("tenant_over_rate_data", 0)
         in_flight = cables + queued + undelivered
         return {"sent": sent, "received": received, "lost": lost, "lost_total": sum(lost.values()),
                 "in_flight_at_end": in_flight, "unaccounted": sent - received - sum(lost.values()) - in_flight}

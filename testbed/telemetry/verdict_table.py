@@ -26,7 +26,7 @@ COLUMNS = ("variant", "messages complete / planned", "goodput / ideal", "DATA ce
 
 LOSS_PLACES = {"switch_queue_drops": "queues", "link_losses": "lossy cables", "cut_links": "cut cables",
                "lossy_links": "lossy cables", "stopped_switches": "stopped switches", "no_route": "no route",
-               "elsewhere": "elsewhere"}
+               "tenant_meters": "tenant meters", "elsewhere": "elsewhere"}
 
 
 def planned_fault_events(scenario) -> int:

@@ -21,9 +21,12 @@ def p4src_program(stf: Path) -> Path:
     return P4SRC / (stf.name.split("_", 1)[0] + ".p4")
 
 
-def p4src_queues(program: Path) -> int:
-    """fabric.p4 queues credits at priority 1: two queues, the fabric's setting."""
-    return 2 if program.name == "fabric.p4" else 1
+def p4src_queues(program: Path, stf: Path) -> int:
+    """The file's `# priority-queues: N`, else: fabric.p4 queues credits at priority 1, so two
+    queues, the fabric's setting (fabric_tenant_isolation.stf asks for a third, a tenant's)."""
+    from testbed.p4model.stf.parser import file_priority_queues
+
+    return file_priority_queues(stf) or (2 if program.name == "fabric.p4" else 1)
 
 
 def skip_without_bmv2() -> None:

@@ -18,6 +18,6 @@ pytestmark = pytest.mark.bmv2
 @pytest.mark.parametrize("stf", P4SRC_STF, ids=lambda p: p.name)
 def test_stf_passes_on_bmv2(stf, runners):  # noqa: F811
     program = p4src_program(stf)
-    result, out = runners.run("bmv2", program, stf, p4src_queues(program))
+    result, out = runners.run("bmv2", program, stf, p4src_queues(program, stf))
     assert result.passed, out
     assert "warning" not in out, out

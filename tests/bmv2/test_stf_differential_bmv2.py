@@ -53,7 +53,7 @@ def _agree(runners, program: Path, stf: Path, queues: int) -> None:  # noqa: F81
 @pytest.mark.parametrize("stf", P4SRC_STF, ids=lambda p: p.name)
 def test_p4src_targets_agree(stf, runners):  # noqa: F811
     program = p4src_program(stf)
-    _agree(runners, program, stf, p4src_queues(program))
+    _agree(runners, program, stf, p4src_queues(program, stf))
 
 
 @pytest.mark.parametrize("program,stf,queues", QUEUE_CASES, ids=[c[1] for c in QUEUE_CASES])

@@ -77,6 +77,7 @@ _SIGNATURES = {
     "eng_queue": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint64,
                              _c.c_int64]),
     "eng_pfc": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_int, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
+    "eng_queue_weight": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_int, _c.c_uint32, _c.c_uint32]),
     "eng_cable": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
     "eng_host_port": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_uint32]),
     "eng_port_down": (_c.c_int, [_c.c_void_p, _c.c_uint32, _c.c_uint32, _c.c_int]),
@@ -242,10 +243,12 @@ class NativeFabric:
         lib, e = self.lib, self._e
         lib.eng_defaults(e, index, d["limit"], d["byte_limit"], _interval(d["rate_pps"]), d["rate_bps"],
                          d["delay_ns"], float(d.get("loss", 0.0)))
+        lib.eng_queue_weight(e, index, -1, 0, d.get("weight", 0))
         for number, port in tm._ports.items():
             lib.eng_port(e, index, number, port.rate_bps, port.delay_ns, port.loss)
             for prio, q in enumerate(port.queues):
                 lib.eng_queue(e, index, number, prio, q.limit, q.byte_limit, q.interval_ns)
+                lib.eng_queue_weight(e, index, number, prio, q.weight)
         if tm.pfc_priority is not None:
             if lib.eng_pfc(e, index, tm.pfc_priority, tm.pfc_xoff, tm.pfc_xon, tm.pfc_pool) != 0:
                 raise ValueError("PFC cannot be changed while packets of its priority are queued")

@@ -184,6 +184,8 @@ typedef struct {
     int64_t interval_ns, last_ns;
     uint64_t enqueued, dequeued, dropped_full, enq_bytes, deq_bytes, drop_bytes, passed, passed_bytes;
     uint64_t class_packets[CLASSES], class_bytes[CLASSES], class_drops[CLASSES];
+    uint32_t weight;            /* DRR quantum in bytes; 0: strict priority (eng_queue_weight) */
+    int64_t deficit;            /* DRR: bytes this queue may still send in its turn */
 } queue;
 
 typedef struct port_s {
@@ -209,6 +211,9 @@ typedef struct port_s {
     uint64_t cut_lost_by_class[CLASSES];
     uint64_t rx, tx;
     uint32_t peak;              /* deepest queue (packets) since the last eng_sample */
+    int weighted;               /* some queue has a weight: deficit round robin among those (drr_pick) */
+    uint32_t cursor;            /* DRR: the weighted queue whose turn it is */
+    int drr_started;            /* DRR: the cursor's queue has had its quantum for this turn */
     /* the frames on the cable into this port after the one in the event list, in arrival order */
     flight *fl;
     uint32_t fl_cap, fl_head, fl_n;  /* a ring of fl_cap (a power of two) */
@@ -233,7 +238,7 @@ typedef struct {
     uint64_t jobs;              /* jobs ingress made (a packet that made none counts in ingress_drops) */
     uint32_t state_size, max_hdr, drop_port, nprio, index;
     /* defaults of ports made later (the TM's _default) */
-    uint32_t d_limit;
+    uint32_t d_limit, d_weight;
     uint64_t d_byte_limit;
     int64_t d_interval_ns, d_rate_bps, d_delay_ns;
     double d_loss;
@@ -468,7 +473,9 @@ static port *get_port(sw_t *s, uint32_t number) {
         p->q[i].byte_limit = s->d_byte_limit;
         p->q[i].interval_ns = s->d_interval_ns;
         p->q[i].last_ns = NEVER;
+        p->q[i].weight = s->d_weight;
     }
+    p->weighted = s->d_weight != 0;
     s->ports[number] = p;
     return p;
 }
@@ -776,6 +783,28 @@ static void depart(engine *e, sw_t *s, uint32_t number, uint32_t prio, pkt *k, i
     transmit(e, s, number, at, s->out, (uint32_t)n);
 }
 
+/* tm/model.py _drr_pick: the weighted queue port p serves at t, by deficit round robin (a weighted
+ * queue's head is eligible at t); the same steps in the same order */
+static int drr_pick(port *p, uint32_t nq, int64_t t) {
+    for (;;) {
+        uint32_t i = p->cursor;
+        queue *q = &p->q[i];
+        if (q->weight) {
+            if (q->head && q->head->eligible <= t && p->pause_until[i] <= t) {
+                if (!p->drr_started) {
+                    q->deficit += q->weight;
+                    p->drr_started = 1;
+                }
+                if (q->deficit >= (int64_t)q->head->length) return (int)i;
+            } else if (!q->head) {
+                q->deficit = 0;
+            }
+        }
+        p->cursor = i + 1 < nq ? i + 1 : 0;
+        p->drr_started = 0;
+    }
+}
+
 /* serve port p up to `until` in model time (tm/model.py _run_port) */
 static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until) {
     int64_t free_ns = p->free_ns, last_tx = p->last_tx_ns;
@@ -801,12 +830,24 @@ static void run_port(engine *e, sw_t *s, uint32_t number, port *p, int64_t until
             break;
         }
         int prio = (int)nq - 1;
-        for (; prio > 0; prio--) {
-            queue *q = &p->q[prio];
-            if (q->head && q->head->eligible <= t && p->pause_until[prio] <= t) break;
+        if (!p->weighted) {
+            for (; prio > 0; prio--) {
+                queue *q = &p->q[prio];
+                if (q->head && q->head->eligible <= t && p->pause_until[prio] <= t) break;
+            }
+        } else {
+            for (; prio >= 0; prio--) {   /* strict queues first; with none eligible, DRR */
+                queue *q = &p->q[prio];
+                if (q->head && q->head->eligible <= t && p->pause_until[prio] <= t && !q->weight) break;
+            }
+            if (prio < 0) prio = drr_pick(p, nq, t);
         }
         queue *q = &p->q[prio];
         pkt *k = q->head;
+        if (q->weight) {
+            q->deficit -= k->length;
+            if (!k->next) q->deficit = 0;
+        }
         q->head = k->next;
         if (!q->head) q->tail = 0;
         q->depth--;
@@ -900,7 +941,7 @@ static void offer(engine *e, sw_t *s, uint32_t number, port *p, uint32_t prio, c
 
 /* tm/model.py depart_now(): the transmit time when the link is idle, else -1 */
 static int64_t depart_now(sw_t *s, port *p, uint32_t prio, int64_t now, uint32_t length, int cls) {
-    if (p->busy || p->free_ns > now || p->loss > 0 || p->paused || prio >= s->nprio) return -1;
+    if (p->busy || p->free_ns > now || p->loss > 0 || p->paused || p->weighted || prio >= s->nprio) return -1;
     queue *q = &p->q[prio];
     if (q->last_ns + q->interval_ns > now || !q->limit || (q->byte_limit && length > q->byte_limit)) return -1;
     q->last_ns = now;
@@ -1450,6 +1491,24 @@ int eng_queue(void *ep, uint32_t swi, uint32_t number, uint32_t prio, uint32_t l
     port *p = get_port(e->sw[swi], number);
     if (!p) return -1;
     p->q[prio].limit = limit, p->q[prio].byte_limit = byte_limit, p->q[prio].interval_ns = interval_ns;
+    return 0;
+}
+
+/* tm/model.py set_queue_weight: queue `prio` of a port (number < 0: the default of ports made later)
+ * is served by DRR with `weight` bytes per turn, 0 = strict priority */
+int eng_queue_weight(void *ep, uint32_t swi, int number, uint32_t prio, uint32_t weight) {
+    engine *e = ep;
+    if (swi >= e->nsw || prio >= MAX_PRIO) return -1;
+    sw_t *s = e->sw[swi];
+    if (number < 0) {
+        s->d_weight = weight;
+        return 0;
+    }
+    port *p = get_port(s, (uint32_t)number);
+    if (!p) return -1;
+    p->q[prio].weight = weight;
+    p->weighted = 0;
+    for (uint32_t i = 0; i < s->nprio; i++) p->weighted |= p->q[i].weight != 0;
     return 0;
 }
 

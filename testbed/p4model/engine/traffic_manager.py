@@ -57,7 +57,7 @@ class EngineTrafficManager(TrafficManager):
                 rows.append({
                     "port": number, "priority": prio, "depth": get("depth", 0), "bytes": get("bytes", 0),
                     "max_depth": get("max_depth", 0), "limit_packets": q.limit, "limit_bytes": q.byte_limit,
-                    "rate_pps": q.rate_pps,
+                    "rate_pps": q.rate_pps, **({"weight": q.weight} if q.weight else {}),
                     "enqueued": get("enqueued", 0) + get("passed", 0),
                     "dequeued": get("dequeued", 0) + get("passed", 0),
                     "dropped_full": get("dropped_full", 0),

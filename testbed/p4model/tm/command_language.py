@@ -82,6 +82,11 @@ class TMCommands:
                      "Set an extra byte limit on one / all egress queue(s) (0 = none).",
                      lambda v, p=None, q=None: {"depth_bytes": v, "queues": tm_.set_queue_depth_bytes(v, p, q),
                                                 "scope": _scope(p, q)}),
+            _Command("set_queue_weight", (_Arg("quantum_bytes", "int"), port, prio),
+                     "Serve one / all egress queue(s) by deficit round robin with this quantum in bytes, "
+                     "when no strict-priority queue is eligible (0 = strict priority, the default).",
+                     lambda v, p=None, q=None: {"quantum_bytes": v, "queues": tm_.set_queue_weight(v, p, q),
+                                                "scope": _scope(p, q)}),
             _Command("set_port_rate_bps", (_Arg("rate_bps", "int"), _Arg("egress_port", "port", True)),
                      "Set the link rate of one / all port(s) in bits/s (0 = unlimited).",
                      lambda v, p=None: {"rate_bps": v, "ports": tm_.set_port_rate_bps(v, p),

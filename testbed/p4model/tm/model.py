@@ -10,7 +10,10 @@ traffic manager") gives the whole model; in short:
   drop) and a packets/s rate.  A packet's eligible time is fixed at enqueue:
   ``eligible = max(now, last + 1/rate)``, as in bmv2.
 * Port: one non-preemptive server per port at R bits/s.  When free, it takes
-  the head of the highest-priority queue that is eligible.  A packet leaves
+  the head of the highest-priority queue that is eligible.  Queues given a
+  weight (``set_queue_weight``, a quantum in bytes; 0, the default, is strict
+  priority) are served only when no strict queue's head is eligible, and
+  among themselves by deficit round robin (``_drr_pick``).  A packet leaves
   at ``transmit_at = dequeue + L*8/R + delay``, never earlier than the port's
   previous one, so a delay change never reorders packets.
 * Loss (``set_port_loss``) and PFC (``set_pfc``): a seeded draw per packet;
@@ -82,6 +85,7 @@ class _Queue:
         "items", "limit", "byte_limit", "interval_ns", "_rate_pps", "last_ns", "bytes",
         "max_depth", "enqueued", "dequeued", "dropped_full", "enq_bytes", "deq_bytes",
         "drop_bytes", "passed", "passed_bytes", "class_packets", "class_bytes", "class_drops",
+        "weight", "deficit",
     )
 
     def __init__(self, limit: int, byte_limit: int, rate_pps: float) -> None:
@@ -99,6 +103,8 @@ class _Queue:
         self.class_packets = [0] * CLASSES  # accepted (queued or passed), per packet class
         self.class_bytes = [0] * CLASSES
         self.class_drops = [0] * CLASSES  # tail-dropped, per packet class
+        self.weight = 0  # DRR quantum in bytes; 0: strict priority (set_queue_weight)
+        self.deficit = 0  # DRR: bytes this queue may still send in its current turn
 
     @property
     def rate_pps(self) -> float:
@@ -115,7 +121,7 @@ class _Port:
         "number", "queues", "rate_bps", "delay_ns", "free_ns", "last_tx_ns", "next_ns",
         "dropped_priority", "dropped_priority_bytes", "loss", "lost_by_class",
         "pause_until", "paused", "pauses_received", "resumes_received", "paused_since", "paused_ns",
-        "peak",
+        "peak", "weighted", "cursor", "fresh",
     )
 
     def __init__(self, number: int, queues: list[_Queue], rate_bps: int, delay_ns: int) -> None:
@@ -137,6 +143,9 @@ class _Port:
         self.paused_since: int | None = None  # model time the current pause began
         self.paused_ns = 0  # closed pauses, summed
         self.peak = 0  # deepest queue (packets) since the last take_peaks()
+        self.weighted = False  # some queue has a weight: deficit round robin among those (_drr_pick)
+        self.cursor = 0  # DRR: the weighted queue whose turn it is
+        self.fresh = True  # DRR: the cursor's queue has not had its quantum for this turn
 
 
 def _interval_ns(rate_pps: float) -> int:
@@ -289,7 +298,7 @@ class TrafficManager:
             self._now = now_ns
         p = self._ports.get(port)
         if p is None or p.next_ns is not None or p.free_ns > now_ns or self._pending or p.loss \
-                or p.paused or not 0 <= priority < len(p.queues):
+                or p.paused or p.weighted or not 0 <= priority < len(p.queues):
             return None
         q = p.queues[priority]
         if q.last_ns + q.interval_ns > now_ns or not q.limit or (q.byte_limit and length > q.byte_limit):
@@ -456,7 +465,7 @@ class TrafficManager:
         free = p.free_ns
         last_tx = p.last_tx_ns
         number = p.number
-        single = queues[0] if len(queues) == 1 and not p.paused else None
+        single = queues[0] if len(queues) == 1 and not p.paused and not p.weighted else None
         pauses = p.pause_until
         pfc_priority = self.pfc_priority
         next_ns = None
@@ -489,10 +498,18 @@ class TrafficManager:
                 prio = len(queues) - 1
                 while True:
                     q = queues[prio]
-                    if q.items and q.items[0][0] <= t and pauses[prio] <= t:
+                    if q.items and q.items[0][0] <= t and pauses[prio] <= t and not q.weight:
                         break
                     prio -= 1
+                    if prio < 0:  # no strict queue is eligible: a weighted one is
+                        prio = _drr_pick(p, t)
+                        q = queues[prio]
+                        break
             items = q.items
+            if q.weight:
+                q.deficit -= items[0][4]
+                if len(items) == 1:
+                    q.deficit = 0
             _, _, enq_us, enq_depth, length, packet, source = items.popleft()
             if prio == pfc_priority:
                 self._pfc_release(source, t)
@@ -527,7 +544,10 @@ class TrafficManager:
         check_port(number)
         d = self._default
         queues = [_Queue(d["limit"], d["byte_limit"], d["rate_pps"]) for _ in range(self.priority_queues)]
+        for q in queues:
+            q.weight = d.get("weight", 0)
         p = _Port(number, queues, d["rate_bps"], d["delay_ns"])
+        p.weighted = any(q.weight for q in queues)
         self._ports[number] = p
         return p
 
@@ -564,6 +584,16 @@ class TrafficManager:
         if not isinstance(nbytes, int) or nbytes < 0:
             raise TMConfigError(f"a byte limit must be an integer >= 0 (0 = none), got {nbytes!r}")
         return self._on_queues("byte_limit", nbytes, port, priority)
+
+    def set_queue_weight(self, quantum: int, port: int | None = None, priority: int | None = None) -> int:
+        """Deficit round robin among weighted queues: `quantum` bytes per turn (0 = strict priority,
+        the default); weighted queues are served when no strict queue is eligible."""
+        if not isinstance(quantum, int) or isinstance(quantum, bool) or not 0 <= quantum <= 1 << 30:
+            raise TMConfigError(f"queue weight must be a quantum of 0..{1 << 30} bytes, got {quantum!r}")
+        changed = self._on_queues("weight", quantum, port, priority)
+        for p in self._select_ports(port):
+            p.weighted = any(q.weight for q in p.queues)
+        return changed
 
     def set_port_rate_bps(self, bps: int, port: int | None = None) -> int:
         """Link rate in bits/s (0 = unlimited); the packet on the wire keeps its old timing."""
@@ -623,6 +653,7 @@ class TrafficManager:
                     "limit_packets": q.limit,
                     "limit_bytes": q.byte_limit,
                     "rate_pps": q.rate_pps,
+                    **({"weight": q.weight} if q.weight else {}),
                     "enqueued": q.enqueued + q.passed,
                     "dequeued": q.dequeued + q.passed,
                     "dropped_full": q.dropped_full,
@@ -704,6 +735,32 @@ class TrafficManager:
                 "xoff_sent": sum(x for x, _ in self.pfc_sent.values()),
                 "xon_sent": sum(y for _, y in self.pfc_sent.values()),
                 "by_source_port": {str(port): {"xoff": x, "xon": y} for port, (x, y) in sorted(self.pfc_sent.items())}}
+
+
+def _drr_pick(p: _Port, t: int) -> int:
+    """The weighted queue port `p` serves at `t`, by deficit round robin (a weighted queue's head
+    is eligible at `t`).  The rule, which engine.c's drr_pick follows step for step: visit the
+    weighted queues in index order from the cursor, round and round; a queue whose head is
+    eligible and not paused gets its quantum once per turn (when the cursor arrives) and is served
+    while its deficit covers its head's length; a queue with nothing queued loses its deficit; the
+    cursor moves on from a queue that cannot send.  The caller takes the head's length off the
+    deficit, and zeroes it when the queue is left empty."""
+    queues, pauses = p.queues, p.pause_until
+    n = len(queues)
+    while True:
+        i = p.cursor
+        q = queues[i]
+        if q.weight:
+            if q.items and q.items[0][0] <= t and pauses[i] <= t:
+                if p.fresh:
+                    q.deficit += q.weight
+                    p.fresh = False
+                if q.deficit >= q.items[0][4]:
+                    return i
+            elif not q.items:
+                q.deficit = 0
+        p.cursor = i + 1 if i + 1 < n else 0
+        p.fresh = True
 
 
 def check_port(port: Any) -> int:

@@ -3,7 +3,8 @@
 Two leaves and two spines run stamp.p4 (basic.p4 that writes the queue
 metadata into each packet) once as Python switches in a FabricLoop and once
 as native pipelines in the C engine, with the same traffic-manager settings
-(priority queues, rates, delays, short queues, a pps-shaped queue, PFC).
+(priority queues, rates, delays, short queues, a pps-shaped queue, PFC, and
+queues served by deficit round robin).
 Random traffic (seeded by hypothesis) must reach every host as the same
 frames at the same nanosecond, and every queue must count the same."""
 
@@ -41,8 +42,10 @@ def routes(name: str) -> list[tuple[str, int, int]]:
     return [(f"{own}.1", 32, 1), (f"{own}.129", 32, 2), (f"{other}.0", 25, 3), (f"{other}.128", 25, 4)]
 
 
-def configure(tm: TrafficManager, name: str, pfc: bool) -> None:
-    """The same settings for both runs: slow uplinks, short queues, one pps-shaped queue, PFC."""
+def configure(tm: TrafficManager, name: str, pfc: bool, weighted: bool = False) -> None:
+    """The same settings for both runs: slow uplinks, short queues, one pps-shaped queue, PFC;
+    `weighted`: both queues of every port by deficit round robin (quanta below and above a frame's
+    length), but S1's port 1 keeps queue 1 strict above its weighted queue 0."""
     tm.set_port_rate_bps(100_000_000)
     tm.set_port_delay_us(2)
     for port in PORTS[name]:
@@ -58,6 +61,10 @@ def configure(tm: TrafficManager, name: str, pfc: bool) -> None:
         tm.set_queue_depth_bytes(6000, 1, 1)
     if pfc:
         tm.set_pfc(4, 2, priority=1, pool=12)
+    if weighted:
+        for port in PORTS[name]:
+            tm.set_queue_weight(300, port, 0)
+            tm.set_queue_weight(0 if (name, port) == ("S1", 1) else 1100, port, 1)
 
 
 def entries(pipeline, name: str) -> None:
@@ -111,7 +118,7 @@ class RecordingHostPort:
         pass
 
 
-def run_python(program, sends, pfc: bool):
+def run_python(program, sends, pfc: bool, weighted: bool = False):
     from testbed.emulation.model_fabric import ModelFabric
     from testbed.p4model.fabric.loop import FabricLoop
     from testbed.p4model.pipeline import Pipeline
@@ -126,7 +133,7 @@ def run_python(program, sends, pfc: bool):
         pipeline = Pipeline(program, clock=clock, seed=1)
         entries(pipeline, name)
         switch.install(SimpleNamespace(pipeline=pipeline))
-        configure(switch.tm, name, pfc)
+        configure(switch.tm, name, pfc, weighted)
         switches[name] = switch
     loop = FabricLoop(switches, clock)
     for a, ap, b, bp in CABLES:
@@ -142,7 +149,7 @@ def run_python(program, sends, pfc: bool):
     return log, switches
 
 
-def run_native(program, sends, pfc: bool):
+def run_native(program, sends, pfc: bool, weighted: bool = False):
     from testbed.p4model.backend.native.binding import NativePipeline
     from testbed.p4model.engine import NativeFabric
 
@@ -154,7 +161,7 @@ def run_native(program, sends, pfc: bool):
         pipeline = NativePipeline(program, clock=clock, seed=1)
         entries(pipeline, name)
         tm = TrafficManager(clock, priority_queues=2, ports=PORTS[name])
-        configure(tm, name, pfc)
+        configure(tm, name, pfc, weighted)
         index[name] = engine.add_switch(pipeline, tm)
     for h, (sw, port, _) in HOSTS.items():
         engine.host_port(index[sw], port, h)
@@ -171,10 +178,10 @@ def run_native(program, sends, pfc: bool):
 QUEUE_FIELDS = ("enqueued", "dequeued", "dropped_full", "passed", "max_depth", "enq_bytes", "drop_bytes")
 
 
-def compare(program, seed: int, count: int, pfc: bool, span_us: int = 400):
+def compare(program, seed: int, count: int, pfc: bool, span_us: int = 400, weighted: bool = False):
     sends = traffic(seed, count, span_us)
-    py_log, py_switches = run_python(program, sends, pfc)
-    native_log, engine, index = run_native(program, sends, pfc)
+    py_log, py_switches = run_python(program, sends, pfc, weighted)
+    native_log, engine, index = run_native(program, sends, pfc, weighted)
     py_frames = [(t, h, f) for t, h, f in py_log if f[12:14] != b"\x88\x08"]
     native_frames = [(t, h, f) for t, h, f in native_log if f[12:14] != b"\x88\x08"]
     assert len(native_frames) == len(py_frames)
@@ -219,3 +226,16 @@ def test_a_burst_queues_drops_and_pauses_as_the_python_loop(program):
             assert stats["S1"]["pfc_frames_tx"] + stats["S2"]["pfc_frames_tx"] > 0
             assert stats["L1"]["pfc_frames_rx"] + stats["L2"]["pfc_frames_rx"] > 0
             assert stats["L1"]["pfc_frames_tx"] + stats["L2"]["pfc_frames_tx"] > 0
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), pfc=st.booleans())
+def test_deficit_round_robin_same_frames_same_times(program, seed, pfc):
+    compare(program, seed, 160, pfc, weighted=True)
+
+
+def test_a_burst_under_deficit_round_robin_as_the_python_loop(program):
+    """Heavy load with both queues weighted: their turns, drops and pauses match the Python loop's."""
+    for pfc in (False, True):
+        engine, index = compare(program, 11, 500, pfc, span_us=1500, weighted=True)
+        assert max(engine.queue_stats(index["S1"], 2, 0)["max_depth"], engine.queue_stats(index["S1"], 2, 1)["max_depth"]) > 1

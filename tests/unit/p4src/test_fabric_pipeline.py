@@ -331,3 +331,42 @@ def test_tenants_off_forwards_every_source_and_counts_nothing():
     assert sum(sw.counter(f"{ING}drops", i)[0] for i in range(16)) == 0
     assert sum(sw.counter(f"{ING}tenant_drops", i)[0] + sw.counter(f"{ING}tenant_packets", i)[0]
                for i in range(64)) == 0
+
+
+def test_tenant_queues_pick_each_tenants_data_queue_on_every_switch():
+    """tenant_queues (fabric.tenant_isolation: queues): the carried tenant's data queue, credits
+    still at 1; without an entry, data stays at priority 0."""
+    sw = _tenant_switch()
+    host = gen.TENANT_HOSTS
+    credit = gen.cell(host["D"][0], gen.CREDIT, 0, src=host["A"][0], in_port=1, tos=0)
+    before = [j.priority for p in (gen.tenant_packet("A", "D"), gen.tenant_packet("C", "E"))
+              for j in sw.pipeline.ingress(host["A"][1] if p[IP].src == host["A"][0] else 3, raw(p))]
+    assert before == [0, 0]
+    stf = gen.Stf("pytest", "fabric.p4", "tenant queues")
+    stf.line(f"add {ING}tenant_queues hdr.ipv4.dscp:1 {ING}set_tenant_queue(queue:0)")
+    stf.line(f"add {ING}tenant_queues hdr.ipv4.dscp:2 {ING}set_tenant_queue(queue:2)")
+    sw.configure(stf)
+    jobs = [(j.port, j.priority) for port, p in ((1, gen.tenant_packet("A", "D")), (3, gen.tenant_packet("C", "E")),
+                                                  (1, credit), (4, gen.tenant_packet("E", "C", dscp=2)))
+            for j in sw.pipeline.ingress(port, raw(p))]
+    assert jobs == [(4, 0), (4, 2), (4, 1), (3, 2)]   # from the fabric port too: DSCP carries the tenant
+
+
+def test_tenant_meter_caps_a_tenants_bytes_and_counts_what_it_drops():
+    sw = _tenant_switch()
+    big = Raw(bytes(200))
+    length = len(raw(gen.tenant_packet("A", "D") / big))
+    # tenant 1: 1 MB/s (1 byte per microsecond), a bucket of two packets
+    stf = gen.Stf("pytest", "fabric.p4", "tenant meter")
+    stf.line(f"meter_set_rates {ING}tenant_meter 1 1:{2 * length} 1:{2 * length}")
+    sw.configure(stf)
+    sent = [len(sw.send(1 if i % 2 else 2, gen.tenant_packet("A" if i % 2 else "B", "D") / big)) for i in range(5)]
+    assert sent == [1, 1, 0, 0, 0]                   # 1 us apart: the bucket, then over rate
+    sw.clock.advance_ns(length * 1_000)             # one packet's worth of time
+    assert len(sw.send(1, gen.tenant_packet("A", "D") / big)) == 1
+    assert len(sw.send(3, gen.tenant_packet("C", "E") / big)) == 1   # tenant 2: no meter set
+    assert sw.counter(f"{ING}drops", 13)[0] == 3   # not DATA cells (reason 12 is theirs)
+    cells = [len(sw.send(1, gen.cell(gen.TENANT_HOSTS["D"][0], gen.DATA, gen.CELL_SIZE,
+                                     src=gen.TENANT_HOSTS["A"][0], in_port=1))) for _ in range(3)]
+    assert cells == [0, 0, 0] and sw.counter(f"{ING}drops", 12)[0] == 3
+    assert sw.counter(f"{ING}tenant_drops", 1)[0] == 6 and sw.counter(f"{ING}tenant_drops", 2)[0] == 0

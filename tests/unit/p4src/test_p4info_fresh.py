@@ -32,10 +32,11 @@ def test_fabric_p4info_has_the_contract_objects():
                                "FabricIngress.groups", "FabricIngress.group_members",
                                "FabricIngress.hash_config", "FabricEgress.port_macs", "FabricEgress.ecn_config",
                                "FabricEgress.int_config", "FabricIngress.tenant_config",
-                               "FabricIngress.tenant_ports", "FabricIngress.tenant_hosts"}
+                               "FabricIngress.tenant_ports", "FabricIngress.tenant_hosts",
+                               "FabricIngress.tenant_queues"}
     assert names["counters"] == {"FabricIngress.rx_port", "FabricIngress.drops",
                                  "FabricEgress.tx_port", "FabricEgress.drops",
                                  "FabricEgress.ecn_marks", "FabricIngress.tenant_packets",
                                  "FabricIngress.tenant_drops"}
-    assert names["meters"] == {"FabricIngress.credit_meter"}
+    assert names["meters"] == {"FabricIngress.credit_meter", "FabricIngress.tenant_meter"}
     assert names["registers"] == {"FabricIngress.rr_next", "FabricEgress.max_qdepth"}

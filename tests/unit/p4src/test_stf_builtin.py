@@ -13,6 +13,7 @@ import pytest
 
 from testbed.p4model.p4info import generate
 from testbed.p4model.pipeline import load
+from testbed.p4model.stf.parser import file_priority_queues
 from testbed.p4model.stf.runner import run_files
 
 from .conftest import ROOT, STF_DIR, program_for, stf_files
@@ -35,10 +36,11 @@ def test_every_program_has_stf_files():
     assert all(program_for(f).exists() for f in stf_files())
 
 
-def priority_queues(program) -> int:
-    """fabric.p4 queues credits at priority 1: it runs with two queues, as the
-    testbed's switches do (one queue would drop the credits, as simple_switch)."""
-    return 2 if program.name == "fabric.p4" else 1
+def priority_queues(stf, program) -> int:
+    """The file's `# priority-queues: N`, else: fabric.p4 queues credits at priority 1, so it runs
+    with two queues, as the testbed's switches do (one queue would drop the credits, as
+    simple_switch); tenant queues (fabric_tenant_isolation.stf) ask for more."""
+    return file_priority_queues(stf) or (2 if program.name == "fabric.p4" else 1)
 
 
 @pytest.mark.parametrize("stf", stf_files(), ids=lambda p: p.name)
@@ -46,7 +48,7 @@ def test_stf_passes_on_builtin_target(stf):
     out = io.StringIO()
     program = program_for(stf)
     passed, failed = run_files(_loader(program), [stf], out=out,
-                               priority_queues=priority_queues(program))
+                               priority_queues=priority_queues(stf, program))
     assert (passed, failed) == (1, 0), out.getvalue()
     assert "warning" not in out.getvalue(), out.getvalue()
 
