@@ -310,7 +310,7 @@ def test_bytes_held_toward_a_host_that_sent_nothing_are_the_host_not_a_delayed_c
     sent = {down: [10900.0] * 3 + [2000.0] * 3 + [10900.0] * 4}
     arrived = {down: [10900.0] * 3 + [0.0] * 3 + [10900.0 + 6000.0] + [10900.0] * 3}
     twin = {down: [10900.0] * nbins, up: [2000.0] * nbins}
-    holds = {"host": 1500.0, "fabric": 1500.0}
+    holds = {"host": 1500.0, "fabric": 1500.0, "host_up": 1500.0}  # no pacer queue
 
     def culprits(host_sends: list[float]):
         wire = ({**sent, up: host_sends}, {**arrived, up: host_sends}, {})
