@@ -35,6 +35,9 @@ run uses:
   hears of it at once and routes around it.  At start a new pipeline gets its
   plan (tables, meters, TM commands), its counters start from zero, and the
   controller routes through it again.
+* `gpu_slow` / `gpu_restore`: the host's (GPU's) compute placed from then on
+  takes `factor` times as long (`WorkloadRunner.set_compute_factor`); 1 at
+  restore.
 * `host_slow` / `host_restore`: the application starts each message
   `delay_ms` late (`WorkloadRunner.set_slow`), the endpoint paces at
   `rate_mbps` and the NIC's wires send at it.
@@ -146,6 +149,11 @@ class ProgramFaults:
             self.net.hosts[action.agent].stall(kind == "agent_stall", now_ns)
         elif action.switch is not None:
             record["reroute"] = self._switch(action.switch, kind == "switch_start", now_ns)
+        elif action.gpu is not None:
+            runner = self.net.hosts[action.target].runner
+            if runner is not None:
+                runner.set_compute_factor(action.gpu)
+            record["factor"] = action.gpu
         elif action.slow is not None:
             self._slow(action.target, action.slow.delay_ms, action.slow.rate_mbps, now_ns)
             record.update(action.slow.to_json())

@@ -1,0 +1,179 @@
+"""A training job's iterations against its healthy twin's: which stalled, by how much, and why.
+
+Model: the run and its twin (core.py's, the same scenario without its faults) run the same job:
+the same messages, the same compute times per rank and iteration (drawn from the scenario's
+seed), so an iteration of the healthy job takes on the run what it takes on the twin. Both are
+read the way the report reads a job (`telemetry.training.all_timelines`: per rank and iteration,
+when its iteration ended), the twin from its agents' records as the simulator kept them.
+
+* **Iteration time** T(k): the moment the job's last rank finished iteration k minus the moment
+  it finished k - 1 (the job's start for k = 0), as the report has it.
+* **Stalled**: T_run(k) exceeds T_twin(k) by more than STALL_SHARE of T_twin(k); an iteration
+  the run never finished (every rank) while the twin did is stalled too, from the run's last
+  finished iteration to the run's end.
+* **Compute as it ran**: a message that waited for compute says how long that compute ran
+  (`compute_ran_us` in its `message_sent` record, host/app.py: times a slow GPU's factor). A
+  rank's compute in iteration k is the sum, over the distinct sets of collectives its compute
+  waits for (`compute_after`: the compute after one gate; a data-parallel job's buckets share
+  one, an MoE job's steps each have their own), of the longest compute after that gate.
+* **Cause**: a stalled iteration in which one rank's compute exceeds its twin's by more than
+  COMPUTE_SHARE of the twin's is a straggler GPU (compute: the fabric's counters cannot see it;
+  the rank with the largest excess is named). Otherwise the cause is the network: the first
+  fabric culprit (core.py's rules, in their rank) whose window meets the iteration's, or none
+  named when no rule saw one.
+* **Culprit**: each straggler GPU is a culprit `gpu HOST slow`, from the start of the first
+  stalled iteration it slowed to the end of its last, score its largest excess share (capped at
+  1). It ranks before the fabric culprits unless one of them began more than core.TOGETHER_S
+  before it: a GPU that computes late holds every other rank's collectives, so the NICs and
+  cables around it fall quiet after it (victims), never before.
+"""
+
+from __future__ import annotations
+
+import math
+
+from testbed.host import pipeline, training
+from testbed.telemetry.training import all_timelines
+
+STALL_SHARE = 0.10  # an iteration this much longer than its twin's stalled (the healthy job's match exactly)
+COMPUTE_SHARE = 0.25  # a rank's compute this much longer than its twin's is a straggler GPU
+
+
+def iteration_of(collective: str) -> tuple[str, int] | None:
+    """(job, iteration) of a training job's collective name (bucket, all-to-all step or pipeline
+    transfer); None for any other."""
+    for parse in (training.parse_name, training.parse_step, pipeline.parse_name):
+        parsed = parse(collective or "")
+        if parsed is not None:
+            return parsed[0], parsed[1]
+    return None
+
+
+def compute_ran(planned: list[dict], records: list[dict]) -> dict[tuple[str, str, int], tuple[float, float]]:
+    """(job, rank, iteration) -> (compute as planned, compute as it ran), microseconds (module
+    docstring): per gate (`compute_after`), the longest compute after it, summed over the gates."""
+    plan = {(m["src"], m["dst"], m["msg_id"]): m for m in planned if "compute_us" in m}
+    per_gate: dict[tuple, list[float]] = {}
+    for r in records:
+        if r.get("kind") != "message_sent":
+            continue
+        m = plan.get((r["src"], r["dst"], r["msg_id"]))
+        where = iteration_of(m.get("collective") or "") if m is not None else None
+        if where is None:
+            continue
+        chain = sum(us for _names, us in m.get("compute_chain") or ())
+        key = (where[0], r["src"], where[1], tuple(m.get("compute_after") or ()))
+        ran = float(r.get("compute_ran_us", m["compute_us"] + chain))
+        best = per_gate.setdefault(key, [0.0, 0.0])
+        best[0], best[1] = max(best[0], m["compute_us"] + chain), max(best[1], ran)
+    out: dict[tuple[str, str, int], tuple[float, float]] = {}
+    for (job, rank, k, _gate), (want, ran) in per_gate.items():
+        was = out.get((job, rank, k), (0.0, 0.0))
+        out[(job, rank, k)] = (was[0] + want, was[1] + ran)
+    return out
+
+
+def iteration_ends(job: dict) -> list[float]:
+    """The moment the job's last rank finished each iteration every rank finished (us)."""
+    return [max(job["end"][(h, k)] for h in job["ranks"]) for k in range(job["finished"])]
+
+
+def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[dict]], culprits: list,
+             run_to_us: float, stretch: float = 1.0) -> tuple[list[dict], list]:
+    """(per job: its stalled iterations with their cause; the straggler GPUs as core.Culprits).
+
+    `run`, `twin`: (planned messages, records) of each; `culprits`: the fabric's, ranked, on the
+    run's clock; `run_to_us`: the run's end on its clock. Times out are on the scenario's clock
+    (over `stretch`), in seconds and milliseconds."""
+    from testbed.diagnose.core import Culprit
+
+    run_jobs, twin_jobs = all_timelines(*run), all_timelines(*twin)
+    run_compute, twin_compute = compute_ran(*run), compute_ran(*twin)
+    views, gpus = [], {}
+    for name, tj in twin_jobs.items():
+        rj = run_jobs.get(name)
+        if rj is None or not tj["finished"]:
+            continue
+        t_ends, r_ends = iteration_ends(tj), iteration_ends(rj)
+        start = rj["start_us"]
+        stalled = []
+        for k in range(tj["finished"]):
+            t_from = tj["start_us"] if k == 0 else t_ends[k - 1]
+            twin_t = t_ends[k] - t_from
+            r_from = start if k == 0 else (r_ends[k - 1] if k - 1 < len(r_ends) else None)
+            if r_from is None:
+                break  # the run never began it: its first unfinished iteration is the stall
+            finished = k < len(r_ends)
+            run_t = (r_ends[k] if finished else run_to_us) - r_from
+            if finished and run_t <= twin_t * (1 + STALL_SHARE):
+                continue
+            row = {"iteration": k, "from_s": round(r_from / 1e6 / stretch, 3),
+                   "to_s": round((r_ends[k] if finished else run_to_us) / 1e6 / stretch, 3),
+                   "run_ms": round(run_t / 1e3 / stretch, 1) if finished else None,
+                   "twin_ms": round(twin_t / 1e3 / stretch, 1),
+                   "late_ms": round((run_t - twin_t) / 1e3 / stretch, 1), "finished": finished}
+            excess = []
+            for h in tj["ranks"]:
+                want = twin_compute.get((name, h, k), (0.0, 0.0))[1]
+                ran = run_compute.get((name, h, k))
+                if ran is not None and want > 0 and ran[1] - want > COMPUTE_SHARE * want:
+                    excess.append(((ran[1] - want) / want, h, ran[1], want))
+            if excess:
+                share, h, ran, want = max(excess)
+                row["cause"] = "compute"
+                row["gpu"] = h
+                row["why"] = (f"GPU {h}'s compute took {ran / 1e3 / stretch:.1f} ms where its twin's took "
+                              f"{want / 1e3 / stretch:.1f} ms (+{share:.0%})")
+                g = gpus.setdefault(h, {"from": r_from, "to": r_from, "share": 0.0, "iterations": [], "job": name})
+                g["to"] = max(g["to"], r_ends[k] if finished else run_to_us)
+                g["share"] = max(g["share"], share)
+                g["iterations"].append(k)
+            else:
+                row["cause"] = "network"
+                lo, hi = r_from / 1e6, (r_ends[k] if finished else run_to_us) / 1e6
+                seen = next((c for c in culprits if c.start_s < hi and c.end_s > lo), None)
+                row["culprit"] = None if seen is None else f"{seen.kind} {seen.target} {seen.symptom}"
+                row["why"] = ("no rank computed longer than its twin; " +
+                              (f"the fabric's culprit then: {row['culprit']}" if seen is not None
+                               else "no fabric rule named a culprit then"))
+            stalled.append(row)
+            if not finished:
+                break
+        views.append({"job": name, "ranks": len(tj["ranks"]), "iterations_twin": tj["finished"],
+                      "iterations_run": rj["finished"], "stalled": stalled})
+    out = []
+    for h, g in gpus.items():
+        its = ", ".join(str(k) for k in g["iterations"])
+        out.append(Culprit("gpu", h, "slow", g["from"] / 1e6, g["to"] / 1e6, round(min(1.0, g["share"]), 2),
+                           evidence=f"job {g['job']}: its compute ran longer than its twin's by up to "
+                                    f"{g['share']:.0%} in iteration(s) {its} (the fabric cannot see a GPU)"))
+    out.sort(key=lambda c: c.start_s)
+    return views, out
+
+
+def rank_gpus(gpus: list, culprits: list) -> list:
+    """The straggler GPUs placed among the fabric's culprits (module docstring): each before them
+    unless one began more than TOGETHER_S before it."""
+    from testbed.diagnose.core import TOGETHER_S
+
+    if not gpus:
+        return list(culprits)
+    earliest = min((c.start_s for c in culprits), default=math.inf)
+    first = [g for g in gpus if g.start_s <= earliest + TOGETHER_S]
+    later = [g for g in gpus if g not in first]
+    return first + list(culprits) + later
+
+
+def job_lines(views: list[dict]) -> list[str]:
+    """The job view as the command prints it: per job, each stalled iteration and its cause."""
+    lines = []
+    for v in views:
+        if not v["stalled"]:
+            lines.append(f"job {v['job']}: no iteration stalled ({v['iterations_run']} of the twin's "
+                         f"{v['iterations_twin']} finished)")
+            continue
+        for s in v["stalled"]:
+            took = f"took {s['run_ms']:.1f} ms" if s["finished"] else "never finished"
+            lines.append(f"job {v['job']}: iteration {s['iteration']} stalled from {s['from_s']:.1f} s: {took}, "
+                         f"the twin's {s['twin_ms']:.1f} ms (+{s['late_ms']:.1f} ms); cause {s['cause']}: {s['why']}")
+    return lines
