@@ -943,7 +943,8 @@ def diagnose_variant(variant_dir: Path) -> dict:
     nic.sort(key=lambda c: (c.start_s, -c.score))
     spread = twin_spread(scenario, judged, links is not None, switches, twin)
     culprits += [c for c in localise(run, twin, scenario.topo, nic, frame, spread) if (c.kind, c.target) not in named]
-    jobs, culprits = job_verdict(variant_dir, scenario, run_hosts, twin_records, culprits, judged, stretch)
+    jobs, culprits = job_verdict(variant_dir, scenario, run_hosts, twin_records, culprits, judged, stretch,
+                                 (run, twin))
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
         c.evidence = on_scenario_clock(c.evidence, stretch)
@@ -958,7 +959,8 @@ def diagnose_variant(variant_dir: Path) -> dict:
 
 
 def job_verdict(variant_dir: Path, scenario, run_hosts: dict, twin_records: dict, culprits: list[Culprit],
-                judged: int, stretch: float) -> tuple[list[dict], list[Culprit]]:
+                judged: int, stretch: float, series: tuple[dict, dict] | None = None
+                ) -> tuple[list[dict], list[Culprit]]:
     """(the training jobs' iterations against the twin's, the culprits with the straggler GPUs
     placed among them: job.py), ([], culprits) for a run without a training job. The run's planned
     messages are its agents/workload.json, the twin's the scenario's own."""
@@ -977,8 +979,9 @@ def job_verdict(variant_dir: Path, scenario, run_hosts: dict, twin_records: dict
     twin_planned = [m.to_json() for m in scenario_messages(scenario)]
     run_rows = [r for rows in run_hosts.values() for r in rows]
     twin_rows = [r for rows in twin_records.values() for r in rows]
-    views, gpus = job_view((planned, run_rows), (twin_planned, twin_rows), culprits, judged * BIN_S * 1e6, stretch)
-    return views, rank_gpus(gpus, culprits)
+    views, gpus, fabric = job_view((planned, run_rows), (twin_planned, twin_rows), culprits, judged * BIN_S * 1e6,
+                                   stretch, series)
+    return views, rank_gpus(gpus, fabric)
 
 
 _SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) s\b")

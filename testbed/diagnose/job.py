@@ -21,6 +21,19 @@ when its iteration ended), the twin from its agents' records as the simulator ke
   the rank with the largest excess is named). Otherwise the cause is the network: the first
   fabric culprit (core.py's rules, in their rank) whose window meets the iteration's, or none
   named when no rule saw one.
+* **A slow path no fabric rule named** (`queue_culprit`): when a stalled iteration's cause is the
+  network and no fabric culprit's window meets it, the switch egress whose queue peaked above the
+  twin's by the most, summed over the bins of the stalled iterations, is named `link CABLE slow`
+  when that sum is at least QUEUE_EXCESS x MIN_BINS cells (core.py's standing queue, spread over
+  the iterations), from the first of those bins it was JOB_QUEUE_CELLS above. A job slowed all
+  over by one slow cable lags everywhere by about as much as its iterations (a sixth here): no
+  series departs by LAG_SHARE, but the stall says where to look, and a cable carrying less than it
+  is fed holds a queue its twin does not.
+* **The ring's slow sender** (`sender_lag`): among the fabric's first culprits (those beginning
+  within TOGETHER_S of the first) the hosts are told apart by the job's records: the host whose
+  own messages, in the stalled iterations, took longest beyond the twin's (first cell queued to
+  acknowledged, summed) ranks first. A rank of a ring sends on what its neighbour sent it, so a
+  slow host's neighbours fall as quiet as it does, but only its messages take long.
 * **Culprit**: each straggler GPU is a culprit `gpu HOST slow`, from the start of the first
   stalled iteration it slowed to the end of its last, score its largest excess share (capped at
   1). It ranks before the fabric culprits unless one of them began more than core.TOGETHER_S
@@ -35,6 +48,7 @@ import math
 from testbed.host import pipeline, training
 from testbed.telemetry.training import all_timelines
 
+JOB_QUEUE_CELLS = 4.0  # a bin's queue this far above the twin's starts a slow path's window (QUEUE_EXCESS / 2)
 STALL_SHARE = 0.10  # an iteration this much longer than its twin's stalled (the healthy job's match exactly)
 COMPUTE_SHARE = 0.25  # a rank's compute this much longer than its twin's is a straggler GPU
 
@@ -78,18 +92,81 @@ def iteration_ends(job: dict) -> list[float]:
     return [max(job["end"][(h, k)] for h in job["ranks"]) for k in range(job["finished"])]
 
 
+def queue_culprit(run_series: dict, twin_series: dict, spans: list[tuple[float, float]]):
+    """The slow path of a network stall no fabric rule named (module docstring), a core.Culprit or
+    None; `spans`: the stalled iterations' (from, to) in seconds on the run's clock."""
+    from testbed.diagnose.core import BIN_S, MIN_BINS, QUEUE_EXCESS, Culprit
+
+    bins = sorted({b for lo, hi in spans for b in range(int(lo / BIN_S), int(math.ceil(hi / BIN_S)))})
+    best = None
+    for key, tq in twin_series.items():
+        q = run_series.get(key)
+        if not key.endswith(":queue") or q is None:
+            continue
+        over = [(b, q[b] - tq[b]) for b in bins if b < len(q) and b < len(tq)]
+        total = sum(max(0.0, x) for _b, x in over)
+        high = [b for b, x in over if x >= JOB_QUEUE_CELLS]
+        if total >= QUEUE_EXCESS * MIN_BINS and high and (best is None or total > best[0]):
+            best = (total, key, high)
+    if best is None:
+        return None
+    total, key, high = best
+    cable, direction = key.split(":")[0], key.split(":")[1]
+    return Culprit("link", cable, "slow", high[0] * BIN_S, (high[-1] + 1) * BIN_S, 0.5,
+                   evidence=f"the job stalled on the network and {direction}'s switch egress queue peaked above "
+                            f"the twin's by {total:.0f} cells over the stalled iterations' bins (the most of any "
+                            f"port), from {high[0] * BIN_S:.1f} s")
+
+
+def sender_lag(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[dict]],
+               stalled: set[tuple[str, int]]) -> dict[str, float]:
+    """Per host, how much longer its messages of the stalled (job, iteration)s took than the
+    twin's (first cell queued to acknowledged, microseconds summed)."""
+    plan = {(m["src"], m["dst"], m["msg_id"]): m.get("collective") or "" for m in run[0]}
+    took = {(r["src"], r["dst"], r["msg_id"]): r["fct_us"] for r in twin[1] if r.get("kind") == "message_sent"}
+    lag: dict[str, float] = {}
+    for r in run[1]:
+        if r.get("kind") != "message_sent":
+            continue
+        key = (r["src"], r["dst"], r["msg_id"])
+        if iteration_of(plan.get(key, "")) in stalled and key in took:
+            lag[r["src"]] = lag.get(r["src"], 0.0) + max(0.0, r["fct_us"] - took[key])
+    return lag
+
+
+def pick_sender(culprits: list, lag: dict[str, float]) -> list:
+    """The fabric's culprits with the host of the largest `lag` first among the hosts that begin
+    within TOGETHER_S of the first culprit, when the first is a host (module docstring)."""
+    from testbed.diagnose.core import TOGETHER_S
+
+    if not culprits or culprits[0].kind != "host":
+        return list(culprits)
+    together = [c for c in culprits if c.kind == "host" and c.start_s <= culprits[0].start_s + TOGETHER_S]
+    slowest = max(together, key=lambda c: lag.get(c.target, 0.0))
+    if lag.get(slowest.target, 0.0) <= lag.get(culprits[0].target, 0.0):
+        return list(culprits)
+    slowest.evidence += (f"; in the stalled iterations its own messages took {lag[slowest.target] / 1e3:.0f} ms "
+                         f"longer than the twin's, the most of the hosts named with it")
+    return [slowest] + [c for c in culprits if c is not slowest]
+
+
 def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[dict]], culprits: list,
-             run_to_us: float, stretch: float = 1.0) -> tuple[list[dict], list]:
-    """(per job: its stalled iterations with their cause; the straggler GPUs as core.Culprits).
+             run_to_us: float, stretch: float = 1.0, series: tuple[dict, dict] | None = None
+             ) -> tuple[list[dict], list, list]:
+    """(per job: its stalled iterations with their cause; the straggler GPUs as core.Culprits; the
+    fabric's culprits as the job's records rank them, with a slow path no rule named added).
 
     `run`, `twin`: (planned messages, records) of each; `culprits`: the fabric's, ranked, on the
-    run's clock; `run_to_us`: the run's end on its clock. Times out are on the scenario's clock
-    (over `stretch`), in seconds and milliseconds."""
+    run's clock; `run_to_us`: the run's end on its clock; `series`: (run, twin) link series with
+    their queues, bins on the run's clock. Times out are on the scenario's clock (over `stretch`),
+    in seconds and milliseconds."""
     from testbed.diagnose.core import Culprit
 
     run_jobs, twin_jobs = all_timelines(*run), all_timelines(*twin)
     run_compute, twin_compute = compute_ran(*run), compute_ran(*twin)
     views, gpus = [], {}
+    blind: list[tuple[float, float]] = []  # network stalls no fabric culprit met (run's clock, s)
+    stalled_at: set[tuple[str, int]] = set()
     for name, tj in twin_jobs.items():
         rj = run_jobs.get(name)
         if rj is None or not tj["finished"]:
@@ -133,10 +210,13 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                 lo, hi = r_from / 1e6, (r_ends[k] if finished else run_to_us) / 1e6
                 seen = next((c for c in culprits if c.start_s < hi and c.end_s > lo), None)
                 row["culprit"] = None if seen is None else f"{seen.kind} {seen.target} {seen.symptom}"
+                if seen is None:
+                    blind.append((lo, hi))
                 row["why"] = ("no rank computed longer than its twin; " +
                               (f"the fabric's culprit then: {row['culprit']}" if seen is not None
                                else "no fabric rule named a culprit then"))
             stalled.append(row)
+            stalled_at.add((name, k))
             if not finished:
                 break
         views.append({"job": name, "ranks": len(tj["ranks"]), "iterations_twin": tj["finished"],
@@ -148,7 +228,16 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                            evidence=f"job {g['job']}: its compute ran longer than its twin's by up to "
                                     f"{g['share']:.0%} in iteration(s) {its} (the fabric cannot see a GPU)"))
     out.sort(key=lambda c: c.start_s)
-    return views, out
+    fabric = pick_sender(culprits, sender_lag(run, twin, stalled_at))
+    found = queue_culprit(series[0], series[1], blind) if blind and series is not None else None
+    if found is not None:
+        for v in views:
+            for row in v["stalled"]:
+                if row["cause"] == "network" and row["culprit"] is None:
+                    row["culprit"] = f"{found.kind} {found.target} {found.symptom}"
+                    row["why"] = f"no rank computed longer than its twin; a slow path: {found.evidence}"
+        fabric = [found] + fabric
+    return views, out, fabric
 
 
 def rank_gpus(gpus: list, culprits: list) -> list:
