@@ -35,40 +35,20 @@ import re
 import time
 from pathlib import Path
 
+from testbed.diagnose.culprit import BIN_S, MIN_BINS, QUEUE_EXCESS, TOGETHER_S, Culprit
 from testbed.diagnose.job import job_lines
 from testbed.errors import TestbedError
 from testbed.telemetry.rundir import TelemetryCover, load_json, load_jsonl, load_yaml, telemetry_cover
 
-BIN_S = 0.1
 LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
 ONSET_SHARE = 0.02  # where a departing lag began: above noise, below anything that departs
 BUSY_BYTES = 65536  # a direction that carried less in the twin has no share to lose (acks, credits only)
 SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell this far (relative) is slow
-TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
-QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
-MIN_BINS = 3  # ... for at least this many bins (300 ms): shorter gaps are scheduling noise
 NOISE_SEEDS = 2  # the twin run again with this many other seeds: how far the healthy scenario spreads
 
 
 class DiagnoseError(TestbedError):
     """A directory diagnose cannot read as a finished run."""
-
-
-@dataclasses.dataclass
-class Culprit:
-    kind: str
-    target: str
-    symptom: str
-    start_s: float
-    end_s: float
-    score: float
-    evidence: str
-    crossed: float = 0.0  # when the lag crossed LAG_SHARE (ranking only; not written)
-    pinned: bool = False  # a NIC flat at a cut rate: a cause, never a queue's victim (ranking only)
-
-    def line(self) -> str:
-        return (f"culprit: {self.kind} {self.target} {self.symptom} from {self.start_s:.1f} s to "
-                f"{self.end_s:.1f} s (score {self.score:.2f})")
 
 
 def variant_dirs(run_dir: Path) -> list[Path]:

@@ -1,50 +1,42 @@
 """A training job's iterations against its healthy twin's: which stalled, by how much, and why.
 
-Model: the run and its twin (core.py's, the same scenario without its faults) run the same job:
-the same messages, the same compute times per rank and iteration (drawn from the scenario's
-seed), so an iteration of the healthy job takes on the run what it takes on the twin. Both are
-read the way the report reads a job (`telemetry.training.all_timelines`: per rank and iteration,
-when its iteration ended), the twin from its agents' records as the simulator kept them.
+Model: run and twin (core.py's: the scenario without its faults) run the same job, the same
+messages and compute times (drawn from the scenario's seed), so a healthy job's iteration takes on
+the run what it takes on the twin. Both are read as the report reads a job
+(`telemetry.training.all_timelines`), the twin from its agents' records.
 
-* **Iteration time** T(k): the moment the job's last rank finished iteration k minus the moment
-  it finished k - 1 (the job's start for k = 0), as the report has it.
-* **Stalled**: T_run(k) exceeds T_twin(k) by more than STALL_SHARE of T_twin(k); an iteration
-  the run never finished (every rank) while the twin did is stalled too, from the run's last
-  finished iteration to the run's end.
+* **Iteration time** T(k): when the job's last rank finished iteration k minus when it finished
+  k - 1 (the job's start for k = 0). **Stalled**: T_run(k) > (1 + STALL_SHARE) T_twin(k), or the
+  run never finished k (every rank) while the twin did: then from its start to the run's end.
 * **Compute as it ran**: a message that waited for compute says how long that compute ran
-  (`compute_ran_us` in its `message_sent` record, host/app.py: times a slow GPU's factor). A
-  rank's compute in iteration k is the sum, over the distinct sets of collectives its compute
-  waits for (`compute_after`: the compute after one gate; a data-parallel job's buckets share
-  one, an MoE job's steps each have their own), of the longest compute after that gate.
-* **Cause**: a stalled iteration in which one rank's compute exceeds its twin's by more than
-  COMPUTE_SHARE of the twin's is a straggler GPU (compute: the fabric's counters cannot see it;
-  the rank with the largest excess is named). Otherwise the cause is the network: the first
-  fabric culprit (core.py's rules, in their rank) whose window meets the iteration's, or none
-  named when no rule saw one.
-* **A slow path no fabric rule named** (`queue_culprit`): when a stalled iteration's cause is the
-  network and no fabric culprit's window meets it, the switch egress whose queue peaked above the
-  twin's by the most, summed over the bins of the stalled iterations, is named `link CABLE slow`
-  when that sum is at least QUEUE_EXCESS x MIN_BINS cells (core.py's standing queue, spread over
-  the iterations), from the first of those bins it was JOB_QUEUE_CELLS above. A job slowed all
-  over by one slow cable lags everywhere by about as much as its iterations (a sixth here): no
-  series departs by LAG_SHARE, but the stall says where to look, and a cable carrying less than it
-  is fed holds a queue its twin does not.
-* **The ring's slow sender** (`sender_lag`): among the fabric's first culprits (those beginning
-  within TOGETHER_S of the first) the hosts are told apart by the job's records: the host whose
-  own messages, in the stalled iterations, took longest beyond the twin's (first cell queued to
-  acknowledged, summed) ranks first. A rank of a ring sends on what its neighbour sent it, so a
-  slow host's neighbours fall as quiet as it does, but only its messages take long.
-* **Culprit**: each straggler GPU is a culprit `gpu HOST slow`, from the start of the first
-  stalled iteration it slowed to the end of its last, score its largest excess share (capped at
-  1). It ranks before the fabric culprits unless one of them began more than core.TOGETHER_S
-  before it: a GPU that computes late holds every other rank's collectives, so the NICs and
-  cables around it fall quiet after it (victims), never before.
+  (`compute_ran_us` in `message_sent`, host/app.py: times a slow GPU's factor). A rank's compute
+  in iteration k: per set of collectives it waits for (`compute_after`; a data-parallel job's
+  buckets share one, an MoE job's steps have one each) the longest compute after it, summed.
+* **Cause**: a stalled iteration in which a rank computed longer than its twin by more than
+  COMPUTE_SHARE is a straggler GPU (compute, which no fabric counter sees; the largest excess is
+  named). Otherwise the network: the first fabric culprit (core.py's, in rank) whose window meets
+  the iteration's, or none.
+* **A slow path** (`queue_culprit`): over the network stalls' bins, the switch egress whose queue
+  stood above the twin's by the most, summed, is `link CABLE slow` when that sum reaches
+  QUEUE_EXCESS x MIN_BINS cells, from its first bin JOB_QUEUE_CELLS above; first, when it began
+  more than TOGETHER_S before every fabric culprit (or there is none). One slow cable slows a job
+  all over about as much as its iterations: no series lags by LAG_SHARE, the stall says when.
+* **The ring's slow sender** (`sender_lag`): among the fabric's first culprits (beginning within
+  TOGETHER_S of the first) the host whose own messages in the stalled iterations took longest
+  beyond the twin's (queued to acknowledged, summed) ranks first: a ring's ranks send on what
+  their neighbour sent, so a slow host's neighbours fall as quiet as it does, but only its
+  messages take long.
+* **Culprit**: a straggler GPU is `gpu HOST slow`, from the start of the first stalled iteration
+  it slowed to the end of its last, score its largest excess share (capped at 1). It ranks before
+  the fabric's culprits unless one began more than TOGETHER_S before it: the NICs and cables of
+  the ranks that wait for a late GPU fall quiet after it, never before.
 """
 
 from __future__ import annotations
 
 import math
 
+from testbed.diagnose.culprit import BIN_S, MIN_BINS, QUEUE_EXCESS, TOGETHER_S, Culprit
 from testbed.host import pipeline, training
 from testbed.telemetry.training import all_timelines
 
@@ -95,8 +87,6 @@ def iteration_ends(job: dict) -> list[float]:
 def queue_culprit(run_series: dict, twin_series: dict, spans: list[tuple[float, float]]):
     """The slow path of a network stall no fabric rule named (module docstring), a core.Culprit or
     None; `spans`: the stalled iterations' (from, to) in seconds on the run's clock."""
-    from testbed.diagnose.core import BIN_S, MIN_BINS, QUEUE_EXCESS, Culprit
-
     bins = sorted({b for lo, hi in spans for b in range(int(lo / BIN_S), int(math.ceil(hi / BIN_S)))})
     best = None
     for key, tq in twin_series.items():
@@ -137,8 +127,6 @@ def sender_lag(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[
 def pick_sender(culprits: list, lag: dict[str, float]) -> list:
     """The fabric's culprits with the host of the largest `lag` first among the hosts that begin
     within TOGETHER_S of the first culprit, when the first is a host (module docstring)."""
-    from testbed.diagnose.core import TOGETHER_S
-
     if not culprits or culprits[0].kind != "host":
         return list(culprits)
     together = [c for c in culprits if c.kind == "host" and c.start_s <= culprits[0].start_s + TOGETHER_S]
@@ -160,12 +148,10 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
     run's clock; `run_to_us`: the run's end on its clock; `series`: (run, twin) link series with
     their queues, bins on the run's clock. Times out are on the scenario's clock (over `stretch`),
     in seconds and milliseconds."""
-    from testbed.diagnose.core import Culprit
-
     run_jobs, twin_jobs = all_timelines(*run), all_timelines(*twin)
     run_compute, twin_compute = compute_ran(*run), compute_ran(*twin)
     views, gpus = [], {}
-    blind: list[tuple[float, float]] = []  # network stalls no fabric culprit met (run's clock, s)
+    network: list[tuple[float, float, dict]] = []  # network stalls: (from, to) on the run's clock (s), row
     stalled_at: set[tuple[str, int]] = set()
     for name, tj in twin_jobs.items():
         rj = run_jobs.get(name)
@@ -210,8 +196,7 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                 lo, hi = r_from / 1e6, (r_ends[k] if finished else run_to_us) / 1e6
                 seen = next((c for c in culprits if c.start_s < hi and c.end_s > lo), None)
                 row["culprit"] = None if seen is None else f"{seen.kind} {seen.target} {seen.symptom}"
-                if seen is None:
-                    blind.append((lo, hi))
+                network.append((lo, hi, row))
                 row["why"] = ("no rank computed longer than its twin; " +
                               (f"the fabric's culprit then: {row['culprit']}" if seen is not None
                                else "no fabric rule named a culprit then"))
@@ -229,22 +214,20 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                                     f"{g['share']:.0%} in iteration(s) {its} (the fabric cannot see a GPU)"))
     out.sort(key=lambda c: c.start_s)
     fabric = pick_sender(culprits, sender_lag(run, twin, stalled_at))
-    found = queue_culprit(series[0], series[1], blind) if blind and series is not None else None
-    if found is not None:
-        for v in views:
-            for row in v["stalled"]:
-                if row["cause"] == "network" and row["culprit"] is None:
-                    row["culprit"] = f"{found.kind} {found.target} {found.symptom}"
-                    row["why"] = f"no rank computed longer than its twin; a slow path: {found.evidence}"
-        fabric = [found] + fabric
+    found = (queue_culprit(series[0], series[1], [(lo, hi) for lo, hi, _row in network])
+             if network and series is not None else None)
+    if found is not None and found.start_s < min((c.start_s for c in fabric), default=math.inf) - TOGETHER_S:
+        for lo, hi, row in network:
+            if found.start_s < hi and found.end_s > lo:
+                row["culprit"] = f"{found.kind} {found.target} {found.symptom}"
+                row["why"] = f"no rank computed longer than its twin; a slow path: {found.evidence}"
+        fabric = [found] + [c for c in fabric if (c.kind, c.target) != (found.kind, found.target)]
     return views, out, fabric
 
 
 def rank_gpus(gpus: list, culprits: list) -> list:
     """The straggler GPUs placed among the fabric's culprits (module docstring): each before them
     unless one began more than TOGETHER_S before it."""
-    from testbed.diagnose.core import TOGETHER_S
-
     if not gpus:
         return list(culprits)
     earliest = min((c.start_s for c in culprits), default=math.inf)

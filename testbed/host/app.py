@@ -26,7 +26,9 @@ rank is applied or received (a data-carrying collective's `collective_done`)
 and every message of it from this rank has started: a rank whose compute was
 late for an all-to-all (whose peers' blocks all reached it first) starts its
 next compute only once its own blocks are on their way, and a pipeline
-stage's send has finished at the sender once it has left.
+stage's send has finished at the sender once it has left.  A slow GPU (gpu_slow,
+`set_compute_factor`) takes factor x compute_us for the compute placed meanwhile;
+`message_sent` says how long its compute ran (`compute_ran_us`).
 
 A `dynamic` message (an all-to-all with dynamic channel scheduling) is not
 tied to its channel: once ready it joins its destination's queue, and the
@@ -36,13 +38,6 @@ DYNAMIC_DEPTH, sends it, so a channel on a slow path carries less.
 A GPU of a multi-GPU server reaches the GPUs of its own server over the
 local channel: a second endpoint (`local`, its own pacer at the channel's
 rate) carries every message to a peer in `local_peers`.
-
-A slow GPU (the gpu_slow fault, `set_compute_factor`): compute placed while
-the factor is above 1 (its collectives finished, so its end is fixed) takes
-that many times `compute_us`.  A message that waited for compute says how
-long that compute ran (`compute_ran_us` in its `message_sent` record: its
-chain's parts and its own, times the factor when placed), so a job's records
-show each rank's compute as it ran, not only as planned.
 """
 
 from __future__ import annotations

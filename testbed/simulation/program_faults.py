@@ -4,8 +4,7 @@ The actions are the emulation's (`testbed.emulation.faults.plan_faults`), each
 carried out at its time on the virtual clock as an observer of the network
 (`ProgramNetwork.every`: one the run ended before never runs, and
 `not_executed` lists it as the emulation does), recorded in `faults.jsonl` in
-the emulated run's format.  What each does, through the pieces the emulated
-run uses:
+the emulated run's format.  What each does, with the emulated run's pieces:
 
 * `link_down` / `link_up` (a `link_flap`'s downs and ups) and `host_down`:
   both directions of the cable stop carrying frames.  A switch's end is cut
@@ -35,12 +34,10 @@ run uses:
   hears of it at once and routes around it.  At start a new pipeline gets its
   plan (tables, meters, TM commands), its counters start from zero, and the
   controller routes through it again.
-* `gpu_slow` / `gpu_restore`: the host's (GPU's) compute placed from then on
-  takes `factor` times as long (`WorkloadRunner.set_compute_factor`); 1 at
-  restore.
 * `host_slow` / `host_restore`: the application starts each message
   `delay_ms` late (`WorkloadRunner.set_slow`), the endpoint paces at
-  `rate_mbps` and the NIC's wires send at it.
+  `rate_mbps` and the NIC's wires send at it; `gpu_slow` / `gpu_restore`:
+  its compute takes `factor` times as long (`set_compute_factor`).
 """
 
 from __future__ import annotations
