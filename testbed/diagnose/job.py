@@ -26,8 +26,9 @@ the run what it takes on the twin. Both are read as the report reads a job
   beyond the twin's (queued to acknowledged, summed) ranks first: a ring's ranks send on what
   their neighbour sent, so a slow host's neighbours fall as quiet as it does, but only its
   messages take long.
-* **Culprit**: a straggler GPU is `gpu HOST slow`, from the start of the first stalled iteration
-  it slowed to the end of its last, score its largest excess share (capped at 1). It ranks before
+* **Culprit**: a rank that computed longer than its twin by more than COMPUTE_SHARE in any
+  iteration, stalled or not (a job bound by its network may hide it), is `gpu HOST slow`, from
+  its first such compute's start (`slowed_from`) to the end of its last such iteration, score its largest excess share (capped at 1). It ranks before
   the fabric's culprits unless one began more than TOGETHER_S before it: the NICs and cables of
   the ranks that wait for a late GPU fall quiet after it, never before.
 """
@@ -76,6 +77,31 @@ def compute_ran(planned: list[dict], records: list[dict]) -> dict[tuple[str, str
     for (job, rank, k, _gate), (want, ran) in per_gate.items():
         was = out.get((job, rank, k), (0.0, 0.0))
         out[(job, rank, k)] = (was[0] + want, was[1] + ran)
+    return out
+
+
+def slowed_from(planned: list[dict], records: list[dict]) -> dict[tuple[str, str, int], float]:
+    """(job, rank, iteration) -> when the first of its computes that ran longer than planned (by more
+    than COMPUTE_SHARE) began (us): when the collectives it waited for had finished at the rank (their
+    `collective_done` there), its message's planned start without any."""
+    plan = {(m["src"], m["dst"], m["msg_id"]): m for m in planned if "compute_us" in m}
+    done: dict[tuple[str, str], float] = {}
+    for r in records:
+        if r.get("kind") == "collective_done":
+            done[(r["host"], r["collective"])] = max(done.get((r["host"], r["collective"]), 0.0), r["done_us"])
+    out: dict[tuple[str, str, int], float] = {}
+    for r in records:
+        m = plan.get((r.get("src"), r.get("dst"), r.get("msg_id"))) if r.get("kind") == "message_sent" else None
+        where = iteration_of(m.get("collective") or "") if m is not None else None
+        if where is None or "compute_ran_us" not in r:
+            continue
+        want = m["compute_us"] + sum(us for _names, us in m.get("compute_chain") or ())
+        if r["compute_ran_us"] - want <= COMPUTE_SHARE * want:
+            continue
+        gates = list(m.get("compute_after") or ()) + [n for names, _us in m.get("compute_chain") or () for n in names]
+        began = max([m["start_us"]] + [done.get((r["src"], n), m["start_us"]) for n in gates])
+        key = (where[0], r["src"], where[1])
+        out[key] = min(out.get(key, math.inf), began)
     return out
 
 
@@ -150,6 +176,7 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
     in seconds and milliseconds."""
     run_jobs, twin_jobs = all_timelines(*run), all_timelines(*twin)
     run_compute, twin_compute = compute_ran(*run), compute_ran(*twin)
+    began = slowed_from(*run)
     views, gpus = [], {}
     network: list[tuple[float, float, dict]] = []  # network stalls: (from, to) on the run's clock (s), row
     stalled_at: set[tuple[str, int]] = set()
@@ -159,7 +186,7 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
             continue
         t_ends, r_ends = iteration_ends(tj), iteration_ends(rj)
         start = rj["start_us"]
-        stalled = []
+        stalled, slow = [], []
         for k in range(tj["finished"]):
             t_from = tj["start_us"] if k == 0 else t_ends[k - 1]
             twin_t = t_ends[k] - t_from
@@ -168,6 +195,21 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                 break  # the run never began it: its first unfinished iteration is the stall
             finished = k < len(r_ends)
             run_t = (r_ends[k] if finished else run_to_us) - r_from
+            excess = []
+            for h in tj["ranks"]:
+                want = twin_compute.get((name, h, k), (0.0, 0.0))[1]
+                ran = run_compute.get((name, h, k))
+                if ran is not None and want > 0 and ran[1] - want > COMPUTE_SHARE * want:
+                    excess.append(((ran[1] - want) / want, h, ran[1], want))
+            for share, h, ran, want in excess:  # a slow GPU, whether or not its iteration stalled
+                at = began.get((name, h, k), r_from)
+                g = gpus.setdefault(h, {"from": at, "to": at, "share": 0.0, "iterations": [], "job": name})
+                g["from"] = min(g["from"], at)
+                g["to"] = max(g["to"], r_ends[k] if finished else run_to_us)
+                g["share"] = max(g["share"], share)
+                g["iterations"].append(k)
+                slow.append({"iteration": k, "gpu": h, "ran_ms": round(ran / 1e3 / stretch, 1),
+                             "twin_ms": round(want / 1e3 / stretch, 1)})
             if finished and run_t <= twin_t * (1 + STALL_SHARE):
                 continue
             row = {"iteration": k, "from_s": round(r_from / 1e6 / stretch, 3),
@@ -175,22 +217,12 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                    "run_ms": round(run_t / 1e3 / stretch, 1) if finished else None,
                    "twin_ms": round(twin_t / 1e3 / stretch, 1),
                    "late_ms": round((run_t - twin_t) / 1e3 / stretch, 1), "finished": finished}
-            excess = []
-            for h in tj["ranks"]:
-                want = twin_compute.get((name, h, k), (0.0, 0.0))[1]
-                ran = run_compute.get((name, h, k))
-                if ran is not None and want > 0 and ran[1] - want > COMPUTE_SHARE * want:
-                    excess.append(((ran[1] - want) / want, h, ran[1], want))
             if excess:
                 share, h, ran, want = max(excess)
                 row["cause"] = "compute"
                 row["gpu"] = h
                 row["why"] = (f"GPU {h}'s compute took {ran / 1e3 / stretch:.1f} ms where its twin's took "
                               f"{want / 1e3 / stretch:.1f} ms (+{share:.0%})")
-                g = gpus.setdefault(h, {"from": r_from, "to": r_from, "share": 0.0, "iterations": [], "job": name})
-                g["to"] = max(g["to"], r_ends[k] if finished else run_to_us)
-                g["share"] = max(g["share"], share)
-                g["iterations"].append(k)
             else:
                 row["cause"] = "network"
                 lo, hi = r_from / 1e6, (r_ends[k] if finished else run_to_us) / 1e6
@@ -205,10 +237,10 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
             if not finished:
                 break
         views.append({"job": name, "ranks": len(tj["ranks"]), "iterations_twin": tj["finished"],
-                      "iterations_run": rj["finished"], "stalled": stalled})
+                      "iterations_run": rj["finished"], "stalled": stalled, "slow_compute": slow})
     out = []
     for h, g in gpus.items():
-        its = ", ".join(str(k) for k in g["iterations"])
+        its = ", ".join(str(k) for k in sorted(set(g["iterations"])))
         out.append(Culprit("gpu", h, "slow", g["from"] / 1e6, g["to"] / 1e6, round(min(1.0, g["share"]), 2),
                            evidence=f"job {g['job']}: its compute ran longer than its twin's by up to "
                                     f"{g['share']:.0%} in iteration(s) {its} (the fabric cannot see a GPU)"))
@@ -243,9 +275,13 @@ def job_lines(views: list[dict]) -> list[str]:
         if not v["stalled"]:
             lines.append(f"job {v['job']}: no iteration stalled ({v['iterations_run']} of the twin's "
                          f"{v['iterations_twin']} finished)")
-            continue
         for s in v["stalled"]:
             took = f"took {s['run_ms']:.1f} ms" if s["finished"] else "never finished"
             lines.append(f"job {v['job']}: iteration {s['iteration']} stalled from {s['from_s']:.1f} s: {took}, "
                          f"the twin's {s['twin_ms']:.1f} ms (+{s['late_ms']:.1f} ms); cause {s['cause']}: {s['why']}")
+        stalled = {s["iteration"] for s in v["stalled"]}
+        for c in v.get("slow_compute") or ():  # absent from a diagnosis.json written before it existed
+            if c["iteration"] not in stalled:
+                lines.append(f"job {v['job']}: GPU {c['gpu']} computed {c['ran_ms']:.1f} ms in iteration "
+                             f"{c['iteration']} where its twin's took {c['twin_ms']:.1f} ms (the iteration did not stall)")
     return lines
