@@ -59,3 +59,36 @@ def test_a_degraded_fabric_cable_is_named_from_the_network_stall(tmp_path):
     stalled = d["jobs"][0]["stalled"]
     assert stalled and all(s["cause"] == "network" and s["culprit"] == "link leaf2-spine2 slow" for s in stalled)
     assert all(s["from_s"] < 2.9 + 0.6 for s in stalled)  # during the fault (and the iteration it ended in)
+
+
+def _job(ran_us: dict, done_us: dict) -> tuple[list[dict], list[dict]]:
+    """Two ranks, one bucket a iteration, two iterations: (planned, records) with h1 -> h2 and
+    h2 -> h1 messages gated by 100 ms of compute, each ran `ran_us[(host, k)]`, every bucket done
+    at `done_us[k]` at both ranks."""
+    planned, records = [], []
+    for k in range(2):
+        for src, dst in (("h1", "h2"), ("h2", "h1")):
+            m = {"src": src, "dst": dst, "msg_id": k, "start_us": 0.0, "collective": f"j#{k}.b0",
+                 "compute_after": [f"j#{k - 1}.b0"] if k else [], "compute_us": 100_000.0}
+            planned.append(m)
+            records.append({"kind": "message_sent", "src": src, "dst": dst, "msg_id": k, "start_us": 0.0,
+                            "fct_us": 1000.0, "collective": m["collective"], "compute_ran_us": ran_us[(src, k)]})
+            records.append({"kind": "collective_done", "host": dst, "collective": m["collective"],
+                            "done_us": done_us[k]})
+    return planned, records
+
+
+def test_a_gpu_that_computed_longer_is_named_though_its_iteration_did_not_stall():
+    from testbed.diagnose.job import job_lines, job_view
+
+    done = {0: 150_000.0, 1: 300_000.0}
+    twin = _job({(h, k): 100_000.0 for h in ("h1", "h2") for k in range(2)}, done)
+    run = _job({("h1", 0): 100_000.0, ("h2", 0): 100_000.0, ("h1", 1): 200_000.0, ("h2", 1): 100_000.0}, done)
+    views, gpus, fabric = job_view(run, twin, [], 400_000.0)
+    assert [(g.kind, g.target, g.symptom, g.start_s, g.score) for g in gpus] == [("gpu", "h1", "slow", 0.15, 1.0)]
+    assert views[0]["stalled"] == [] and fabric == []
+    assert views[0]["slow_compute"] == [{"iteration": 1, "gpu": "h1", "ran_ms": 200.0, "twin_ms": 100.0}]
+    assert job_lines(views)[-1] == ("job j: GPU h1 computed 200.0 ms in iteration 1 where its twin's took 100.0 ms "
+                                    "(the iteration did not stall)")
+    healthy_views, none, _ = job_view(twin, twin, [], 400_000.0)
+    assert none == [] and healthy_views[0]["stalled"] == [] and healthy_views[0]["slow_compute"] == []
