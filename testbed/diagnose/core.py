@@ -923,7 +923,7 @@ def diagnose_variant(variant_dir: Path) -> dict:
     nic.sort(key=lambda c: (c.start_s, -c.score))
     spread = twin_spread(scenario, judged, links is not None, switches, twin)
     culprits += [c for c in localise(run, twin, scenario.topo, nic, frame, spread) if (c.kind, c.target) not in named]
-    jobs, culprits = job_verdict(variant_dir, scenario, run_hosts, twin_records, culprits, judged, stretch,
+    jobs, culprits = job_verdict(variant_dir, scenario, run_hosts, twin_records, culprits, nbins, stretch,
                                  (run, twin))
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
@@ -939,11 +939,13 @@ def diagnose_variant(variant_dir: Path) -> dict:
 
 
 def job_verdict(variant_dir: Path, scenario, run_hosts: dict, twin_records: dict, culprits: list[Culprit],
-                judged: int, stretch: float, series: tuple[dict, dict] | None = None
+                nbins: int, stretch: float, series: tuple[dict, dict] | None = None
                 ) -> tuple[list[dict], list[Culprit]]:
     """(the training jobs' iterations against the twin's, the culprits with the straggler GPUs
     placed among them: job.py), ([], culprits) for a run without a training job. The run's planned
-    messages are its agents/workload.json, the twin's the scenario's own."""
+    messages are its agents/workload.json, the twin's the scenario's own; the job is judged from the
+    hosts' records over the whole run (`nbins`), even when the counters stop early (a partial
+    diagnosis)."""
     from testbed.diagnose.job import job_view, rank_gpus
     from testbed.scenario.workload import scenario_messages
 
@@ -959,7 +961,7 @@ def job_verdict(variant_dir: Path, scenario, run_hosts: dict, twin_records: dict
     twin_planned = [m.to_json() for m in scenario_messages(scenario)]
     run_rows = [r for rows in run_hosts.values() for r in rows]
     twin_rows = [r for rows in twin_records.values() for r in rows]
-    views, gpus, fabric = job_view((planned, run_rows), (twin_planned, twin_rows), culprits, judged * BIN_S * 1e6,
+    views, gpus, fabric = job_view((planned, run_rows), (twin_planned, twin_rows), culprits, nbins * BIN_S * 1e6,
                                    stretch, series)
     return views, rank_gpus(gpus, fabric)
 

@@ -18,9 +18,9 @@ the run what it takes on the twin. Both are read as the report reads a job
   the iteration's, or none.
 * **A slow path** (`queue_culprit`): over the network stalls' bins, the switch egress whose queue
   stood above the twin's by the most, summed, is `link CABLE slow` when that sum reaches
-  QUEUE_EXCESS x MIN_BINS cells, from its first bin JOB_QUEUE_CELLS above; first, when it began
-  more than TOGETHER_S before every fabric culprit (or there is none). One slow cable slows a job
-  all over about as much as its iterations: no series lags by LAG_SHARE, the stall says when.
+  QUEUE_EXCESS x MIN_BINS cells, from its first bin JOB_QUEUE_CELLS above; first as `leads` says.
+  One slow cable slows a job all over about as much as its iterations: no series lags by
+  LAG_SHARE, the stall says when.
 * **The ring's slow sender** (`sender_lag`): among the fabric's first culprits (beginning within
   TOGETHER_S of the first) the host whose own messages in the stalled iterations took longest
   beyond the twin's (queued to acknowledged, summed) ranks first: a ring's ranks send on what
@@ -111,8 +111,8 @@ def iteration_ends(job: dict) -> list[float]:
 
 
 def queue_culprit(run_series: dict, twin_series: dict, spans: list[tuple[float, float]]):
-    """The slow path of a network stall no fabric rule named (module docstring), a core.Culprit or
-    None; `spans`: the stalled iterations' (from, to) in seconds on the run's clock."""
+    """The slow path of the network stalls (module docstring): (a Culprit, the largest excess in one
+    bin, cells) or None; `spans`: the stalled iterations' (from, to) in seconds on the run's clock."""
     bins = sorted({b for lo, hi in spans for b in range(int(lo / BIN_S), int(math.ceil(hi / BIN_S)))})
     best = None
     for key, tq in twin_series.items():
@@ -123,15 +123,29 @@ def queue_culprit(run_series: dict, twin_series: dict, spans: list[tuple[float, 
         total = sum(max(0.0, x) for _b, x in over)
         high = [b for b, x in over if x >= JOB_QUEUE_CELLS]
         if total >= QUEUE_EXCESS * MIN_BINS and high and (best is None or total > best[0]):
-            best = (total, key, high)
+            best = (total, key, high, max(x for _b, x in over))
     if best is None:
         return None
-    total, key, high = best
+    total, key, high, peak = best
     cable, direction = key.split(":")[0], key.split(":")[1]
     return Culprit("link", cable, "slow", high[0] * BIN_S, (high[-1] + 1) * BIN_S, 0.5,
                    evidence=f"the job stalled on the network and {direction}'s switch egress queue peaked above "
                             f"the twin's by {total:.0f} cells over the stalled iterations' bins (the most of any "
-                            f"port), from {high[0] * BIN_S:.1f} s")
+                            f"port; {peak:.0f} in one bin), from {high[0] * BIN_S:.1f} s"), peak
+
+
+def leads(path, peak: float, fabric: list) -> bool:
+    """Whether the slow path ranks first (module docstring): no fabric culprit; or it began more
+    than TOGETHER_S before all of them; or, as core.py's rule 10 has it for a cable holding a
+    queue, its queue stood QUEUE_EXCESS cells above the twin's in a bin, it began no later than
+    TOGETHER_S after the first fabric culprit, and that one is a slow link or host that is not a
+    NIC pinned at a cut rate (a cut NIC, a silent host or switch and a lost or cut cable are causes,
+    their counters exact)."""
+    if not fabric or path.start_s < min(c.start_s for c in fabric) - TOGETHER_S:
+        return True
+    first = fabric[0]
+    return (peak >= QUEUE_EXCESS and path.start_s <= first.start_s + TOGETHER_S and first.symptom == "slow"
+            and first.kind in ("link", "host") and not first.pinned)
 
 
 def sender_lag(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[dict]],
@@ -246,9 +260,10 @@ def job_view(run: tuple[list[dict], list[dict]], twin: tuple[list[dict], list[di
                                     f"{g['share']:.0%} in iteration(s) {its} (the fabric cannot see a GPU)"))
     out.sort(key=lambda c: c.start_s)
     fabric = pick_sender(culprits, sender_lag(run, twin, stalled_at))
-    found = (queue_culprit(series[0], series[1], [(lo, hi) for lo, hi, _row in network])
-             if network and series is not None else None)
-    if found is not None and found.start_s < min((c.start_s for c in fabric), default=math.inf) - TOGETHER_S:
+    path = (queue_culprit(series[0], series[1], [(lo, hi) for lo, hi, _row in network])
+            if network and series is not None else None)
+    found = path[0] if path is not None and leads(path[0], path[1], fabric) else None
+    if found is not None:
         for lo, hi, row in network:
             if found.start_s < hi and found.end_s > lo:
                 row["culprit"] = f"{found.kind} {found.target} {found.symptom}"
