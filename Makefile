@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 TESTBED := $(VENV)/bin/testbed
 S ?= default
 
-.PHONY: setup run scenario reproduce test test-unit diagnose-corpus bench p4info clean help
+.PHONY: setup run scenario reproduce test test-unit diagnose-corpus diagnose-job-corpus bench p4info clean help
 
 help:
 	@echo "make run        install what is missing, run the default scenario, print the report path"
@@ -12,6 +12,7 @@ help:
 	@echo "make scenario S=NAME   run scenarios/NAME.yaml"
 	@echo "make reproduce  run TiTa's claims experiments (simulator and emulated), one report"
 	@echo "make diagnose-corpus  score testbed diagnose on its fault corpus (2 min a seed; TESTBED_DIAGNOSE_SEEDS=7,11,43)"
+	@echo "make diagnose-job-corpus  score it on training jobs' faults (80 s a seed; TESTBED_DIAGNOSE_SEEDS too)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make p4info     regenerate the committed P4Info files of p4src/"
 	@echo "make clean      remove what killed runs left behind"
@@ -45,6 +46,9 @@ test-unit: setup
 
 diagnose-corpus: setup
 	@TESTBED_DIAGNOSE_CORPUS=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/unit/diagnose/test_corpus.py
+
+diagnose-job-corpus: setup
+	@TESTBED_DIAGNOSE_JOB_CORPUS=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/unit/diagnose/test_job_corpus.py
 
 bench: setup
 	@$(PY) -m benchmarks

@@ -1,7 +1,8 @@
 """The job diagnosis scored on its corpus (tests/unit/diagnose/job_corpus.py): a data-parallel job on the
 program network, healthy (scenario seeds 1 to 4) and with 20 faults (slow GPU, degraded cable, lossy
 port, slow host in turn) at iterations and places drawn per seed of TESTBED_DIAGNOSE_SEEDS (default 43).
-About two minutes a seed, so it runs only with TESTBED_DIAGNOSE_JOB_CORPUS=1; -s prints every run."""
+About 80 s a seed, so it runs only with TESTBED_DIAGNOSE_JOB_CORPUS=1 (make diagnose-job-corpus); -s
+prints every run."""
 
 from __future__ import annotations
 
