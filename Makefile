@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 TESTBED := $(VENV)/bin/testbed
 S ?= default
 
-.PHONY: setup run scenario reproduce test test-unit diagnose-corpus diagnose-corpus-emulated bench p4info clean help
+.PHONY: setup run scenario reproduce test test-unit diagnose-corpus diagnose-corpus-emulated diagnose-job-corpus bench p4info clean help
 
 help:
 	@echo "make run        install what is missing, run the default scenario, print the report path"
@@ -13,6 +13,7 @@ help:
 	@echo "make reproduce  run TiTa's claims experiments (simulator and emulated), one report"
 	@echo "make diagnose-corpus  score testbed diagnose on its fault corpus (2 min a seed; TESTBED_DIAGNOSE_SEEDS=7,11,43)"
 	@echo "make diagnose-corpus-emulated  the same corpus emulated (root; about 30 min a seed)"
+	@echo "make diagnose-job-corpus  score it on training jobs' faults (80 s a seed; TESTBED_DIAGNOSE_SEEDS too)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make p4info     regenerate the committed P4Info files of p4src/"
 	@echo "make clean      remove what killed runs left behind"
@@ -49,6 +50,9 @@ diagnose-corpus: setup
 
 diagnose-corpus-emulated: setup
 	@TESTBED_DIAGNOSE_EMULATED=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/integration/test_diagnose_emulated_corpus.py
+
+diagnose-job-corpus: setup
+	@TESTBED_DIAGNOSE_JOB_CORPUS=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/unit/diagnose/test_job_corpus.py
 
 bench: setup
 	@$(PY) -m benchmarks

@@ -476,6 +476,10 @@ def recompute_jobs(v: Variant) -> dict:
         hit = pattern.match(r.get("collective") or "") if r["kind"] == "collective_done" else None
         if hit and hit.group(1) in compute:
             ends.setdefault((hit.group(1), r["host"], int(hit.group(2))), []).append(r["done_us"])
+        ran = pattern.match(r.get("collective") or "") if r["kind"] == "message_sent" else None
+        if ran and ran.group(1) in compute and "compute_ran_us" in r:  # a slow GPU's compute, as it ran
+            c = compute[ran.group(1)]
+            c[(r["src"], int(ran.group(2)))] = max(c.get((r["src"], int(ran.group(2))), 0.0), r["compute_ran_us"])
     out: dict = {}
     for job, c in compute.items():
         hosts = sorted({h for h, _ in c}, key=lambda h: [x for x, _ in c].index(h))

@@ -7,10 +7,11 @@ from pathlib import Path
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "diagnose", help="name the link or host that departed from a run's healthy twin",
+        "diagnose", help="name the link, host, switch or GPU that departed from a run's healthy twin",
         description="Replays the run's scenario without its faults on the simulator and compares run and twin "
-                    "per link and host over time; prints the verdict, writes diagnosis.json and diagnosis.md in "
-                    "each variant directory (docs/diagnose.md).")
+                    "per link and host over time, and a training job's iterations against the twin's (which "
+                    "stalled, and whether a GPU's compute or the network held it); prints the verdict, writes "
+                    "diagnosis.json and diagnosis.md in each variant directory (docs/diagnose.md).")
     p.add_argument("run_dir", help="a run directory or one of its variant directories")
     p.set_defaults(func=diagnose_command)
     for name in ("run", "sim"):  # registered before this module (testbed.cli's order)

@@ -35,39 +35,20 @@ import re
 import time
 from pathlib import Path
 
+from testbed.diagnose.culprit import BIN_S, MIN_BINS, QUEUE_EXCESS, TOGETHER_S, Culprit
+from testbed.diagnose.job import job_lines
 from testbed.errors import TestbedError
 from testbed.telemetry.rundir import TelemetryCover, load_json, load_jsonl, load_yaml, telemetry_cover
 
-BIN_S = 0.1
 LAG_SHARE = 0.15  # a series this far behind its twin (share of the twin's total) departs
 ONSET_SHARE = 0.02  # where a departing lag began: above noise, below anything that departs
 BUSY_BYTES = 65536  # a direction that carried less in the twin has no share to lose (acks, credits only)
 SHARE_DROP = 0.3  # a fabric direction whose share of its sender's bytes fell this far (relative) is slow
-TOGETHER_S = 0.5  # departures whose onsets are this close began together (5 bins)
-QUEUE_EXCESS = 8.0  # cells above the twin's peak: a standing queue, not a burst (the BDP is ~16 cells)
-MIN_BINS = 3  # ... for at least this many bins (300 ms): shorter gaps are scheduling noise
 NOISE_SEEDS = 2  # the twin run again with this many other seeds: how far the healthy scenario spreads
 
 
 class DiagnoseError(TestbedError):
     """A directory diagnose cannot read as a finished run."""
-
-
-@dataclasses.dataclass
-class Culprit:
-    kind: str
-    target: str
-    symptom: str
-    start_s: float
-    end_s: float
-    score: float
-    evidence: str
-    crossed: float = 0.0  # when the lag crossed LAG_SHARE (ranking only; not written)
-    pinned: bool = False  # a NIC flat at a cut rate: a cause, never a queue's victim (ranking only)
-
-    def line(self) -> str:
-        return (f"culprit: {self.kind} {self.target} {self.symptom} from {self.start_s:.1f} s to "
-                f"{self.end_s:.1f} s (score {self.score:.2f})")
 
 
 def variant_dirs(run_dir: Path) -> list[Path]:
@@ -628,11 +609,12 @@ def twin_switches(result: dict) -> str:
     return "program"
 
 
-def simulate_twin(scenario, nbins: int, links: bool, switches: str = "model") -> tuple[dict, dict]:
+def simulate_twin(scenario, nbins: int, links: bool, switches: str = "model",
+                  records: dict | None = None) -> tuple[dict, dict]:
     """(host series, link series) of the healthy twin, its ports sampled every bin, on `switches`
-    (twin_switches)."""
+    (twin_switches); `records`, when given, gets each host's records (a job's iterations, job.py)."""
     if switches == "program":
-        return simulate_program_twin(scenario, nbins, links)
+        return simulate_program_twin(scenario, nbins, links, records=records)
     from testbed.scenario.workload import scenario_messages
     from testbed.simulation.run import build_network
 
@@ -657,10 +639,13 @@ def simulate_twin(scenario, nbins: int, links: bool, switches: str = "model") ->
                         series.setdefault(f"{key}:queue", [0.0] * nbins)[b] = p.stats.max_queue_packets
                         p.stats.max_queue_packets = len(p.data_q)
     rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
+    if records is not None:
+        records.update(rows)
     return host_series(rows, nbins), series
 
 
-def simulate_program_twin(scenario, nbins: int, links: bool, switch_seed: int | None = None) -> tuple[dict, dict]:
+def simulate_program_twin(scenario, nbins: int, links: bool, switch_seed: int | None = None,
+                          records: dict | None = None) -> tuple[dict, dict]:
     """The healthy twin on the program network (simulation/program_net.py): the engine stops and
     the telemetry samples every BIN_S, and its samples are read by the reader of a run's own
     telemetry (link_series), so both sides count the same counters the same way; `switch_seed`:
@@ -680,6 +665,8 @@ def simulate_program_twin(scenario, nbins: int, links: bool, switch_seed: int | 
         series = link_series(sorted(sampler.samples, key=lambda r: r["t_s"]), port_ends(scenario.topo),
                              set(scenario.topo.hosts), nbins, "the program twin's telemetry")
     rows = {name: (h.runner.records if h.runner is not None else []) for name, h in net.hosts.items()}
+    if records is not None:
+        records.update(rows)
     return host_series(rows, nbins), series
 
 
@@ -946,7 +933,8 @@ def diagnose_variant(variant_dir: Path) -> dict:
     run = host_series(run_hosts, nbins)
     links = run_link_series(variant_dir, scenario.topo, nbins, cover)
     switches = twin_switches(result)
-    twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None, switches)
+    twin_records: dict[str, list[dict]] = {}
+    twin_hosts, twin_links = simulate_twin(scenario, nbins, links is not None, switches, twin_records)
     twin = dict(twin_hosts)
     if links is not None:
         run.update(links)
@@ -963,15 +951,47 @@ def diagnose_variant(variant_dir: Path) -> dict:
     nic.sort(key=lambda c: (c.start_s, -c.score))
     spread = twin_spread(scenario, judged, links is not None, switches, twin)
     culprits += [c for c in localise(run, twin, scenario.topo, nic, frame, spread) if (c.kind, c.target) not in named]
+    jobs, culprits = job_verdict(variant_dir, scenario, run_hosts, twin_records, culprits, nbins, stretch,
+                                 (run, twin))
     for c in culprits:  # bins are on the run's clock; culprits on the scenario's
         c.start_s, c.end_s = round(c.start_s / stretch, 3), round(c.end_s / stretch, 3)
         c.evidence = on_scenario_clock(c.evidence, stretch)
     out = {"culprits": [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("crossed", "pinned")} for c in culprits], "healthy": not culprits,
            "partial": partial_field(cover, judged, nbins, stretch), "twin_spread": spread,
            "run_time_stretch": stretch, "twin_switches": switches, "wall_s": round(time.monotonic() - started, 3)}
+    if jobs:
+        out["jobs"] = jobs
     (variant_dir / "diagnosis.json").write_text(json.dumps(out, indent=1))
     write_markdown(variant_dir, out, run, twin, culprits, stretch)
     return out
+
+
+def job_verdict(variant_dir: Path, scenario, run_hosts: dict, twin_records: dict, culprits: list[Culprit],
+                nbins: int, stretch: float, series: tuple[dict, dict] | None = None
+                ) -> tuple[list[dict], list[Culprit]]:
+    """(the training jobs' iterations against the twin's, the culprits with the straggler GPUs
+    placed among them: job.py), ([], culprits) for a run without a training job. The run's planned
+    messages are its agents/workload.json, the twin's the scenario's own; the job is judged from the
+    hosts' records over the whole run (`nbins`), even when the counters stop early (a partial
+    diagnosis)."""
+    from testbed.diagnose.job import job_view, rank_gpus
+    from testbed.scenario.workload import scenario_messages
+
+    path = variant_dir / "agents" / "workload.json"
+    if not path.is_file():
+        return [], culprits
+    try:
+        planned = json.loads(path.read_text())["messages"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DiagnoseError(f"{path}: not a workload file ({type(error).__name__}: {error})") from None
+    if not any("compute_us" in m for m in planned):
+        return [], culprits
+    twin_planned = [m.to_json() for m in scenario_messages(scenario)]
+    run_rows = [r for rows in run_hosts.values() for r in rows]
+    twin_rows = [r for rows in twin_records.values() for r in rows]
+    views, gpus, fabric = job_view((planned, run_rows), (twin_planned, twin_rows), culprits, nbins * BIN_S * 1e6,
+                                   stretch, series)
+    return views, rank_gpus(gpus, fabric)
 
 
 _SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) s\b")
@@ -1035,9 +1055,10 @@ def verdict_lines(diagnosis: dict) -> list[str]:
     says so first, or in its healthy line."""
     partial = diagnosis.get("partial")  # absent from a diagnosis.json written before it existed
     if diagnosis["healthy"]:
-        return [f"healthy (partial: {partial_note(partial)}): no culprit" if partial else "healthy: no culprit"]
+        return ([f"healthy (partial: {partial_note(partial)}): no culprit" if partial else "healthy: no culprit"]
+                + job_lines(diagnosis.get("jobs") or []))
     lines = [Culprit(**c).line() for c in diagnosis["culprits"]]
-    return ([f"partial: {partial_note(partial)}"] if partial else []) + lines
+    return ([f"partial: {partial_note(partial)}"] if partial else []) + lines + job_lines(diagnosis.get("jobs") or [])
 
 
 def write_markdown(variant_dir: Path, out: dict, run: dict, twin: dict, culprits: list[Culprit],

@@ -21,7 +21,9 @@ run's `switches(name, up)` does both; the switch has a process of its own).
 `host_slow` writes the host's command file and signals its agent
 (SIGUSR1, `testbed.host.slow`): its application starts each message
 `delay_ms` later and its NIC sends at `rate_mbps`; `host_restore` writes
-the command that ends it.
+the command that ends it. `gpu_slow` (a slow GPU: its compute takes
+`factor` times as long) is carried out by the simulators only: here it is
+recorded as an error, as the agents take no compute command yet.
 Each event is recorded when it happens (`faults.jsonl`: planned and
 actual time on the run's clock, what it touched) and undone at teardown,
 so a run leaves every link and agent as it found them. After `kill -9`
@@ -61,6 +63,7 @@ class FaultAction:
     agent: str | None = None  # agent_stall / agent_resume: the host
     switch: str | None = None  # switch_stop / switch_start
     slow: SlowCommand | None = None  # host_slow / host_restore: the command for the host's agent
+    gpu: float | None = None  # gpu_slow / gpu_restore: the host's compute factor (1: restored)
 
 
 def _degrade_lines(scenario, fault, kind: str) -> tuple[tuple[str, str], ...]:
@@ -100,6 +103,8 @@ def plan_faults(scenario) -> list[FaultAction]:
                 actions.append(FaultAction(at_s, kind, fault.target, slow=command))
             elif kind in ("switch_stop", "switch_start"):
                 actions.append(FaultAction(at_s, kind, fault.target, switch=fault.target))
+            elif kind in ("gpu_slow", "gpu_restore"):
+                actions.append(FaultAction(at_s, kind, fault.target, gpu=fault.factor if kind == "gpu_slow" else 1.0))
             else:
                 actions.append(FaultAction(at_s, kind, fault.target, _interfaces(topo, fault), up=kind == "link_up",
                                            local=_local_ends(topo, fault.target) if kind == "host_down" else ()))
@@ -186,6 +191,9 @@ class FaultRunner:
 
     def _apply(self, action: FaultAction, t_s: float) -> None:
         try:
+            if action.gpu is not None:  # the agents take no compute command yet
+                raise FaultError(f"{action.kind} {action.target}: a slow GPU is carried out by the simulator "
+                                 "only (testbed sim)")
             for interface in action.interfaces:
                 set_link(interface, action.up)
                 (self.down.discard if action.up else self.down.add)(interface)

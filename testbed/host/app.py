@@ -26,7 +26,9 @@ rank is applied or received (a data-carrying collective's `collective_done`)
 and every message of it from this rank has started: a rank whose compute was
 late for an all-to-all (whose peers' blocks all reached it first) starts its
 next compute only once its own blocks are on their way, and a pipeline
-stage's send has finished at the sender once it has left.
+stage's send has finished at the sender once it has left.  A slow GPU (gpu_slow,
+`set_compute_factor`) takes factor x compute_us for the compute placed meanwhile;
+`message_sent` says how long its compute ran (`compute_ran_us`).
 
 A `dynamic` message (an all-to-all with dynamic channel scheduling) is not
 tied to its channel: once ready it joins its destination's queue, and the
@@ -96,6 +98,10 @@ class WorkloadRunner:
         # later (seconds); `_delayed` holds those already put off, so none is put off twice.
         self.slow_delay_s = 0.0
         self._delayed: set[int] = set()
+        # A gpu_slow fault: compute placed while this is above 1 takes that many times as long.
+        self.compute_factor = 1.0
+        self._compute_ran: dict[int, float] = {}  # message -> how long its compute ran (us), once placed
+        self._ran_of_sent: dict[tuple[str, int], float] = {}  # (dst, msg_id) -> that, once sent
         self._index()
         self.incoming = {(s.src, s.msg_id): s for s in specs if s.dst == name and s.op}
         # point-to-point messages to this host: their bytes are regenerated to verify them
@@ -271,6 +277,9 @@ class WorkloadRunner:
         spec = self.by_key[(self.name_of(dst_addr), msg.msg_id)]
         assert msg.done_s is not None  # the endpoint calls it once the message is acknowledged
         rec = records.sent_record(self.name, spec.dst, spec, msg, msg.done_s)
+        ran = self._ran_of_sent.pop((spec.dst, spec.msg_id), None)
+        if ran is not None:
+            rec["compute_ran_us"] = ran
         self.records.append(rec)
         if spec.dynamic:  # its channel is free for the next chunk of the pair's queue
             self._in_flight[(spec.dst, spec.channel)] -= 1
@@ -317,7 +326,7 @@ class WorkloadRunner:
         later of the part before's end and its collectives' finish here."""
         at = spec.start_us
         for names, us in spec.compute_chain + ((spec.compute_after, spec.compute_us),):
-            at = max([at] + [self._done_at[n] for n in names]) + us
+            at = max([at] + [self._done_at[n] for n in names]) + us * self.compute_factor
         return at
 
     def _satisfy(self, need: str, key: tuple, now: float) -> None:
@@ -325,7 +334,10 @@ class WorkloadRunner:
             if need == "done":
                 self._gate[i] -= 1
                 if self._gate[i] == 0:  # every part of its compute can be placed now
-                    self._earliest[i] = self._compute_end(self._specs[i])
+                    spec = self._specs[i]
+                    self._earliest[i] = self._compute_end(spec)
+                    self._compute_ran[i] = (spec.compute_us + sum(us for _n, us in spec.compute_chain)
+                                            ) * self.compute_factor
             self._unmet[i] -= 1
             if self._unmet[i] == 0:
                 heapq.heappush(self._ready, (self._earliest[i], i))
@@ -355,6 +367,9 @@ class WorkloadRunner:
     def _send(self, i: int, channel: int, now: float) -> None:
         spec = self._specs[i]
         self._sent.add(i)
+        if spec.compute_after or spec.compute_chain or spec.compute_us:
+            self._ran_of_sent[(spec.dst, spec.msg_id)] = self._compute_ran.pop(
+                i, spec.compute_us + sum(us for _n, us in spec.compute_chain))
         data: bytes | segment.Framed
         if spec.op:
             data = self._collective_payload(spec)
@@ -387,6 +402,11 @@ class WorkloadRunner:
         start time reached and its dependencies met) starts `delay_s` later; 0 ends it (messages
         already put off keep their later start)."""
         self.slow_delay_s = max(0.0, delay_s)
+
+    def set_compute_factor(self, factor: float) -> None:
+        """A slow GPU (gpu_slow): compute placed from now on takes `factor` times its `compute_us`;
+        1 ends it (compute already placed keeps its end)."""
+        self.compute_factor = max(1e-9, factor)
 
     def next_deadline(self, now: float) -> float | None:
         if self._ready and self._ready[0][0] / 1e6 > now:

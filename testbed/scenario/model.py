@@ -197,20 +197,21 @@ class Phase:
 @dataclass(frozen=True)
 class Fault:
     at_s: float
-    kind: str  # link_down | link_up | host_down | link_flap | link_degrade | agent_stall | switch_restart | host_slow
+    kind: str  # link_down | link_up | host_down | link_flap | link_degrade | agent_stall | switch_restart | host_slow | gpu_slow
     target: str  # a link name (h1-leaf1, leaf1-spine2, leaf1-spine2/2), a host or a switch
     period_s: float = 0.0  # link_flap: down for half of each period, up for the other half
     count: int = 0  # link_flap: how many periods
-    duration_s: float | None = None  # link_degrade (None: to the end), agent_stall, switch_restart, host_slow
+    duration_s: float | None = None  # link_degrade, gpu_slow (None: to the end), agent_stall, switch_restart, host_slow
     rate_mbps: float | None = None  # link_degrade: the link's rate; host_slow: the NIC's (None: unchanged)
     extra_delay_us: float = 0.0  # link_degrade: propagation delay added
     loss: float = 0.0  # link_degrade: probability that a packet is lost on the link
     delay_ms: float = 0.0  # host_slow: added before each message the host's application starts
+    factor: float = 1.0  # gpu_slow: the host's (GPU's) compute takes this many times as long
 
     def events(self) -> list[tuple[float, str]]:
         """(time, event) this fault is made of, in time order: link_down, link_up, host_down,
         link_degrade / link_restore, agent_stall / agent_resume, switch_stop / switch_start,
-        host_slow / host_restore."""
+        host_slow / host_restore, gpu_slow / gpu_restore."""
         if self.kind == "link_flap":
             out = []
             for i in range(self.count):
@@ -219,7 +220,8 @@ class Fault:
             return out
         if self.kind == "switch_restart":
             return [(self.at_s, "switch_stop"), (self.at_s + self.duration_s, "switch_start")]
-        undo = {"link_degrade": "link_restore", "agent_stall": "agent_resume", "host_slow": "host_restore"}.get(self.kind)
+        undo = {"link_degrade": "link_restore", "agent_stall": "agent_resume", "host_slow": "host_restore",
+                "gpu_slow": "gpu_restore"}.get(self.kind)
         if undo is not None and self.duration_s is not None:
             return [(self.at_s, self.kind), (self.at_s + self.duration_s, undo)]
         return [(self.at_s, self.kind)]

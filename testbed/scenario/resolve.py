@@ -694,11 +694,12 @@ class _Resolver:
                             f"(duration_s {duration:g})")
         target, kind = raw["target"], raw["kind"]
         used_by = {"period_s": ("link_flap",), "count": ("link_flap",),
-                   "duration_s": ("link_degrade", "agent_stall", "switch_restart", "host_slow"),
+                   "duration_s": ("link_degrade", "agent_stall", "switch_restart", "host_slow", "gpu_slow"),
                    "rate_mbps": ("link_degrade", "host_slow"), "extra_delay_us": ("link_degrade",),
-                   "loss": ("link_degrade",), "delay_ms": ("host_slow",)}
+                   "loss": ("link_degrade",), "delay_ms": ("host_slow",), "factor": ("gpu_slow",)}
         needs = {"link_flap": ("period_s", "count"), "agent_stall": ("duration_s",),
-                 "switch_restart": ("duration_s",), "host_slow": ("duration_s",)}.get(kind, ())
+                 "switch_restart": ("duration_s",), "host_slow": ("duration_s",),
+                 "gpu_slow": ("factor",)}.get(kind, ())
         for key, kinds in used_by.items():
             if key in needs and key not in raw:
                 raise self.fail(at + ("kind",), f"{kind} needs {key}")
@@ -714,7 +715,7 @@ class _Resolver:
         if "duration_s" in raw and raw["at_s"] + raw["duration_s"] > duration:
             raise self.fail(at + ("duration_s",), f"{raw['duration_s']:g} s from {raw['at_s']:g} s ends after "
                             f"the run (duration_s {duration:g})")
-        if kind in ("host_down", "agent_stall", "host_slow"):
+        if kind in ("host_down", "agent_stall", "host_slow", "gpu_slow"):
             self.known_host(at + ("target",), target, topo)
         elif kind == "switch_restart":
             if target not in topo.switches:
@@ -731,7 +732,7 @@ class _Resolver:
                      duration_s=float(raw["duration_s"]) if "duration_s" in raw else None,
                      rate_mbps=float(raw["rate_mbps"]) if "rate_mbps" in raw else None,
                      extra_delay_us=float(raw.get("extra_delay_us", 0.0)), loss=float(raw.get("loss", 0.0)),
-                     delay_ms=float(raw.get("delay_ms", 0.0)))
+                     delay_ms=float(raw.get("delay_ms", 0.0)), factor=float(raw.get("factor", 1.0)))
 
 
 def _default_name(file: str) -> str:

@@ -21,7 +21,7 @@ PHASE_KINDS = ["pingall", "incast", "permutation", "all_to_all", "ring_allreduce
 COLLECTIVE_OPS = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 COLLECTIVE_ALGORITHMS = ["ring", "tree", "hierarchical", "direct", "auto"]
 FAULT_KINDS = ["link_down", "link_up", "host_down", "link_flap", "link_degrade", "agent_stall", "switch_restart",
-               "host_slow"]
+               "host_slow", "gpu_slow"]
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict:
@@ -241,7 +241,8 @@ SCHEMA = {
             {"at_s": _num(0, exclusive=False), "kind": {"enum": FAULT_KINDS}, "target": TEXT,
              "period_s": _num(0), "count": _int(1, 10_000), "duration_s": _num(0),
              "rate_mbps": _num(0), "extra_delay_us": _num(0, 10_000_000, exclusive=False),
-             "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000)},
+             "loss": _num(0, 1, exclusive=False), "delay_ms": _num(0, 86_400_000),
+             "factor": _num(1, 1000)},
             required=["at_s", "kind", "target"])},
         "tenants": {"type": "array", "minItems": 1, "maxItems": 63, "items": _obj({
             "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",

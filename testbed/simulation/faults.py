@@ -30,6 +30,9 @@ as the emulation lists them.
   the emulation) and the change takes `reaction_s`. At start it forwards
   again on its plan's routes (its tables reinstalled), its counters start
   from zero, and the others route through it again after `reaction_s`.
+* `gpu_slow` / `gpu_restore`: the host's (GPU's) compute placed from then on
+  takes `factor` times as long (`WorkloadRunner.set_compute_factor`); 1 at
+  restore.
 * `host_slow` / `host_restore`: the host's application starts each message
   `delay_ms` after its turn (`WorkloadRunner.set_slow`) and its NIC sends at
   `rate_mbps` (the endpoint's pacer, credits and flows, and its ports' wire).
@@ -140,6 +143,11 @@ class SimFaults:
             self.net.hosts[action.agent].stall(kind == "agent_stall")
         elif action.switch is not None:
             record["reroute"] = self._switch(action.switch, up=kind == "switch_start", now=now)
+        elif action.gpu is not None:
+            runner = self.net.hosts[action.target].runner
+            if runner is not None:
+                runner.set_compute_factor(action.gpu)
+            record["factor"] = action.gpu
         elif action.slow is not None:
             self._slow(action.target, action.slow.delay_ms, action.slow.rate_mbps)
             record.update(action.slow.to_json())

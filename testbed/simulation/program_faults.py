@@ -4,8 +4,7 @@ The actions are the emulation's (`testbed.emulation.faults.plan_faults`), each
 carried out at its time on the virtual clock as an observer of the network
 (`ProgramNetwork.every`: one the run ended before never runs, and
 `not_executed` lists it as the emulation does), recorded in `faults.jsonl` in
-the emulated run's format.  What each does, through the pieces the emulated
-run uses:
+the emulated run's format.  What each does, with the emulated run's pieces:
 
 * `link_down` / `link_up` (a `link_flap`'s downs and ups) and `host_down`:
   both directions of the cable stop carrying frames.  A switch's end is cut
@@ -37,7 +36,8 @@ run uses:
   controller routes through it again.
 * `host_slow` / `host_restore`: the application starts each message
   `delay_ms` late (`WorkloadRunner.set_slow`), the endpoint paces at
-  `rate_mbps` and the NIC's wires send at it.
+  `rate_mbps` and the NIC's wires send at it; `gpu_slow` / `gpu_restore`:
+  its compute takes `factor` times as long (`set_compute_factor`).
 """
 
 from __future__ import annotations
@@ -146,6 +146,11 @@ class ProgramFaults:
             self.net.hosts[action.agent].stall(kind == "agent_stall", now_ns)
         elif action.switch is not None:
             record["reroute"] = self._switch(action.switch, kind == "switch_start", now_ns)
+        elif action.gpu is not None:
+            runner = self.net.hosts[action.target].runner
+            if runner is not None:
+                runner.set_compute_factor(action.gpu)
+            record["factor"] = action.gpu
         elif action.slow is not None:
             self._slow(action.target, action.slow.delay_ms, action.slow.rate_mbps, now_ns)
             record.update(action.slow.to_json())

@@ -6,7 +6,8 @@ bucket's all-reduce, named `<job>#<iteration>.b<bucket>` (host/training.py). For
 iteration k, all in microseconds on the run's clock:
 
 * C(r, k), its compute (forward + backward): the largest `compute_us` of r's messages of the
-  iteration (the last bucket is ready when backward ends);
+  iteration (the last bucket is ready when backward ends), or of their `compute_ran_us` (how long
+  it ran, host/app.py) when the records have it and it is longer (a slow GPU, gpu_slow);
 * A(r, k), the iteration's end at r: the last `collective_done` of the iteration's buckets at r;
 * s(r, k) = max(job start, A(r, k-1)), its compute's start (the job start for k = 0: the earliest
   planned start of its messages), and e(r, k) = s + C, its compute's end;
@@ -79,6 +80,9 @@ def job_timelines(planned: list[dict], records: list[dict]) -> dict[str, dict]:
         elif r["kind"] == "message_sent":
             span = comm.setdefault((name, r["src"], k, b), [math.inf, math.inf])
             span[0] = min(span[0], r["start_us"])
+            if "compute_ran_us" in r:  # as it ran: a slow GPU's (gpu_slow) is longer than planned
+                key = (r["src"], k)
+                jobs[name]["compute"][key] = max(jobs[name]["compute"].get(key, 0.0), r["compute_ran_us"])
     buckets_of: dict[str, int] = {}
     for m in planned:
         parsed = parse_name(m.get("collective") or "")
