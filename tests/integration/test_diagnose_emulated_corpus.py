@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import confusion, corpus_seeds, score
+from tests.unit.diagnose.corpus import corpus_seeds, print_scores, score
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_EMULATED") != "1",
@@ -26,16 +26,9 @@ pytestmark = [pytest.mark.integration,
 def test_emulated_corpus_acceptance(tmp_path, registry, seed):
     faults = int(os.environ.get("TESTBED_DIAGNOSE_FAULTS") or 5)
     rows = score(tmp_path, faults_per_scenario=faults, seed=seed, emulated=True)
-    for row in rows:
-        print(row)
+    print_scores(rows, f"emulated, seed {seed}", unit="run")
     faulty = [r for r in rows if r["injected"]]
     healthy = [r for r in rows if not r["injected"]]
-    print(f"\nemulated, seed {seed}:")
-    print(confusion(rows))
-    print(f"emulated, seed {seed}: first culprit right (kind, target, start within 1 s): "
-          f"{sum(r['right'] for r in faulty)}/{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/"
-          f"{len(faulty)}; healthy with no culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; diagnosis "
-          f"wall time per run at most {max(r['wall_s'] for r in rows):.1f} s")
     assert all(r["right"] for r in healthy), [r for r in healthy if not r["right"]]
     assert max(r["wall_s"] for r in rows) <= 60
     assert sum(r["right"] for r in faulty) >= 0.95 * len(faulty), [r for r in faulty if not r["right"]]

@@ -266,3 +266,20 @@ def confusion(rows: list[dict]) -> str:
         mine = [r for r in rows if (r["injected_class"] or "healthy") == name]
         lines.append(f"| {name} | " + " | ".join(str(sum(1 for r in mine if col(r) == c) or "") for c in cols) + " |")
     return "\n".join(lines)
+
+
+def print_scores(rows: list[dict], label: str, cause: str = "first culprit", healthy_name: str = "healthy",
+                 unit: str = "variant") -> None:
+    """Every row, the confusion table and the scores' line of one scored corpus (score_runs' rows):
+    first `cause` right (kind, target, start within 1 s), the symptom too, `healthy_name` runs with
+    no culprit, the largest wall and CPU time of a diagnosis per `unit`."""
+    for row in rows:
+        print(row)
+    faulty = [r for r in rows if r["injected"]]
+    healthy = [r for r in rows if not r["injected"]]
+    print(f"\n{label}:")
+    print(confusion(rows))
+    print(f"{label}: {cause} right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/"
+          f"{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; {healthy_name} "
+          f"with no culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per {unit} at most "
+          f"{max(r['wall_s'] for r in rows):.1f} s (CPU {max(r['cpu_s'] for r in rows):.1f} s)")

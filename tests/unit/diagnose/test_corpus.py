@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import INJECTED, confusion, corpus_seeds, score
+from tests.unit.diagnose.corpus import INJECTED, corpus_seeds, print_scores, score
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_CORPUS") != "1",
                                 reason="the full corpus takes minutes: make diagnose-corpus")
@@ -24,16 +24,9 @@ def test_corpus_acceptance(tmp_path, seed):
     switches = os.environ.get("TESTBED_DIAGNOSE_SWITCHES") or "model"
     assert switches in ("model", "program"), f"TESTBED_DIAGNOSE_SWITCHES={switches!r}: model or program"
     rows = score(tmp_path, seed=seed, switches=switches)
-    for row in rows:
-        print(row)
+    print_scores(rows, f"seed {seed}")
     faulty = [r for r in rows if r["injected"]]
     healthy = [r for r in rows if not r["injected"]]
-    print(f"\nseed {seed}:")
-    print(confusion(rows))
-    print(f"seed {seed}: first culprit right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/"
-          f"{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy with no "
-          f"culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per variant at most "
-          f"{max(r['wall_s'] for r in rows):.1f} s (CPU {max(r['cpu_s'] for r in rows):.1f} s)")
     assert len(faulty) >= 24 and len(healthy) >= 6
     assert {r["injected_class"] for r in faulty} == {f"{k} {s}" for k, s in (
         (("link" if kind.startswith("link") else "switch" if kind == "switch_restart" else "host"), symptom)

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.unit.diagnose.corpus import confusion, corpus_seeds, score_runs
+from tests.unit.diagnose.corpus import corpus_seeds, print_scores, score_runs
 from tests.unit.diagnose.job_corpus import runs
 
 pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_JOB_CORPUS") != "1",
@@ -20,16 +20,9 @@ pytestmark = pytest.mark.skipif(os.environ.get("TESTBED_DIAGNOSE_JOB_CORPUS") !=
 @pytest.mark.parametrize("seed", corpus_seeds(os.environ.get("TESTBED_DIAGNOSE_SEEDS")))
 def test_job_corpus_acceptance(tmp_path, seed):
     rows = score_runs(runs(tmp_path, faulty=20, seed=seed, healthy=4))
-    for row in rows:
-        print(row)
+    print_scores(rows, f"seed {seed}", cause="job first cause", healthy_name="healthy jobs", unit="job")
     faulty = [r for r in rows if r["injected"]]
     healthy = [r for r in rows if not r["injected"]]
-    print(f"\nseed {seed}:")
-    print(confusion(rows))
-    print(f"seed {seed}: job first cause right (kind, target, start within 1 s): {sum(r['right'] for r in faulty)}/"
-          f"{len(faulty)}; symptom too: {sum(r['symptom_right'] for r in faulty)}/{len(faulty)}; healthy jobs with "
-          f"no culprit: {sum(r['right'] for r in healthy)}/{len(healthy)}; wall time per job at most "
-          f"{max(r['wall_s'] for r in rows):.1f} s (CPU {max(r['cpu_s'] for r in rows):.1f} s)")
     assert len(faulty) == 20 and len(healthy) == 4
     assert all(r["right"] for r in healthy), [r for r in healthy if not r["right"]]
     assert max(r["wall_s"] for r in rows) <= 60
